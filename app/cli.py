@@ -1,0 +1,212 @@
+"""The ``mgrag`` command line: ingest, reingest, docs, delete, ask, setup-models, settings."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+log = logging.getLogger("mgrag")
+
+
+def _settings(args):
+    from app.settings import Settings
+
+    overrides = {k: v for k, v in {
+        "data_dir": getattr(args, "data_dir", None),
+        "chunker": getattr(args, "chunker", None),
+        "theta": getattr(args, "theta", None),
+        "lg_mode": getattr(args, "lg_mode", None),
+        "embedder": getattr(args, "embedder", None),
+        "top_k": getattr(args, "k", None),
+        "context_words": getattr(args, "budget", None),
+    }.items() if v is not None}
+    return Settings(**overrides)
+
+
+def _ctx(args):
+    from app.context import AppContext
+
+    s = _settings(args)
+    logging.basicConfig(level=getattr(logging, s.log_level.upper(), logging.INFO),
+                        format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "transformers", "sentence_transformers", "huggingface_hub"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return AppContext(s)
+
+
+def _print_report(report, out=sys.stdout) -> None:
+    for r in report.results:
+        counts = "/".join(str(c) for c in r.chunks_per_level)
+        extra = f" ({r.message})" if r.message else ""
+        if r.status == "failed":
+            print(f"  FAILED     {r.name}: {r.message}", file=out)
+        else:
+            print(f"  {r.status:<10} {r.name}{f'  chunks {counts}' if counts else ''}{extra}", file=out)
+    tot = report.totals()
+    names = ("parents", "θ/2 children", "θ/4 children")
+    summary = ", ".join(f"{n} {names[i] if i < 3 else i}" for i, n in enumerate(tot))
+    print(f"{len(report.ok)} ingested, {sum(r.status == 'duplicate' for r in report.results)} unchanged/duplicate, "
+          f"{len(report.failed)} failed; new chunks: {summary or 'none'}; index generation {report.generation}",
+          file=out)
+
+
+def cmd_ingest(args) -> int:
+    from ingest.pipeline import Ingestor
+
+    ctx = _ctx(args)
+    report = Ingestor(ctx, progress=not args.quiet).ingest_paths(args.paths)
+    _print_report(report)
+    return 1 if report.failed and not report.ok and not any(r.status == "duplicate" for r in report.results) else 0
+
+
+def cmd_reingest(args) -> int:
+    from ingest.pipeline import Ingestor
+
+    ctx = _ctx(args)
+    report = Ingestor(ctx, progress=not args.quiet).reingest(args.chunker, args.theta, args.docs or None,
+                                                              allow_partial=args.allow_partial)
+    _print_report(report)
+    live = ctx.catalog.live_generation()
+    if report.failed and not args.allow_partial:
+        print(f"re-ingestion failed; the live index (generation {live.gen if live else '-'}) is unchanged",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_docs(args) -> int:
+    ctx = _ctx(args)
+    live = ctx.catalog.live_generation()
+    rows = ctx.catalog.documents(live.gen if live else None)
+    if args.json:
+        print(json.dumps({"generation": live.__dict__ if live else None, "documents": rows}, indent=2, default=str))
+        return 0
+    if live:
+        print(f"index generation {live.gen}: chunker={live.chunker} theta={live.theta} embedder={live.embedder}")
+    print(f"{'document':<32} {'ver':>3} {'size':>10} {'parents':>8} {'θ/2':>6} {'θ/4':>6} {'secs':>7}")
+    for r in rows:
+        print(f"{r['doc_id'][:32]:<32} {r['version']:>3} {r['size']:>10} {r['n_l0'] or 0:>8} {r['n_l1'] or 0:>6} "
+              f"{r['n_l2'] or 0:>6} {r['seconds'] or 0:>7.1f}")
+    if not rows:
+        print("(no documents; run `mgrag ingest PATH`)")
+    return 0
+
+
+def cmd_delete(args) -> int:
+    from ingest.pipeline import Ingestor
+
+    ctx = _ctx(args)
+    try:
+        doc_id = Ingestor(ctx).delete(args.doc)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"deleted {doc_id}")
+    return 0
+
+
+def cmd_ask(args) -> int:
+    from app.extractive import extractive_answer
+    from retrieval.search import EmptyIndexError, retrieve
+
+    ctx = _ctx(args)
+    try:
+        r = retrieve(ctx, args.question)
+    except (ValueError, EmptyIndexError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    ans = extractive_answer(ctx.embedder, r)
+    if args.json:
+        print(json.dumps({"question": r.question, "answer": ans.text, "citations": ans.citations,
+                          "weights": r.weights, "timings": r.timings,
+                          "sources": [s.__dict__ for s in r.sources]}, indent=2, default=str))
+        return 0
+    print(ans.text)
+    print("\nSources:")
+    for s in r.sources:
+        lv = ", ".join(f"L{k}={v:.3f}" for k, v in sorted(s.level_scores.items()))
+        print(f"  [{s.rank}] {s.doc_id} chars {s.start}-{s.end} score {s.score:.3f} (matched level {s.matched_level}; {lv})")
+    return 0
+
+
+def cmd_setup_models(args) -> int:
+    """Provision the offline models (convert the shipped Gemma GGUF once) and check the embedder loads."""
+    ctx = _ctx(args)
+    from app.models import resolve_lm_path
+
+    print("chunker LM:", resolve_lm_path(ctx.settings.lm_model, ctx.settings.cache_dir))
+    print("embedder:", ctx.embedder.name, f"({ctx.embedder.dim} dims)")
+    return 0
+
+
+def cmd_settings(args) -> int:
+    from app.settings import settings_table
+
+    if args.table:
+        print(settings_table())
+    else:
+        print(_settings(args).model_dump_json(indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mgrag", description="MGRAG: chat with your documents (LGMGC + MoG).")
+    p.add_argument("--data-dir", help="data directory (MGRAG_DATA_DIR)")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    s = sub.add_parser("ingest", help="ingest files and folders")
+    s.add_argument("paths", nargs="+")
+    s.add_argument("--quiet", action="store_true", help="no progress bars")
+    s.set_defaults(func=cmd_ingest)
+
+    s = sub.add_parser("reingest", help="rebuild the index from stored originals (atomic switch)")
+    s.add_argument("--chunker", choices=("recursive", "paragraph", "semantic", "lg", "mg", "lgmgc"))
+    s.add_argument("--theta", type=int)
+    s.add_argument("--lg-mode", choices=("exact", "streaming"))
+    s.add_argument("--allow-partial", action="store_true", help="switch even if some documents fail")
+    s.add_argument("--quiet", action="store_true")
+    s.add_argument("docs", nargs="*", help="(optional) only check that these documents exist")
+    s.set_defaults(func=cmd_reingest)
+
+    s = sub.add_parser("docs", help="list documents")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_docs)
+
+    s = sub.add_parser("delete", help="delete a document (by id, name or hash prefix)")
+    s.add_argument("doc")
+    s.set_defaults(func=cmd_delete)
+
+    s = sub.add_parser("ask", help="answer a question from the indexed documents")
+    s.add_argument("question")
+    s.add_argument("--k", type=int, help="hits per level")
+    s.add_argument("--budget", type=int, help="context budget in words")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_ask)
+
+    s = sub.add_parser("setup-models", help="provision the offline models (once)")
+    s.set_defaults(func=cmd_setup_models)
+
+    s = sub.add_parser("settings", help="show the effective settings")
+    s.add_argument("--table", action="store_true", help="markdown table of every setting and its default")
+    s.set_defaults(func=cmd_settings)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
+        from app.models import ModelNotAvailable
+
+        if isinstance(e, ModelNotAvailable):
+            print(f"error: {e}", file=sys.stderr)
+            return 3
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""One settings object: defaults < TOML file < ``MGRAG_*`` environment variables < CLI flags.
+
+The TOML file is ``$MGRAG_CONFIG`` if set, else ``./mgrag.toml`` if it exists. Keys are the field names below.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+
+def _default_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mgrag"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MGRAG_", extra="forbid", validate_assignment=True)
+
+    # storage
+    data_dir: Path = Field(Path("data"), description="Originals, catalog (SQLite) and embedded Qdrant live here.")
+    cache_dir: Path = Field(default_factory=_default_cache, description="Converted models (Gemma safetensors).")
+    qdrant_url: str | None = Field(None, description="Qdrant server URL; unset = embedded local mode in data_dir.")
+    qdrant_api_key: str | None = Field(None, description="API key for the Qdrant server.")
+    collection_prefix: str = Field("mgrag", description="Prefix of Qdrant collections and aliases.")
+    max_file_mb: float = Field(20.0, description="Files larger than this are refused with a message.")
+
+    # chunking
+    chunker: Literal["recursive", "paragraph", "semantic", "lg", "mg", "lgmgc"] = Field(
+        "lgmgc", description="Chunker for new indexes.")
+    theta: int = Field(300, ge=4, description="Parent chunk size bound in words; children are θ/2 and θ/4.")
+    lm_model: str = Field("gemma3-270m", description="Causal LM for the LG chunker: the shipped Gemma alias or a local HF folder.")
+    lm_8bit: bool = Field(False, description="Load the LM in 8-bit with bitsandbytes (CUDA only), as the paper.")
+    lm_device: str | None = Field(None, description="torch device for the LM (default: cuda if present, else cpu).")
+    lg_mode: Literal["exact", "streaming"] = Field("exact", description="exact: one pass per window (paper); streaming: one pass per document.")
+    lg_prompt: str = Field("Continue the text:\n\n", description="Prompt ρ placed before each window.")
+    lg_boundary_tokens: list[str] = Field(["\n\n"], description="Tokens whose summed probability marks a boundary ('<eos>' = EOS).")
+    lg_min_words: int = Field(0, ge=0, description="Optional minimum chunk length in words (0 = plain argmax, as the paper).")
+    lg_batch_size: int = Field(4, ge=1, description="Blocks per forward pass in streaming mode.")
+    lg_block_tokens: int = Field(1024, ge=64, description="Streaming block length in tokens.")
+    lg_context_tokens: int = Field(64, ge=0, description="Streaming: preceding tokens re-read before each block.")
+    torch_threads: int | None = Field(None, description="torch CPU threads (default: torch's choice).")
+
+    # embedding
+    embedder: str = Field("all-MiniLM-L6-v2", description="sentence-transformers model: the shipped MiniLM alias or a local folder; 'hashing' for tests.")
+    embed_query_prefix: str | None = Field(None, description="Query prefix (None: known per model, e.g. BGE, E5).")
+    embed_passage_prefix: str | None = Field(None, description="Passage prefix (None: known per model).")
+    embed_batch_size: int = Field(64, ge=1, description="Embedding batch size.")
+
+    # asking
+    top_k: int = Field(10, ge=1, description="Hits per level searched for each question.")
+    context_words: int = Field(1500, ge=50, description="Context budget handed to the synthesizer, in words.")
+
+    log_level: str = Field("INFO", description="Logging level.")
+
+    @field_validator("lg_boundary_tokens")
+    @classmethod
+    def _non_empty(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("lg_boundary_tokens must name at least one token, e.g. ['\\n\\n'] or ['<eos>']")
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> "Settings":
+        if self.lg_context_tokens >= self.lg_block_tokens:
+            raise ValueError("lg_context_tokens must be smaller than lg_block_tokens")
+        return self
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        path = os.environ.get("MGRAG_CONFIG") or ("mgrag.toml" if Path("mgrag.toml").exists() else None)
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if path:
+            if not Path(path).exists():
+                raise FileNotFoundError(f"MGRAG_CONFIG={path}: no such settings file")
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+    # derived paths
+    @property
+    def qdrant_path(self) -> Path:
+        return self.data_dir / "qdrant"
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.data_dir / "catalog.sqlite"
+
+    @property
+    def store_path(self) -> Path:
+        return self.data_dir / "originals"
+
+    @property
+    def server_mode(self) -> bool:
+        return bool(self.qdrant_url)
+
+
+def settings_table() -> str:
+    """Markdown table of every setting with its env var and default (used to keep the README in sync)."""
+    rows = ["| setting | env var | default | meaning |", "|---|---|---|---|"]
+    for name, f in Settings.model_fields.items():
+        default = f.default_factory() if f.default_factory else f.default
+        if name == "cache_dir":
+            default = "~/.cache/mgrag"
+        rows.append(f"| `{name}` | `MGRAG_{name.upper()}` | `{default!r}` | {f.description} |")
+    return "\n".join(rows)

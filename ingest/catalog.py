@@ -1,0 +1,224 @@
+"""Document store (originals by content hash) and the SQLite catalog of documents, versions, index
+generations, indexed documents, chunks and ingestion runs."""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY, name TEXT NOT NULL, current_version INTEGER NOT NULL, created REAL, updated REAL);
+CREATE TABLE IF NOT EXISTS versions (
+    doc_id TEXT NOT NULL, version INTEGER NOT NULL, hash TEXT NOT NULL, size INTEGER, kind TEXT, added REAL,
+    PRIMARY KEY (doc_id, version));
+CREATE INDEX IF NOT EXISTS versions_hash ON versions(hash);
+CREATE TABLE IF NOT EXISTS generations (
+    gen INTEGER PRIMARY KEY, chunker TEXT, theta INTEGER, params TEXT, embedder TEXT, dim INTEGER,
+    n_levels INTEGER, status TEXT, created REAL, switched REAL);
+CREATE TABLE IF NOT EXISTS indexed (
+    gen INTEGER NOT NULL, doc_id TEXT NOT NULL, version INTEGER NOT NULL, hash TEXT NOT NULL,
+    n_l0 INTEGER, n_l1 INTEGER, n_l2 INTEGER, seconds REAL, indexed_at REAL, PRIMARY KEY (gen, doc_id));
+CREATE TABLE IF NOT EXISTS chunks (
+    gen INTEGER NOT NULL, id TEXT NOT NULL, doc_id TEXT NOT NULL, level INTEGER NOT NULL,
+    start INTEGER NOT NULL, "end" INTEGER NOT NULL, parent_id TEXT NOT NULL, PRIMARY KEY (gen, id));
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(gen, doc_id);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT, gen INTEGER, started REAL, finished REAL,
+    status TEXT, n_ok INTEGER, n_failed INTEGER, detail TEXT);
+"""
+
+
+class DocumentStore:
+    """Original bytes and extracted text, addressed by content hash (write-once, atomic renames)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, h: str, what: str) -> Path:
+        return self.root / h[:2] / f"{h}.{what}"
+
+    def put(self, h: str, data: bytes, text: str) -> None:
+        for what, payload in (("orig", data), ("txt", text.encode("utf-8"))):
+            p = self._path(h, what)
+            if p.exists():
+                continue
+            p.parent.mkdir(parents=True, exist_ok=True)
+            tmp = p.with_suffix(p.suffix + f".{os.getpid()}.tmp")
+            tmp.write_bytes(payload)
+            os.replace(tmp, p)
+
+    def original(self, h: str) -> bytes:
+        return self._path(h, "orig").read_bytes()
+
+    def text(self, h: str) -> str:
+        return self._path(h, "txt").read_bytes().decode("utf-8")
+
+    def has(self, h: str) -> bool:
+        return self._path(h, "txt").exists()
+
+
+@dataclass(frozen=True)
+class Generation:
+    gen: int
+    chunker: str
+    theta: int
+    params: dict
+    embedder: str
+    dim: int
+    n_levels: int
+    status: str
+
+
+class Catalog:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.executescript(SCHEMA)
+
+    @contextmanager
+    def transaction(self):
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # -- generations --------------------------------------------------------------------------------
+    def _gen(self, row) -> Generation | None:
+        if row is None:
+            return None
+        return Generation(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6], row[7])
+
+    def live_generation(self) -> Generation | None:
+        return self._gen(self.db.execute(
+            "SELECT gen, chunker, theta, params, embedder, dim, n_levels, status FROM generations "
+            "WHERE status='live' ORDER BY gen DESC LIMIT 1").fetchone())
+
+    def generation(self, gen: int) -> Generation | None:
+        return self._gen(self.db.execute(
+            "SELECT gen, chunker, theta, params, embedder, dim, n_levels, status FROM generations WHERE gen=?",
+            (gen,)).fetchone())
+
+    def new_generation(self, chunker: str, theta: int, params: dict, embedder: str, dim: int, n_levels: int) -> int:
+        with self.transaction() as db:
+            gen = (db.execute("SELECT COALESCE(MAX(gen), 0) FROM generations").fetchone()[0]) + 1
+            db.execute(
+                "INSERT INTO generations VALUES (?,?,?,?,?,?,?,?,?,NULL)",
+                (gen, chunker, theta, json.dumps(params, sort_keys=True), embedder, dim, n_levels, "building", time.time()),
+            )
+        return gen
+
+    def set_generation_status(self, gen: int, status: str) -> None:
+        with self.transaction() as db:
+            if status == "live":
+                db.execute("UPDATE generations SET status='retired' WHERE status='live' AND gen<>?", (gen,))
+                db.execute("UPDATE generations SET status='live', switched=? WHERE gen=?", (time.time(), gen))
+            else:
+                db.execute("UPDATE generations SET status=? WHERE gen=?", (status, gen))
+
+    def generations(self, status: str | None = None) -> list[Generation]:
+        q = "SELECT gen, chunker, theta, params, embedder, dim, n_levels, status FROM generations"
+        rows = self.db.execute(q + (" WHERE status=?" if status else "") + " ORDER BY gen", (status,) if status else ())
+        return [self._gen(r) for r in rows]
+
+    def drop_generation_rows(self, gen: int) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM chunks WHERE gen=?", (gen,))
+            db.execute("DELETE FROM indexed WHERE gen=?", (gen,))
+
+    # -- documents ----------------------------------------------------------------------------------
+    def doc_by_hash(self, h: str, gen: int) -> str | None:
+        row = self.db.execute("SELECT doc_id FROM indexed WHERE gen=? AND hash=?", (gen, h)).fetchone()
+        return row[0] if row else None
+
+    def indexed_doc(self, gen: int, doc_id: str):
+        return self.db.execute(
+            "SELECT version, hash FROM indexed WHERE gen=? AND doc_id=?", (gen, doc_id)).fetchone()
+
+    def chunk_ids(self, gen: int, doc_id: str) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = {}
+        for cid, level in self.db.execute("SELECT id, level FROM chunks WHERE gen=? AND doc_id=?", (gen, doc_id)):
+            out.setdefault(level, []).append(cid)
+        return out
+
+    def record_indexed(self, gen: int, doc_id: str, name: str, h: str, size: int, kind: str,
+                       chunks: Iterable, seconds: float) -> int:
+        """Record a new version (if the hash is new for this doc) and its chunks in ``gen``, in one transaction."""
+        chunks = list(chunks)
+        now = time.time()
+        with self.transaction() as db:
+            row = db.execute("SELECT version FROM versions WHERE doc_id=? AND hash=?", (doc_id, h)).fetchone()
+            if row:
+                version = row[0]
+            else:
+                version = db.execute(
+                    "SELECT COALESCE(MAX(version), 0) + 1 FROM versions WHERE doc_id=?", (doc_id,)).fetchone()[0]
+                db.execute("INSERT INTO versions VALUES (?,?,?,?,?,?)", (doc_id, version, h, size, kind, now))
+            db.execute(
+                "INSERT INTO documents VALUES (?,?,?,?,?) ON CONFLICT(doc_id) DO UPDATE SET "
+                "current_version=excluded.current_version, updated=excluded.updated, name=excluded.name",
+                (doc_id, name, version, now, now),
+            )
+            db.execute("DELETE FROM chunks WHERE gen=? AND doc_id=?", (gen, doc_id))
+            db.executemany(
+                "INSERT OR REPLACE INTO chunks VALUES (?,?,?,?,?,?,?)",
+                [(gen, c.id, doc_id, c.level, c.start, c.end, c.parent_id) for c in chunks],
+            )
+            counts = [sum(1 for c in chunks if c.level == lv) for lv in range(3)]
+            db.execute(
+                "INSERT OR REPLACE INTO indexed VALUES (?,?,?,?,?,?,?,?,?)",
+                (gen, doc_id, version, h, *counts, seconds, now),
+            )
+        return version
+
+    def remove_document(self, doc_id: str) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
+            db.execute("DELETE FROM indexed WHERE doc_id=?", (doc_id,))
+            db.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
+            # versions are kept as history; originals stay in the store (content-addressed, shared)
+
+    def documents(self, gen: int | None) -> list[dict]:
+        rows = self.db.execute(
+            "SELECT d.doc_id, d.name, d.current_version, v.hash, v.size, v.kind, d.updated, "
+            "i.n_l0, i.n_l1, i.n_l2, i.seconds, i.indexed_at FROM documents d "
+            "JOIN versions v ON v.doc_id=d.doc_id AND v.version=d.current_version "
+            "LEFT JOIN indexed i ON i.doc_id=d.doc_id AND i.gen=? ORDER BY d.doc_id", (gen if gen is not None else -1,))
+        keys = ("doc_id", "name", "version", "hash", "size", "kind", "updated", "n_l0", "n_l1", "n_l2",
+                "seconds", "indexed_at")
+        return [dict(zip(keys, r)) for r in rows]
+
+    def find_document(self, ref: str) -> str | None:
+        row = self.db.execute(
+            "SELECT doc_id FROM documents WHERE doc_id=? OR name=? "
+            "UNION SELECT doc_id FROM versions WHERE hash LIKE ? || '%' LIMIT 2",
+            (ref, ref, ref if len(ref) >= 8 else "\x00")).fetchall()
+        return row[0][0] if len(row) == 1 else None
+
+    # -- runs -------------------------------------------------------------------------------------
+    def start_run(self, kind: str, gen: int | None) -> int:
+        cur = self.db.execute(
+            "INSERT INTO runs (kind, gen, started, status) VALUES (?,?,?,?)", (kind, gen, time.time(), "running"))
+        return int(cur.lastrowid)
+
+    def finish_run(self, run_id: int, status: str, n_ok: int, n_failed: int, detail: dict | None = None) -> None:
+        self.db.execute(
+            "UPDATE runs SET finished=?, status=?, n_ok=?, n_failed=?, detail=? WHERE run_id=?",
+            (time.time(), status, n_ok, n_failed, json.dumps(detail or {}), run_id))
+
+    def runs(self, limit: int = 20) -> list[dict]:
+        keys = ("run_id", "kind", "gen", "started", "finished", "status", "n_ok", "n_failed", "detail")
+        return [dict(zip(keys, r)) for r in self.db.execute(
+            "SELECT * FROM runs ORDER BY run_id DESC LIMIT ?", (limit,))]

@@ -1,0 +1,133 @@
+"""One interface for every chunker: ``chunk(text) -> list[Chunk]`` with exact character offsets."""
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+
+from ingest.sentences import count_words, is_hard_wrapped, sentences_cached, split_long
+from ingest.types import Chunk
+
+
+class Chunker(ABC):
+    """Base class. Subclasses implement :meth:`_spans` (level-0 spans) or override :meth:`chunk`."""
+
+    name: str = "base"
+    #: how many granularity levels the output has (1: parents only; 3: parents, θ/2, θ/4 children)
+    n_levels: int = 1
+
+    def chunk(self, text: str) -> list[Chunk]:
+        """Chunks of ``text`` ordered by (level, start); ``chunk.text == text[chunk.start:chunk.end]``."""
+        return [Chunk(text[s:e], s, e, 0) for s, e in self._spans(text)]
+
+    @abstractmethod
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        ...
+
+    def chunk_document(self, text: str, doc_id: str, doc_hash: str) -> list[Chunk]:
+        """Chunks carrying document id and hash, so that their point ids are defined."""
+        return [c.with_doc(doc_id, doc_hash) for c in self.chunk(text)]
+
+    def chunk_batch(self, texts: Iterable[str]) -> list[list[Chunk]]:
+        return [self.chunk(t) for t in texts]
+
+    def describe(self) -> dict:
+        """Parameters recorded in the catalog with every index built by this chunker."""
+        return {"chunker": self.name}
+
+
+def paragraph_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Paragraphs of ``text[start:end]``: blank-line separated, or line separated unless hard-wrapped."""
+    end = len(text) if end is None else end
+    sep = re.compile(r"\n[ \t\r\f\v]*\n" if is_hard_wrapped(text) else r"\n")
+    spans, prev = [], start
+    for m in sep.finditer(text, start, end):
+        spans.append((prev, m.start()))
+        prev = m.end()
+    spans.append((prev, end))
+    out = []
+    for s, e in spans:
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if s < e:
+            out.append((s, e))
+    return out
+
+
+def sentence_spans_in(text: str, start: int, end: int, max_words: int | None = None) -> list[tuple[int, int]]:
+    """Sentence spans of the whole ``text`` clipped to [start, end] (the segmentation is memoised per text)."""
+    out = []
+    for s, e in sentences_cached(text, max_words):
+        if e <= start or s >= end:
+            continue
+        s, e = max(s, start), min(e, end)
+        if s < e:
+            out.append((s, e))
+    return out
+
+
+def merge_units(text: str, units: Sequence[tuple[int, int]], max_words: int) -> list[tuple[int, int]]:
+    """Greedily merge consecutive units into spans of at most ``max_words`` words (a unit is never cut)."""
+    out: list[tuple[int, int]] = []
+    cur_s = cur_e = None
+    cur_w = 0
+    for s, e in units:
+        w = count_words(text[s:e])
+        if cur_s is not None and cur_w + w <= max_words:
+            cur_e, cur_w = e, cur_w + w
+            continue
+        if cur_s is not None:
+            out.append((cur_s, cur_e))
+        cur_s, cur_e, cur_w = s, e, w
+    if cur_s is not None:
+        out.append((cur_s, cur_e))
+    return out
+
+
+def recursive_spans(text: str, start: int, end: int, max_words: int) -> list[tuple[int, int]]:
+    """Recursive chunking of ``text[start:end]`` into spans of at most ``max_words`` words.
+
+    Separators are tried from coarse to fine: paragraphs, then sentences, then words, as in the recursive
+    splitters of LangChain/llama-index but with words as the length unit. A sentence is only cut when it
+    alone is longer than ``max_words``. The spans cover [start, end) up to whitespace.
+    """
+    if max_words < 1:
+        raise ValueError(f"max_words must be >= 1, got {max_words}")
+    levels = (
+        lambda s, e: paragraph_spans(text, s, e),
+        lambda s, e: sentence_spans_in(text, s, e),
+        lambda s, e: split_long(text, s, e, max_words),
+    )
+
+    def rec(s: int, e: int, depth: int) -> list[tuple[int, int]]:
+        if count_words(text[s:e]) <= max_words:
+            return [(s, e)] if text[s:e].strip() else []
+        if depth == len(levels):  # unreachable: words always fit
+            return split_long(text, s, e, max_words)
+        units = levels[depth](s, e)
+        if len(units) <= 1 and units and units[0] == _strip(text, s, e):
+            return rec(s, e, depth + 1)
+        small: list[tuple[int, int]] = []
+        for us, ue in units:
+            if count_words(text[us:ue]) > max_words:
+                small.extend(rec(us, ue, depth + 1))
+            else:
+                small.append((us, ue))
+        return merge_units(text, small, max_words)
+
+    return rec(*_strip(text, start, end), 0) if text[start:end].strip() else []
+
+
+def _strip(text: str, s: int, e: int) -> tuple[int, int]:
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return s, e
+
+
+def check_theta(theta: int, minimum: int = 4) -> None:
+    if not isinstance(theta, int) or theta < minimum:
+        raise ValueError(f"theta must be an integer >= {minimum} words, got {theta!r}")

@@ -1,0 +1,104 @@
+"""Logits-Guided (LG) chunker, LGMGC §3.1, and LGMGC (LG parents + MG children).
+
+Windows of θ words of whole sentences; for every sentence end in the window the probability of a boundary
+token given the prompt ρ and the text up to there, all from one forward pass; break at the argmax; the
+remainder opens the next window; the rest becomes the last chunk once it fits in θ words.
+
+Modes:
+* ``exact`` (the paper): one forward pass per window; the remainder is re-read by the next window, so the
+  LM processes about θ / (mean chunk length) tokens per document token.
+* ``streaming``: every sentence end is scored once, from one pass over the document with running context
+  (blocks of ``block_tokens`` after ``context_tokens`` of preceding text); the argmax per window then runs
+  on those probabilities. About 1.07 tokens per document token.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ingest.boundary import lg_breaks, spans_from_breaks
+from ingest.chunkers.base import Chunker, check_theta
+from ingest.chunkers.multigranular import with_children
+from ingest.sentences import count_words, sentences_cached
+from ingest.types import Chunk
+
+log = logging.getLogger(__name__)
+
+MODES = ("exact", "streaming")
+
+
+@dataclass(frozen=True)
+class LGConfig:
+    theta: int = 300
+    mode: str = "exact"
+    min_rest: int | None = None  # rest of the document that becomes the last chunk; default θ
+    min_words: int = 0  # optional floor on chunk length (0 = the paper's plain argmax)
+
+    def __post_init__(self) -> None:
+        check_theta(self.theta)
+        if self.mode not in MODES:
+            raise ValueError(f"lg mode must be one of {MODES}, got {self.mode!r}")
+        if self.min_rest is not None and not 0 <= self.min_rest <= self.theta:
+            raise ValueError(f"lg min_rest must be between 0 and theta={self.theta}, got {self.min_rest}")
+        if not 0 <= self.min_words < self.theta:
+            raise ValueError(f"lg min_words must be between 0 and theta-1, got {self.min_words}")
+
+
+@dataclass(frozen=True)
+class LogitsGuidedChunker(Chunker):
+    """LG chunker. ``scorer`` is a :class:`ingest.lm.LogitsScorer` (or anything with the same methods)."""
+
+    scorer: object = field(compare=False)
+    config: LGConfig = LGConfig()
+    on_window: Callable[[int], None] | None = field(default=None, compare=False)  # progress callback
+    name = "lg"
+
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        theta = self.config.theta
+        sentences = list(sentences_cached(text, theta))
+        if not sentences:
+            return []
+        words = [count_words(text[s:e]) for s, e in sentences]
+        doc = self.scorer.tokenize(text, sentences)
+        if self.config.mode == "streaming":
+            probs = self.scorer.stream_probs(doc)
+
+            def score(i: int, j: int):
+                self._tick()
+                return probs[i:j]
+        else:
+
+            def score(i: int, j: int):
+                self._tick()
+                return self.scorer.window_probs(doc, i, j)
+
+        breaks = lg_breaks(words, theta, score, self.config.min_rest, self.config.min_words)
+        return spans_from_breaks(sentences, breaks)
+
+    def _tick(self) -> None:
+        if self.on_window is not None:
+            self.on_window(1)
+
+    def describe(self) -> dict:
+        s = self.scorer
+        return {
+            "chunker": self.name,
+            "theta": self.config.theta,
+            "mode": self.config.mode,
+            "min_rest": self.config.min_rest,
+            "min_words": self.config.min_words,
+            "prompt": getattr(s, "prompt", None),
+            "boundary_tokens": list(getattr(s, "boundary_tokens", ())),
+        }
+
+
+@dataclass(frozen=True)
+class LGMGCChunker(LogitsGuidedChunker):
+    """LGMGC: LG parents of at most θ words, each split into θ/2 and θ/4 children (MG)."""
+
+    name = "lgmgc"
+    n_levels = 3
+
+    def chunk(self, text: str) -> list[Chunk]:
+        return with_children(text, self._spans(text), self.config.theta)

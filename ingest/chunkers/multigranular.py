@@ -1,0 +1,59 @@
+"""Multi-Granular (MG) chunker, LGMGC §3.2: parents of θ words, each split recursively into θ/2 and θ/4 children.
+
+Children never split a sentence (unless the sentence alone is longer than the child size), are nested
+(each θ/4 child lies inside one θ/2 child), and together cover their parent exactly: the first child
+starts where the parent starts, the last ends where it ends, and only whitespace lies between them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ingest.chunkers.base import Chunker, check_theta, recursive_spans
+from ingest.chunkers.recursive import RecursiveChunker
+from ingest.types import Chunk
+
+
+def children_of(text: str, parent: tuple[int, int], theta: int) -> list[Chunk]:
+    """Level-1 (θ/2) and level-2 (θ/4) children of one parent span."""
+    ps, pe = parent
+    half, quarter = max(1, theta // 2), max(1, theta // 4)
+    out: list[Chunk] = []
+    for hs, he in recursive_spans(text, ps, pe, half):
+        out.append(Chunk(text[hs:he], hs, he, 1, ps, pe))
+        for qs, qe in recursive_spans(text, hs, he, quarter):
+            out.append(Chunk(text[qs:qe], qs, qe, 2, ps, pe))
+    return out
+
+
+def with_children(text: str, parents: list[tuple[int, int]], theta: int) -> list[Chunk]:
+    """Parents (level 0) and their children, ordered by (level, start)."""
+    chunks = [Chunk(text[s:e], s, e, 0) for s, e in parents]
+    for p in parents:
+        chunks.extend(children_of(text, p, theta))
+    chunks.sort(key=lambda c: (c.level, c.start))
+    return chunks
+
+
+@dataclass(frozen=True)
+class MultiGranularChunker(Chunker):
+    """MG baseline: recursive parents of θ words + children. Pass ``parent_chunker`` to use other parents."""
+
+    theta: int = 300
+    parent_chunker: Chunker | None = field(default=None, compare=False)
+    name = "mg"
+    n_levels = 3
+
+    def __post_init__(self) -> None:
+        check_theta(self.theta)
+
+    def _parents(self) -> Chunker:
+        return self.parent_chunker or RecursiveChunker(self.theta)
+
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        return self._parents()._spans(text)
+
+    def chunk(self, text: str) -> list[Chunk]:
+        return with_children(text, self._spans(text), self.theta)
+
+    def describe(self) -> dict:
+        return {**self._parents().describe(), "chunker": self.name, "theta": self.theta}

