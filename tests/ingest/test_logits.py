@@ -1,0 +1,138 @@
+import numpy as np
+import pytest
+import torch
+
+from ingest.boundary import boundary_probs, lg_breaks, spans_from_breaks, window_end
+from ingest.chunkers.logits import LGConfig, LGMGCChunker, LogitsGuidedChunker
+from ingest.lm import LogitsScorer, resolve_boundary_ids
+from ingest.sentences import count_words, split_sentences
+
+TEXT = ("The cat sat on the mat. It was a sunny day.\n\nDogs bark at night. Birds sing in the morning! "
+        "Mr. Smith paid 3.14 dollars. Is this the end? Yes, it is.\n\nA new paragraph starts here. "
+        "Qdrant stores vectors. Chunks have parents.")
+
+
+def per_prefix_probs(tok, model, scorer, text, sents, i, j):
+    """Reference: one separate forward pass per prefix ρ ⊕ s_i ⊕ … ⊕ s_k, full model head, last position."""
+    doc = scorer.tokenize(text, sents)
+    out = []
+    for k in range(i, j):
+        ids, _ = scorer.window_ids(doc, i, k + 1)
+        with torch.no_grad():
+            logits = model(torch.tensor([ids])).logits[0, -1].float().numpy()
+        out.append(boundary_probs(logits[None], scorer.boundary_ids)[0])
+    return np.array(out)
+
+
+def test_one_pass_equals_per_prefix_recomputation(tiny_lm, scorer):
+    tok, model = tiny_lm
+    sents = split_sentences(TEXT)
+    doc = scorer.tokenize(TEXT, sents)
+    for i, j in [(0, len(sents)), (3, 7)]:
+        before = scorer.forward_passes
+        got = scorer.window_probs(doc, i, j)
+        assert scorer.forward_passes == before + 1  # all sentence ends of the window from ONE pass
+        want = per_prefix_probs(tok, model, scorer, TEXT, sents, i, j)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-7)
+
+
+def test_window_ids_are_prefix_consistent(scorer):
+    sents = split_sentences(TEXT)
+    doc = scorer.tokenize(TEXT, sents)
+    full, ends = scorer.window_ids(doc, 2, 6)
+    for k in range(2, 6):
+        part, _ = scorer.window_ids(doc, 2, k + 1)
+        assert full[: len(part)] == part and ends[k - 2] == len(part) - 1
+    assert tokdecode(scorer, full[len(scorer.prompt_ids):]) == TEXT[sents[2][0]:sents[5][1]]
+
+
+def tokdecode(scorer, ids):
+    return scorer.tokenizer.decode(ids)
+
+
+def test_streaming_equals_exact_when_context_covers_document(tiny_lm):
+    tok, model = tiny_lm
+    sc = LogitsScorer(tok, model, prompt="Continue:", boundary_tokens=("\n\n",), block_tokens=4096, context_tokens=0)
+    sents = split_sentences(TEXT)
+    doc = sc.tokenize(TEXT, sents)
+    np.testing.assert_allclose(sc.stream_probs(doc), sc.window_probs(doc, 0, len(sents)), rtol=1e-4, atol=1e-7)
+
+
+def test_streaming_blocks_cover_every_sentence(tiny_lm):
+    tok, model = tiny_lm
+    sc = LogitsScorer(tok, model, boundary_tokens=("\n\n",), block_tokens=16, context_tokens=4, batch_size=3)
+    text = " ".join(f"Sentence number {i} ends here." for i in range(40))
+    sents = split_sentences(text)
+    probs = sc.stream_probs(sc.tokenize(text, sents))
+    assert probs.shape == (40,) and np.all(probs > 0) and np.all(probs <= 1)
+    assert sc.forward_passes >= 2  # several batches of blocks
+
+
+def test_boundary_probs_is_softmax_mass():
+    logits = np.log(np.array([[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]]))
+    np.testing.assert_allclose(boundary_probs(logits, [2]), [0.25, 0.8])
+    np.testing.assert_allclose(boundary_probs(logits, [0, 2]), [0.75, 0.9])
+
+
+def test_lg_breaks_argmax_bound_and_remainder():
+    words = [10] * 10
+    calls = []
+
+    def score(i, j):
+        calls.append((i, j))
+        p = np.zeros(j - i)
+        p[min(1, j - i - 1)] = 1.0  # always break after the window's 2nd sentence
+        return p
+
+    breaks = lg_breaks(words, 35, score)
+    assert calls[0] == (0, 3)  # 35 words of whole sentences: 3 sentences
+    assert calls[1] == (2, 5)  # the remainder (sentence 2) opens the next window
+    assert breaks == [2, 4, 6, 8, 10]  # after 8 the rest (20 words) fits in θ and becomes the last chunk
+    spans = spans_from_breaks([(i * 10, i * 10 + 9) for i in range(10)], breaks)
+    assert spans[0] == (0, 19) and spans[-1] == (80, 99)
+
+
+def test_lg_breaks_min_words_and_bad_scorer():
+    assert lg_breaks([5] * 6, 20, lambda i, j: [1.0] + [0.0] * (j - i - 1), min_rest=0, min_words=10) == [2, 4, 6]
+    with pytest.raises(ValueError, match="returned 1 scores, expected"):
+        lg_breaks([5] * 6, 20, lambda i, j: [1.0], min_rest=0)
+
+
+def test_window_end_takes_at_least_one_sentence():
+    assert window_end([50, 1], 0, 10) == 1
+    assert window_end([3, 3, 3, 3], 1, 7) == 3
+
+
+@pytest.mark.parametrize("mode", ["exact", "streaming"])
+def test_lg_chunker_bound_offsets_and_levels(scorer, mode):
+    text = " ".join(f"Sentence {i} is here." for i in range(120))
+    ch = LGMGCChunker(scorer, LGConfig(theta=40, mode=mode))
+    chunks = ch.chunk(text)
+    parents = [c for c in chunks if c.level == 0]
+    assert all(text[c.start:c.end] == c.text for c in chunks)
+    assert all(count_words(p.text) <= 40 for p in parents)
+    assert " ".join(p.text for p in parents).split() == text.split()
+    assert {c.level for c in chunks} == {0, 1, 2}
+    lg = LogitsGuidedChunker(scorer, LGConfig(theta=40, mode=mode)).chunk(text)
+    assert [(c.start, c.end) for c in lg] == [(p.start, p.end) for p in parents]
+
+
+def test_lg_chunker_on_empty_text(scorer):
+    assert LogitsGuidedChunker(scorer, LGConfig(theta=40)).chunk("   ") == []
+
+
+def test_boundary_token_must_be_single_token(tiny_lm):
+    tok, _ = tiny_lm
+    assert resolve_boundary_ids(tok, ["<eos>"]) == [tok.eos_token_id]
+    with pytest.raises(ValueError, match="is .* tokens in this tokenizer, not one"):
+        resolve_boundary_ids(tok, ["a whole phrase of words"])
+    with pytest.raises(ValueError, match="lg_boundary_tokens is empty"):
+        resolve_boundary_ids(tok, [])
+
+
+@pytest.mark.parametrize("kw,msg", [({"mode": "fast"}, "lg mode must be one of"),
+                                     ({"min_rest": 500}, "min_rest must be between"),
+                                     ({"min_words": 300}, "min_words must be between")])
+def test_lg_config_validated(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        LGConfig(theta=300, **kw)
