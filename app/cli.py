@@ -35,7 +35,8 @@ def _ctx(args):
     return AppContext(s)
 
 
-def _print_report(report, out=sys.stdout) -> None:
+def _print_report(report, out=None) -> None:
+    out = out or sys.stdout
     for r in report.results:
         counts = "/".join(str(c) for c in r.chunks_per_level)
         extra = f" ({r.message})" if r.message else ""

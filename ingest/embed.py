@@ -149,7 +149,11 @@ def load_embedder(name: str, *, query_prefix: str | None = None, passage_prefix:
 
     path = resolve_embedder_path(name)
     try:
+        import transformers
         from sentence_transformers import SentenceTransformer
+
+        # windows() tokenises whole texts on purpose to measure them; the "longer than the maximum" warning is noise
+        transformers.logging.set_verbosity_error()
 
         model = SentenceTransformer(path, device=device or "cpu", local_files_only=True)
     except (OSError, ValueError) as e:

@@ -19,12 +19,12 @@ from ingest.types import Chunk
 log = logging.getLogger(__name__)
 
 
-def make_client(url: str | None, api_key: str | None, path: Path, timeout: int = 30):
+def make_client(url: str | None, api_key: str | None, path: Path, timeout: int = 30, check_compatibility: bool = True):
     """Server mode when ``url`` is set (MGRAG_QDRANT_URL), otherwise embedded local mode under ``path``."""
     from qdrant_client import QdrantClient
 
     if url:
-        return QdrantClient(url=url, api_key=api_key, timeout=timeout)
+        return QdrantClient(url=url, api_key=api_key, timeout=timeout, check_compatibility=check_compatibility)
     path.mkdir(parents=True, exist_ok=True)
     return QdrantClient(path=str(path))
 

@@ -1,0 +1,15 @@
+FROM python:3.11-slim
+WORKDIR /app
+ENV HF_HUB_OFFLINE=1 PIP_NO_CACHE_DIR=1 GRADIO_ANALYTICS_ENABLED=False
+COPY pyproject.toml constraints.txt README.md ./
+COPY app app
+COPY ingest ingest
+COPY retrieval retrieval
+COPY router router
+COPY ui ui
+# CPU torch; on a GPU host replace the constraint with the CUDA build you want.
+RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
+ && pip install -c constraints.txt . \
+ && mgrag setup-models
+EXPOSE 7860
+CMD ["mgrag", "docs"]

