@@ -65,7 +65,7 @@ def cmd_reingest(args) -> int:
     from ingest.pipeline import Ingestor
 
     ctx = _ctx(args)
-    report = Ingestor(ctx, progress=not args.quiet).reingest(args.chunker, args.theta, args.docs or None,
+    report = Ingestor(ctx, progress=not args.quiet).reingest(args.chunker, args.theta,
                                                               allow_partial=args.allow_partial)
     _print_report(report)
     live = ctx.catalog.live_generation()
@@ -167,7 +167,6 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--lg-mode", choices=("exact", "streaming"))
     s.add_argument("--allow-partial", action="store_true", help="switch even if some documents fail")
     s.add_argument("--quiet", action="store_true")
-    s.add_argument("docs", nargs="*", help="(optional) only check that these documents exist")
     s.set_defaults(func=cmd_reingest)
 
     s = sub.add_parser("docs", help="list documents")

@@ -147,6 +147,13 @@ class Catalog:
         return self.db.execute(
             "SELECT version, hash FROM indexed WHERE gen=? AND doc_id=?", (gen, doc_id)).fetchone()
 
+    def version_for(self, doc_id: str, h: str) -> int:
+        """The version number content ``h`` has (or will get) for ``doc_id``."""
+        row = self.db.execute("SELECT version FROM versions WHERE doc_id=? AND hash=?", (doc_id, h)).fetchone()
+        if row:
+            return row[0]
+        return self.db.execute("SELECT COALESCE(MAX(version), 0) + 1 FROM versions WHERE doc_id=?", (doc_id,)).fetchone()[0]
+
     def chunk_ids(self, gen: int, doc_id: str) -> dict[int, list[str]]:
         out: dict[int, list[str]] = {}
         for cid, level in self.db.execute("SELECT id, level FROM chunks WHERE gen=? AND doc_id=?", (gen, doc_id)):
@@ -159,13 +166,8 @@ class Catalog:
         chunks = list(chunks)
         now = time.time()
         with self.transaction() as db:
-            row = db.execute("SELECT version FROM versions WHERE doc_id=? AND hash=?", (doc_id, h)).fetchone()
-            if row:
-                version = row[0]
-            else:
-                version = db.execute(
-                    "SELECT COALESCE(MAX(version), 0) + 1 FROM versions WHERE doc_id=?", (doc_id,)).fetchone()[0]
-                db.execute("INSERT INTO versions VALUES (?,?,?,?,?,?)", (doc_id, version, h, size, kind, now))
+            version = self.version_for(doc_id, h)
+            db.execute("INSERT OR IGNORE INTO versions VALUES (?,?,?,?,?,?)", (doc_id, version, h, size, kind, now))
             db.execute(
                 "INSERT INTO documents VALUES (?,?,?,?,?) ON CONFLICT(doc_id) DO UPDATE SET "
                 "current_version=excluded.current_version, updated=excluded.updated, name=excluded.name",

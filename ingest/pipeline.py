@@ -60,12 +60,17 @@ class Ingestor:
     def __init__(self, ctx: AppContext, progress: bool = False):
         self.ctx = ctx
         self.progress = progress
+        self._warned = False
 
     # -- generation & chunker ---------------------------------------------------------------------------
-    def _chunker_for(self, chunker: str, theta: int, on_window: Callable[[int], None] | None = None):
+    def _chunker_for(self, chunker: str, theta: int, on_window: Callable[[int], None] | None = None,
+                     params: dict | None = None):
+        """The chunker of a generation: ``params`` (the generation's recorded ones) win over the settings."""
         s = self.ctx.settings
+        params = params or {}
         if chunker in NEEDS_LM:
-            cfg = LGConfig(theta=theta, mode=s.lg_mode, min_words=min(s.lg_min_words, theta - 1))
+            cfg = LGConfig(theta=theta, mode=params.get("mode", s.lg_mode),
+                           min_words=params.get("min_words", min(s.lg_min_words, theta - 1)))
             ch = build_chunker(chunker, theta, scorer=self.ctx.scorer, lg_config=cfg)
             return dataclasses.replace(ch, on_window=on_window) if on_window else ch
         return build_chunker(chunker, theta, embedder=self.ctx.embedder if chunker == "semantic" else None)
@@ -85,7 +90,12 @@ class Ingestor:
 
     # -- one document -------------------------------------------------------------------------------
     def _build(self, doc: LoadedDoc, doc_id: str, h: str, gen: Generation, on_window=None) -> tuple[list[Chunk], object]:
-        chunker = self._chunker_for(gen.chunker, gen.theta, on_window)
+        chunker = self._chunker_for(gen.chunker, gen.theta, on_window, gen.params)
+        if chunker.describe() != gen.params and not self._warned:
+            self._warned = True
+            log.warning("current settings %s differ from the live index's chunking parameters %s; new documents "
+                        "use the index's mode and θ, and `mgrag reingest` applies the new settings to all",
+                        chunker.describe(), gen.params)
         chunks = chunker.chunk_document(doc.text, doc_id, h)
         if not chunks:
             raise IngestError(doc.name, "produced no chunks (no words in the text)")
@@ -99,10 +109,8 @@ class Ingestor:
         new_ids: dict[int, list[str]] = {}
         for c in chunks:
             new_ids.setdefault(c.level, []).append(c.id)
-        prev = cat.indexed_doc(gen.gen, doc_id)
-        version_guess = (prev[0] + 1) if prev else 1
         try:
-            index.upsert(gen.gen, chunks, vectors, version_guess)
+            index.upsert(gen.gen, chunks, vectors, cat.version_for(doc_id, h))
             cat.record_indexed(gen.gen, doc_id, doc.name, h, len(doc.data), doc.kind, chunks, time.time() - t0)
         except BaseException:
             stale = {lv: [i for i in ids if i not in set(old.get(lv, []))] for lv, ids in new_ids.items()}
@@ -191,13 +199,10 @@ class Ingestor:
                 b.close()
 
     # -- re-ingestion -------------------------------------------------------------------------------
-    def reingest(self, chunker: str | None = None, theta: int | None = None, docs: list[str] | None = None,
-                 allow_partial: bool = False, _fail_hook: Callable[[str], None] | None = None) -> IngestReport:
+    def reingest(self, chunker: str | None = None, theta: int | None = None, allow_partial: bool = False, _fail_hook: Callable[[str], None] | None = None) -> IngestReport:
         """Rebuild the index from stored originals into a new generation, then switch atomically.
 
-        ``docs`` limits which documents get the new parameters' chunks; every other document is still
-        carried into the new generation (re-chunked too, so the whole index shares one set of parameters).
-        If any document fails, the new generation is dropped and the live index is left as it was, unless
+        Every document is re-chunked, so the whole index shares one set of chunking parameters. If any document fails, the new generation is dropped and the live index is left as it was, unless
         ``allow_partial`` (then the failed documents are left out of the new index).
         """
         s, cat, index = self.ctx.settings, self.ctx.catalog, self.ctx.index
@@ -213,11 +218,6 @@ class Ingestor:
         run = cat.start_run("reingest", gen_id)
         report = IngestReport(generation=gen_id)
         rows = cat.documents(live.gen if live else None)
-        if docs:
-            wanted = {cat.find_document(d) or d for d in docs}
-            missing = wanted - {r["doc_id"] for r in rows}
-            if missing:
-                raise ValueError(f"no such document(s): {', '.join(sorted(missing))}")
         bar, wbar = self._bars(len(rows), "documents")
         for row in rows:
             t0 = time.time()

@@ -1,0 +1,65 @@
+import numpy as np
+import pytest
+
+from ingest.pipeline import Ingestor
+from retrieval.scoring import Hit, assemble_context, rank_parents, weights_or_uniform
+from retrieval.search import EmptyIndexError, retrieve
+
+DOC = "\n\n".join(
+    f"Topic {t} paragraph. " + " ".join(f"The {w} of topic {t} is notable." for w in ("owl", "fox", "elk", "cod", "yak"))
+    for t in ("alpha", "bravo", "charlie", "delta")
+)
+
+
+def brute_force(hits, weights):
+    best = {}
+    for h in hits:
+        best[h.parent_id] = max(best.get(h.parent_id, -np.inf), weights[h.level] * h.score)
+    return best
+
+
+def test_rank_parents_matches_brute_force():
+    rng = np.random.default_rng(0)
+    hits = [Hit(f"c{i}", f"p{rng.integers(0, 7)}", int(rng.integers(0, 3)), float(rng.random())) for i in range(200)]
+    w = [0.5, 1.0, 0.8]
+    ranked = rank_parents(hits, w)
+    ref = brute_force(hits, w)
+    assert {p: s for p, s, _ in ranked} == pytest.approx(ref)
+    assert [s for _, s, _ in ranked] == sorted(ref.values(), reverse=True)
+
+
+def test_assemble_context_respects_budget_and_order():
+    parents = [("a", "w " * 900), ("b", "w " * 700), ("c", "w " * 500), ("d", "w " * 100)]
+    assert [p for p, _ in assemble_context(parents, 1500)] == ["a", "c", "d"]
+
+
+def test_weights_validation():
+    assert weights_or_uniform(None, 3) == [1.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match="got 2 level weights for an index with 3 levels"):
+        weights_or_uniform([1, 2], 3)
+
+
+def test_qdrant_path_equals_reference(make_ctx, write):
+    ctx = make_ctx(theta=40)
+    Ingestor(ctx).ingest_paths([write("t.txt", DOC)])
+    live = ctx.catalog.live_generation()
+    q = "Where is the elk of topic charlie?"
+    res = retrieve(ctx, q, k=1000, budget_words=10_000)
+    # reference: score every point of every level in numpy, max over children and itself
+    qv = ctx.embedder.embed_queries([q])[0]
+    hits = []
+    for lv in range(live.n_levels):
+        for p in ctx.client.scroll(ctx.index.alias(lv), limit=10_000, with_vectors=True)[0]:
+            hits.append(Hit(str(p.id), p.payload["parent_id"], lv, float(np.dot(qv, p.vector))))
+    ref = rank_parents(hits)
+    assert [s.parent_id for s in res.sources] == [p for p, _, _ in ref]
+    assert [s.score for s in res.sources] == pytest.approx([s for _, s, _ in ref], abs=1e-5)
+    assert "charlie" in res.sources[0].text
+
+
+def test_empty_question_and_empty_index(make_ctx):
+    ctx = make_ctx(theta=40)
+    with pytest.raises(ValueError, match="the question is empty"):
+        retrieve(ctx, "  ")
+    with pytest.raises(EmptyIndexError, match="the index is empty; ingest documents first"):
+        retrieve(ctx, "anything?")
