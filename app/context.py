@@ -45,6 +45,12 @@ class AppContext:
         return DocumentStore(self.settings.store_path)
 
     @cached_property
+    def bm25(self):
+        from retrieval.bm25 import Bm25Store
+
+        return Bm25Store(self.settings.data_dir / "bm25")
+
+    @cached_property
     def embedder(self):
         from ingest.embed import load_embedder
 

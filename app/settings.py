@@ -51,6 +51,9 @@ class Settings(BaseSettings):
 
     # asking
     top_k: int = Field(10, ge=1, description="Hits per level searched for each question.")
+    retriever: Literal["dense", "bm25", "hybrid"] = Field("dense", description="dense (Qdrant), bm25, or hybrid (reciprocal rank fusion).")
+    rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant for the hybrid retriever.")
+    max_question_chars: int = Field(2000, ge=10, description="Longer questions are refused with a message.")
     context_words: int = Field(1500, ge=50, description="Context budget handed to the synthesizer, in words.")
 
     log_level: str = Field("INFO", description="Logging level.")

@@ -109,19 +109,23 @@ class Ingestor:
         new_ids: dict[int, list[str]] = {}
         for c in chunks:
             new_ids.setdefault(c.level, []).append(c.id)
+        bm25 = self.ctx.bm25
         try:
             index.upsert(gen.gen, chunks, vectors, cat.version_for(doc_id, h))
+            bm25.update(gen.gen, chunks)
             cat.record_indexed(gen.gen, doc_id, doc.name, h, len(doc.data), doc.kind, chunks, time.time() - t0)
         except BaseException:
             stale = {lv: [i for i in ids if i not in set(old.get(lv, []))] for lv, ids in new_ids.items()}
             try:
                 index.delete(gen.gen, stale)
+                bm25.update(gen.gen, [], remove=stale)
             except Exception:  # pragma: no cover - best effort; ids are deterministic, a retry overwrites
                 log.exception("rollback of %s failed", doc.name)
             raise
         keep = {i for ids in new_ids.values() for i in ids}
         obsolete = {lv: [i for i in ids if i not in keep] for lv, ids in old.items()}
         index.delete(gen.gen, obsolete)
+        bm25.update(gen.gen, [], remove=obsolete)
 
     def ingest_one(self, doc: LoadedDoc, gen: Generation, on_window=None) -> FileResult:
         t0 = time.time()
@@ -238,6 +242,7 @@ class Ingestor:
         self._close_bars(bar, wbar)
         if report.failed and not allow_partial:
             index.drop_generation(gen_id, probe.n_levels)
+            self.ctx.bm25.drop(gen_id)
             cat.drop_generation_rows(gen_id)
             cat.set_generation_status(gen_id, "failed")
             cat.finish_run(run, "failed", len(report.ok), len(report.failed),
@@ -248,6 +253,7 @@ class Ingestor:
         cat.set_generation_status(gen_id, "live")
         if live:
             index.drop_generation(live.gen, live.n_levels)
+            self.ctx.bm25.drop(live.gen)
             cat.drop_generation_rows(live.gen)
         cat.finish_run(run, "done" if not report.failed else "partial", len(report.ok), len(report.failed))
         return report
@@ -260,7 +266,9 @@ class Ingestor:
             raise ValueError(f"no document matches {ref!r}; see `mgrag docs`")
         live = cat.live_generation()
         if live is not None:
-            self.ctx.index.delete(live.gen, cat.chunk_ids(live.gen, doc_id))
+            ids = cat.chunk_ids(live.gen, doc_id)
+            self.ctx.index.delete(live.gen, ids)
+            self.ctx.bm25.update(live.gen, [], remove=ids)
         cat.remove_document(doc_id)
         return doc_id
 

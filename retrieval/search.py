@@ -1,15 +1,25 @@
-"""Multi-granular dense search over the Qdrant index: every level searched, parents scored by max over hits."""
+"""Multi-granular search over the live index: dense (Qdrant), BM25, or both fused by reciprocal rank.
+
+Every level is searched (top ``k`` per level); a parent's score is the maximum over its hits (children and
+itself) of ``weight[level] * score`` (:mod:`retrieval.scoring`). Hybrid mode ranks parents by dense and by
+BM25 separately and fuses the two rankings with RRF: ``sum_r 1 / (rrf_k + rank_r)``.
+"""
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 
 from app.context import AppContext
+from retrieval.bm25 import tokenize
 from retrieval.scoring import Hit, assemble_context, rank_parents, weights_or_uniform
+
+RETRIEVERS = ("dense", "bm25", "hybrid")
 
 
 @dataclass
 class Source:
+    """One numbered source of the context: a parent passage and the hit that made it rank."""
+
     rank: int
     doc_id: str
     parent_id: str
@@ -20,7 +30,12 @@ class Source:
     matched_level: int
     matched_start: int
     matched_end: int
-    level_scores: dict[int, float] = field(default_factory=dict)
+    matched_text: str
+    level_scores: dict[int, float] = field(default_factory=dict)  # best dense score per level
+    bm25_level_scores: dict[int, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
 
 
 @dataclass
@@ -28,50 +43,129 @@ class Retrieval:
     question: str
     sources: list[Source]
     weights: list[float]
+    retriever: str
     timings: dict[str, float]
+    n_candidates: int = 0
 
 
 class EmptyIndexError(RuntimeError):
     pass
 
 
+class QuestionError(ValueError):
+    pass
+
+
+def check_question(question: str | None, max_chars: int) -> str:
+    q = (question or "").strip()
+    if not q:
+        raise QuestionError("the question is empty; type a question")
+    if len(q) > max_chars:
+        raise QuestionError(
+            f"the question is {len(q):,} characters; the limit is {max_chars:,} (MGRAG_MAX_QUESTION_CHARS). "
+            "Ask a shorter question, or ingest the long text as a document and ask about it")
+    return q
+
+
+def _rrf(rankings: list[list[str]], k: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for ranking in rankings:
+        for r, pid in enumerate(ranking, 1):
+            out[pid] = out.get(pid, 0.0) + 1.0 / (k + r)
+    return out
+
+
 def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words: int | None = None,
-             weights=None) -> Retrieval:
-    question = (question or "").strip()
-    if not question:
-        raise ValueError("the question is empty; type a question")
+             weights=None, retriever: str | None = None) -> Retrieval:
     s = ctx.settings
+    question = check_question(question, s.max_question_chars)
     k = k or s.top_k
     budget_words = budget_words or s.context_words
+    retriever = retriever or s.retriever
+    if retriever not in RETRIEVERS:
+        raise ValueError(f"retriever must be one of {RETRIEVERS}, got {retriever!r}")
     live = ctx.catalog.live_generation()
     if live is None or ctx.index.count(live.gen, 0) == 0:
         raise EmptyIndexError("the index is empty; ingest documents first (`mgrag ingest PATH`)")
-    t0 = time.perf_counter()
-    qv = ctx.embedder.embed_queries([question])[0]
-    t1 = time.perf_counter()
-    hits, payloads, per_level = [], {}, {}
-    for level in range(live.n_levels):
-        for p in ctx.index.search(level, qv, k):
-            pl = p.payload
-            hits.append(Hit(str(p.id), pl["parent_id"], level, float(p.score)))
-            payloads[str(p.id)] = pl
-            per_level.setdefault(pl["parent_id"], {})
-            per_level[pl["parent_id"]][level] = max(per_level[pl["parent_id"]].get(level, -1.0), float(p.score))
-    t2 = time.perf_counter()
     w = weights_or_uniform(weights, live.n_levels)
-    ranked = rank_parents(hits, w)
-    missing = [pid for pid, _, _ in ranked if pid not in payloads]
-    if missing:
-        for p in ctx.index.retrieve(0, missing):
-            payloads[str(p.id)] = p.payload
-    texts = [(pid, payloads[pid]["text"]) for pid, _, _ in ranked if pid in payloads]
+    timings: dict[str, float] = {}
+    payloads: dict[str, dict] = {}
+    dense_hits: list[Hit] = []
+    bm25_hits: list[Hit] = []
+    dense_levels: dict[str, dict[int, float]] = {}
+    bm25_levels: dict[str, dict[int, float]] = {}
+
+    if retriever in ("dense", "hybrid"):
+        t = time.perf_counter()
+        qv = ctx.embedder.embed_queries([question])[0]
+        timings["embed_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        for level in range(live.n_levels):
+            for p in ctx.index.search(level, qv, k):
+                pl, pid = p.payload, str(p.id)
+                dense_hits.append(Hit(pid, pl["parent_id"], level, float(p.score)))
+                payloads[pid] = pl
+                d = dense_levels.setdefault(pl["parent_id"], {})
+                d[level] = max(d.get(level, -1e9), float(p.score))
+        timings["dense_s"] = time.perf_counter() - t
+    if retriever in ("bm25", "hybrid"):
+        t = time.perf_counter()
+        qt = tokenize(question)
+        for level in range(live.n_levels):
+            lv = ctx.bm25.level(live.gen, level)
+            for i, score in lv.top_indices(qt, k):
+                cid, parent = lv.ids[i], (lv.parents[i] if lv.parents else lv.ids[i])
+                bm25_hits.append(Hit(cid, parent, level, score))
+                b = bm25_levels.setdefault(parent, {})
+                b[level] = max(b.get(level, -1e9), score)
+        timings["bm25_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    dense_rank = rank_parents(dense_hits, w)
+    bm25_rank = rank_parents(bm25_hits, w)
+    best_hit = {pid: h for pid, _, h in bm25_rank}
+    best_hit.update({pid: h for pid, _, h in dense_rank})  # prefer the dense hit as "the matched child"
+    if retriever == "dense":
+        ranked = [(pid, sc) for pid, sc, _ in dense_rank]
+    elif retriever == "bm25":
+        ranked = [(pid, sc) for pid, sc, _ in bm25_rank]
+    else:
+        fused = _rrf([[p for p, _, _ in dense_rank], [p for p, _, _ in bm25_rank]], s.rrf_k)
+        ranked = sorted(fused.items(), key=lambda x: (-x[1], x[0]))
+    need = [pid for pid, _ in ranked if pid not in payloads]
+    need += [best_hit[pid].id for pid, _ in ranked if best_hit[pid].id not in payloads]
+    if need:
+        for level in range(live.n_levels):
+            ids = [i for i in need if i not in payloads]
+            if not ids:
+                break
+            for p in ctx.index.retrieve(level, ids):
+                payloads[str(p.id)] = p.payload
+    texts = [(pid, payloads[pid]["text"]) for pid, _ in ranked if pid in payloads]
     chosen = dict(assemble_context(texts, budget_words))
     sources = []
-    for pid, score, hit in ranked:
+    for pid, score in ranked:
         if pid not in chosen:
             continue
-        pl, hp = payloads[pid], payloads[hit.id]
-        sources.append(Source(len(sources) + 1, pl["doc_id"], pid, pl["start"], pl["end"], pl["text"], score,
-                              hit.level, hp["start"], hp["end"], per_level.get(pid, {})))
-    t3 = time.perf_counter()
-    return Retrieval(question, sources, w, {"embed_s": t1 - t0, "search_s": t2 - t1, "assemble_s": t3 - t2})
+        pl = payloads[pid]
+        hit = best_hit[pid]
+        hp = payloads.get(hit.id, pl)
+        sources.append(Source(len(sources) + 1, pl["doc_id"], pid, pl["start"], pl["end"], pl["text"], float(score),
+                              hit.level, hp["start"], hp["end"], hp["text"], dense_levels.get(pid, {}),
+                              bm25_levels.get(pid, {})))
+    timings["assemble_s"] = time.perf_counter() - t
+    timings["total_s"] = sum(timings.values())
+    return Retrieval(question, sources, w, retriever, timings, len(ranked))
+
+
+def no_retrieval_context(text: str, max_words: int = 3500) -> str:
+    """The paper's no-retrieval baseline: the document truncated to ``max_words`` words at a sentence end."""
+    from ingest.sentences import count_words, split_sentences
+
+    out_end, used = 0, 0
+    for s, e in split_sentences(text):
+        n = count_words(text[s:e])
+        if used + n > max_words:
+            break
+        used, out_end = used + n, e
+    return text[:out_end]

@@ -63,3 +63,50 @@ def test_empty_question_and_empty_index(make_ctx):
         retrieve(ctx, "  ")
     with pytest.raises(EmptyIndexError, match="the index is empty; ingest documents first"):
         retrieve(ctx, "anything?")
+
+
+@pytest.mark.parametrize("retriever", ["dense", "bm25", "hybrid"])
+def test_each_retriever_finds_the_topic(make_ctx, write, retriever):
+    ctx = make_ctx(theta=40)
+    Ingestor(ctx).ingest_paths([write("t.txt", DOC)])
+    res = retrieve(ctx, "yak of topic delta", retriever=retriever, budget_words=60)
+    assert res.retriever == retriever and res.sources
+    assert "delta" in res.sources[0].text
+    top = res.sources[0]
+    assert top.start <= top.matched_start < top.matched_end <= top.end
+    assert DOC[top.matched_start:top.matched_end] == top.matched_text
+    assert sum(len(s.text.split()) for s in res.sources) <= 60
+    if retriever != "dense":
+        assert top.bm25_level_scores
+
+
+def test_bm25_follows_updates_and_deletes(make_ctx, write):
+    ctx = make_ctx(theta=40)
+    p = write("t.txt", DOC)
+    Ingestor(ctx).ingest_paths([p, write("u.txt", "Zebras graze on the savanna. Lions watch them.")])
+    assert retrieve(ctx, "zebras savanna", retriever="bm25").sources[0].doc_id == "u.txt"
+    Ingestor(ctx).delete("u.txt")
+    assert all(s.doc_id != "u.txt" for s in retrieve(ctx, "zebras savanna", retriever="bm25").sources)
+    p.write_text("Quokkas smile on the island. " * 3, encoding="utf-8")
+    Ingestor(ctx).ingest_paths([p])
+    res = retrieve(ctx, "quokkas island topic alpha", retriever="bm25")
+    assert [s.doc_id for s in res.sources] == ["t.txt"] and "Quokkas" in res.sources[0].text
+    Ingestor(ctx).reingest(chunker="recursive", theta=20)
+    assert "Quokkas" in retrieve(ctx, "quokkas", retriever="bm25").sources[0].text
+
+
+def test_long_question_refused(make_ctx, write):
+    from retrieval.search import QuestionError
+
+    ctx = make_ctx(theta=40)
+    with pytest.raises(QuestionError, match="the question is 10,000 characters; the limit is 2,000"):
+        retrieve(ctx, "x" * 10_000)
+
+
+def test_no_retrieval_context_truncates_at_sentence():
+    from retrieval.search import no_retrieval_context
+
+    text = " ".join(f"Sentence {i} has five words." for i in range(1000))
+    ctx = no_retrieval_context(text, 3500)
+    assert len(ctx.split()) <= 3500 and ctx.endswith(".") and text.startswith(ctx)
+    assert len(ctx.split()) > 3490
