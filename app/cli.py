@@ -20,6 +20,7 @@ def _settings(args):
         "embedder": getattr(args, "embedder", None),
         "top_k": getattr(args, "k", None),
         "context_words": getattr(args, "budget", None),
+        "retriever": getattr(args, "retriever", None),
     }.items() if v is not None}
     return Settings(**overrides)
 
@@ -108,26 +109,39 @@ def cmd_delete(args) -> int:
 
 
 def cmd_ask(args) -> int:
-    from app.extractive import extractive_answer
-    from retrieval.search import EmptyIndexError, retrieve
+    from app.answer import ask
+    from retrieval.search import EmptyIndexError
 
     ctx = _ctx(args)
+    final = None
     try:
-        r = retrieve(ctx, args.question)
+        for kind, value in ask(ctx, args.question, backend=args.backend, k=args.k, budget_words=args.budget,
+                               retriever=args.retriever, no_retrieval_doc=args.no_retrieval):
+            if kind == "token" and not args.json:
+                print(value, end="", flush=True)
+            elif kind == "done":
+                final = value
     except (ValueError, EmptyIndexError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    ans = extractive_answer(ctx.embedder, r)
     if args.json:
-        print(json.dumps({"question": r.question, "answer": ans.text, "citations": ans.citations,
-                          "weights": r.weights, "timings": r.timings,
-                          "sources": [s.__dict__ for s in r.sources]}, indent=2, default=str))
-        return 0
-    print(ans.text)
-    print("\nSources:")
-    for s in r.sources:
-        lv = ", ".join(f"L{k}={v:.3f}" for k, v in sorted(s.level_scores.items()))
-        print(f"  [{s.rank}] {s.doc_id} chars {s.start}-{s.end} score {s.score:.3f} (matched level {s.matched_level}; {lv})")
+        print(json.dumps(final.to_dict(), indent=2, default=str))
+    else:
+        print()
+        print("\nSources:")
+        for c in final.sources:
+            lv = ", ".join(f"L{k}={v:.3f}" for k, v in sorted(c.level_scores.items()))
+            mark = "*" if c in final.citations else " "
+            print(f" {mark}[{c.number}] {c.doc_id} chars {c.start}-{c.end} score {c.score:.3f}"
+                  f" (matched level {c.matched_level}{'; ' + lv if lv else ''})")
+        t = final.timings
+        ttft = t.get("time_to_first_token_s")
+        print(f"\n{final.backend} via {final.retriever}: retrieval {t['retrieval_s'] * 1000:.0f} ms, "
+              f"first token {'-' if ttft is None else f'{ttft:.2f} s'}, total {t['total_s']:.2f} s")
+    if final.error:
+        print(f"error: the {final.backend} backend failed: {final.error} (the sources above were still retrieved)",
+              file=sys.stderr)
+        return 4
     return 0
 
 
@@ -179,9 +193,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("ask", help="answer a question from the indexed documents")
     s.add_argument("question")
-    s.add_argument("--k", type=int, help="hits per level")
-    s.add_argument("--budget", type=int, help="context budget in words")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--k", type=int, help="hits per level (MGRAG_TOP_K)")
+    s.add_argument("--budget", type=int, help="context budget in words (MGRAG_CONTEXT_WORDS)")
+    s.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), help="MGRAG_RETRIEVER")
+    s.add_argument("--backend", choices=("offline", "extractive", "transformers", "openai"), help="MGRAG_SYNTH_BACKEND")
+    s.add_argument("--no-retrieval", metavar="DOC", help="baseline: answer from DOC truncated to 3500 words")
+    s.add_argument("--json", action="store_true", help="print the whole answer object as JSON")
     s.set_defaults(func=cmd_ask)
 
     s = sub.add_parser("setup-models", help="provision the offline models (once)")

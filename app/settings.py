@@ -53,8 +53,23 @@ class Settings(BaseSettings):
     top_k: int = Field(10, ge=1, description="Hits per level searched for each question.")
     retriever: Literal["dense", "bm25", "hybrid"] = Field("dense", description="dense (Qdrant), bm25, or hybrid (reciprocal rank fusion).")
     rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant for the hybrid retriever.")
+    no_retrieval_words: int = Field(3500, ge=50, description="No-retrieval baseline: the document truncated to this many words.")
     max_question_chars: int = Field(2000, ge=10, description="Longer questions are refused with a message.")
     context_words: int = Field(1500, ge=50, description="Context budget handed to the synthesizer, in words.")
+
+    # answering
+    synth_backend: Literal["offline", "extractive", "transformers", "openai"] = Field(
+        "offline", description="Synthesizer: offline (shipped Gemma-270M base), extractive (no LLM), transformers, openai.")
+    synth_model: str = Field("meta-llama/Meta-Llama-3-8B-Instruct", description="Chat model for the transformers backend (local folder or local HF cache).")
+    synth_4bit: bool | None = Field(None, description="Load the chat model in 4-bit (bitsandbytes); default: when CUDA is present.")
+    max_new_tokens: int = Field(256, ge=1, description="Answer length limit for chat backends, in tokens.")
+    offline_max_new_tokens: int = Field(96, ge=1, description="Answer length limit for the offline Gemma backend.")
+    openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.")
+    openai_model: str = Field("default", description="Model name sent to the OpenAI-compatible endpoint.")
+    openai_api_key: str | None = Field(None, description="API key for the endpoint (sent as a bearer token).")
+    llm_connect_timeout_s: float = Field(5.0, gt=0, description="Connect timeout to the LLM endpoint.")
+    llm_read_timeout_s: float = Field(60.0, gt=0, description="Longest wait for the next streamed piece.")
+    llm_total_timeout_s: float = Field(120.0, gt=0, description="Longest time one answer may take.")
 
     log_level: str = Field("INFO", description="Logging level.")
 

@@ -73,8 +73,21 @@ def test_cli_ingest_docs_ask_json(tmp_path, capsys):
     assert main(["--data-dir", data, "docs", "--json"]) == 0
     docs = json.loads(capsys.readouterr().out)["documents"]
     assert docs[0]["doc_id"] == "mgrag_overview.md" and docs[0]["n_l0"] >= 1
-    assert main(["--data-dir", data, "ask", "--json", "What is the context budget in words?"]) == 0
+    assert main(["--data-dir", data, "ask", "--json", "--backend", "extractive",
+                 "What is the context budget in words?"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert "1500" in out["sources"][0]["text"] and out["citations"]
+    assert "1500" in out["sources"][0]["parent_text"] and out["citations"] and "1500" in out["text"]
     assert main(["--data-dir", data, "ask", "   "]) == 2
     assert "the question is empty" in capsys.readouterr().err
+
+
+def test_offline_gemma_backend_answers_with_sources(real_ctx):
+    from app.answer import answer
+    from ingest.pipeline import Ingestor
+
+    Ingestor(real_ctx).ingest_paths([SAMPLES])
+    ans = answer(real_ctx, "How long has the lighthouse keeper tended the light?", backend="offline")
+    assert ans.error is None and ans.backend == "offline"
+    assert ans.text and len(ans.text.split()) <= 96  # bounded by offline_max_new_tokens
+    assert ans.sources[0].doc_id == "field_notes.md"
+    assert ans.timings["time_to_first_token_s"] is not None

@@ -1,0 +1,46 @@
+"""The synthesizer interface and the prompts that number the sources and ask for [n] citations."""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+SYSTEM_PROMPT = (
+    "You answer questions using only the numbered sources provided. Cite every claim with the number of its "
+    "source in square brackets, like [1] or [2][3]. If the sources do not contain the answer, say that you "
+    "cannot find it in the documents. Be concise."
+)
+
+
+class SynthesisError(RuntimeError):
+    """The LLM failed (down, slow, bad response); the message says which and what to check."""
+
+
+class Synthesizer(Protocol):
+    name: str
+
+    def stream(self, question: str, sources: Sequence) -> Iterator[str]:
+        """Yield the answer in pieces as they are produced."""
+        ...
+
+
+def format_sources(sources: Sequence) -> str:
+    return "\n\n".join(f"[{s.rank}] (from {s.doc_id})\n{s.text.strip()}" for s in sources)
+
+
+def build_messages(question: str, sources: Sequence) -> list[dict]:
+    """Chat messages: system instructions, then the numbered sources and the question."""
+    user = f"Sources:\n\n{format_sources(sources)}\n\nQuestion: {question}\nAnswer with citations:"
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def build_completion_prompt(question: str, sources: Sequence) -> str:
+    """A completion-style prompt for base models (no chat template): sources, question, then 'Answer:'.
+
+    One worked example shows the expected short, cited form; base models copy the format they see.
+    """
+    example = (
+        "Sources:\n[1] The lighthouse was built in 1871 by the harbour board.\n"
+        "[2] The ferry runs twice a day in summer.\n"
+        "Question: When was the lighthouse built?\nAnswer: In 1871 [1].\n\n"
+    )
+    return (f"{example}Sources:\n{format_sources(sources)}\nQuestion: {question}\nAnswer:")

@@ -1,0 +1,37 @@
+"""Extractive backend (no LLM): the context sentences closest to the question, each with its citation."""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from ingest.sentences import split_sentences
+
+
+class ExtractiveSynthesizer:
+    name = "extractive"
+
+    def __init__(self, embedder, max_sentences: int = 3):
+        self.embedder = embedder
+        self.max_sentences = max_sentences
+
+    def select(self, question: str, sources: Sequence) -> list[tuple[str, int]]:
+        cands: list[tuple[str, int, int]] = []
+        for src in sources:
+            for s, e in split_sentences(src.text, max_words=80):
+                cands.append((src.text[s:e], src.rank, s))
+        if not cands:
+            return []
+        q = self.embedder.embed_queries([question])[0]
+        v = self.embedder.embed_passages([c for c, _, _ in cands])
+        order = np.argsort(-(v @ q), kind="stable")[: self.max_sentences]
+        picked = sorted(order.tolist(), key=lambda i: (cands[i][1], cands[i][2]))  # source order, then text order
+        return [(cands[i][0], cands[i][1]) for i in picked]
+
+    def stream(self, question: str, sources: Sequence) -> Iterator[str]:
+        picked = self.select(question, sources)
+        if not picked:
+            yield "I cannot find an answer in the documents."
+            return
+        for i, (sentence, rank) in enumerate(picked):
+            yield ("" if i == 0 else " ") + f"{sentence} [{rank}]"

@@ -1,0 +1,138 @@
+"""Local transformers backends: a chat model with its template (Llama-3-8B-Instruct by default where a user has
+it, 4-bit on CUDA) and the offline default, the shipped Gemma-3-270M base with a completion prompt."""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator, Sequence
+
+from app.synth.base import SynthesisError, build_completion_prompt, build_messages
+
+log = logging.getLogger(__name__)
+
+OFFLINE_STOPS = ("\n\n", "\nQuestion:", "\nSources:", "\nAnswer:")
+
+
+class HFSynthesizer:
+    """Greedy decoding, streamed through ``TextIteratorStreamer`` from a generation thread."""
+
+    def __init__(self, tokenizer, model, *, chat: bool, max_new_tokens: int = 256, stops: Sequence[str] = (),
+                 total_timeout: float = 120.0, max_prompt_tokens: int | None = None, name: str = "transformers"):
+        self.tokenizer = tokenizer
+        self.model = model
+        self.chat = chat
+        self.max_new_tokens = max_new_tokens
+        self.stops = tuple(stops)
+        self.total_timeout = total_timeout
+        self.max_prompt_tokens = max_prompt_tokens
+        self.name = name
+        self._lock = threading.Lock()  # one generation at a time per loaded model
+
+    def prompt_ids(self, question: str, sources: Sequence):
+        import torch
+
+        if self.chat:
+            if not getattr(self.tokenizer, "chat_template", None):
+                raise SynthesisError(
+                    "this model has no chat template; use the offline backend for base models or set MGRAG_SYNTH_MODEL "
+                    "to an instruction-tuned model")
+            ids = self.tokenizer.apply_chat_template(build_messages(question, sources), add_generation_prompt=True,
+                                                     return_tensors="pt", return_dict=True)["input_ids"]
+        else:
+            ids = self.tokenizer(build_completion_prompt(question, sources), return_tensors="pt")["input_ids"]
+        if self.max_prompt_tokens and ids.shape[1] > self.max_prompt_tokens:
+            ids = torch.cat([ids[:, :1], ids[:, -(self.max_prompt_tokens - 1):]], dim=1)  # keep BOS + the end
+        return ids
+
+    def stream(self, question: str, sources: Sequence) -> Iterator[str]:
+        from transformers import TextIteratorStreamer
+
+        ids = self.prompt_ids(question, sources).to(self.model.device)
+        streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True,
+                                        timeout=self.total_timeout)
+        error: list[BaseException] = []
+
+        def run():
+            try:
+                kwargs = dict(input_ids=ids, attention_mask=ids.new_ones(ids.shape), max_new_tokens=self.max_new_tokens,
+                              do_sample=False, streamer=streamer, max_time=self.total_timeout,
+                              pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)
+                if self.stops:
+                    kwargs.update(stop_strings=list(self.stops), tokenizer=self.tokenizer)
+                with self._lock:
+                    self.model.generate(**kwargs)
+            except BaseException as e:  # surfaced to the caller below
+                error.append(e)
+                streamer.end()
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        emitted = ""
+        deadline = time.monotonic() + self.total_timeout + 5
+        try:
+            for piece in streamer:
+                text = emitted + piece
+                cut = min((text.find(s) for s in self.stops if s in text), default=-1)
+                if cut >= 0:
+                    if cut > len(emitted):
+                        yield text[len(emitted):cut]
+                    emitted = text[:cut]
+                    break
+                emitted = text
+                if piece:
+                    yield piece
+                if time.monotonic() > deadline:
+                    raise SynthesisError(f"generation exceeded {self.total_timeout:.0f} s (MGRAG_LLM_TOTAL_TIMEOUT_S)")
+        except queue.Empty as e:
+            raise SynthesisError(f"the model produced nothing for {self.total_timeout:.0f} s "
+                                 "(MGRAG_LLM_TOTAL_TIMEOUT_S)") from e
+        thread.join(timeout=self.total_timeout)
+        if error:
+            raise SynthesisError(f"generation failed: {error[0].__class__.__name__}: {error[0]}") from error[0]
+
+
+def load_chat_synthesizer(model_id: str, *, max_new_tokens: int = 256, load_in_4bit: bool | None = None,
+                          total_timeout: float = 120.0) -> HFSynthesizer:
+    """A chat model (default meta-llama/Meta-Llama-3-8B-Instruct): local folder or the local HF cache only."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from app.models import ModelNotAvailable
+
+    cuda = torch.cuda.is_available()
+    four_bit = cuda if load_in_4bit is None else load_in_4bit
+    kwargs: dict = {}
+    if four_bit:
+        if not cuda:
+            raise ModelNotAvailable("synth_4bit=true needs a CUDA GPU (bitsandbytes 4-bit); set MGRAG_SYNTH_4BIT=false")
+        from transformers import BitsAndBytesConfig
+
+        kwargs.update(quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.bfloat16),
+                      device_map="auto")
+    try:
+        tok = AutoTokenizer.from_pretrained(model_id)
+        model = AutoModelForCausalLM.from_pretrained(model_id, **kwargs).eval()
+    except OSError as e:
+        raise ModelNotAvailable(
+            f"synthesizer model {model_id!r} is not available offline; download it once on a connected machine "
+            f"(`hf download {model_id}`) or set MGRAG_SYNTH_MODEL to a local folder, or use "
+            "MGRAG_SYNTH_BACKEND=offline / extractive / openai") from e
+    if cuda and not four_bit:
+        model.to("cuda")
+    return HFSynthesizer(tok, model, chat=True, max_new_tokens=max_new_tokens, total_timeout=total_timeout,
+                         stops=(), name="transformers")
+
+
+def load_offline_synthesizer(ctx, *, max_new_tokens: int = 96, total_timeout: float = 120.0) -> HFSynthesizer:
+    """The shipped Gemma-3-270M base with a completion prompt; shares the chunker's model when it is the same."""
+    from app.models import DEFAULT_LM, load_causal_lm
+
+    s = ctx.settings
+    if s.lm_model == DEFAULT_LM:
+        tok, model = ctx.scorer.tokenizer, ctx.scorer.model
+    else:
+        tok, model = load_causal_lm(DEFAULT_LM, s.cache_dir)
+    return HFSynthesizer(tok, model, chat=False, max_new_tokens=max_new_tokens, stops=OFFLINE_STOPS,
+                         total_timeout=total_timeout, max_prompt_tokens=4096, name="offline")

@@ -1,0 +1,98 @@
+"""Any OpenAI-compatible chat-completions endpoint (vLLM, Ollama, llama.cpp server, TGI), streamed over SSE.
+
+Failures become :class:`SynthesisError` with the cause named: endpoint down (connection refused), slow
+(connect/read/total timeouts, all settings), an HTTP error status, or a response that is not the protocol.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+
+from app.synth.base import SynthesisError, build_messages
+
+
+class OpenAICompatSynthesizer:
+    name = "openai"
+
+    def __init__(self, base_url: str | None, model: str, api_key: str | None = None, *, connect_timeout: float = 5.0,
+                 read_timeout: float = 60.0, total_timeout: float = 120.0, max_tokens: int = 256):
+        self.base_url = (base_url or "").rstrip("/")
+        self.model = model
+        self.api_key = api_key
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.total_timeout = total_timeout
+        self.max_tokens = max_tokens
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def _client(self):
+        import httpx
+
+        timeout = httpx.Timeout(connect=self.connect_timeout, read=self.read_timeout, write=self.read_timeout,
+                                pool=self.connect_timeout)
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        return httpx.Client(timeout=timeout, headers=headers)
+
+    def _check_configured(self) -> None:
+        if not self.base_url:
+            raise SynthesisError("no OpenAI-compatible endpoint is configured; set MGRAG_OPENAI_BASE_URL "
+                                 "(e.g. http://127.0.0.1:8000/v1) and MGRAG_OPENAI_MODEL")
+
+    def complete(self, messages: list[dict], max_tokens: int | None = None) -> str:
+        """One non-streamed completion (used by LLM-driven chunkers)."""
+        return "".join(self._stream(messages, max_tokens or self.max_tokens))
+
+    def stream(self, question: str, sources: Sequence) -> Iterator[str]:
+        yield from self._stream(build_messages(question, sources), self.max_tokens)
+
+    def _stream(self, messages: list[dict], max_tokens: int) -> Iterator[str]:
+        import httpx
+
+        self._check_configured()
+        body = {"model": self.model, "messages": messages, "stream": True, "temperature": 0, "max_tokens": max_tokens}
+        deadline = time.monotonic() + self.total_timeout
+        try:
+            with self._client() as client, client.stream("POST", self.url, json=body) as r:
+                if r.status_code != 200:
+                    r.read()
+                    raise SynthesisError(f"{self.url} answered HTTP {r.status_code}: {r.text[:200]!r}")
+                if "application/json" in r.headers.get("content-type", ""):  # server ignored stream=true
+                    r.read()
+                    yield _content_of(self.url, r.text, streamed=False)
+                    return
+                for line in r.iter_lines():
+                    if time.monotonic() > deadline:
+                        raise SynthesisError(f"{self.url} exceeded the total time limit of {self.total_timeout:.0f} s "
+                                             "(MGRAG_LLM_TOTAL_TIMEOUT_S)")
+                    line = line.strip()
+                    if not line or line.startswith(":"):
+                        continue
+                    if not line.startswith("data:"):
+                        raise SynthesisError(f"{self.url} sent something that is not server-sent events: {line[:80]!r}")
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        return
+                    piece = _content_of(self.url, data, streamed=True)
+                    if piece:
+                        yield piece
+        except httpx.ConnectError as e:
+            raise SynthesisError(f"cannot connect to {self.url} (is the server running? MGRAG_OPENAI_BASE_URL)") from e
+        except httpx.TimeoutException as e:
+            raise SynthesisError(f"{self.url} timed out ({e.__class__.__name__}; connect {self.connect_timeout:.0f} s, "
+                                 f"read {self.read_timeout:.0f} s: MGRAG_LLM_CONNECT_TIMEOUT_S / MGRAG_LLM_READ_TIMEOUT_S)") from e
+        except httpx.HTTPError as e:
+            raise SynthesisError(f"{self.url} failed: {e.__class__.__name__}: {e}") from e
+
+
+def _content_of(url: str, data: str, streamed: bool) -> str:
+    try:
+        obj = json.loads(data)
+        choice = obj["choices"][0]
+        part = choice["delta"] if streamed else choice["message"]
+        return part.get("content") or ""
+    except (json.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError) as e:
+        raise SynthesisError(f"{url} returned a response that is not chat-completions JSON: {data[:120]!r}") from e

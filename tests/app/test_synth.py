@@ -1,0 +1,154 @@
+import socket
+
+import pytest
+
+from app.answer import answer, ask, cited_numbers
+from app.synth import SynthesisError, build_completion_prompt, build_messages, make_synthesizer
+from app.synth.extractive import ExtractiveSynthesizer
+from app.synth.hf import HFSynthesizer
+from app.synth.openai_compat import OpenAICompatSynthesizer
+from ingest.pipeline import Ingestor
+from retrieval.search import Source
+
+from tests.app.stub_openai import StubOpenAI
+
+LLAMA3_TEMPLATE = (
+    "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + "
+    "message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}"
+    "{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"
+)
+NOTES = ("The keeper, Mrs. Alder, has tended the light for twenty-two years. She keeps a logbook of every ship.\n\n"
+         "The tide pools hold fourteen kinds of anemone. A storm closed the harbour on the fourth day.")
+
+
+def src(rank, text, doc="notes.md"):
+    return Source(rank, doc, f"p{rank}", 0, len(text), text, 1.0 / rank, 2, 0, len(text), text)
+
+
+SOURCES = [src(1, "The keeper has tended the light for twenty-two years."), src(2, "The ferry runs twice a day.")]
+
+
+def test_prompts_number_the_sources_and_ask_for_citations():
+    msgs = build_messages("How long?", SOURCES)
+    assert msgs[0]["role"] == "system" and "[1]" in msgs[0]["content"]
+    assert "[1] (from notes.md)\nThe keeper" in msgs[1]["content"] and "[2] (from notes.md)" in msgs[1]["content"]
+    p = build_completion_prompt("How long?", SOURCES)
+    assert p.endswith("Question: How long?\nAnswer:") and "[2] (from notes.md)" in p
+
+
+def test_cited_numbers():
+    assert cited_numbers("A [2] and B [1][2] and C [9].", 3) == [2, 1]
+
+
+def test_openai_streams_from_stub():
+    with StubOpenAI() as stub:
+        synth = OpenAICompatSynthesizer(stub.base_url, "llama3", "sk-test")
+        pieces = list(synth.stream("How long?", SOURCES))
+    assert len(pieces) > 3 and "".join(pieces).strip() == stub.reply
+    req = stub.requests[0]
+    assert req["path"] == "/v1/chat/completions" and req["auth"] == "Bearer sk-test"
+    assert req["body"]["stream"] is True and req["body"]["temperature"] == 0
+    assert "[1] (from notes.md)" in req["body"]["messages"][1]["content"]
+
+
+def test_openai_non_streaming_server():
+    with StubOpenAI(mode="json") as stub:
+        assert "".join(OpenAICompatSynthesizer(stub.base_url, "m").stream("q", SOURCES)) == stub.reply
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_openai_endpoint_down():
+    synth = OpenAICompatSynthesizer(f"http://127.0.0.1:{_free_port()}/v1", "m", connect_timeout=1)
+    with pytest.raises(SynthesisError, match=r"cannot connect to .* \(is the server running\?"):
+        list(synth.stream("q", SOURCES))
+
+
+def test_openai_endpoint_slow():
+    with StubOpenAI(mode="slow") as stub:
+        synth = OpenAICompatSynthesizer(stub.base_url, "m", read_timeout=0.5)
+        with pytest.raises(SynthesisError, match="timed out .*read 0 s|timed out"):
+            list(synth.stream("q", SOURCES))
+
+
+def test_openai_endpoint_garbage_and_http_error():
+    with StubOpenAI(mode="garbage") as stub:
+        with pytest.raises(SynthesisError, match="not chat-completions JSON"):
+            list(OpenAICompatSynthesizer(stub.base_url, "m").stream("q", SOURCES))
+    with StubOpenAI(mode="error") as stub:
+        with pytest.raises(SynthesisError, match="answered HTTP 500"):
+            list(OpenAICompatSynthesizer(stub.base_url, "m").stream("q", SOURCES))
+
+
+def test_openai_not_configured():
+    with pytest.raises(SynthesisError, match="set MGRAG_OPENAI_BASE_URL"):
+        list(OpenAICompatSynthesizer(None, "m").stream("q", SOURCES))
+
+
+def test_transformers_backend_with_llama3_template(tiny_lm):
+    tok, model = tiny_lm
+    tok.chat_template = LLAMA3_TEMPLATE
+    try:
+        synth = HFSynthesizer(tok, model, chat=True, max_new_tokens=12)
+        ids = synth.prompt_ids("How long?", SOURCES)[0].tolist()
+        prompt = tok.decode(ids)
+        assert "<|start_header_id|>system<|end_header_id|>" in prompt
+        assert prompt.endswith("<|start_header_id|>assistant<|end_header_id|>\n\n")
+        pieces = list(synth.stream("How long?", SOURCES))
+        assert 1 <= len(pieces) <= 12  # greedy, bounded by max_new_tokens (one streamed piece per token at most)
+        assert pieces == list(synth.stream("How long?", SOURCES))  # greedy decoding is deterministic
+    finally:
+        tok.chat_template = None
+
+
+def test_transformers_backend_needs_a_chat_template(tiny_lm):
+    tok, model = tiny_lm
+    with pytest.raises(SynthesisError, match="has no chat template"):
+        list(HFSynthesizer(tok, model, chat=True).stream("q", SOURCES))
+
+
+def test_completion_backend_stops_at_stop_sequence(tiny_lm):
+    tok, model = tiny_lm
+    synth = HFSynthesizer(tok, model, chat=False, max_new_tokens=40, stops=("e",))
+    assert "e" not in "".join(synth.stream("q", SOURCES))
+
+
+def test_extractive_picks_answer_sentence(fake_embedder):
+    sources = [src(1, "Cats purr. The keeper tended the light for twenty-two years."), src(2, "Ferries run daily.")]
+    out = "".join(ExtractiveSynthesizer(fake_embedder, max_sentences=1).stream("keeper tended light years", sources))
+    assert out == "The keeper tended the light for twenty-two years. [1]"
+
+
+def test_ask_streams_then_answers_with_citations(make_ctx, write):
+    ctx = make_ctx(theta=40)
+    Ingestor(ctx).ingest_paths([write("notes.md", NOTES)])
+    events = list(ask(ctx, "How long has the keeper tended the light?", backend="extractive"))
+    kinds = [k for k, _ in events]
+    assert kinds[0] == "sources" and kinds[-1] == "done" and "token" in kinds
+    ans = events[-1][1]
+    assert ans.error is None and ans.citations and ans.citations[0].doc_id == "notes.md"
+    c = ans.citations[0]
+    assert NOTES[c.start:c.end] == c.parent_text and NOTES[c.matched_start:c.matched_end] == c.matched_text
+    assert ans.timings["retrieval_s"] > 0 and ans.timings["time_to_first_token_s"] is not None
+
+
+def test_openai_backend_end_to_end_and_failure_keeps_sources(make_ctx, write):
+    ctx = make_ctx(theta=40)
+    Ingestor(ctx).ingest_paths([write("notes.md", NOTES)])
+    with StubOpenAI() as stub:
+        ctx.settings.openai_base_url = stub.base_url
+        ans = answer(ctx, "How long has the keeper tended the light?", backend="openai")
+    assert "twenty-two years [1]" in ans.text and [c.number for c in ans.citations] == [1]
+    ctx.settings.openai_base_url = f"http://127.0.0.1:{_free_port()}/v1"  # now the endpoint is down
+    ans = answer(ctx, "How long has the keeper tended the light?", backend="openai")
+    assert ans.text == "" and "cannot connect" in ans.error and ans.sources
+
+
+def test_unknown_backend(make_ctx):
+    with pytest.raises(ValueError, match="unknown synthesizer backend 'gpt9'"):
+        make_synthesizer("gpt9", make_ctx())
