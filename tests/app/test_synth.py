@@ -152,3 +152,15 @@ def test_openai_backend_end_to_end_and_failure_keeps_sources(make_ctx, write):
 def test_unknown_backend(make_ctx):
     with pytest.raises(ValueError, match="unknown synthesizer backend 'gpt9'"):
         make_synthesizer("gpt9", make_ctx())
+
+
+def test_no_retrieval_baseline_uses_the_truncated_document(make_ctx, write):
+    ctx = make_ctx(theta=40, no_retrieval_words=50)
+    long_notes = NOTES + "\n\n" + " ".join(f"Day {i} was calm." for i in range(30))
+    Ingestor(ctx).ingest_paths([write("notes.md", long_notes)])
+    ans = answer(ctx, "How long has the keeper tended the light?", backend="extractive", no_retrieval_doc="notes.md")
+    assert ans.retriever == "none" and len(ans.sources) == 1
+    kept = ans.sources[0].parent_text
+    assert long_notes.startswith(kept) and 40 < len(kept.split()) <= 50 < len(long_notes.split())
+    with pytest.raises(ValueError, match="no document matches 'missing.md'"):
+        answer(ctx, "q?", backend="extractive", no_retrieval_doc="missing.md")
