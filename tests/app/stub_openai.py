@@ -7,8 +7,20 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+def echo_reply(body: dict) -> str:
+    """A grounded stand-in for an LLM: the first sentence of source [1] in the prompt, cited."""
+    import re
+
+    user = body["messages"][-1]["content"]
+    m = re.search(r"\[1\] \(from [^)]*\)\n(.+?[.!?])(\s|$)", user, re.S)
+    return (m.group(1).replace("\n", " ") + " [1]") if m else "I cannot find it in the documents."
+
+
 class StubOpenAI:
-    """``mode``: "ok" (SSE stream), "json" (ignores stream), "slow", "garbage", "error"."""
+    """``mode``: "ok" (SSE stream), "json" (ignores stream), "slow", "garbage", "error".
+
+    ``reply=None`` answers with :func:`echo_reply` (the first sentence of source [1]).
+    """
 
     def __init__(self, reply: str = "The keeper has tended the light for twenty-two years [1].", mode: str = "ok"):
         self.reply = reply
@@ -23,12 +35,13 @@ class StubOpenAI:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                reply = stub.reply if stub.reply is not None else echo_reply(body)
                 if stub.mode == "error":
                     self._send(500, "application/json", b'{"error": "model crashed"}')
                 elif stub.mode == "garbage":
                     self._send(200, "text/event-stream", b"data: {not json at all\n\n")
                 elif stub.mode == "json":
-                    msg = {"choices": [{"message": {"role": "assistant", "content": stub.reply}}]}
+                    msg = {"choices": [{"message": {"role": "assistant", "content": reply}}]}
                     self._send(200, "application/json", json.dumps(msg).encode())
                 else:
                     self.send_response(200)
@@ -37,7 +50,7 @@ class StubOpenAI:
                     try:
                         if stub.mode == "slow":
                             time.sleep(3)
-                        for word in stub.reply.split(" "):
+                        for word in reply.split(" "):
                             chunk = {"choices": [{"delta": {"content": word + " "}, "index": 0}]}
                             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                             self.wfile.flush()
@@ -66,3 +79,16 @@ class StubOpenAI:
     def __exit__(self, *exc):
         self.server.shutdown()
         self.server.server_close()
+
+
+if __name__ == "__main__":  # a stand-in endpoint for trying the openai backend by hand
+    import argparse
+
+    ap = argparse.ArgumentParser(description="OpenAI-compatible stub on 127.0.0.1 (echoes source [1], cited)")
+    ap.add_argument("--port", type=int, default=8011)
+    a = ap.parse_args()
+    stub = StubOpenAI(reply=None)
+    stub.server.server_close()
+    stub.server = ThreadingHTTPServer(("127.0.0.1", a.port), stub.server.RequestHandlerClass)
+    print(f"serving on http://127.0.0.1:{a.port}/v1", flush=True)
+    stub.server.serve_forever()

@@ -164,3 +164,9 @@ def test_no_retrieval_baseline_uses_the_truncated_document(make_ctx, write):
     assert long_notes.startswith(kept) and 40 < len(kept.split()) <= 50 < len(long_notes.split())
     with pytest.raises(ValueError, match="no document matches 'missing.md'"):
         answer(ctx, "q?", backend="extractive", no_retrieval_doc="missing.md")
+
+
+def test_stub_echo_reply_cites_source_one():
+    with StubOpenAI(reply=None) as stub:
+        out = "".join(OpenAICompatSynthesizer(stub.base_url, "m").stream("How long?", SOURCES)).strip()
+    assert out == "The keeper has tended the light for twenty-two years. [1]"
