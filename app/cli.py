@@ -176,7 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_ingest)
 
     s = sub.add_parser("reingest", help="rebuild the index from stored originals (atomic switch)")
-    s.add_argument("--chunker", choices=("recursive", "paragraph", "semantic", "lg", "mg", "lgmgc"))
+    s.add_argument("--chunker", choices=("recursive", "paragraph", "semantic", "lg", "mg", "lgmgc", "ppl", "llamachunk",
+                                         "lumber"))
     s.add_argument("--theta", type=int)
     s.add_argument("--lg-mode", choices=("exact", "streaming"))
     s.add_argument("--allow-partial", action="store_true", help="switch even if some documents fail")

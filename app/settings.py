@@ -28,7 +28,7 @@ class Settings(BaseSettings):
     max_file_mb: float = Field(20.0, description="Files larger than this are refused with a message.")
 
     # chunking
-    chunker: Literal["recursive", "paragraph", "semantic", "lg", "mg", "lgmgc"] = Field(
+    chunker: Literal["recursive", "paragraph", "semantic", "lg", "mg", "lgmgc", "ppl", "llamachunk", "lumber"] = Field(
         "lgmgc", description="Chunker for new indexes.")
     theta: int = Field(300, ge=4, description="Parent chunk size bound in words; children are θ/2 and θ/4.")
     lm_model: str = Field("gemma3-270m", description="Causal LM for the LG chunker: the shipped Gemma alias or a local HF folder.")

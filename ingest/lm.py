@@ -114,8 +114,13 @@ class LogitsScorer:
         return ids, ends
 
     # -- model ----------------------------------------------------------------------------------------
-    def _forward(self, batch_ids: list[list[int]], batch_positions: list[list[int]]) -> list[np.ndarray]:
-        """One batched causal pass (right-padded); LM head applied only at the requested positions."""
+    def _forward(self, batch_ids: list[list[int]], batch_positions: list[list[int]],
+                 token_ids: Sequence[int] | None = None) -> list[np.ndarray]:
+        """One batched causal pass (right-padded); LM head applied only at the requested positions.
+
+        Returns, per row, the probability mass on ``token_ids`` (default: the boundary tokens) at each position.
+        """
+        token_ids = self.boundary_ids if token_ids is None else list(token_ids)
         torch = self._torch
         width = max(len(x) for x in batch_ids)
         inp = torch.full((len(batch_ids), width), self.pad_id, dtype=torch.long)
@@ -133,7 +138,7 @@ class LogitsScorer:
                 logits = self.model.get_output_embeddings()(h).float()
                 if self.softcap:
                     logits = torch.tanh(logits / self.softcap) * self.softcap
-                out.append(boundary_probs(logits.cpu().numpy(), self.boundary_ids))
+                out.append(boundary_probs(logits.cpu().numpy(), token_ids))
         self.tokens_processed += int(mask.sum())
         self.forward_passes += 1
         return out
@@ -183,3 +188,73 @@ class LogitsScorer:
         for s in range(0, len(blocks), self.batch_size):
             batch = blocks[s : s + self.batch_size]
             self._forward(batch, [[len(b) - 1] for b in batch])
+
+
+def _head_logprobs(scorer: LogitsScorer, hidden, targets, extra_ids=(), slice_len: int = 128):
+    """log p(target_t) for each position t of ``hidden`` [L, H], and log p(extra_id) for each extra id."""
+    torch = scorer._torch
+    head = scorer.model.get_output_embeddings()
+    out_t, out_x = [], []
+    for s in range(0, hidden.shape[0], slice_len):
+        logits = head(hidden[s:s + slice_len]).float()
+        if scorer.softcap:
+            logits = torch.tanh(logits / scorer.softcap) * scorer.softcap
+        lp = torch.log_softmax(logits, dim=-1)
+        tgt = targets[s:s + slice_len]
+        out_t.append(lp[torch.arange(len(tgt)), tgt].cpu().numpy())
+        if extra_ids:
+            out_x.append(lp[:, list(extra_ids)].cpu().numpy())
+    lt = np.concatenate(out_t) if out_t else np.zeros(0)
+    lx = np.concatenate(out_x) if out_x else np.zeros((0, len(extra_ids)))
+    return lt, lx
+
+
+def token_logprobs(scorer: LogitsScorer, ids: list[int], *, block_tokens: int = 512, max_context: int = 4096,
+                   overlap: int = 256, extra_ids: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Teacher-forced log-probabilities over a long token stream, in one pass with the KV cache carried.
+
+    Returns ``lp[t] = log p(ids[t] | ids[:t])`` for t >= 1 (``lp[0]`` is 0) and ``lx[t, j] = log p(extra_ids[j] |
+    ids[:t+1])`` (the next-token distribution *after* token t). Blocks of ``block_tokens`` are fed with the cache
+    of everything before them; when the cache would exceed ``max_context`` tokens it is dropped and the next
+    block is read after the last ``overlap`` tokens again (so memory stays bounded on a whole book).
+    """
+    torch = scorer._torch
+    n = len(ids)
+    lp = np.zeros(n)
+    lx = np.zeros((n, len(extra_ids)))
+    if n == 0:
+        return lp, lx
+    decoder = scorer.model.get_decoder()
+    cache, cached = None, 0
+    pos = 0
+    with torch.inference_mode():
+        while pos < n:
+            end = min(n, pos + block_tokens)
+            if cache is not None and cached + (end - pos) > max_context:
+                cache, cached = None, 0
+            start = pos if cache is not None or pos == 0 else max(0, pos - overlap)
+            inp = torch.tensor([ids[start:end]], dtype=torch.long, device=scorer.device)
+            out = decoder(input_ids=inp, past_key_values=cache, use_cache=True)
+            cache, cached = out.past_key_values, cached + (end - start)
+            hidden = out.last_hidden_state[0]
+            # hidden[i] predicts ids[start + i + 1]; we want predictions of ids[pos .. end-1] (those t >= 1)
+            # and the next-token distribution after every token in [pos, end)
+            first = pos - start  # index in hidden of token `pos`
+            t_idx = list(range(max(pos, 1), end))
+            if pos > 0 and start == pos:  # token `pos` is predicted by the previous block's last hidden state
+                h_pred = torch.cat([last_hidden[None], hidden[: end - pos - 1]], dim=0)
+            else:
+                h_pred = hidden[[t - 1 - start for t in t_idx]]
+            targets = torch.tensor([ids[t] for t in t_idx], dtype=torch.long, device=hidden.device)
+            lt, _ = _head_logprobs(scorer, h_pred, targets)
+            lp[t_idx] = lt
+            if extra_ids:
+                h_after = hidden[first:]
+                _, lxe = _head_logprobs(scorer, h_after, torch.zeros(len(h_after), dtype=torch.long,
+                                                                     device=hidden.device), extra_ids)
+                lx[pos:end] = lxe
+            last_hidden = hidden[-1]
+            scorer.tokens_processed += end - start
+            scorer.forward_passes += 1
+            pos = end
+    return lp, lx

@@ -73,7 +73,14 @@ class Ingestor:
                            min_words=params.get("min_words", min(s.lg_min_words, theta - 1)))
             ch = build_chunker(chunker, theta, scorer=self.ctx.scorer, lg_config=cfg)
             return dataclasses.replace(ch, on_window=on_window) if on_window else ch
-        return build_chunker(chunker, theta, embedder=self.ctx.embedder if chunker == "semantic" else None)
+        llm = None
+        if chunker == "lumber" and s.openai_base_url:
+            from app.synth.openai_compat import OpenAICompatSynthesizer
+
+            llm = OpenAICompatSynthesizer(s.openai_base_url, s.openai_model, s.openai_api_key,
+                                          connect_timeout=s.llm_connect_timeout_s, read_timeout=s.llm_read_timeout_s,
+                                          total_timeout=s.llm_total_timeout_s)
+        return build_chunker(chunker, theta, embedder=self.ctx.embedder if chunker == "semantic" else None, llm=llm)
 
     def live_generation(self, create: bool = True) -> Generation | None:
         cat = self.ctx.catalog

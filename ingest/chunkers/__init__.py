@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from ingest.chunkers.base import Chunker
 
-CHUNKERS = ("recursive", "paragraph", "semantic", "lg", "mg", "lgmgc")
-NEEDS_LM = frozenset({"lg", "lgmgc"})
+CHUNKERS = ("recursive", "paragraph", "semantic", "lg", "mg", "lgmgc", "ppl", "llamachunk", "lumber")
+NEEDS_LM = frozenset({"lg", "lgmgc", "ppl", "llamachunk"})
 
 
-def build_chunker(name: str, theta: int = 300, *, scorer=None, embedder=None, lg_config=None) -> Chunker:
-    """A chunker by name. ``scorer`` (a LogitsScorer) is needed by lg/lgmgc, ``embedder`` by semantic."""
+def build_chunker(name: str, theta: int = 300, *, scorer=None, embedder=None, lg_config=None, llm=None) -> Chunker:
+    """A chunker by name. ``scorer`` (a LogitsScorer) is needed by lg/lgmgc/ppl/llamachunk, ``embedder`` by
+    semantic, ``llm`` (an object with ``complete(messages)``, e.g. the openai backend) by lumber."""
     from ingest.chunkers.logits import LGConfig, LGMGCChunker, LogitsGuidedChunker
     from ingest.chunkers.multigranular import MultiGranularChunker
     from ingest.chunkers.paragraph import ParagraphChunker
@@ -28,6 +29,17 @@ def build_chunker(name: str, theta: int = 300, *, scorer=None, embedder=None, lg
         if embedder is None:
             raise ValueError("the semantic chunker needs an embedder")
         return SemanticChunker(embedder, theta)
+    if name == "lumber":
+        from ingest.chunkers.lumber import LumberChunker
+
+        return LumberChunker(llm, max_words=theta)
+    if name in ("ppl", "llamachunk"):
+        if scorer is None:
+            raise ValueError(f"the {name} chunker needs a LogitsScorer (a causal LM)")
+        from ingest.chunkers.llamachunk import LlamaChunkChunker
+        from ingest.chunkers.perplexity import PerplexityChunker
+
+        return (PerplexityChunker if name == "ppl" else LlamaChunkChunker)(scorer, theta)
     if name in NEEDS_LM:
         if scorer is None:
             raise ValueError(f"the {name} chunker needs a LogitsScorer (a causal LM)")

@@ -125,6 +125,20 @@ def test_best_rouge_span_picks_best_and_earliest_tie():
     assert best_rouge_span("x", text, []) == (None, 0.0)
 
 
+def test_best_rouge_span_recall_prefers_the_containing_long_chunk():
+    text = "an old pencil. " + "Emma said that the day was fine and the walk was long and pleasant. " * 5 + \
+        "It was the end of an old pencil, the part without any lead."
+    short, long_ = (0, 13), (15, len(text))
+    ref = "It was the end of an old pencil, the part without any lead"
+    # recall: every reference word in order lies in the long chunk -> 1.0
+    assert best_rouge_span(ref, text, [short, long_]) == (long_, 1.0)
+    # F: the 3-word chunk wins on precision: 2·3/(13+3) = 0.375 > 2·13/(13+83) ≈ 0.27
+    span, f = best_rouge_span(ref, text, [short, long_], measure="f")
+    assert span == short and f == pytest.approx(0.375)
+    with pytest.raises(ValueError):
+        best_rouge_span(ref, text, [short], measure="precision")
+
+
 # -- LongBench QA F1 -------------------------------------------------------------------------------------------
 def test_normalize_answer():
     assert normalize_answer("The  Quick, brown fox!") == "quick brown fox"
