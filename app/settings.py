@@ -36,7 +36,7 @@ class Settings(BaseSettings):
     lm_device: str | None = Field(None, description="torch device for the LM (default: cuda if present, else cpu).")
     lg_mode: Literal["exact", "streaming"] = Field("exact", description="exact: one pass per window (paper); streaming: one pass per document.")
     lg_prompt: str = Field("Continue the text:\n\n", description="Prompt ρ placed before each window.")
-    lg_boundary_tokens: list[str] = Field(["\n\n"], description="Tokens whose summed probability marks a boundary ('<eos>' = EOS).")
+    lg_boundary_tokens: list[str] = Field(["<eos>"], description="Tokens whose summed probability marks a boundary ('<eos>' = EOS; chosen by bench/boundary_signal.py).")
     lg_min_words: int = Field(0, ge=0, description="Optional minimum chunk length in words (0 = plain argmax, as the paper).")
     lg_batch_size: int = Field(4, ge=1, description="Blocks per forward pass in streaming mode.")
     lg_block_tokens: int = Field(1024, ge=64, description="Streaming block length in tokens.")

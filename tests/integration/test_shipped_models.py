@@ -26,7 +26,9 @@ def real_ctx(tmp_path_factory):
 
 
 def test_gemma_one_pass_equals_per_prefix(real_ctx):
-    sc = real_ctx.scorer
+    from ingest.lm import LogitsScorer
+
+    sc = LogitsScorer(real_ctx.scorer.tokenizer, real_ctx.scorer.model, boundary_tokens=("\n\n", "<eos>"))
     text = (SAMPLES / "field_notes.md").read_text(encoding="utf-8")[:1200]
     sents = split_sentences(text)[:6]
     doc = sc.tokenize(text, sents)
