@@ -5,7 +5,7 @@ about 37k words and 276 questions; finance and pubmed, 190k more words, are left
 under half an hour on 2 CPU cores), at θ = 300, it chunks every document with:
 
 * LGMGC, exact mode, boundary tokens ``["<eos>"]``, ``["\\n\\n"]`` and ``["<eos>", "\\n\\n"]`` (summed probability);
-* LGMGC, streaming mode, ``["\\n\\n"]``;
+* LGMGC, streaming mode, ``["\\n\\n"]`` (and, as an extra, ``["<eos>"]``);
 * the baselines recursive (parents only) and MG (recursive parents + θ/2, θ/4 children), same θ;
 
 and evaluates multi-granular retrieval with :func:`bench.common.evaluate_retrieval` (MiniLM, top 20 per
@@ -41,6 +41,7 @@ CONFIGS = (
     ("lgmgc exact \\n\\n", "lgmgc", ("\n\n",), "exact"),
     ("lgmgc exact <eos>+\\n\\n", "lgmgc", ("<eos>", "\n\n"), "exact"),
     ("lgmgc streaming \\n\\n", "lgmgc", ("\n\n",), "streaming"),
+    ("lgmgc streaming <eos>", "lgmgc", ("<eos>",), "streaming"),  # extra: the winning signal, streamed
 )
 
 
@@ -75,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     for doc_id, text in bench.docs.items():
         doc_tokens[doc_id] = base.tokenize(text, list(sentences_cached(text, args.theta))).n_tokens
 
+    monitor = common.LoadMonitor()
     results = []
     payload = {
         "benchmark": "boundary_signal",
@@ -100,12 +102,16 @@ def main(argv: list[str] | None = None) -> int:
                                   context_tokens=settings.lg_context_tokens)
         chunker = build_chunker(name, args.theta, scorer=scorer,
                                 lg_config=LGConfig(theta=args.theta, mode=mode) if mode else None)
+        m0, c0 = monitor.mark(), common.cpu_seconds()
         t0 = time.perf_counter()
         chunks = {doc_id: chunker.chunk(text) for doc_id, text in bench.docs.items()}
         chunk_seconds = time.perf_counter() - t0
+        chunk_cpu = common.cpu_seconds() - c0
+        chunk_load = monitor.summary(m0)
         ev = common.evaluate_retrieval(bench, chunks, embedder)
         row = {"label": label, "chunker": name, "boundary_tokens": list(tokens) if tokens else None,
-               "mode": mode, "chunk_seconds": chunk_seconds, **ev}
+               "mode": mode, "chunk_seconds": chunk_seconds,
+               "chunk_cpu_seconds": chunk_cpu, "chunk_load": chunk_load, **ev}
         if scorer is not None:
             row["lm_tokens_processed"] = scorer.tokens_processed
             row["lm_forward_passes"] = scorer.forward_passes
@@ -116,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label}: chunk {chunk_seconds:.1f}s, embed {ev['embed_seconds']:.1f}s, dcg@5 {ev['dcg@5']:.3f}, "
               f"recall@5 {ev['recall@5']:.3f}, mean parent words {ev['mean_parent_words']:.1f}", flush=True)
 
+    payload["load"] = monitor.summary()
+    monitor.stop()
     print()
     print(table(results))
     path = common.write_json(args.out, payload)
@@ -125,9 +133,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def table(results: list[dict]) -> str:
     headers = ["config", "DCG@1", "DCG@5", "DCG@10", "Recall@1", "Recall@5", "Recall@10", "ev. recall @1500w",
-               "mean parent words", "chunk s"]
+               "mean parent words", "LM tok / doc tok", "chunk s"]
     rows = [[r["label"], r["dcg@1"], r["dcg@5"], r["dcg@10"], r["recall@1"], r["recall@5"], r["recall@10"],
-             r["evidence_recall@1500w"], f"{r['mean_parent_words']:.1f}", f"{r['chunk_seconds']:.1f}"]
+             r["evidence_recall@1500w"], f"{r['mean_parent_words']:.1f}",
+             f"{r['lm_tokens_per_doc_token']:.2f}" if "lm_tokens_per_doc_token" in r else "–",
+             f"{r['chunk_seconds']:.2f}"]
             for r in results]
     return common.markdown_table(headers, rows)
 

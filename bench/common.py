@@ -139,9 +139,9 @@ def evaluate_retrieval(bench: BenchSet, chunks_by_doc: dict[str, list[Chunk]], e
       score is the max over itself and its children (``weights``: per-level weights, default uniform). A
       single-level chunker's chunks are their own parents.
     * **Relevance.** A parent is relevant to an evidence span if their character ranges overlap (any
-      character). Evidence without offsets (``start``/``end`` null) is re-labelled to the one parent whose
-      text has the best ROUGE-L F against the evidence text (:func:`best_rouge_span`), as LGMGC re-labels
-      GutenQA.
+      character). Evidence without offsets (``start``/``end`` null) is re-labelled to the one parent that
+      best matches the evidence text by ROUGE-L (:func:`best_rouge_span`: recall, ties by F), as LGMGC
+      re-labels GutenQA; ROUGE-L F alone would favour short parents and mislabels one of Emma's three.
     * **DCG@k** uses the binary relevance of each ranked parent (relevant to any evidence span of the
       question); it is not normalised, so it can exceed 1 with several relevant parents.
     * **Recall@k** is the share of the question's evidence spans that have at least one relevant parent among
@@ -254,6 +254,47 @@ def peak_rss_mb() -> float:
     """Peak resident set size of this process so far, in MiB (``ru_maxrss`` is KiB on Linux)."""
     r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return r / 1024 / 1024 if sys.platform == "darwin" else r / 1024
+
+
+def cpu_seconds() -> float:
+    """User + system CPU time of this process so far (all threads), in seconds."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+class LoadMonitor:
+    """Samples the 1-minute load average every ``interval`` seconds in a daemon thread.
+
+    The benchmarks run on a small shared machine; a load well above the torch thread count means another
+    process competed for the cores and wall times are inflated (CPU seconds much less so).
+    """
+
+    def __init__(self, interval: float = 10.0):
+        import threading
+
+        self.interval = interval
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.samples.append(os.getloadavg()[0])
+            except OSError:  # pragma: no cover
+                return
+            self._stop.wait(self.interval)
+
+    def mark(self) -> int:
+        return len(self.samples)
+
+    def summary(self, since: int = 0) -> dict:
+        xs = self.samples[since:] or self.samples[-1:]
+        return {"load1_mean": float(np.mean(xs)) if xs else None, "load1_max": float(max(xs)) if xs else None}
+
+    def stop(self) -> None:
+        self._stop.set()
 
 
 def machine_info() -> dict:

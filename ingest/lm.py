@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ingest.boundary import boundary_probs
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +137,11 @@ class LogitsScorer:
                 logits = self.model.get_output_embeddings()(h).float()
                 if self.softcap:
                     logits = torch.tanh(logits / self.softcap) * self.softcap
-                out.append(boundary_probs(logits.cpu().numpy(), token_ids))
+                # p(token set) = sum exp(logit - logsumexp), in torch float32: a NumPy float64 softmax over
+                # Gemma's 262k-entry vocabulary at every sentence end cost as much as the LM head itself
+                logz = torch.logsumexp(logits, dim=-1, keepdim=True)
+                picked = logits[:, list(token_ids)] - logz
+                out.append(torch.exp(picked).sum(dim=-1).double().cpu().numpy())
         self.tokens_processed += int(mask.sum())
         self.forward_passes += 1
         return out

@@ -46,9 +46,11 @@ def assemble_context(parents: Sequence[tuple[str, str]], budget_words: int) -> l
     A parent that would overflow the budget is skipped (never cut mid-sentence); smaller ones after it
     may still fit.
     """
+    from ingest.sentences import count_words  # CJK characters count as words, as in the chunkers
+
     out, used = [], 0
     for pid, text in parents:
-        n = len(text.split())
+        n = count_words(text)
         if used + n <= budget_words:
             out.append((pid, text))
             used += n

@@ -1,0 +1,192 @@
+"""Ingestion cost of a whole book: LGMGC exact vs streaming against one plain LM pass, then embedding.
+
+On GutenQA's *Emma* (``../shared/bench/gutenqa_emma/docs/emma.txt``, 157k words), in one process and one run,
+with the boundary signal ``<eos>`` (the one that retrieved best in ``bench/boundary_signal.py``; change it with
+``--boundary-tokens``):
+
+a. **Plain pass**: one forward pass of the chunker LM over the document's tokens
+   (``scorer.plain_pass(scorer.tokenize(text, split_sentences(text, θ)))``): the reference cost.
+b. **LGMGC exact** (the paper: one forward pass per window), θ = 300: wall time; LM tokens processed per
+   document token; wall-time ratio to (a); the floor θ / mean parent words (each window reads ~θ words and
+   advances by one parent) and how far exact is from it.
+c. **LGMGC streaming** (one pass with running context): the same figures.
+d. **Embedding** all chunks (all levels) of (b), the whole ingestion's words per second (chunk + embed),
+   and the peak resident memory of the process (``ru_maxrss``, model loading included).
+
+Chunking times include sentence segmentation (cache cleared before each) and tokenisation, so they are
+what ``mgrag ingest`` pays; the plain pass (a) is the forward pass alone. Retrieval of (b) and (c) is then
+evaluated on the 30 GutenQA questions with :func:`bench.common.evaluate_retrieval`. Prints a table and
+writes ``bench/results/ingest_emma.json``. torch uses 2 threads.
+
+    .venv/bin/python bench/ingest_bench.py
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402  (puts the project root on sys.path)
+
+from app.context import AppContext  # noqa: E402
+from app.settings import Settings  # noqa: E402
+from ingest import sentences as sentences_mod  # noqa: E402
+from ingest.chunkers import build_chunker  # noqa: E402
+from ingest.chunkers.logits import LGConfig  # noqa: E402
+from ingest.sentences import count_words, split_sentences  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--set", default="gutenqa_emma")
+    ap.add_argument("--doc", default="emma")
+    ap.add_argument("--theta", type=int, default=300)
+    ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    ap.add_argument("--boundary-tokens", nargs="+", default=["<eos>"],
+                    help="LG boundary tokens (default <eos>, the signal that retrieved best in boundary_signal.py)")
+    ap.add_argument("--out", default="ingest_emma.json")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    t_start = time.perf_counter()
+    monitor = common.LoadMonitor()
+    bench = common.load_set(args.set, [args.doc])
+    text = bench.docs[args.doc]
+    words = count_words(text)
+    settings = Settings(torch_threads=args.threads, lg_boundary_tokens=args.boundary_tokens)
+    ctx = AppContext(settings)
+    t0 = time.perf_counter()
+    scorer = ctx.scorer
+    embedder = ctx.embedder
+    load_seconds = time.perf_counter() - t0
+    rss_loaded = common.peak_rss_mb()
+    scorer._forward([scorer.prompt_ids + [scorer.pad_id] * 32], [[0]])  # warm-up, not timed
+    embedder.embed_passages(["warm up"])
+
+    res: dict = {
+        "benchmark": "ingest", "set": args.set, "doc": args.doc, "words": words, "chars": len(text),
+        "theta": args.theta, "lm": settings.lm_model, "boundary_tokens": list(settings.lg_boundary_tokens),
+        "prompt": settings.lg_prompt, "block_tokens": settings.lg_block_tokens,
+        "context_tokens": settings.lg_context_tokens, "batch_size": settings.lg_batch_size,
+        "embedder": settings.embedder, "machine": common.machine_info(),
+        "model_load_seconds": load_seconds, "peak_rss_mb_after_load": rss_loaded,
+    }
+    print(f"{args.doc}: {words} words; models loaded in {load_seconds:.1f}s; rss {rss_loaded:.0f} MiB", flush=True)
+
+    # (a) plain pass
+    t0 = time.perf_counter()
+    sents = split_sentences(text, args.theta)
+    seg_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    doc = scorer.tokenize(text, sents)
+    tok_seconds = time.perf_counter() - t0
+    n_tok = doc.n_tokens
+    tp0 = scorer.tokens_processed
+    m0, c0 = monitor.mark(), common.cpu_seconds()
+    t0 = time.perf_counter()
+    scorer.plain_pass(doc)
+    plain_seconds = time.perf_counter() - t0
+    plain_cpu = common.cpu_seconds() - c0
+    res["plain"] = {
+        "sentences": len(sents), "doc_tokens": n_tok, "segment_seconds": seg_seconds,
+        "tokenize_seconds": tok_seconds, "seconds": plain_seconds,
+        "tokens_processed": scorer.tokens_processed - tp0, "tokens_per_second": n_tok / plain_seconds,
+        "cpu_seconds": plain_cpu, "peak_rss_mb": common.peak_rss_mb(), **monitor.summary(m0),
+    }
+    common.write_json(args.out, res)
+    print(f"(a) plain pass: {n_tok} tokens in {plain_seconds:.1f}s ({n_tok / plain_seconds:.0f} tok/s)", flush=True)
+
+    # (b), (c) LGMGC exact and streaming
+    chunks = {}
+    for mode in ("exact", "streaming"):
+        sentences_mod._cached.cache_clear()  # each mode pays its own segmentation, as a fresh ingest would
+        chunker = build_chunker("lgmgc", args.theta, scorer=scorer, lg_config=LGConfig(theta=args.theta, mode=mode))
+        tp0, fp0 = scorer.tokens_processed, scorer.forward_passes
+        m0, c0 = monitor.mark(), common.cpu_seconds()
+        t0 = time.perf_counter()
+        out = chunker.chunk(text)
+        secs = time.perf_counter() - t0
+        cpu = common.cpu_seconds() - c0
+        chunks[mode] = out
+        parents = [c for c in out if c.level == 0]
+        mean_parent = sum(count_words(c.text) for c in parents) / len(parents)
+        processed = scorer.tokens_processed - tp0
+        per_doc_token = processed / n_tok
+        floor = args.theta / mean_parent
+        wall_ratio = secs / plain_seconds
+        res[mode] = {
+            "seconds": secs, "tokens_processed": processed, "forward_passes": scorer.forward_passes - fp0,
+            "lm_tokens_per_doc_token": per_doc_token, "wall_ratio_vs_plain": wall_ratio,
+            "n_parents": len(parents), "n_chunks": len(out), "mean_parent_words": mean_parent,
+            "floor_theta_over_mean_parent": floor,
+            "tokens_vs_floor": per_doc_token / floor, "wall_vs_floor": wall_ratio / floor,
+            "cpu_seconds": cpu, "cpu_ratio_vs_plain": cpu / plain_cpu, "cpu_vs_floor": cpu / plain_cpu / floor,
+            "peak_rss_mb": common.peak_rss_mb(), **monitor.summary(m0),
+        }
+        common.write_json(args.out, res)
+        print(f"({'b' if mode == 'exact' else 'c'}) lgmgc {mode}: {secs:.1f}s, {per_doc_token:.3f} LM tok/doc tok, "
+              f"{wall_ratio:.3f}x plain, {len(parents)} parents of {mean_parent:.1f} words, floor {floor:.3f}",
+              flush=True)
+
+    # (d) embedding + retrieval (the evaluator embeds every chunk of every level once and times it)
+    for mode in ("exact", "streaming"):
+        m0 = monitor.mark()
+        ev = common.evaluate_retrieval(bench, {args.doc: chunks[mode]}, embedder, keep_per_question=True)
+        res[mode]["retrieval"] = ev
+        res[mode]["embed_seconds"] = ev["embed_seconds"]
+        res[mode]["embedded_words"] = ev["embedded_words"]
+        total = res[mode]["seconds"] + ev["embed_seconds"]
+        res[mode]["ingest_seconds"] = total
+        res[mode]["ingest_words_per_second"] = words / total
+        res[mode]["peak_rss_mb_after_embed"] = common.peak_rss_mb()
+        res[mode]["embed_load"] = monitor.summary(m0)
+        common.write_json(args.out, res)
+        print(f"(d) {mode}: embedded {ev['n_chunks']} chunks ({ev['embedded_words']} words) in "
+              f"{ev['embed_seconds']:.1f}s; ingest {total:.1f}s = {words / total:.0f} words/s; "
+              f"dcg@5 {ev['dcg@5']:.3f} recall@5 {ev['recall@5']:.3f}", flush=True)
+
+    res["peak_rss_mb"] = common.peak_rss_mb()
+    res["total_seconds"] = time.perf_counter() - t_start
+    res["load"] = monitor.summary()
+    monitor.stop()
+    path = common.write_json(args.out, res)
+    print()
+    print(tables(res))
+    print(f"\nwrote {path}")
+    return 0
+
+
+def tables(res: dict) -> str:
+    p = res["plain"]
+    cost = common.markdown_table(
+        ["run", "wall s", "LM tokens / doc token", "wall × plain pass", "CPU × plain pass", "floor θ/mean parent", "tokens vs floor",
+         "wall vs floor", "parents (mean words)", "embed s", "chunk+embed s", "words/s"],
+        [["plain pass", f"{p['seconds']:.1f}", f"{p['tokens_processed'] / p['doc_tokens']:.3f}", "1.000", "1.000", "", "",
+          "", "", "", "", ""]]
+        + [[f"LGMGC {m}", f"{r['seconds']:.1f}", f"{r['lm_tokens_per_doc_token']:.3f}",
+            f"{r['wall_ratio_vs_plain']:.3f}", f"{r['cpu_ratio_vs_plain']:.3f}",
+            f"{r['floor_theta_over_mean_parent']:.3f}",
+            f"{100 * (r['tokens_vs_floor'] - 1):+.1f}%", f"{100 * (r['wall_vs_floor'] - 1):+.1f}%",
+            f"{r['n_parents']} ({r['mean_parent_words']:.1f})", f"{r['embed_seconds']:.1f}",
+            f"{r['ingest_seconds']:.1f}", f"{r['ingest_words_per_second']:.0f}"]
+           for m in ("exact", "streaming") for r in [res[m]]],
+    )
+    retr = common.markdown_table(
+        ["mode", "DCG@1", "DCG@5", "DCG@10", "DCG@20", "Recall@1", "Recall@5", "Recall@10", "Recall@20",
+         "ev. recall @1500w"],
+        [[m, r["dcg@1"], r["dcg@5"], r["dcg@10"], r["dcg@20"], r["recall@1"], r["recall@5"], r["recall@10"],
+          r["recall@20"], r["evidence_recall@1500w"]] for m in ("exact", "streaming") for r in [res[m]["retrieval"]]],
+    )
+    return (f"{res['doc']}: {res['words']} words, {p['doc_tokens']} tokens; peak RSS {res['peak_rss_mb']:.0f} MiB; "
+            f"1-min load mean {res['load']['load1_mean']:.2f} (max {res['load']['load1_max']:.2f})\n\n"
+            f"{cost}\n\n{retr}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
