@@ -37,6 +37,7 @@ test-fast: setup
 bench: models
 	$(BIN)/python bench/boundary_signal.py
 	$(BIN)/python bench/ingest_bench.py
+	$(BIN)/python bench/retrieval_latency.py
 
 clean:
 	rm -rf $(VENV) data
