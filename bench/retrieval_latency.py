@@ -82,7 +82,7 @@ def synthetic_ctx(data_dir: Path, n_chunks: int, dim: int):
             vecs = rng.standard_normal((n, emb.dim)).astype(np.float32)
             vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
             for i in range(n):
-                pid = parent_ids[i // (2 ** level)] if level else parent_ids[i]
+                pid = parent_ids[min(i // (2 ** level), n_par - 1)]
                 cid = pid if level == 0 else str(uuid.uuid5(uuid.NAMESPACE_URL, f"{level}:{i}"))
                 text = " ".join(rng.choice(vocab, size=words // 4))
                 batch.append(models.PointStruct(id=cid, vector=vecs[i].tolist(), payload={
@@ -144,6 +144,7 @@ def main() -> int:
     results["chroma"] = {"chunks": n_chroma, **{r: time_queries(ctx, questions, r) for r in ("dense", "bm25", "hybrid")}}
     results["synth"] = synth_speed(ctx, questions[:5])
     ctx.close()
+    write_json("retrieval_latency.json", results)  # partial, in case the synthetic part fails
 
     ctx = synthetic_ctx(Path(args.synthetic_data), args.synthetic, 384)
     live = ctx.catalog.live_generation()
