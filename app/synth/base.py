@@ -44,3 +44,24 @@ def build_completion_prompt(question: str, sources: Sequence) -> str:
         "Question: When was the lighthouse built?\nAnswer: In 1871 [1].\n\n"
     )
     return (f"{example}Sources:\n{format_sources(sources)}\nQuestion: {question}\nAnswer:")
+
+
+def attribute(answer: str, sources: Sequence) -> int | None:
+    """The source number that best supports ``answer`` by content-word overlap (None if nothing overlaps).
+
+    Used when a small model answers without citing: the answer gets the citation of the source it draws on.
+
+    >>> class S:
+    ...     def __init__(self, rank, text): self.rank, self.text = rank, text
+    >>> attribute("Late fees drop to $8.", [S(1, "Snickers bars"), S(2, "late fees from $32 to $8")])
+    2
+    """
+    from retrieval.bm25 import tokenize
+
+    words = set(tokenize(answer))
+    best, best_n = None, 0
+    for src in sources:
+        n = len(words & set(tokenize(src.text)))
+        if n > best_n:
+            best, best_n = src.rank, n
+    return best

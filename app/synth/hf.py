@@ -8,7 +8,9 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 
-from app.synth.base import SynthesisError, build_completion_prompt, build_messages
+import re
+
+from app.synth.base import SynthesisError, attribute, build_completion_prompt, build_messages
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +21,8 @@ class HFSynthesizer:
     """Greedy decoding, streamed through ``TextIteratorStreamer`` from a generation thread."""
 
     def __init__(self, tokenizer, model, *, chat: bool, max_new_tokens: int = 256, stops: Sequence[str] = (),
-                 total_timeout: float = 120.0, max_prompt_tokens: int | None = None, name: str = "transformers"):
+                 total_timeout: float = 120.0, max_prompt_tokens: int | None = None, name: str = "transformers",
+                 attribute_uncited: bool = False):
         self.tokenizer = tokenizer
         self.model = model
         self.chat = chat
@@ -28,6 +31,7 @@ class HFSynthesizer:
         self.total_timeout = total_timeout
         self.max_prompt_tokens = max_prompt_tokens
         self.name = name
+        self.attribute_uncited = attribute_uncited
         self._lock = threading.Lock()  # one generation at a time per loaded model
 
     def prompt_ids(self, question: str, sources: Sequence):
@@ -91,6 +95,16 @@ class HFSynthesizer:
         thread.join(timeout=self.total_timeout)
         if error:
             raise SynthesisError(f"generation failed: {error[0].__class__.__name__}: {error[0]}") from error[0]
+        tail = self.citation_suffix(emitted, sources)
+        if tail:
+            yield tail
+
+    def citation_suffix(self, text: str, sources: Sequence) -> str:
+        """For a model that answered without citing: " [n]" for the source the answer draws on, else ""."""
+        if not self.attribute_uncited or not text.strip() or re.search(r"\[\d+\]", text):
+            return ""
+        n = attribute(text, sources)
+        return f" [{n}]" if n is not None else ""
 
 
 def load_chat_synthesizer(model_id: str, *, max_new_tokens: int = 256, load_in_4bit: bool | None = None,
@@ -135,4 +149,4 @@ def load_offline_synthesizer(ctx, *, max_new_tokens: int = 96, total_timeout: fl
     else:
         tok, model = load_causal_lm(DEFAULT_LM, s.cache_dir)
     return HFSynthesizer(tok, model, chat=False, max_new_tokens=max_new_tokens, stops=OFFLINE_STOPS,
-                         total_timeout=total_timeout, max_prompt_tokens=4096, name="offline")
+                         total_timeout=total_timeout, max_prompt_tokens=4096, name="offline", attribute_uncited=True)

@@ -1,3 +1,4 @@
+import re
 import socket
 
 import pytest
@@ -170,3 +171,19 @@ def test_stub_echo_reply_cites_source_one():
     with StubOpenAI(reply=None) as stub:
         out = "".join(OpenAICompatSynthesizer(stub.base_url, "m").stream("How long?", SOURCES)).strip()
     assert out == "The keeper has tended the light for twenty-two years. [1]"
+
+
+def test_uncited_offline_answer_gets_the_supporting_source(tiny_lm):
+    from app.synth.base import attribute
+
+    tok, model = tiny_lm
+    assert attribute("The keeper tended the light twenty-two years.", SOURCES) == 1
+    assert attribute("Ferry runs twice daily.", SOURCES) == 2
+    assert attribute("zzz", SOURCES) is None
+    synth = HFSynthesizer(tok, model, chat=False, max_new_tokens=8, attribute_uncited=True)
+    assert synth.citation_suffix("The ferry runs twice a day.", SOURCES) == " [2]"
+    assert synth.citation_suffix("The ferry runs [2].", SOURCES) == ""  # already cited
+    assert synth.citation_suffix("   ", SOURCES) == ""
+    assert HFSynthesizer(tok, model, chat=True).citation_suffix("The ferry runs.", SOURCES) == ""  # chat: off
+    pieces = list(synth.stream("q", SOURCES))  # the suffix, when any, comes last as its own piece
+    assert not pieces or re.fullmatch(r" \[\d\]", pieces[-1]) or not re.search(r"\[\d+\]", "".join(pieces))

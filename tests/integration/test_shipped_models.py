@@ -92,4 +92,5 @@ def test_offline_gemma_backend_answers_with_sources(real_ctx):
     assert ans.error is None and ans.backend == "offline"
     assert ans.text and len(ans.text.split()) <= 96  # bounded by offline_max_new_tokens
     assert ans.sources[0].doc_id == "field_notes.md"
+    assert ans.citations  # cited by the model, or attributed to the source it draws on
     assert ans.timings["time_to_first_token_s"] is not None
