@@ -75,11 +75,9 @@ class Ingestor:
             return dataclasses.replace(ch, on_window=on_window) if on_window else ch
         llm = None
         if chunker == "lumber" and s.openai_base_url:
-            from app.synth.openai_compat import OpenAICompatSynthesizer
+            from app.synth import openai_client
 
-            llm = OpenAICompatSynthesizer(s.openai_base_url, s.openai_model, s.openai_api_key,
-                                          connect_timeout=s.llm_connect_timeout_s, read_timeout=s.llm_read_timeout_s,
-                                          total_timeout=s.llm_total_timeout_s)
+            llm = openai_client(s)
         return build_chunker(chunker, theta, embedder=self.ctx.embedder if chunker == "semantic" else None, llm=llm)
 
     def live_generation(self, create: bool = True) -> Generation | None:

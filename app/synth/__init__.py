@@ -3,7 +3,16 @@ from app.synth.base import SynthesisError, Synthesizer, build_messages, build_co
 
 BACKENDS = ("offline", "extractive", "transformers", "openai")
 
-__all__ = ["BACKENDS", "SynthesisError", "Synthesizer", "build_messages", "build_completion_prompt", "make_synthesizer"]
+__all__ = ["BACKENDS", "SynthesisError", "Synthesizer", "build_messages", "build_completion_prompt", "make_synthesizer", "openai_client"]
+
+
+def openai_client(s):
+    """The OpenAI-compatible client configured by settings ``s`` (answers, and the lumber chunker)."""
+    from app.synth.openai_compat import OpenAICompatSynthesizer
+
+    return OpenAICompatSynthesizer(s.openai_base_url, s.openai_model, s.openai_api_key,
+                                   connect_timeout=s.llm_connect_timeout_s, read_timeout=s.llm_read_timeout_s,
+                                   total_timeout=s.llm_total_timeout_s, max_tokens=s.max_new_tokens)
 
 
 def make_synthesizer(name: str, ctx):
@@ -14,11 +23,7 @@ def make_synthesizer(name: str, ctx):
 
         return ExtractiveSynthesizer(ctx.embedder)
     if name == "openai":
-        from app.synth.openai_compat import OpenAICompatSynthesizer
-
-        return OpenAICompatSynthesizer(s.openai_base_url, s.openai_model, s.openai_api_key,
-                                       connect_timeout=s.llm_connect_timeout_s, read_timeout=s.llm_read_timeout_s,
-                                       total_timeout=s.llm_total_timeout_s, max_tokens=s.max_new_tokens)
+        return openai_client(s)
     if name == "transformers":
         from app.synth.hf import load_chat_synthesizer
 
