@@ -349,3 +349,25 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
+
+
+def write_section(name: str, markdown: str, path: Path | None = None) -> Path:
+    """Replace the part of BENCHMARKS.md between ``<!-- name:start -->`` and ``<!-- name:end -->`` (appended at
+    the end when the markers are missing), so each benchmark script regenerates its own section only."""
+    path = Path(path or BENCHMARKS_MD)
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    block = f"{start}\n{markdown.strip()}\n{end}"
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        _, tail = rest.split(end, 1)
+        text = head + block + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    tmp = path.with_suffix(".md.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path

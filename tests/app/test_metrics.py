@@ -168,3 +168,16 @@ def test_qa_f1_max_over_answers():
     assert qa_f1_max("blue car", ["red car", "blue car"]) == 1.0
     assert qa_f1_max("blue car", ["red car"]) == pytest.approx(0.5)
     assert qa_f1_max("anything", []) == 0.0
+
+
+def test_write_section_replaces_only_its_own_block(tmp_path):
+    from app.evaluation.bench import write_section
+
+    p = tmp_path / "B.md"
+    p.write_text("# Benchmarks\n\nintro\n", encoding="utf-8")
+    write_section("a", "first A", p)
+    write_section("b", "only B", p)
+    write_section("a", "second A", p)
+    text = p.read_text(encoding="utf-8")
+    assert "first A" not in text and "second A" in text and "only B" in text and text.startswith("# Benchmarks\n\nintro")
+    assert text.index("second A") < text.index("only B")
