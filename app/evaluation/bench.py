@@ -196,34 +196,8 @@ def evaluate_retrieval(bench: BenchSet, chunks_by_doc: dict[str, list[Chunk]], e
         ranked = [pid for pid, _, _ in rank_parents(hits, w)]
         ranked_spans = [tuple(int(x) for x in pid.split(":")) for pid in ranked]
 
-        ev_spans: list[Span] = []
-        relevant_sets: list[set[str]] = []
-        for e in q.evidence:
-            if e.located:
-                span = (e.start, e.end)
-                rel = {f"{p[0]}:{p[1]}" for p in di.parents if _overlaps(p, span)}
-            else:
-                best, _ = best_rouge_span(e.text, text, di.parents)
-                relabelled += 1
-                span = best
-                rel = {f"{best[0]}:{best[1]}"}
-            ev_spans.append(span)
-            relevant_sets.append(rel)
-        any_rel = set().union(*relevant_sets) if relevant_sets else set()
-        relevance = [pid in any_rel for pid in ranked]
-
-        ctx = assemble_context([(pid, text[s:e]) for pid, (s, e) in zip(ranked, ranked_spans)], budget_words)
-        ctx_spans = [tuple(int(x) for x in pid.split(":")) for pid, _ in ctx]
-        iou, prec = token_iou_precision(ctx_spans, ev_spans)
-        row = {"id": q.id, "doc_id": q.doc_id}
-        for k in ks:
-            row[f"dcg@{k}"] = dcg_at_k(relevance, k)
-            row[f"recall@{k}"] = set_recall_at_k(ranked, relevant_sets, k)
-        row[f"evidence_recall@{budget_words}w"] = evidence_recall(ctx_spans, ev_spans)
-        row[f"iou@{budget_words}w"] = iou
-        row[f"precision@{budget_words}w"] = prec
-        row["context_words"] = sum(len(t.split()) for _, t in ctx)
-        row["first_relevant_rank"] = next((i + 1 for i, r in enumerate(relevance) if r), None)
+        row, n_rel = question_metrics(q, text, ranked_spans, di.parents, ks=ks, budget_words=budget_words)
+        relabelled += n_rel
         if weights_fn is not None:
             row["weights"] = [float(x) for x in w]
         rows.append(row)
@@ -252,6 +226,47 @@ def evaluate_retrieval(bench: BenchSet, chunks_by_doc: dict[str, list[Chunk]], e
     if keep_per_question:
         out["per_question"] = rows
     return out
+
+
+def question_metrics(q: Question, text: str, ranked_spans: Sequence[Span], units: Sequence[Span], *,
+                     ks: Sequence[int] = KS, budget_words: int = 1500) -> tuple[dict, int]:
+    """The metrics of one question for a ranking of character spans (best first) over its document ``text``.
+
+    ``units`` are the retrievable units of the chunker (its parents), used to re-label evidence that has no
+    offsets (best ROUGE-L recall). Returns the row of metrics and the number of evidence spans re-labelled.
+    Ranked spans may overlap (e.g. a merged parent and a leaf); the context keeps each span once.
+    """
+    ranked = [f"{s}:{e}" for s, e in ranked_spans]
+    ev_spans: list[Span] = []
+    relevant_sets: list[set[str]] = []
+    relabelled = 0
+    for e in q.evidence:
+        if e.located:
+            span = (e.start, e.end)
+            rel = {pid for pid, p in zip(ranked, ranked_spans) if _overlaps(p, span)}
+        else:
+            best, _ = best_rouge_span(e.text, text, list(units))
+            relabelled += 1
+            span = best
+            rel = {pid for pid, p in zip(ranked, ranked_spans) if _overlaps(p, best)}
+        ev_spans.append(span)
+        relevant_sets.append(rel)
+    any_rel = set().union(*relevant_sets) if relevant_sets else set()
+    relevance = [pid in any_rel for pid in ranked]
+
+    ctx = assemble_context([(pid, text[s:e]) for pid, (s, e) in zip(ranked, ranked_spans)], budget_words)
+    ctx_spans = [tuple(int(x) for x in pid.split(":")) for pid, _ in ctx]
+    iou, prec = token_iou_precision(ctx_spans, ev_spans)
+    row = {"id": q.id, "doc_id": q.doc_id}
+    for k in ks:
+        row[f"dcg@{k}"] = dcg_at_k(relevance, k)
+        row[f"recall@{k}"] = set_recall_at_k(ranked, relevant_sets, k)
+    row[f"evidence_recall@{budget_words}w"] = evidence_recall(ctx_spans, ev_spans)
+    row[f"iou@{budget_words}w"] = iou
+    row[f"precision@{budget_words}w"] = prec
+    row["context_words"] = sum(len(t.split()) for _, t in ctx)
+    row["first_relevant_rank"] = next((i + 1 for i, r in enumerate(relevance) if r), None)
+    return row, relabelled
 
 
 # -- machine and reporting -------------------------------------------------------------------------------------
