@@ -37,6 +37,9 @@ def detrend(positions: Sequence[float], values: Sequence[float]) -> np.ndarray:
     return y - (slope * x + intercept)
 
 
+_MEMO: dict = {}
+
+
 @dataclass(frozen=True)
 class LlamaChunkChunker(Chunker):
     scorer: object = field(compare=False)
@@ -57,7 +60,19 @@ class LlamaChunkChunker(Chunker):
         return ids[0]
 
     def scores(self, text: str, sentences: Sequence[tuple[int, int]]) -> np.ndarray:
-        """Decay-normalised log p(marker) after every sentence, one prefill per window of sentences."""
+        """Decay-normalised log p(marker) after every sentence, one prefill per window of sentences.
+
+        Independent of θ, so memoised for the last 8 (scorer, text, sentences, window, marker)."""
+        key = (id(self.scorer), text, tuple(sentences), self.window_words, self.marker)
+        if key in _MEMO:
+            return _MEMO[key].copy()
+        out = self._scores(text, sentences)
+        while len(_MEMO) >= 8:
+            _MEMO.pop(next(iter(_MEMO)))
+        _MEMO[key] = out
+        return out.copy()
+
+    def _scores(self, text: str, sentences: Sequence[tuple[int, int]]) -> np.ndarray:
         sc = self.scorer
         tok = sc.tokenizer
         doc = sc.tokenize(text, sentences)

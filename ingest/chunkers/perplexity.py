@@ -31,8 +31,25 @@ def local_minima(ppl: Sequence[float], threshold: float) -> list[int]:
     return [int(i) + 1 for i in np.nonzero(ok)[0]]
 
 
+_MEMO: dict = {}  # the last few documents' results: re-chunking one text at another θ costs no LM pass
+
+
 def sentence_perplexities(scorer, text: str, sentences: Sequence[tuple[int, int]], **kw) -> np.ndarray:
-    """Mean token loss of each sentence given everything before it (one streamed pass over the document)."""
+    """Mean token loss of each sentence given everything before it (one streamed pass over the document).
+
+    The result does not depend on θ, so it is memoised for the last 8 (scorer, text, sentences, options).
+    """
+    key = (id(scorer), text, tuple(sentences), tuple(sorted(kw.items())))
+    if key in _MEMO:
+        return _MEMO[key].copy()
+    out = _sentence_perplexities(scorer, text, sentences, **kw)
+    while len(_MEMO) >= 8:
+        _MEMO.pop(next(iter(_MEMO)))
+    _MEMO[key] = out
+    return out.copy()
+
+
+def _sentence_perplexities(scorer, text: str, sentences: Sequence[tuple[int, int]], **kw) -> np.ndarray:
     from ingest.lm import token_logprobs
 
     doc = scorer.tokenize(text, sentences)

@@ -112,3 +112,19 @@ def test_factory_builds_lm_chunkers(scorer, name):
     assert build_chunker(name, 40, scorer=scorer).name == name
     with pytest.raises(ValueError, match="needs a LogitsScorer"):
         build_chunker(name, 40)
+
+
+def test_lm_scores_are_reused_across_theta(scorer):
+    """ppl and llamachunk scores do not depend on θ: chunking the same text again at another θ runs no LM pass,
+    and gives exactly what a fresh computation gives."""
+    from ingest.chunkers import llamachunk, perplexity
+
+    text = TEXT + " Appendix."  # a text no other test has memoised
+    for make, memo in ((lambda t: PerplexityChunker(scorer, theta=t), perplexity._MEMO),
+                       (lambda t: LlamaChunkChunker(scorer, theta=t, window_words=80), llamachunk._MEMO)):
+        make(40).chunk(text)
+        n0 = scorer.tokens_processed
+        again = make(60).chunk(text)
+        assert scorer.tokens_processed == n0
+        memo.clear()
+        assert make(60).chunk(text) == again and scorer.tokens_processed > n0
