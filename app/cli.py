@@ -208,6 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("settings", help="show the effective settings")
     s.add_argument("--table", action="store_true", help="markdown table of every setting and its default")
     s.set_defaults(func=cmd_settings)
+
+    from app.evaluation.cli import add_bench_parser
+
+    add_bench_parser(sub)
     return p
 
 
@@ -223,6 +227,11 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(e, ModelNotAvailable):
             print(f"error: {e}", file=sys.stderr)
             return 3
+        from app.evaluation.harness import BenchError
+
+        if isinstance(e, (BenchError, FileNotFoundError)) and args.cmd == "bench":
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         raise
 
 

@@ -77,8 +77,10 @@ def load_set(name: str, doc_ids: Sequence[str] | None = None, bench_dir: Path | 
     Documents are read with ``newline=""`` so that the evidence offsets match; every located evidence span is
     checked (``doc[start:end] == text``) and a mismatch raises.
     """
-    if Path(name).is_dir() and (Path(name) / "questions.jsonl").exists():  # a set's directory path
+    if "/" in name or Path(name).is_dir():  # a set's directory path
         root = Path(name)
+        if not (root / "questions.jsonl").is_file() or not (root / "docs").is_dir():
+            raise FileNotFoundError(f"no bench set at {root}: expected {root}/questions.jsonl and {root}/docs/")
         name = root.resolve().name
     else:
         root = Path(bench_dir or BENCH_DIR) / name
@@ -386,3 +388,21 @@ def write_section(name: str, markdown: str, path: Path | None = None) -> Path:
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def excerpt(bench: BenchSet, fraction: float) -> BenchSet:
+    """The first ``fraction`` of each document (cut at the last paragraph break before it) and the questions
+    whose evidence lies wholly inside it. Questions with any evidence lacking offsets are dropped, since their
+    passage cannot be known to be inside. A smaller haystack: used to fit a benchmark into a time budget."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"excerpt fraction must be in (0, 1], got {fraction}")
+    if fraction == 1:
+        return bench
+    docs = {}
+    for d, text in bench.docs.items():
+        cut = int(len(text) * fraction)
+        para = text.rfind("\n\n", 0, cut)
+        docs[d] = text[:para if para > 0 else cut]
+    qs = [q for q in bench.questions if q.evidence and all(e.located and e.end <= len(docs[q.doc_id])
+                                                           for e in q.evidence)]
+    return BenchSet(bench.name, docs, qs)

@@ -1,0 +1,220 @@
+"""``mgrag bench``: retrieval and QA benchmarks over ``../shared/bench``-format sets (see app/evaluation/harness.py)."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from app.evaluation.peers import PEERS
+
+SETS = ("chroma", "gutenqa_emma")
+
+
+def _csv(s: str) -> list[str]:
+    return [x.strip() for x in s.split(",") if x.strip()]
+
+
+def _thetas(s: str) -> list[int]:
+    try:
+        out = [int(x) for x in _csv(s)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--theta takes comma-separated integers, got {s!r}") from None
+    if not out or any(t < 8 for t in out):
+        raise argparse.ArgumentTypeError(f"--theta values must be integers >= 8, got {s!r}")
+    return out
+
+
+def _context(args):
+    from app.evaluation.harness import bench_context
+    from app.settings import Settings
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    kw = {"data_dir": args.data_dir} if getattr(args, "data_dir", None) else {}
+    return bench_context(Settings(**kw))
+
+
+def _results_dir(args) -> Path:
+    from app.evaluation import bench as B
+
+    return Path(args.results_dir) if args.results_dir else B.RESULTS_DIR
+
+
+def _command_line(args) -> str:
+    import shlex
+
+    return "mgrag " + shlex.join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("mgrag") else \
+        f"mgrag bench {args.bench_cmd} --set {args.set} ..."
+
+
+def _check_chunkers(names) -> None:
+    from app.evaluation.harness import ALL_CHUNKERS, BenchError
+
+    bad = [n for n in names if n not in ALL_CHUNKERS]
+    if bad:
+        raise BenchError(f"unknown chunker(s) {', '.join(bad)}; choose from {', '.join(ALL_CHUNKERS)}")
+
+
+def retrieval_section(res: dict, plots: list[Path], command: str) -> str:
+    from app.evaluation import bench as B
+    from app.evaluation.harness import retrieval_tables
+
+    rel = [os.path.relpath(p, B.ROOT) for p in plots]
+    cached = sum(e.get("cached", False) for by in res["runs"].values() for e in by.values())
+    lines = [f"### Retrieval: {res['set']}", "", f"`{command}` ({res.get('subset') or 'all documents'}; "
+             f"{res['total_seconds'] / 60:.1f} min, 1-min load mean {res['load']['load1_mean']:.2f}, "
+             f"peak RSS {res['peak_rss_mb']:,.0f} MiB{f'; {cached} chunkings from the cache' if cached else ''})",
+             "", retrieval_tables(res), ""]
+    lines += [f"![{p}]({p})" for p in rel]
+    return "\n".join(lines)
+
+
+def qa_section(res: dict, command: str, note: str) -> str:
+    from app.evaluation.harness import qa_table
+
+    return "\n".join([
+        f"### QA: {res['set']}", "",
+        f"`{command}` ({note}; synthesizer {res['synthesizer']}; {res['seconds'] / 60:.1f} min). F1 ×100, "
+        f"LongBench `qa_f1_score`, generation capped per subset as LongBench does.", "", qa_table(res)])
+
+
+def cmd_retrieval(args, ctx=None, write_section: bool | None = None) -> dict:
+    from app.evaluation import bench as B
+    from app.evaluation.harness import profiled_set, retrieval_plots, run_retrieval, write_results
+
+    bench, note = profiled_set(args.set, args.profile)
+    if args.docs:
+        bench = B.BenchSet(bench.name, {d: t for d, t in bench.docs.items() if d in args.docs},
+                           [q for q in bench.questions if q.doc_id in args.docs])
+        note += f"; docs {', '.join(args.docs)}"
+    if args.max_questions:
+        bench.questions = bench.questions[:args.max_questions]
+        note += f"; first {args.max_questions} questions"
+    peers = [] if args.peers in (["none"], []) else args.peers
+    chunkers = list(args.chunkers) + [p for p in peers if p not in args.chunkers]
+    _check_chunkers(chunkers)
+    ctx = ctx or _context(args)
+    res = run_retrieval(bench, chunkers, args.theta, ctx, use_cache=not args.fresh, subset=note,
+                        progress=None if args.quiet else print)
+    out = _results_dir(args)
+    path = write_results(f"retrieval_{res['set']}.json", res, out)
+    plots = retrieval_plots(res, out / "plots")
+    from app.evaluation.harness import retrieval_tables
+
+    print(retrieval_tables(res))
+    print(f"\nwrote {path} and {', '.join(str(p) for p in plots)}")
+    if write_section if write_section is not None else args.write_section:
+        B.write_section(f"retrieval-{res['set']}", retrieval_section(res, plots, _command_line(args)))
+    return res
+
+
+def _synthesizer(backend: str, ctx):
+    if backend == "offline":
+        from app.synth.hf import load_offline_synthesizer
+
+        return load_offline_synthesizer(ctx, max_new_tokens=ctx.settings.offline_max_new_tokens)
+    from app.synth import make_synthesizer
+
+    return make_synthesizer(backend, ctx)
+
+
+def cmd_qa(args, ctx=None, write_section: bool | None = None) -> dict:
+    from app.evaluation import bench as B
+    from app.evaluation.harness import profiled_set, qa_table, run_qa, write_results
+
+    bench, note = profiled_set(args.set, args.profile)
+    if args.max_questions:
+        bench.questions = bench.questions[:args.max_questions]
+        note += f"; first {args.max_questions} questions"
+    _check_chunkers(args.chunkers)
+    ctx = ctx or _context(args)
+    synth = _synthesizer(args.backend, ctx)
+    res = run_qa(bench, ctx, synth, chunkers=args.chunkers, theta=args.theta[0], use_cache=not args.fresh,
+                 progress=None if args.quiet else print)
+    res["synthesizer"] = args.backend
+    res["subset"] = note
+    path = write_results(f"qa_{res['set']}.json", res, _results_dir(args))
+    print(qa_table(res))
+    print(f"\nwrote {path}")
+    if write_section if write_section is not None else args.write_section:
+        B.write_section(f"qa-{res['set']}", qa_section(res, _command_line(args), note))
+    return res
+
+
+def cmd_all(args) -> int:
+    """What `make bench` runs: both retrieval sets and the QA set, each writing its BENCHMARKS.md section."""
+    from app.evaluation import bench as B
+
+    t0 = time.perf_counter()
+    ctx = _context(args)
+    bench_dir = Path(args.bench_dir) if args.bench_dir else B.BENCH_DIR
+    for name in SETS:
+        ns = argparse.Namespace(**{**vars(args), "set": str(bench_dir / name), "docs": None, "bench_cmd": "retrieval"})
+        cmd_retrieval(ns, ctx, write_section=False)
+        res = B.json.loads((_results_dir(args) / f"retrieval_{name}.json").read_text(encoding="utf-8"))
+        plots = [_results_dir(args) / "plots" / f"{name}_retrieval_at_k.png",
+                 _results_dir(args) / "plots" / f"{name}_evidence_recall_theta.png"]
+        cmd = (f"mgrag bench retrieval --set ../shared/bench/{name} --profile {args.profile} --chunkers "
+               f"{','.join(args.chunkers)} --theta {','.join(map(str, args.theta))}")
+        B.write_section(f"retrieval-{name}", retrieval_section(res, plots, cmd))
+    ns = argparse.Namespace(**{**vars(args), "set": str(bench_dir / "longbench_sample"), "chunkers": args.qa_chunkers,
+                               "theta": [300], "bench_cmd": "qa"})
+    res = cmd_qa(ns, ctx, write_section=False)
+    cmd = (f"mgrag bench qa --set ../shared/bench/longbench_sample --profile {args.profile} --chunkers "
+           f"{','.join(args.qa_chunkers)} --backend {args.backend}")
+    B.write_section("qa-longbench_sample", qa_section(res, cmd, res["subset"]))
+    minutes = (time.perf_counter() - t0) / 60
+    info = B.machine_info()
+    B.write_section("bench-run", "\n".join([
+        f"`make bench` (= `mgrag bench all --profile {args.profile}`{' --fresh' if args.fresh else ''}) last ran "
+        f"on {time.strftime('%Y-%m-%d')} in **{minutes:.1f} minutes** on {info.get('cpu')} "
+        f"({info.get('affinity')} cores, torch {info.get('torch')}, {info.get('torch_threads')} threads).",
+    ]))
+    print(f"bench all: {minutes:.1f} min")
+    return 0
+
+
+def add_bench_parser(sub) -> None:
+    from app.evaluation.harness import ALL_CHUNKERS, DEFAULT_CHUNKERS, DEFAULT_THETAS, PROFILES
+
+    p = sub.add_parser("bench", help="retrieval and QA benchmarks (bench sets in ../shared/bench format)")
+    bsub = p.add_subparsers(dest="bench_cmd", required=True)
+
+    def common(s, chunkers_default, theta_default):
+        s.add_argument("--chunkers", type=_csv, default=list(chunkers_default),
+                       help=f"comma-separated, from: {', '.join(ALL_CHUNKERS)}")
+        s.add_argument("--theta", type=_thetas, default=list(theta_default), help="comma-separated θ values (words)")
+        s.add_argument("--profile", choices=sorted(PROFILES), default="full",
+                       help="which part of each set (standard: what `make bench` runs in 45 min)")
+        s.add_argument("--max-questions", type=int, help="only the first N questions")
+        s.add_argument("--fresh", action="store_true", help="ignore the chunk cache: measure every chunking again")
+        s.add_argument("--results-dir", help="where JSON and plots go (default bench/results)")
+        s.add_argument("--write-section", action="store_true", help="also update this set's section of BENCHMARKS.md")
+        s.add_argument("--quiet", action="store_true")
+
+    s = bsub.add_parser("retrieval", help="DCG@k, Recall@k, evidence recall within the budget, per chunker and θ")
+    s.add_argument("--set", required=True, help="a set's directory (e.g. ../shared/bench/chroma) or its name")
+    common(s, DEFAULT_CHUNKERS, DEFAULT_THETAS)
+    s.add_argument("--peers", type=_csv, default=list(PEERS), help=f"other libraries' chunkers: {', '.join(PEERS)}; "
+                   "'none' for none")
+    s.add_argument("--docs", type=_csv, help="only these doc ids")
+    s.set_defaults(func=lambda a: (cmd_retrieval(a), 0)[1])
+
+    s = bsub.add_parser("qa", help="LongBench QA F1 per subset: retrieved context vs no retrieval")
+    s.add_argument("--set", required=True)
+    common(s, ("lgmgc",), (300,))
+    s.add_argument("--backend", default="offline", choices=("offline", "extractive", "transformers", "openai"))
+    s.set_defaults(func=lambda a: (cmd_qa(a), 0)[1])
+
+    s = bsub.add_parser("all", help="what `make bench` runs: chroma and gutenqa_emma retrieval, longbench QA")
+    common(s, DEFAULT_CHUNKERS, DEFAULT_THETAS)
+    s.set_defaults(profile="standard")
+    s.add_argument("--peers", type=_csv, default=list(PEERS))
+    s.add_argument("--qa-chunkers", type=_csv, default=["lgmgc", "recursive"])
+    s.add_argument("--backend", default="offline", choices=("offline", "extractive", "transformers", "openai"))
+    s.add_argument("--bench-dir", help="the folder holding the sets (default ../shared/bench)")
+    s.set_defaults(func=cmd_all)
