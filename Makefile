@@ -1,4 +1,4 @@
-# MGRAG: `make demo` (set-up included) and `make test` (set-up included).
+# MGRAG: `make demo` (set-up included; ends serving the web app on 127.0.0.1:7860) and `make test`.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -26,7 +26,7 @@ models: setup
 
 demo: models
 	$(BIN)/mgrag --data-dir $(DEMO_DATA) ingest $(SAMPLES)
-	$(BIN)/mgrag --data-dir $(DEMO_DATA) ask "$(QUESTION)"
+	$(BIN)/mgrag --data-dir $(DEMO_DATA) serve
 
 test: models
 	$(BIN)/python -m pytest -q

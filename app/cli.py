@@ -1,4 +1,4 @@
-"""The ``mgrag`` command line: ingest, reingest, docs, delete, ask, setup-models, settings."""
+"""The ``mgrag`` command line: ingest, reingest, docs, delete, ask, serve, setup-models, settings."""
 from __future__ import annotations
 
 import argparse
@@ -165,6 +165,15 @@ def cmd_settings(args) -> int:
     return 0
 
 
+def cmd_serve(args) -> int:
+    """The web app (Chat, Admin, Evaluate) on ``ui_host:ui_port``."""
+    from ui.app import serve
+
+    overrides = {k: v for k, v in {"ui_host": args.host, "ui_port": args.port}.items() if v is not None}
+    s = _ctx(args).settings.model_copy(update=overrides)
+    return serve(s)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mgrag", description="MGRAG: chat with your documents (LGMGC + MoG).")
     p.add_argument("--data-dir", help="data directory (MGRAG_DATA_DIR)")
@@ -204,6 +213,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("setup-models", help="provision the offline models (once)")
     s.set_defaults(func=cmd_setup_models)
+
+    s = sub.add_parser("serve", help="start the web app (MGRAG_UI_HOST:MGRAG_UI_PORT, default 127.0.0.1:7860)")
+    s.add_argument("--host", help="address to listen on (MGRAG_UI_HOST)")
+    s.add_argument("--port", type=int, help="port (MGRAG_UI_PORT)")
+    s.set_defaults(func=cmd_serve)
 
     s = sub.add_parser("settings", help="show the effective settings")
     s.add_argument("--table", action="store_true", help="markdown table of every setting and its default")

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 
@@ -70,6 +70,13 @@ class Settings(BaseSettings):
     llm_connect_timeout_s: float = Field(5.0, gt=0, description="Connect timeout to the LLM endpoint.")
     llm_read_timeout_s: float = Field(60.0, gt=0, description="Longest wait for the next streamed piece.")
     llm_total_timeout_s: float = Field(120.0, gt=0, description="Longest time one answer may take.")
+
+    # web app (`mgrag serve`)
+    ui_host: str = Field("127.0.0.1", description="Address the web app listens on (`mgrag serve`).")
+    ui_port: int = Field(7860, ge=1, le=65535, description="Port of the web app.")
+    admin_user: str = Field("admin", description="User name of the web app's Admin tab.")
+    admin_password: SecretStr | None = Field(
+        None, description="Password of the Admin tab; unset: `mgrag serve` makes a random one and logs it.")
 
     log_level: str = Field("INFO", description="Logging level.")
 

@@ -57,9 +57,12 @@ class IngestReport:
 
 
 class Ingestor:
-    def __init__(self, ctx: AppContext, progress: bool = False):
+    def __init__(self, ctx: AppContext, progress: bool = False,
+                 on_progress: Callable[[int, int, str], None] | None = None):
+        """``progress``: tqdm bars (the CLI); ``on_progress(done, total, name)``: per-document callback (the web app)."""
         self.ctx = ctx
         self.progress = progress
+        self.on_progress = on_progress
         self._warned = False
 
     # -- generation & chunker ---------------------------------------------------------------------------
@@ -194,6 +197,8 @@ class Ingestor:
         return report
 
     def _bars(self, total: int, unit: str):
+        if self.on_progress is not None:
+            return _CallbackBar(total, self.on_progress), None
         if not self.progress:
             return None, None
         from tqdm.auto import tqdm
@@ -230,6 +235,8 @@ class Ingestor:
         bar, wbar = self._bars(len(rows), "documents")
         for row in rows:
             t0 = time.time()
+            if bar is not None:
+                bar.set_postfix_str(row["name"][:40])
             try:
                 if _fail_hook:
                     _fail_hook(row["doc_id"])
@@ -263,6 +270,41 @@ class Ingestor:
         cat.finish_run(run, "done" if not report.failed else "partial", len(report.ok), len(report.failed))
         return report
 
+    def refresh(self, doc_ids: Iterable[str]) -> IngestReport:
+        """Re-chunk and re-embed some documents in place, in the live generation and with its parameters (a
+        generation shares one set of chunking parameters; :meth:`reingest` changes them for all). Each document
+        is swapped as in an update: new points written, then the obsolete ones deleted."""
+        cat = self.ctx.catalog
+        live = self.live_generation(create=False)
+        if live is None:
+            raise ValueError("the index is empty; nothing to re-ingest")
+        rows = {r["doc_id"]: r for r in cat.documents(live.gen)}
+        wanted = list(doc_ids)
+        missing = [d for d in wanted if d not in rows]
+        if missing:
+            raise ValueError(f"no such documents: {', '.join(missing)}; see `mgrag docs`")
+        report = IngestReport(generation=live.gen)
+        run = cat.start_run("refresh", live.gen)
+        bar, _ = self._bars(len(wanted), "documents")
+        for d in wanted:
+            row, t0 = rows[d], time.time()
+            if bar is not None:
+                bar.set_postfix_str(row["name"][:40])
+            try:
+                doc = LoadedDoc(row["name"], self.ctx.store.original(row["hash"]), self.ctx.store.text(row["hash"]),
+                                row["kind"])
+                chunks, vectors = self._build(doc, d, row["hash"], live)
+                self._write(live, doc, d, row["hash"], chunks, vectors, t0)
+                counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(live.n_levels))
+                report.results.append(FileResult(row["name"], "updated", "", d, counts, time.time() - t0))
+            except Exception as e:
+                log.warning("re-ingesting %s failed: %s", row["name"], e)
+                report.results.append(FileResult(row["name"], "failed", f"{e.__class__.__name__}: {e}", d))
+            if bar is not None:
+                bar.update(1)
+        cat.finish_run(run, "done" if not report.failed else "partial", len(report.ok), len(report.failed))
+        return report
+
     # -- deletion -----------------------------------------------------------------------------------
     def delete(self, ref: str) -> str:
         cat = self.ctx.catalog
@@ -276,6 +318,24 @@ class Ingestor:
             self.ctx.bm25.update(live.gen, [], remove=ids)
         cat.remove_document(doc_id)
         return doc_id
+
+
+class _CallbackBar:
+    """The two calls of a tqdm bar the batches make, reported to ``fn(done, total, name)``."""
+
+    def __init__(self, total: int, fn: Callable[[int, int, str], None]):
+        self.total, self.n, self.name, self.fn = total, 0, "", fn
+
+    def set_postfix_str(self, name: str) -> None:
+        self.name = name
+        self.fn(self.n, self.total, name)
+
+    def update(self, k: int = 1) -> None:
+        self.n += k
+        self.fn(self.n, self.total, self.name)
+
+    def close(self) -> None:
+        pass
 
 
 def _raiser(exc: Exception) -> Callable[[], LoadedDoc]:

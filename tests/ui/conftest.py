@@ -1,0 +1,122 @@
+"""One in-process web app for the UI tests (session scope, so the suite stays fast): hashing embedder, recursive
+chunker, extractive backend, a temp data dir; Gradio's upload cache inside it. The embedder can be held at a gate
+to keep a re-ingestion running while a test chats."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ADMIN_PASSWORD = "test-admin-pw"
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+KEEPER = ("# Lighthouse log\n\nThe survey team reached the northern lighthouse on the third morning. "
+          "The keeper, Mrs. Alder, has tended the light for twenty-two years. She logs the weather at dawn.\n\n"
+          "The lamp burns paraffin and is wound by hand every four hours through the night.\n")
+ORCHARD = ("# Orchard notes\n\nThe orchard has forty apple trees and six pear trees. Pruning happens in February. "
+           "The oldest tree was planted in 1911 by the first owner.\n")
+
+
+class GatedEmbedder:
+    """The hashing embedder, whose passage embedding waits while ``gate`` is clear (queries never wait)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.name, self.dim = inner.name, inner.dim
+        self.gate = threading.Event()
+        self.gate.set()
+        self.waiting = threading.Event()
+
+    def embed_passages(self, texts):
+        if not self.gate.is_set():
+            self.waiting.set()
+            self.gate.wait(60)
+        return self.inner.embed_passages(texts)
+
+    def embed_queries(self, texts):
+        return self.inner.embed_queries(texts)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@dataclass
+class Server:
+    url: str
+    service: object
+    embedder: GatedEmbedder
+    data_dir: Path
+    root: Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def ui_server(tmp_path_factory):
+    from app.context import AppContext
+    from app.settings import Settings
+    from ingest.embed import HashingEmbedder
+    from ui.app import launch
+    from ui.service import UiService
+
+    root = tmp_path_factory.mktemp("ui")
+    data = root / "data"
+    old_tmp = os.environ.get("GRADIO_TEMP_DIR")
+    os.environ["GRADIO_TEMP_DIR"] = str(data / "tmp" / "gradio")
+    settings = Settings(data_dir=data, embedder="hashing", chunker="recursive", theta=40, synth_backend="extractive",
+                        max_file_mb=0.05, top_k=5)
+    emb = GatedEmbedder(HashingEmbedder(dim=64))
+    ctx = AppContext(settings, embedder=emb)
+    service = UiService(ctx, admin_password=ADMIN_PASSWORD)
+    docs = root / "seed"
+    docs.mkdir()
+    (docs / "keeper.md").write_text(KEEPER, encoding="utf-8")
+    rows = service.ingest_files([docs / "keeper.md"])
+    assert rows[0]["status"] == "ingested", rows
+    demo, url = launch(service, host="127.0.0.1", port=free_port(), block=False)
+    yield Server(url.rstrip("/"), service, emb, data, root)
+    emb.gate.set()
+    demo.close()
+    ctx.close()
+    if old_tmp is None:
+        os.environ.pop("GRADIO_TEMP_DIR", None)
+    else:
+        os.environ["GRADIO_TEMP_DIR"] = old_tmp
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing on CI; .ci/run installs it with `apt-get install -y chromium`")
+        pytest.skip(f"no Chromium at {CHROMIUM}: `apt-get install -y chromium` to run the browser tests")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("playwright is missing: pip install -e '.[dev]'")
+        pytest.skip("playwright is not installed: pip install -e '.[dev]'")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = ctx.new_page()
+    pg.set_default_timeout(30_000)
+    yield pg
+    ctx.close()

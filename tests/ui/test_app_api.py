@@ -1,0 +1,80 @@
+"""Direct API calls to the running app (no page): admin enforcement is server side; uploads stay in the data dir."""
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.ui.conftest import ADMIN_PASSWORD
+
+ADMIN_CALLS = {
+    "/admin_docs": (),
+    "/admin_delete": ([],),  # a name outside the (per-session, post-login) choices is refused earlier still
+    "/admin_reingest": ([], "recursive", 20, "all"),
+    "/admin_stats": (),
+    "/admin_train_router": (),
+}
+
+
+@pytest.fixture
+def client(ui_server):
+    from gradio_client import Client
+
+    return Client(ui_server.url, verbose=False)
+
+
+@pytest.mark.parametrize("api", sorted(ADMIN_CALLS))
+def test_admin_endpoints_refuse_without_login(ui_server, client, api):
+    from gradio_client.exceptions import AppError
+
+    gen = ui_server.service.ctx.catalog.live_generation().gen
+    with pytest.raises(AppError, match="admin login required"):
+        client.predict(*ADMIN_CALLS[api], api_name=api)
+    assert ui_server.service.ctx.catalog.find_document("keeper.md") == "keeper.md"
+    assert ui_server.service.ctx.catalog.live_generation().gen == gen
+
+
+def test_admin_login_wrong_password_then_right(ui_server, client):
+    from gradio_client.exceptions import AppError
+
+    out = client.predict("admin", "wrong", api_name="/admin_login")
+    assert "wrong user name or password" in str(out)
+    with pytest.raises(AppError, match="admin login required"):
+        client.predict(api_name="/admin_docs")
+    client.predict("admin", ADMIN_PASSWORD, api_name="/admin_login")
+    table, _, head = client.predict(api_name="/admin_docs")
+    assert "keeper.md" in str(table) and "Live index" in head
+
+
+def test_ask_over_the_api(ui_server, client):
+    history, _, _, _ = client.predict("How long has the keeper tended the light?", [], 5, 800, "dense", "extractive",
+                                      api_name="/ask")
+    text = str(history)
+    assert "twenty-two years" in text and "Sources (" in text
+
+
+def test_empty_question_gets_a_message(ui_server, client):
+    history, _, _, _ = client.predict("   ", [], 5, 800, "dense", "extractive", api_name="/ask")
+    assert "the question is empty" in str(history)
+
+
+def test_http_upload_of_path_like_name_stays_in_the_data_dir(ui_server, tmp_path):
+    root = ui_server.root.resolve()
+    before = {p for p in root.rglob("*") if p.is_file()}
+    r = httpx.post(f"{ui_server.url}/gradio_api/upload",
+                   files=[("files", ("../../../etc/passwd", b"root:x:0:0", "text/plain")),
+                          ("files", ("..\\..\\evil.txt", b"evil", "text/plain"))])
+    assert r.status_code in (200, 400)
+    data = ui_server.data_dir.resolve()
+    after = {p for p in root.rglob("*") if p.is_file()}
+    assert all(data in p.resolve().parents for p in after - before)
+    if r.status_code == 200:
+        assert all(data in __import__("pathlib").Path(p).resolve().parents for p in r.json())
+    # and handed to the app under that name, it is refused with a message
+    rows = ui_server.service.ingest_files([tmp_path / "x"], names=["../../etc/passwd"])
+    assert rows[0]["status"] == "refused" and "looks like a path" in rows[0]["message"]
+
+
+def test_http_upload_over_the_size_limit_refused(ui_server):
+    r = httpx.post(f"{ui_server.url}/gradio_api/upload",
+                   files=[("files", ("big.txt", b"word " * 20_000, "text/plain"))])
+    assert r.status_code == 413 and "maximum allowed size" in r.text

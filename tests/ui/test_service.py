@@ -1,0 +1,192 @@
+"""The web app's service layer: upload rules, admin enforcement, re-ingestion, evaluations and their export."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ui.service import AdminRequired, UiService, check_upload_name
+
+TEXT = ("The keeper, Mrs. Alder, has tended the light for twenty-two years. She logs the weather at dawn. "
+        "The lamp burns paraffin and is wound by hand every four hours.\n\nThe orchard has forty apple trees.\n")
+
+
+@pytest.fixture
+def svc(make_ctx):
+    ctx = make_ctx(chunker="recursive", theta=20, synth_backend="extractive", max_file_mb=0.01)
+    return UiService(ctx, admin_password="pw")
+
+
+def _files(tmp_path):
+    return sorted(p for p in tmp_path.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("name, match", [
+    ("../../etc/passwd", "looks like a path"),
+    ("a/b.txt", "looks like a path"),
+    ("..\\evil.md", "looks like a path"),
+    (".bashrc", "looks like a path or a hidden file"),
+    ("bad\x00name.txt", "looks like a path"),
+    ("tool.exe", "unsupported file type '.exe'"),
+    ("noext", "unsupported file type '\\(no extension\\)'"),
+    ("", "has no name"),
+])
+def test_upload_names_refused(name, match):
+    with pytest.raises(ValueError, match=match):
+        check_upload_name(name)
+
+
+def test_upload_rules_refuse_with_message_and_the_rest_ingests(svc, write, tmp_path):
+    good = write("notes.md", TEXT)
+    big = write("big.txt", "word " * 5000)  # 25 KB > 0.01 MB
+    exe = write("tool.exe", b"MZ\x00\x00")
+    before = set(_files(tmp_path))
+    rows = svc.ingest_files([good, big, exe, good], names=["notes.md", "big.txt", "tool.exe", "../../etc/passwd"])
+    by = {r["name"]: r for r in rows}
+    assert by["notes.md"]["status"] == "ingested" and by["notes.md"]["chunks"]
+    assert by["big.txt"]["status"] == "refused" and "MGRAG_MAX_FILE_MB" in by["big.txt"]["message"]
+    assert by["tool.exe"]["status"] == "refused" and "supported" in by["tool.exe"]["message"]
+    assert by["../../etc/passwd"]["status"] == "refused" and "looks like a path" in by["../../etc/passwd"]["message"]
+    data = svc.ctx.settings.data_dir.resolve()
+    new = [p for p in set(_files(tmp_path)) - before if data not in p.resolve().parents]
+    assert new == []  # nothing written outside the data dir
+    assert [d["doc_id"] for d in svc.ctx.catalog.documents(None)] == ["notes.md"]
+
+
+def test_failed_file_reported_rest_ingests(svc, write):
+    rows = svc.ingest_files([write("empty.txt", "   "), write("ok.txt", TEXT)])
+    assert rows[0]["status"] == "failed" and "empty" in rows[0]["message"]
+    assert rows[1]["status"] == "ingested"
+
+
+def test_admin_login_rules(make_ctx):
+    svc = UiService(make_ctx(chunker="recursive"), admin_password="pw")
+    with pytest.raises(AdminRequired, match="wrong user name or password"):
+        svc.login("admin", "nope")
+    with pytest.raises(AdminRequired, match="wrong user name or password"):
+        svc.login("root", "pw")
+    assert svc.login("admin", "pw")
+    off = UiService(make_ctx(chunker="recursive", data_dir=svc.ctx.settings.data_dir.parent / "d2"))
+    with pytest.raises(AdminRequired, match="MGRAG_ADMIN_PASSWORD"):
+        off.login("admin", "")
+
+
+@pytest.mark.parametrize("call", [
+    lambda s, t: s.documents(t),
+    lambda s, t: s.delete(t, ["notes.md"]),
+    lambda s, t: s.reingest(t),
+    lambda s, t: s.chunk_lengths(t),
+    lambda s, t: s.train_router(t),
+])
+def test_admin_actions_need_a_valid_token(svc, write, call):
+    svc.ingest_files([write("notes.md", TEXT)])
+    for token in (None, "", "forged-token"):
+        with pytest.raises(AdminRequired, match="admin login required"):
+            call(svc, token)
+    assert [d["doc_id"] for d in svc.ctx.catalog.documents(None)] == ["notes.md"]  # nothing changed
+
+
+def test_reingest_all_new_theta_switches_generation(svc, write):
+    svc.ingest_files([write("notes.md", TEXT)])
+    tok = svc.login("admin", "pw")
+    gen0 = svc.ctx.catalog.live_generation()
+    seen = []
+    report = svc.reingest(tok, None, "recursive", 12, progress=lambda d, t, n: seen.append((d, t, n)))
+    live = svc.ctx.catalog.live_generation()
+    assert not report.failed and live.gen != gen0.gen and live.theta == 12
+    assert seen[-1][:2] == (1, 1) and seen[-1][2] == "notes.md"
+    live_info, rows = svc.documents(tok)
+    assert live_info["theta"] == 12 and rows[0]["parents"] > 0
+
+
+def test_reingest_selected_keeps_parameters(svc, write):
+    svc.ingest_files([write("notes.md", TEXT), write("other.md", "Another text about apples and pears.")])
+    tok = svc.login("admin", "pw")
+    with pytest.raises(ValueError, match="re-ingest all documents"):
+        svc.reingest(tok, ["notes.md"], "recursive", 99)
+    with pytest.raises(ValueError, match="no such documents: nope.md"):
+        svc.reingest(tok, ["nope.md"])
+    gen = svc.ctx.catalog.live_generation().gen
+    report = svc.reingest(tok, ["notes.md"])
+    assert [r.status for r in report.results] == ["updated"] and svc.ctx.catalog.live_generation().gen == gen
+    assert len(svc.ctx.catalog.documents(gen)) == 2
+
+
+def test_delete_and_chunk_lengths(svc, write):
+    svc.ingest_files([write("notes.md", TEXT), write("other.md", "Another text about apples and pears.")])
+    tok = svc.login("admin", "pw")
+    lengths = svc.chunk_lengths(tok)
+    assert set(lengths) == {0} and all(0 < n <= 20 for n in lengths[0])
+    assert svc.delete(tok, ["other.md"]) == ["other.md"]
+    assert [d["doc_id"] for d in svc.ctx.catalog.documents(None)] == ["notes.md"]
+    with pytest.raises(ValueError, match="select the documents"):
+        svc.delete(tok, [])
+
+
+def _answer(svc, q="How long has the keeper tended the light?"):
+    for kind, value in svc.ask(q, backend="extractive"):
+        if kind == "done":
+            return value.to_dict()
+
+
+def test_evaluation_saved_and_exported_in_bench_format(svc, write, tmp_path):
+    from app.evaluation.bench import load_set
+
+    svc.ingest_files([write("notes.md", TEXT)])
+    a = _answer(svc)
+    assert a["sources"] and a["citations"]
+    eid, f1, n = svc.evaluate(a, reference="twenty-two years", rating="good", comment="right")
+    assert eid == 1 and f1 is not None and 0 < f1 <= 1 and n >= 1
+    svc.evaluate(a, rating="bad", comment="no evidence marked")  # kept in SQLite, not exported
+    path, count = svc.export_feedback(tmp_path / "set" / "questions.jsonl")
+    assert count == 1
+    rec = json.loads(path.read_text().splitlines()[0])
+    assert set(rec) == {"id", "question", "doc_id", "answers", "evidence"}
+    assert rec["doc_id"] == "notes.md" and rec["answers"] == ["twenty-two years"]
+    text = svc.ctx.store.text(svc.ctx.catalog.documents(None)[0]["hash"])
+    for e in rec["evidence"]:
+        assert text[e["start"]:e["end"]] == e["text"]
+    (tmp_path / "set" / "docs").mkdir()
+    (tmp_path / "set" / "docs" / "notes.md.txt").write_text(text, encoding="utf-8")  # stem "notes.md"
+    assert load_set(str(tmp_path / "set")).questions[0].question == a["question"]  # loads as a bench set
+    rows = svc.feedback.rows()
+    assert [r["rating"] for r in rows] == ["good", "bad"] and rows[1]["comment"] == "no evidence marked"
+
+
+def test_evaluation_rules(svc, write):
+    svc.ingest_files([write("notes.md", TEXT)])
+    a = _answer(svc)
+    with pytest.raises(ValueError, match="no source numbered 99"):
+        svc.evaluate(a, relevant=[99])
+    with pytest.raises(ValueError, match="rating must be"):
+        svc.evaluate(a, rating="meh")
+    with pytest.raises(ValueError, match="ask a question on the Chat tab first"):
+        svc.evaluate({})
+
+
+def test_level_hits_every_level(svc, write):
+    svc.ingest_files([write("notes.md", TEXT)])
+    hits = svc.level_hits("keeper light", k=3, retriever="hybrid")
+    assert {h["retriever"] for h in hits} == {"dense", "bm25"}
+    assert all(h["document"] == "notes.md" for h in hits)
+
+
+def test_benchmark_over_the_live_index_from_uploaded_questions(svc, write, tmp_path):
+    svc.ingest_files([write("notes.md", TEXT)])
+    start = TEXT.index("The keeper")
+    ev = TEXT[start:start + 66]
+    qs = tmp_path / "questions.jsonl"
+    qs.write_text(json.dumps({"id": "q1", "question": "How long has the keeper tended the light?", "doc_id": "notes",
+                              "answers": ["twenty-two years"], "evidence": [{"text": ev, "start": start,
+                                                                             "end": start + 66}]}) + "\n"
+                  + json.dumps({"id": "q2", "question": "Where?", "doc_id": "absent", "answers": [], "evidence": []})
+                  + "\n")
+    res = svc.run_benchmark(qs, k=5)
+    assert res["n_questions"] == 1 and res["skipped_docs"] == ["absent"] and res["recall@20"] == 1.0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "q1", "question": "x"}\n')
+    with pytest.raises(ValueError, match="bad.jsonl line 1: missing doc_id"):
+        svc.run_benchmark(bad)
+    bad.write_text("not json\n")
+    with pytest.raises(ValueError, match="bad.jsonl line 1: not JSON"):
+        svc.run_benchmark(bad)

@@ -1,0 +1,407 @@
+"""The Gradio app: Chat (upload, streamed answers with sources), Admin (behind a login), Evaluate.
+
+``build_app(service)`` makes the Blocks; ``launch(service)`` serves them (``mgrag serve``). Every admin handler
+calls :meth:`UiService` methods that check the session's admin token server side, so hiding the admin panel is
+only cosmetic: a direct API call without a login gets "admin login required".
+"""
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+
+from ui import render
+from ui.service import AdminRequired, UiService
+
+log = logging.getLogger(__name__)
+
+CSS = """
+.mg-source {border-left: 3px solid #f97316; padding: 4px 8px; margin: 6px 0;}
+.mg-src-head {font-size: 0.9em;}
+.mg-scores {font-size: 0.8em; color: #666;}
+.mg-passage {font-size: 0.85em; white-space: pre-wrap;}
+.mg-passage mark {background: #fde68a;}
+.mg-weights {font-size: 0.85em; margin-top: 4px;}
+.mg-wlab {display: inline-block; width: 3em;}
+"""
+BACKENDS = ("offline", "extractive", "transformers", "openai")
+CHUNKERS = ("lgmgc", "mg", "lg", "recursive", "paragraph", "semantic", "ppl", "llamachunk", "lumber")
+
+
+def _error(e: Exception):
+    import gradio as gr
+
+    return gr.Error(str(e), print_exception=False)
+
+
+def build_app(service: UiService):
+    import gradio as gr
+    import pandas as pd
+
+    from ingest.loaders import SUPPORTED
+
+    s = service.ctx.settings
+
+    def weights_frame(weights):
+        return pd.DataFrame({"level": [render.level_name(i) for i in range(len(weights))],
+                             "weight": [float(w) for w in weights]})
+
+    # -- chat handlers ---------------------------------------------------------------------------------------
+    def on_upload(paths, progress=gr.Progress()):
+        if not paths:
+            return gr.update(), None
+        progress((0, len(paths)), desc="ingesting")
+
+        def cb(done, total, name):
+            progress((done, total), desc=f"ingesting {name}" if name else "ingesting", unit="files")
+
+        rows = service.ingest_files(paths, progress=cb)
+        df = pd.DataFrame(rows, columns=["name", "status", "message", "chunks"])
+        n_ok = sum(r["status"] in ("ingested", "updated") for r in rows)
+        bad = [r for r in rows if r["status"] in ("failed", "refused")]
+        if bad:
+            gr.Warning(f"{len(bad)} file(s) not ingested: " + "; ".join(f"{r['name']}: {r['message']}" for r in bad))
+        if n_ok:
+            gr.Info(f"{n_ok} document(s) ingested and searchable")
+        return df, None
+
+    def on_ask(question, history, answers, k, budget, retriever, backend):
+        history = list(history or [])
+        answers = list(answers or [])
+        question = (question or "").strip()
+        history.append({"role": "user", "content": question})
+        history.append({"role": "assistant", "content": ""})
+        yield history, answers, gr.update(), gr.update(), ""
+        text = ""
+        try:
+            for kind, value in service.ask(question, k=int(k), budget_words=int(budget), retriever=retriever,
+                                           backend=backend):
+                if kind == "token":
+                    text += value
+                    history[-1] = {"role": "assistant", "content": text}
+                    yield history, answers, gr.update(), gr.update(), ""
+                elif kind == "done":
+                    a = value.to_dict()
+                    answers.append(a)
+                    if a["error"]:
+                        text += f"\n\n⚠️ the {a['backend']} backend failed: {a['error']} (the sources were still retrieved)"
+                    history[-1] = {"role": "assistant", "content": text or "(no answer)"}
+                    cited = {c["number"] for c in a["citations"]}
+                    t = a["timings"]
+                    body = (render.weight_bars(a["weights"]) + render.sources_html(a["sources"], cited)
+                            + f'<div class="mg-scores">{a["backend"]} via {a["retriever"]}: retrieval '
+                              f'{t["retrieval_s"] * 1000:.0f} ms, total {t["total_s"]:.2f} s</div>')
+                    history.append({"role": "assistant", "content": body,
+                                    "metadata": {"title": f"Sources ({len(a['sources'])})", "status": "done"}})
+                    choices = [(render.answer_label(i, x), i) for i, x in enumerate(answers)]
+                    yield (history, answers, weights_frame(a["weights"]),
+                           gr.update(choices=choices, value=len(answers) - 1), "")
+        except Exception as e:  # question refused, empty index, …: say so in the chat
+            from retrieval.search import EmptyIndexError
+
+            if not isinstance(e, (ValueError, EmptyIndexError)):
+                log.exception("answering failed")
+            history[-1] = {"role": "assistant", "content": f"⚠️ {e}"}
+            yield history, answers, gr.update(), gr.update(), ""
+
+    # -- evaluate handlers -----------------------------------------------------------------------------------
+    def pick(answers, idx):
+        if not answers:
+            return None
+        if idx is None or not (0 <= int(idx) < len(answers)):
+            idx = len(answers) - 1
+        return answers[int(idx)]
+
+    def on_pick(answers, idx, k):
+        a = pick(answers, idx)
+        if a is None:
+            return "*Ask a question on the Chat tab first.*", gr.update(choices=[], value=[]), None, ""
+        hits = service.level_hits(a["question"], k=int(k), retriever=a["retriever"] if a["retriever"] != "none" else "dense")
+        df = pd.DataFrame(hits, columns=["retriever", "level", "rank", "score", "document", "chars", "text"])
+        choices = [(f"[{x['number']}] {x['doc_id']}", x["number"]) for x in a["sources"]]
+        cited = [c["number"] for c in a["citations"]]
+        md = f"**Q:** {a['question']}\n\n**A:** {a['text'] or '(no answer)'}"
+        return md, gr.update(choices=choices, value=cited), df, render.sources_html(a["sources"], set(cited))
+
+    def on_f1(answers, idx, reference):
+        from app.evaluation.metrics import qa_f1_score
+
+        a = pick(answers, idx)
+        if a is None or not (reference or "").strip():
+            return "F1: enter a reference answer"
+        return f"F1: {qa_f1_score(a['text'], reference):.3f}"
+
+    def on_save(answers, idx, reference, rating, comment, relevant):
+        a = pick(answers, idx)
+        try:
+            eid, f1, n_ev = service.evaluate(a, reference=reference, rating=rating or None, comment=comment,
+                                             relevant=[int(x) for x in (relevant or [])])
+        except ValueError as e:
+            raise _error(e) from e
+        f1s = f"; F1 {f1:.3f}" if f1 is not None else ""
+        return f"Saved evaluation #{eid}{f1s}; {n_ev} evidence span(s)."
+
+    def on_export():
+        path, n = service.export_feedback()
+        gr.Info(f"{n} evaluation(s) exported")
+        return str(path), f"{n} record(s) in {path.name} (bench format: id, question, doc_id, answers, evidence)"
+
+    def on_bench(set_name, upload, k, progress=gr.Progress()):
+        ref = upload or set_name
+        if not ref:
+            raise gr.Error("choose a bench set or upload a questions.jsonl")
+        progress(None, desc="running the benchmark")
+        try:
+            res = service.run_benchmark(ref, k=int(k))
+        except (ValueError, FileNotFoundError) as e:
+            raise _error(e) from e
+        note = f"{res['n_questions']} question(s) over the live index"
+        if res.get("skipped_docs"):
+            note += f"; skipped (not in the index): {', '.join(res['skipped_docs'][:8])}"
+        if res.get("mismatched_docs"):
+            note += f"; skipped (text differs from the set's): {', '.join(res['mismatched_docs'][:8])}"
+        return pd.DataFrame(render.bench_table(res), columns=["metric", "value"]), render.bench_figure(res), note
+
+    # -- admin handlers (each checks the token server side) ----------------------------------------------------
+    def admin(fn):
+        def wrapped(*args, **kw):
+            try:
+                return fn(*args, **kw)
+            except AdminRequired as e:
+                raise _error(e) from e
+            except ValueError as e:
+                raise _error(e) from e
+        wrapped.__name__ = fn.__name__
+        wrapped.__signature__ = __import__("inspect").signature(fn)
+        return wrapped
+
+    def docs_outputs(token):
+        live, rows = service.documents(token)
+        cols = ["document", "size (KB)", "version", "parents", "θ/2", "θ/4", "ingest s", "indexed", "parameters"]
+        head = (f"Live index: generation {live['gen']}, chunker **{live['chunker']}**, θ = {live['theta']}"
+                if live else "No index yet.")
+        return pd.DataFrame(rows, columns=cols), gr.update(choices=[r["document"] for r in rows], value=[]), head
+
+    @admin
+    def on_login(user, password):
+        try:
+            token = service.login(user, password)
+        except AdminRequired as e:
+            return "", gr.update(visible=False), f"⚠️ {e}", gr.update(), gr.update(), gr.update()
+        df, sel, head = docs_outputs(token)
+        return token, gr.update(visible=True), f"Logged in as {user}.", df, sel, head
+
+    @admin
+    def on_docs(token):
+        return docs_outputs(token)
+
+    @admin
+    def on_delete(token, selected):
+        deleted = service.delete(token, list(selected or []))
+        df, sel, head = docs_outputs(token)
+        return df, sel, head, f"Deleted {', '.join(deleted)}."
+
+    @admin
+    def on_reingest(token, selected, chunker, theta, which, progress=gr.Progress()):
+        service.auth.check(token)
+        progress((0, 1), desc="re-ingesting")
+
+        def cb(done, total, name):
+            progress((done, max(total, 1)), desc=f"re-ingesting {name}" if name else "re-ingesting", unit="docs")
+
+        docs = list(selected or []) if which == "selected" else None
+        if which == "selected" and not docs:
+            raise ValueError("select the documents to re-ingest (or choose all)")
+        report = service.reingest(token, docs, chunker or None, int(theta) if theta else None, progress=cb)
+        failed = report.failed
+        msg = (f"Re-ingested {len(report.ok)} document(s) into generation {report.generation}."
+               if not failed else
+               f"{len(failed)} document(s) failed ({'; '.join(f'{r.name}: {r.message}' for r in failed)})"
+               + ("; the live index is unchanged" if docs is None else ""))
+        df, sel, head = docs_outputs(token)
+        return df, sel, head, msg
+
+    @admin
+    def on_stats(token):
+        return render.histogram_figure(service.chunk_lengths(token))
+
+    @admin
+    def on_train(token, progress=gr.Progress()):
+        progress(None, desc="training the router")
+        res = service.train_router(token, progress=lambda m: progress(None, desc=m))
+        loss = res.get("loss") or []
+        return render.loss_figure(loss, res.get("val_loss")), res.get("message", f"trained: {len(loss)} epoch(s)")
+
+    # -- layout ---------------------------------------------------------------------------------------------
+    with gr.Blocks(title="MGRAG") as demo:
+        answers_state = gr.State([])
+        token_state = gr.State("")
+        gr.Markdown("## MGRAG: chat with your documents")
+        with gr.Tabs():
+            with gr.Tab("Chat", id="chat"):
+                with gr.Row():
+                    with gr.Column(scale=3):
+                        chatbot = gr.Chatbot(label="Answers", height=520, elem_id="chatbot", buttons=["copy"])
+                        with gr.Row():
+                            question = gr.Textbox(placeholder="Ask a question about your documents…", show_label=False,
+                                                  scale=5, elem_id="question", max_lines=4)
+                            ask_btn = gr.Button("Ask", variant="primary", scale=1, elem_id="ask")
+                        weights_plot = gr.BarPlot(weights_frame([]), x="level", y="weight",
+                                                  title="Router weights (last question)", height=180,
+                                                  elem_id="weights-plot", y_lim=[0, None])
+                    with gr.Column(scale=2):
+                        files = gr.File(label=f"Upload documents (drag and drop; {', '.join(sorted(SUPPORTED))}; "
+                                              f"at most {s.max_file_mb:g} MB each)",
+                                        file_count="multiple", type="filepath", elem_id="upload")
+                        upload_report = gr.Dataframe(headers=["name", "status", "message", "chunks"],
+                                                     label="Last upload", interactive=False, elem_id="upload-report")
+                        with gr.Accordion("Session settings", open=False, elem_id="session-settings"):
+                            k_in = gr.Slider(1, 50, value=s.top_k, step=1, label="k: hits per level")
+                            budget_in = gr.Slider(50, 5000, value=s.context_words, step=50,
+                                                  label="context budget (words)")
+                            retriever_in = gr.Radio(["dense", "bm25", "hybrid"], value=s.retriever, label="retriever")
+                            backend_in = gr.Dropdown(list(BACKENDS), value=s.synth_backend, label="backend",
+                                                     elem_id="backend")
+            with gr.Tab("Admin", id="admin"):
+                with gr.Row(elem_id="admin-login"):
+                    user_in = gr.Textbox(label="user", value="", scale=1, elem_id="admin-user")
+                    pw_in = gr.Textbox(label="password", type="password", scale=1, elem_id="admin-password")
+                    login_btn = gr.Button("Log in", scale=0, elem_id="admin-login-btn")
+                login_msg = gr.Markdown("Log in to manage documents.", elem_id="admin-login-msg")
+                with gr.Column(visible=False, elem_id="admin-panel") as admin_panel:
+                    live_md = gr.Markdown()
+                    docs_df = gr.Dataframe(label="Documents", interactive=False, elem_id="docs-table")
+                    with gr.Row():
+                        selected = gr.CheckboxGroup([], label="Select documents", elem_id="doc-select", scale=3)
+                        refresh_btn = gr.Button("Refresh", scale=0)
+                        delete_btn = gr.Button("Delete selected", variant="stop", scale=0, elem_id="delete")
+                    with gr.Row():
+                        which_in = gr.Radio(["all", "selected"], value="all", label="re-ingest", scale=1)
+                        chunker_in = gr.Dropdown(list(CHUNKERS), value=None, label="chunker (empty: keep)", scale=1,
+                                                 elem_id="reingest-chunker")
+                        theta_in = gr.Number(value=None, label="θ (words; empty: keep)", precision=0, scale=1,
+                                             elem_id="reingest-theta")
+                        reingest_btn = gr.Button("Re-ingest", variant="primary", scale=0, elem_id="reingest")
+                    admin_msg = gr.Markdown(elem_id="admin-msg")
+                    with gr.Row():
+                        stats_btn = gr.Button("Index statistics", scale=0, elem_id="stats")
+                        train_btn = gr.Button("Train the router", scale=0, elem_id="train-router")
+                    stats_plot = gr.Plot(label="Chunk lengths per level (words)", elem_id="stats-plot")
+                    train_msg = gr.Markdown()
+                    loss_plot = gr.Plot(label="Router training loss", elem_id="loss-plot")
+            with gr.Tab("Evaluate", id="evaluate"):
+                with gr.Row():
+                    answer_pick = gr.Dropdown([], label="Answer (this session)", elem_id="answer-pick", scale=3)
+                    eval_k = gr.Slider(1, 20, value=5, step=1, label="chunks per level", scale=1)
+                answer_md = gr.Markdown("*Ask a question on the Chat tab first.*", elem_id="answer-md")
+                with gr.Row():
+                    reference_in = gr.Textbox(label="reference answer", scale=3, elem_id="reference")
+                    f1_md = gr.Markdown("F1: -", elem_id="f1")
+                with gr.Row():
+                    rating_in = gr.Radio(["good", "bad"], label="rating", elem_id="rating")
+                    comment_in = gr.Textbox(label="comment", scale=2, elem_id="comment")
+                    relevant_in = gr.CheckboxGroup([], label="relevant sources (the evidence)", elem_id="relevant")
+                with gr.Row():
+                    save_btn = gr.Button("Save evaluation", variant="primary", elem_id="save-eval")
+                    export_btn = gr.Button("Export JSONL", elem_id="export")
+                eval_msg = gr.Markdown(elem_id="eval-msg")
+                export_file = gr.File(label="feedback.jsonl (router training format)", elem_id="export-file",
+                                      interactive=False)
+                with gr.Accordion("Retrieved chunks at every level", open=True):
+                    hits_df = gr.Dataframe(interactive=False, elem_id="level-hits", wrap=True)
+                with gr.Accordion("Sources of this answer", open=False):
+                    eval_sources = gr.HTML()
+                gr.Markdown("### Benchmark over the live index")
+                with gr.Row():
+                    bench_set = gr.Dropdown(service.bench_sets(), value=None, label="bench set (../shared/bench)",
+                                            elem_id="bench-set")
+                    bench_file = gr.File(label="or upload questions.jsonl", file_types=[".jsonl"], type="filepath")
+                    bench_k = gr.Slider(1, 50, value=20, step=1, label="top k per level")
+                    bench_btn = gr.Button("Run benchmark", elem_id="run-bench")
+                bench_note = gr.Markdown(elem_id="bench-note")
+                with gr.Row():
+                    bench_df = gr.Dataframe(interactive=False, elem_id="bench-table")
+                    bench_plot = gr.Plot(label="metrics")
+
+        # -- events ---------------------------------------------------------------------------------------------
+        files.upload(on_upload, [files], [upload_report, files], api_name="upload", concurrency_limit=4)
+        ask_args = dict(fn=on_ask, inputs=[question, chatbot, answers_state, k_in, budget_in, retriever_in, backend_in],
+                        outputs=[chatbot, answers_state, weights_plot, answer_pick, question], concurrency_limit=None)
+        ask_btn.click(api_name="ask", **ask_args)
+        question.submit(api_visibility="private", **ask_args)
+        pick_out = [answer_md, relevant_in, hits_df, eval_sources]
+        answer_pick.change(on_pick, [answers_state, answer_pick, eval_k], pick_out, api_visibility="private")
+        eval_k.release(on_pick, [answers_state, answer_pick, eval_k], pick_out, api_visibility="private")
+        reference_in.change(on_f1, [answers_state, answer_pick, reference_in], [f1_md], api_visibility="private")
+        save_btn.click(on_save, [answers_state, answer_pick, reference_in, rating_in, comment_in, relevant_in],
+                       [eval_msg], api_name="save_evaluation")
+        export_btn.click(on_export, [], [export_file, eval_msg], api_name="export_feedback")
+        bench_btn.click(on_bench, [bench_set, bench_file, bench_k], [bench_df, bench_plot, bench_note],
+                        api_name="benchmark")
+
+        login_btn.click(on_login, [user_in, pw_in], [token_state, admin_panel, login_msg, docs_df, selected, live_md],
+                        api_name="admin_login")
+        pw_in.submit(on_login, [user_in, pw_in], [token_state, admin_panel, login_msg, docs_df, selected, live_md],
+                     api_visibility="private")
+        refresh_btn.click(on_docs, [token_state], [docs_df, selected, live_md], api_name="admin_docs")
+        delete_btn.click(on_delete, [token_state, selected], [docs_df, selected, live_md, admin_msg],
+                         api_name="admin_delete")
+        reingest_btn.click(on_reingest, [token_state, selected, chunker_in, theta_in, which_in],
+                           [docs_df, selected, live_md, admin_msg], api_name="admin_reingest", concurrency_limit=1)
+        stats_btn.click(on_stats, [token_state], [stats_plot], api_name="admin_stats")
+        train_btn.click(on_train, [token_state], [loss_plot, train_msg], api_name="admin_train_router",
+                        concurrency_limit=1)
+    return demo
+
+
+def launch(service: UiService, *, host: str | None = None, port: int | None = None, block: bool = True):
+    """Serve the app. Gradio's upload cache goes under the data dir (``data_dir/tmp/gradio``) unless
+    ``GRADIO_TEMP_DIR`` is set, so uploads write nothing outside it; uploads over ``max_file_mb`` are cut off by
+    Gradio itself and refused again by the service."""
+    s = service.ctx.settings
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    tmp = (s.data_dir / "tmp" / "gradio").resolve()
+    tmp.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("GRADIO_TEMP_DIR", str(tmp))
+    demo = build_app(service)
+    demo.queue(default_concurrency_limit=8, max_size=256)
+    app, url, _ = demo.launch(server_name=host or s.ui_host, server_port=port or s.ui_port, prevent_thread_lock=True,
+                              max_file_size=int(s.max_file_mb * 2**20), quiet=True, show_error=True,
+                              footer_links=["api"], css=render_css(), max_threads=64)
+    if block:
+        try:
+            demo.block_thread()
+        finally:
+            demo.close()
+    return demo, url
+
+
+def render_css() -> str:
+    return CSS
+
+
+def serve(settings=None, *, host: str | None = None, port: int | None = None) -> int:
+    """``mgrag serve``: one context and one service for the process; the admin password from the settings, or a
+    random one logged at start."""
+    from app.context import AppContext
+
+    ctx = AppContext(settings)
+    s = ctx.settings
+    password = s.admin_password.get_secret_value() if s.admin_password else None
+    if not password:
+        password = secrets.token_urlsafe(9)
+        log.warning("MGRAG_ADMIN_PASSWORD is not set; the Admin tab's password for this run is: %s (user %s)",
+                    password, s.admin_user)
+    service = UiService(ctx, admin_password=password)
+    _, url = launch(service, host=host, port=port, block=False)
+    log.info("MGRAG is serving on %s", url)
+    print(f"MGRAG web app: {url}", flush=True)
+    try:
+        import time
+
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        ctx.close()

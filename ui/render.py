@@ -1,0 +1,124 @@
+"""Pure rendering for the web app: sources as HTML with the matched child highlighted, weight bars, tables, plots.
+No Gradio here, so each piece is tested alone."""
+from __future__ import annotations
+
+import html
+
+LEVEL_NAMES = {0: "θ", 1: "θ/2", 2: "θ/4"}
+
+
+def level_name(level: int) -> str:
+    return LEVEL_NAMES.get(level, f"L{level}")
+
+
+def highlight(parent_text: str, start: int, end: int, matched_start: int, matched_end: int) -> str:
+    """The parent passage as HTML with the matched child (document offsets) inside ``<mark>``. A child outside
+    the parent (or none) leaves the passage unmarked."""
+    a, b = matched_start - start, matched_end - start
+    if not (0 <= a <= b <= len(parent_text)) or a == b:
+        return html.escape(parent_text)
+    return (html.escape(parent_text[:a]) + "<mark>" + html.escape(parent_text[a:b]) + "</mark>"
+            + html.escape(parent_text[b:]))
+
+
+def is_uniform(weights) -> bool:
+    w = list(weights or [])
+    return not w or max(w) - min(w) < 1e-9
+
+
+def weight_bars(weights) -> str:
+    """A small horizontal bar chart of the level weights, in HTML."""
+    w = [float(x) for x in (weights or [])]
+    if not w:
+        return ""
+    top = max(max(w), 1e-9)
+    rows = "".join(
+        f'<div class="mg-wrow"><span class="mg-wlab">{level_name(i)}</span>'
+        f'<span class="mg-wbar" style="display:inline-block;height:0.8em;background:#f97316;'
+        f'width:{max(2, int(120 * x / top))}px"></span> <span class="mg-wval">{x:.2f}</span></div>'
+        for i, x in enumerate(w))
+    note = (' <em>uniform: the router is not trained yet</em>' if is_uniform(w) else "")
+    return f'<div class="mg-weights"><strong>Router weights</strong>{note}{rows}</div>'
+
+
+def sources_html(sources: list[dict], cited: set[int] | None = None) -> str:
+    """Every source of an answer: document, the parent passage with its matched child highlighted, per-level
+    scores (dense and BM25)."""
+    cited = cited or set()
+    parts = []
+    for s in sources:
+        dense = ", ".join(f"{level_name(int(lv))} {v:.3f}" for lv, v in sorted(s.get("level_scores", {}).items(),
+                                                                           key=lambda x: int(x[0])))
+        bm25 = ", ".join(f"{level_name(int(lv))} {v:.2f}" for lv, v in sorted(s.get("bm25_level_scores", {}).items(),
+                                                                          key=lambda x: int(x[0])))
+        scores = " · ".join(x for x in (f"dense: {dense}" if dense else "", f"BM25: {bm25}" if bm25 else "") if x)
+        star = " ★ cited" if s["number"] in cited else ""
+        parts.append(
+            f'<div class="mg-source"><div class="mg-src-head"><strong>[{s["number"]}] {html.escape(s["doc_id"])}</strong>'
+            f' chars {s["start"]}–{s["end"]} · score {s["score"]:.3f} · matched {level_name(s["matched_level"])}'
+            f'{star}</div><div class="mg-scores">{scores}</div>'
+            f'<div class="mg-passage">{highlight(s["parent_text"], s["start"], s["end"], s["matched_start"], s["matched_end"])}'
+            f'</div></div>')
+    return "".join(parts) or "<em>no sources</em>"
+
+
+def answer_label(i: int, answer: dict) -> str:
+    q = answer.get("question", "")
+    return f"#{i + 1}: {q[:70]}{'…' if len(q) > 70 else ''}"
+
+
+def histogram_figure(lengths: dict[int, list[int]]):
+    """Chunk length histograms (words), one panel per level."""
+    from matplotlib.figure import Figure
+
+    levels = sorted(lengths) or [0]
+    fig = Figure(figsize=(3.2 * len(levels), 2.6), layout="constrained")
+    for i, lv in enumerate(levels):
+        ax = fig.add_subplot(1, len(levels), i + 1)
+        data = lengths.get(lv, [])
+        if data:
+            ax.hist(data, bins=min(30, max(5, len(set(data)))), color="#f97316")
+        ax.set_title(f"level {lv} ({level_name(lv)}): {len(data)} chunks", fontsize=9)
+        ax.set_xlabel("words", fontsize=8)
+        ax.tick_params(labelsize=7)
+    return fig
+
+
+def loss_figure(loss: list[float], val_loss: list[float] | None = None):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(5, 2.6), layout="constrained")
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot(range(1, len(loss) + 1), loss, label="train")
+    if val_loss:
+        ax.plot(range(1, len(val_loss) + 1), val_loss, label="validation")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("loss")
+    ax.legend(fontsize=8)
+    return fig
+
+
+METRIC_ROWS = ("dcg@1", "dcg@2", "dcg@5", "dcg@10", "dcg@20", "recall@1", "recall@2", "recall@5", "recall@10",
+               "recall@20")
+
+
+def bench_table(res: dict) -> list[list]:
+    rows = [[k, round(float(res[k]), 4)] for k in METRIC_ROWS if k in res]
+    rows += [[k, round(float(v), 4)] for k, v in res.items() if k.startswith(("evidence_recall@", "iou@", "precision@"))]
+    rows += [[k, res[k]] for k in ("n_questions", "n_chunks", "n_parents") if k in res]
+    return rows
+
+
+def bench_figure(res: dict):
+    from matplotlib.figure import Figure
+
+    ks = [k for k in (1, 2, 5, 10, 20) if f"dcg@{k}" in res]
+    fig = Figure(figsize=(5, 2.6), layout="constrained")
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot(ks, [res[f"dcg@{k}"] for k in ks], marker="o", label="DCG@k")
+    ax.plot(ks, [res[f"recall@{k}"] for k in ks], marker="o", label="Recall@k")
+    ax.set_xscale("log")
+    ax.set_xticks(ks, [str(k) for k in ks])
+    ax.set_xlabel("k (parents)")
+    ax.legend(fontsize=8)
+    return fig

@@ -1,0 +1,459 @@
+"""What the web app does, without Gradio: uploads, asking, admin actions behind a login, evaluations, benchmarks.
+
+One :class:`UiService` per server process wraps the one :class:`~app.context.AppContext`, shared by every
+session. Writes to the index (uploads, deletions, re-ingestion) are serialised by one lock, so two admins or an
+upload and a re-ingestion never interleave; questions never take that lock, and re-ingestion builds beside the
+live index, so chat keeps answering meanwhile. Admin actions check a server-issued session token on every call
+(:class:`AdminAuth`), whatever the page shows.
+"""
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.context import AppContext
+from ingest.loaders import SUPPORTED
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int, str], None]
+_BAD_NAME = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class AdminRequired(PermissionError):
+    """An admin action called without a valid admin session."""
+
+
+class UploadRefused(ValueError):
+    def __init__(self, name: str, problem: str):
+        super().__init__(f"{name}: {problem}")
+        self.name, self.problem = name, problem
+
+
+# -- admin login ------------------------------------------------------------------------------------------------
+class AdminAuth:
+    """Credentials from the settings; a successful login gets a random token, valid for ``ttl_s``, which every
+    admin call must present. Comparisons are constant-time."""
+
+    def __init__(self, user: str, password: str | None, ttl_s: float = 12 * 3600):
+        self.user = user
+        self.password = password
+        self.ttl_s = ttl_s
+        self._tokens: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def login(self, user: str, password: str) -> str:
+        if not self.password:
+            raise AdminRequired("admin is disabled: set MGRAG_ADMIN_PASSWORD and restart `mgrag serve`")
+        ok_user = hmac.compare_digest((user or "").encode(), self.user.encode())
+        ok_pw = hmac.compare_digest((password or "").encode(), self.password.encode())
+        if not (ok_user and ok_pw):
+            time.sleep(0.2)  # slow down guessing
+            raise AdminRequired("wrong user name or password")
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            self._tokens[token] = time.time() + self.ttl_s
+        return token
+
+    def check(self, token: str | None) -> None:
+        now = time.time()
+        with self._lock:
+            expiry = self._tokens.get(token or "")
+            if expiry is not None and expiry < now:
+                del self._tokens[token]
+                expiry = None
+        if expiry is None:
+            raise AdminRequired("admin login required: log in on the Admin tab")
+
+    def logout(self, token: str | None) -> None:
+        with self._lock:
+            self._tokens.pop(token or "", None)
+
+
+# -- uploads ----------------------------------------------------------------------------------------------------
+def check_upload_name(name: str) -> str:
+    """The plain file name to store ``name`` under, or :class:`UploadRefused` for a path-like or odd name."""
+    raw = name or ""
+    if not raw.strip():
+        raise UploadRefused("(unnamed)", "the file has no name")
+    if "/" in raw or "\\" in raw or raw in (".", "..") or raw.startswith(".") or _BAD_NAME.search(raw):
+        raise UploadRefused(raw, "the file name looks like a path or a hidden file; upload it under a plain name "
+                                 "such as notes.md")
+    if len(raw) > 255:
+        raise UploadRefused(raw[:40] + "…", "the file name is over 255 characters; rename it")
+    suffix = Path(raw).suffix.lower()
+    if suffix not in SUPPORTED:
+        raise UploadRefused(raw, f"unsupported file type {suffix or '(no extension)'!r}; supported: "
+                                 f"{', '.join(sorted(SUPPORTED))}")
+    return raw
+
+
+@dataclass
+class JobState:
+    """The one index-writing job at a time (upload, delete, re-ingestion), for progress displays."""
+
+    kind: str = ""
+    running: bool = False
+    done: int = 0
+    total: int = 0
+    name: str = ""
+    message: str = ""
+    started: float = 0.0
+
+
+class UiService:
+    def __init__(self, ctx: AppContext, admin_password: str | None = None):
+        self.ctx = ctx
+        s = ctx.settings
+        pw = admin_password if admin_password is not None else (
+            s.admin_password.get_secret_value() if s.admin_password else None)
+        self.auth = AdminAuth(s.admin_user, pw)
+        self.write_lock = threading.Lock()
+        self.job = JobState()
+        self._feedback = None
+        self._feedback_lock = threading.Lock()
+
+    # -- shared helpers ----------------------------------------------------------------------------------------
+    @property
+    def feedback(self):
+        from ui.feedback import FeedbackStore
+
+        with self._feedback_lock:
+            if self._feedback is None:
+                self._feedback = FeedbackStore(self.ctx.settings.data_dir / "feedback.sqlite")
+            return self._feedback
+
+    def _ingestor(self, progress: Progress | None):
+        from ingest.pipeline import Ingestor
+
+        def on(done: int, total: int, name: str) -> None:
+            self.job.done, self.job.total, self.job.name = done, total, name
+            if progress is not None:
+                progress(done, total, name)
+
+        return Ingestor(self.ctx, on_progress=on)
+
+    def _writing(self, kind: str):
+        service = self
+
+        class _Guard:
+            def __enter__(self_inner):
+                if not service.write_lock.acquire(timeout=0.1):
+                    log.info("%s waits for the running %s", kind, service.job.kind)
+                    service.write_lock.acquire()
+                service.job = JobState(kind, True, started=time.time())
+                return service.job
+
+            def __exit__(self_inner, *exc):
+                service.job.running = False
+                service.write_lock.release()
+
+        return _Guard()
+
+    # -- chat ----------------------------------------------------------------------------------------------------
+    def ingest_files(self, paths: list[str | Path], progress: Progress | None = None,
+                     names: list[str] | None = None) -> list[dict]:
+        """Ingest uploaded files (already on disk, e.g. Gradio's upload cache). Returns one row per file:
+        name, status, message, chunks per level. A refused or failing file is reported; the rest still ingests."""
+        max_bytes = int(self.ctx.settings.max_file_mb * 2**20)
+        rows: dict[int, dict] = {}
+        accepted: list[tuple[int, str, bytes]] = []
+        for i, p in enumerate(paths):
+            p = Path(p)
+            name = names[i] if names else p.name
+            try:
+                name = check_upload_name(name)
+                size = p.stat().st_size
+                if size > max_bytes:
+                    raise UploadRefused(name, f"is {size / 2**20:.1f} MB, over the limit of "
+                                              f"{self.ctx.settings.max_file_mb:g} MB; split it or raise MGRAG_MAX_FILE_MB")
+                accepted.append((i, name, p.read_bytes()))
+            except UploadRefused as e:
+                rows[i] = {"name": e.name, "status": "refused", "message": e.problem, "chunks": ""}
+            except OSError as e:
+                rows[i] = {"name": name, "status": "failed", "message": f"cannot be read ({e.strerror or e})",
+                           "chunks": ""}
+        if accepted:
+            with self._writing("upload"):
+                report = self._ingestor(progress).ingest_bytes([(n, d) for _, n, d in accepted])
+            for (i, _, _), r in zip(accepted, report.results):
+                rows[i] = {"name": r.name, "status": r.status, "message": r.message,
+                           "chunks": "/".join(str(c) for c in r.chunks_per_level)}
+        return [rows[i] for i in sorted(rows)]
+
+    def ask(self, question: str, *, k: int | None = None, budget_words: int | None = None,
+            retriever: str | None = None, backend: str | None = None) -> Iterator[tuple[str, object]]:
+        """:func:`app.answer.ask`, retried once if retrieval failed because a re-ingestion switched the index
+        under it (the old generation's collections dropped between reading the live generation and searching)."""
+        from app.answer import ask
+        from retrieval.search import EmptyIndexError
+
+        kw = dict(k=k, budget_words=budget_words, retriever=retriever, backend=backend)
+        for attempt in (1, 2):
+            gen = self.ctx.catalog.live_generation()
+            events = ask(self.ctx, question, **kw)
+            try:
+                first = next(events)
+            except (ValueError, EmptyIndexError):
+                raise
+            except Exception:
+                now = self.ctx.catalog.live_generation()
+                if attempt == 1 and (gen is None or now is None or now.gen != gen.gen or self.job.running):
+                    log.info("retrieval raced a re-ingestion; retrying once")
+                    time.sleep(0.05)
+                    continue
+                raise
+            yield first
+            yield from events
+            return
+
+    # -- evaluation ----------------------------------------------------------------------------------------------
+    def level_hits(self, question: str, k: int = 5, retriever: str = "dense") -> list[dict]:
+        """The chunks retrieved at every level for ``question``, best first per level, with their scores."""
+        from retrieval.bm25 import tokenize
+        from retrieval.search import check_question
+
+        q = check_question(question, self.ctx.settings.max_question_chars)
+        live = self.ctx.catalog.live_generation()
+        if live is None:
+            return []
+        rows = []
+        if retriever in ("dense", "hybrid"):
+            qv = self.ctx.embedder.embed_queries([q])[0]
+            for level in range(live.n_levels):
+                for rank, p in enumerate(self.ctx.index.search(level, qv, k), 1):
+                    pl = p.payload
+                    rows.append({"retriever": "dense", "level": level, "rank": rank, "score": round(float(p.score), 4),
+                                 "document": pl["doc_id"], "chars": f"{pl['start']}-{pl['end']}", "text": pl["text"]})
+        if retriever in ("bm25", "hybrid"):
+            qt = tokenize(q)
+            for level in range(live.n_levels):
+                lv = self.ctx.bm25.level(live.gen, level)
+                top = lv.top_indices(qt, k)
+                found = {str(p.id): p.payload for p in self.ctx.index.retrieve(level, [lv.ids[i] for i, _ in top])}
+                for rank, (i, score) in enumerate(top, 1):
+                    pl = found.get(lv.ids[i])
+                    if pl is None:
+                        continue
+                    rows.append({"retriever": "bm25", "level": level, "rank": rank, "score": round(score, 4),
+                                 "document": pl["doc_id"], "chars": f"{pl['start']}-{pl['end']}", "text": pl["text"]})
+        return rows
+
+    def evaluate(self, answer: dict, *, reference: str = "", rating: str | None = None, comment: str = "",
+                 relevant: list[int] | None = None) -> tuple[int, float | None, int]:
+        """Store an evaluation of ``answer`` (an :class:`~app.answer.Answer` as a dict). ``relevant``: the numbers
+        of the sources that hold the answer (default: the cited ones when rated good). Their matched passages
+        become the evidence, restricted to the first relevant source's document. Returns (id, F1, n evidence)."""
+        from app.evaluation.metrics import qa_f1_score
+        from ui.feedback import Evaluation
+
+        if not answer:
+            raise ValueError("no answer to evaluate yet: ask a question on the Chat tab first")
+        reference = (reference or "").strip()
+        f1 = qa_f1_score(answer.get("text", ""), reference) if reference else None
+        sources = {s["number"]: s for s in answer.get("sources", [])}
+        if relevant is None or not relevant:
+            relevant = [c["number"] for c in answer.get("citations", [])] if rating == "good" else []
+        bad = [n for n in relevant if n not in sources]
+        if bad:
+            raise ValueError(f"no source numbered {bad[0]} in this answer (it has {len(sources)})")
+        doc_id, evidence = "", []
+        for n in relevant:
+            s = sources[n]
+            doc_id = doc_id or s["doc_id"]
+            if s["doc_id"] != doc_id or s["matched_level"] < 0:
+                continue
+            e = {"text": s["matched_text"], "start": s["matched_start"], "end": s["matched_end"]}
+            if e not in evidence:
+                evidence.append(e)
+        ev = Evaluation(answer.get("question", ""), answer.get("text", ""), rating or None, comment or "", reference,
+                        f1, doc_id, evidence, answer.get("backend", ""), answer.get("retriever", ""),
+                        list(answer.get("weights") or []))
+        return self.feedback.add(ev), f1, len(evidence)
+
+    def export_feedback(self, path: Path | None = None) -> tuple[Path, int]:
+        path = Path(path or self.ctx.settings.data_dir / "exports" / "feedback.jsonl")
+        return path, self.feedback.export_jsonl(path)
+
+    def bench_sets(self) -> list[str]:
+        from app.evaluation.bench import BENCH_DIR
+
+        if not BENCH_DIR.is_dir():
+            return []
+        return sorted(p.name for p in BENCH_DIR.iterdir() if (p / "questions.jsonl").is_file())
+
+    def live_chunks(self) -> tuple[dict[str, str], dict[str, list]]:
+        """(text per document, chunks per document) of the live index, from the catalog and the document store."""
+        from ingest.types import Chunk
+
+        cat = self.ctx.catalog
+        live = cat.live_generation()
+        if live is None:
+            return {}, {}
+        docs = {r["doc_id"]: r for r in cat.documents(live.gen) if r["n_l0"] is not None}
+        with cat._lock:
+            rows = cat.db.execute('SELECT id, doc_id, level, start, "end", parent_id FROM chunks WHERE gen=?',
+                                  (live.gen,)).fetchall()
+        spans = {cid: (s, e) for cid, _, lv, s, e, _ in rows if lv == 0}
+        texts = {d: self.ctx.store.text(r["hash"]) for d, r in docs.items()}
+        chunks: dict[str, list] = {}
+        for cid, d, lv, s, e, pid in rows:
+            if d not in texts:
+                continue
+            ps, pe = spans.get(pid, (s, e))
+            chunks.setdefault(d, []).append(Chunk(texts[d][s:e], s, e, lv, ps, pe, d, docs[d]["hash"]))
+        for cs in chunks.values():
+            cs.sort(key=lambda c: (c.level, c.start))
+        return texts, chunks
+
+    def run_benchmark(self, set_ref: str | Path, *, k: int = 20, budget_words: int | None = None,
+                      max_questions: int = 200) -> dict:
+        """Retrieval metrics of a bench set over the live index (its chunks, embedded in memory). Questions whose
+        document is not in the index are skipped and counted. ``set_ref``: a set name under ``../shared/bench``,
+        a set's folder, or an uploaded ``questions.jsonl`` whose ``doc_id``s name documents in the index."""
+        from app.evaluation.bench import BenchSet, Evidence, Question, evaluate_retrieval, load_set
+
+        texts, chunks = self.live_chunks()
+        if not chunks:
+            raise ValueError("the index is empty; ingest the bench set's documents first")
+        by_stem = {Path(d).stem: d for d in texts} | {d: d for d in texts}
+        p = Path(str(set_ref))
+        if p.is_file():
+            questions = _parse_questions(p)
+            docs_src = {}
+        else:
+            bench = load_set(str(set_ref))
+            questions, docs_src = bench.questions, bench.docs
+        kept, skipped, mismatched = [], set(), set()
+        for q in questions:
+            d = by_stem.get(q.doc_id)
+            if d is None:
+                skipped.add(q.doc_id)
+                continue
+            if q.doc_id in docs_src and docs_src[q.doc_id] != texts[d]:
+                mismatched.add(q.doc_id)
+                continue
+            bad = [e for e in q.evidence if e.located and texts[d][e.start:e.end] != e.text]
+            if bad:
+                mismatched.add(q.doc_id)
+                continue
+            kept.append(Question(q.id, q.question, d, q.answers, q.evidence, q.dataset))
+        if not kept:
+            raise ValueError(
+                f"none of the set's documents are in the index ({', '.join(sorted(skipped | mismatched)[:5])}); "
+                "ingest them first (e.g. `mgrag ingest ../shared/bench/chroma/docs`)")
+        kept = kept[:max_questions]
+        used = {q.doc_id for q in kept}
+        bench = BenchSet(Path(str(set_ref)).stem, {d: texts[d] for d in used}, kept)
+        res = evaluate_retrieval(bench, {d: chunks[d] for d in used}, self.ctx.embedder, top_k=k,
+                                 budget_words=budget_words or self.ctx.settings.context_words)
+        res["skipped_docs"] = sorted(skipped)
+        res["mismatched_docs"] = sorted(mismatched)
+        return res
+
+    # -- admin ---------------------------------------------------------------------------------------------------
+    def login(self, user: str, password: str) -> str:
+        return self.auth.login(user, password)
+
+    def documents(self, token: str) -> tuple[dict | None, list[dict]]:
+        self.auth.check(token)
+        live = self.ctx.catalog.live_generation()
+        rows = self.ctx.catalog.documents(live.gen if live else None)
+        params = {"chunker": live.chunker, "theta": live.theta, **live.params} if live else {}
+        out = [{"document": r["doc_id"], "size (KB)": round((r["size"] or 0) / 1024, 1), "version": r["version"],
+                "parents": r["n_l0"] or 0, "θ/2": r["n_l1"] or 0, "θ/4": r["n_l2"] or 0,
+                "ingest s": round(r["seconds"] or 0.0, 2),
+                "indexed": time.strftime("%Y-%m-%d %H:%M", time.localtime(r["indexed_at"])) if r["indexed_at"] else "",
+                "parameters": json.dumps(params, ensure_ascii=False, sort_keys=True)} for r in rows]
+        return ({"gen": live.gen, **params} if live else None), out
+
+    def delete(self, token: str, doc_ids: list[str]) -> list[str]:
+        self.auth.check(token)
+        if not doc_ids:
+            raise ValueError("select the documents to delete")
+        from ingest.pipeline import Ingestor
+
+        with self._writing("delete"):
+            return [Ingestor(self.ctx).delete(d) for d in doc_ids]
+
+    def reingest(self, token: str, doc_ids: list[str] | None = None, chunker: str | None = None,
+                 theta: int | None = None, progress: Progress | None = None):
+        """All documents (``doc_ids`` None or empty): a new generation with ``chunker``/``theta``, built beside the
+        live one and switched atomically. Some documents: rebuilt in place with the live parameters (a generation
+        shares one set of parameters; changing them for only some documents is refused)."""
+        self.auth.check(token)
+        live = self.ctx.catalog.live_generation()
+        if live is None:
+            raise ValueError("the index is empty; upload documents first")
+        if theta is not None and not 4 <= int(theta) <= 100_000:
+            raise ValueError(f"θ must be between 4 and 100000 words, got {theta}")
+        theta = int(theta) if theta else None
+        with self._writing("reingest"):
+            ing = self._ingestor(progress)
+            if doc_ids:
+                if (chunker and chunker != live.chunker) or (theta and theta != live.theta):
+                    raise ValueError(
+                        f"the index shares one chunker and θ (now {live.chunker}, θ={live.theta}); to change them "
+                        "re-ingest all documents, or keep the live ones to refresh the selected documents")
+                return ing.refresh(doc_ids)
+            return ing.reingest(chunker, theta)
+
+    def chunk_lengths(self, token: str) -> dict[int, list[int]]:
+        """Chunk lengths in words per level of the live index (for the histograms)."""
+        from ingest.sentences import count_words
+
+        self.auth.check(token)
+        _, chunks = self.live_chunks()
+        out: dict[int, list[int]] = {}
+        for cs in chunks.values():
+            for c in cs:
+                out.setdefault(c.level, []).append(count_words(c.text))
+        return out
+
+    def train_router(self, token: str, progress: Callable[[str], None] | None = None) -> dict:
+        """Train the Mix-of-Granularity router on the exported evaluations (and the trainer's own defaults);
+        returns what the trainer returns (its loss history under ``loss``)."""
+        self.auth.check(token)
+        try:
+            from router import train as router_train  # the router package's trainer, when it exists
+        except ImportError as e:
+            raise ValueError("router training is not available in this build (router/train.py is missing)") from e
+        path, n = self.export_feedback()
+        with self._writing("train-router"):
+            return router_train.train_from_app(self.ctx, feedback_jsonl=path if n else None, progress=progress)
+
+
+def _parse_questions(path: Path) -> list:
+    """Questions of an uploaded questions.jsonl (bench format), each line checked with its line number."""
+    from app.evaluation.bench import Evidence, Question
+
+    out = []
+    name = path.name
+    for no, line in enumerate(path.read_text(encoding="utf-8", errors="strict").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            q = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{name} line {no}: not JSON ({e.msg})") from e
+        missing = [k for k in ("id", "question", "doc_id") if not isinstance(q, dict) or k not in q]
+        if missing:
+            raise ValueError(f"{name} line {no}: missing {', '.join(missing)} (format: id, question, doc_id, answers, "
+                             "evidence[{text,start,end}])")
+        try:
+            ev = tuple(Evidence(e["text"], e.get("start"), e.get("end")) for e in q.get("evidence") or [])
+        except (TypeError, KeyError) as e:
+            raise ValueError(f"{name} line {no}: evidence must be a list of {{text, start, end}}") from e
+        out.append(Question(str(q["id"]), q["question"], q["doc_id"], tuple(q.get("answers") or ()), ev,
+                            q.get("dataset")))
+    if not out:
+        raise ValueError(f"{name}: no questions")
+    return out
