@@ -1,0 +1,222 @@
+"""Training data for the router: questions files, the fixed split, the corpus read back from an index, soft labels.
+
+The corpus is the live index generation read back from the catalog (chunk offsets and levels) and the document
+store (texts), so training needs no Qdrant and sees exactly the chunks the app retrieves. A question is searched
+in its own document when the index has one with that id or file stem (as the benchmarks search book by book),
+else in the whole corpus.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ingest.types import Chunk
+from retrieval.bm25 import Bm25Level, tokenize
+from router.labels import label_text, question_soft_labels
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "val", "test")
+DEFAULT_FRACTIONS = (0.6, 0.2)  # train, val; the rest is test
+SPLIT_SALT = "mgrag-router-split-v1"
+
+
+class QuestionsFileError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class TrainQuestion:
+    id: str
+    question: str
+    doc_id: str | None = None
+    answers: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+    source: str = ""  # the file it came from (its stem names the set, e.g. "chroma")
+
+
+def split_of(question_id: str, set_name: str = "", fractions: Sequence[float] = DEFAULT_FRACTIONS) -> str:
+    """The fixed split of a question: a hash of set name and id mapped to [0, 1), cut at the fractions.
+
+    >>> split_of("q1", "chroma") in SPLITS
+    True
+    """
+    h = hashlib.sha256(f"{SPLIT_SALT}:{set_name}:{question_id}".encode()).digest()
+    u = int.from_bytes(h[:8], "big") / 2 ** 64
+    train, val = fractions
+    return "train" if u < train else "val" if u < train + val else "test"
+
+
+def set_name_of(path: str | Path) -> str:
+    """``../shared/bench/chroma/questions.jsonl`` -> ``chroma``; ``foo.jsonl`` -> ``foo``."""
+    p = Path(path)
+    return p.parent.name if p.stem == "questions" else p.stem
+
+
+def load_questions(path: str | Path) -> list[TrainQuestion]:
+    """Questions in the ``../shared/bench`` format (one JSON object a line); errors name the file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise QuestionsFileError(f"questions file {path} not found")
+    name = set_name_of(path)
+    out: list[TrainQuestion] = []
+    seen: set[str] = set()
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{n}"
+            try:
+                q = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise QuestionsFileError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from e
+            if not isinstance(q, dict):
+                raise QuestionsFileError(f"{where}: expected a JSON object, got {type(q).__name__}")
+            question = q.get("question")
+            if not isinstance(question, str) or not question.strip():
+                raise QuestionsFileError(f"{where}: 'question' must be a non-empty string")
+            qid = str(q.get("id", f"line{n}"))
+            if qid in seen:
+                raise QuestionsFileError(f"{where}: duplicate id {qid!r}")
+            seen.add(qid)
+            answers = q.get("answers") or []
+            evidence = q.get("evidence") or []
+            if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+                raise QuestionsFileError(f"{where}: 'answers' must be a list of strings")
+            if not isinstance(evidence, list) or not all(isinstance(e, dict) and isinstance(e.get("text"), str)
+                                                         for e in evidence):
+                raise QuestionsFileError(f"{where}: 'evidence' must be a list of objects with a 'text' string")
+            out.append(TrainQuestion(qid, question.strip(), q.get("doc_id"), tuple(answers),
+                                     tuple(e["text"] for e in evidence), name))
+    if not out:
+        raise QuestionsFileError(f"{path} has no questions")
+    return out
+
+
+# -- the corpus ------------------------------------------------------------------------------------------------------
+@dataclass
+class Corpus:
+    """Chunks of every document by level, with per-document BM25 per level built on first use."""
+
+    docs: dict[str, str]  # doc_id -> text
+    chunks: dict[str, list[Chunk]]  # doc_id -> chunks of all levels
+    n_levels: int
+    _bm25: dict = field(default_factory=dict, init=False, repr=False)
+
+    def resolve(self, doc_id: str | None) -> str | None:
+        """The corpus document for a question's ``doc_id`` (exact id, or the file stem of an ingested name)."""
+        if doc_id is None:
+            return None
+        if doc_id in self.docs:
+            return doc_id
+        for d in self.docs:
+            if Path(d).stem == doc_id:
+                return d
+        return None
+
+    def _level_index(self, doc: str | None, level: int) -> tuple[Bm25Level, list[str]]:
+        key = (doc, level)
+        if key not in self._bm25:
+            docs = [doc] if doc is not None else list(self.chunks)
+            texts = [c.text for d in docs for c in self.chunks[d] if c.level == level]
+            lv = Bm25Level([str(i) for i in range(len(texts))], [Counter(tokenize(t)) for t in texts])
+            self._bm25[key] = (lv, texts)
+        return self._bm25[key]
+
+    def searchers(self, doc: str | None) -> list[Callable[[list[str]], str | None]]:
+        """One function per level: query tokens -> the best BM25 snippet's text (None if nothing matches)."""
+        def make(level: int):
+            def best(tokens: list[str]) -> str | None:
+                lv, texts = self._level_index(doc, level)
+                top = lv.top_indices(tokens, 1)
+                return texts[top[0][0]] if top else None
+            return best
+        return [make(j) for j in range(self.n_levels)]
+
+
+def corpus_from_index(ctx) -> Corpus:
+    """The live generation's chunks (catalog offsets) over the stored document texts."""
+    live = ctx.catalog.live_generation()
+    if live is None:
+        raise ValueError("the index is empty; ingest documents first (`mgrag ingest PATH`)")
+    docs: dict[str, str] = {}
+    chunks: dict[str, list[Chunk]] = {}
+    for row in ctx.catalog.documents(live.gen):
+        if row["n_l0"] is None:
+            continue
+        text = ctx.store.text(row["hash"])
+        rows = ctx.catalog.db.execute(
+            'SELECT id, level, start, "end", parent_id FROM chunks WHERE gen=? AND doc_id=? ORDER BY level, start',
+            (live.gen, row["doc_id"])).fetchall()
+        spans = {cid: (s, e) for cid, lv, s, e, _ in rows if lv == 0}
+        cs = []
+        for cid, lv, s, e, pid in rows:
+            ps, pe = spans.get(pid, (s, e))
+            cs.append(Chunk(text[s:e], s, e, lv, ps, pe, row["doc_id"]))
+        docs[row["doc_id"]], chunks[row["doc_id"]] = text, cs
+    if not docs:
+        raise ValueError("the live index has no documents; ingest documents first (`mgrag ingest PATH`)")
+    return Corpus(docs, chunks, live.n_levels)
+
+
+def corpus_from_chunks(docs: dict[str, str], chunks_by_doc: dict[str, list[Chunk]]) -> Corpus:
+    n_levels = 1 + max(c.level for cs in chunks_by_doc.values() for c in cs)
+    return Corpus(docs, chunks_by_doc, n_levels)
+
+
+# -- examples ----------------------------------------------------------------------------------------------------
+@dataclass
+class Examples:
+    questions: list[TrainQuestion]
+    similarities: np.ndarray  # (n, n_levels)
+    labels: np.ndarray  # (n, n_levels) soft labels
+    splits: list[str]
+    notes: dict[str, int] = field(default_factory=dict)  # questions skipped or searched corpus-wide, by reason
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    def subset(self, split: str | Iterable[str]) -> "Examples":
+        want = {split} if isinstance(split, str) else set(split)
+        idx = [i for i, s in enumerate(self.splits) if s in want]
+        return Examples([self.questions[i] for i in idx], self.similarities[idx], self.labels[idx],
+                        [self.splits[i] for i in idx])
+
+
+def build_examples(corpus: Corpus, questions: Sequence[TrainQuestion], similarity, *,
+                   values: Sequence[float] = (0.8, 0.2), fractions: Sequence[float] = DEFAULT_FRACTIONS,
+                   progress: bool = False) -> Examples:
+    """Soft labels for every question that has a label (evidence or answer) and a BM25 match."""
+    kept, sims, labels, splits = [], [], [], []
+    notes: Counter = Counter()
+    it = questions
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(questions, desc="soft labels", unit="q")
+    for q in it:
+        label = label_text(q.evidence, q.question, q.answers)
+        if label is None:
+            notes["no evidence or answer"] += 1
+            continue
+        doc = corpus.resolve(q.doc_id)
+        if q.doc_id is not None and doc is None:
+            notes["document not in the index (searched the whole corpus)"] += 1
+        got = question_soft_labels(q.question, label, corpus.searchers(doc), similarity, values)
+        if got is None:
+            notes["no BM25 match at any level"] += 1
+            continue
+        kept.append(q)
+        sims.append(got[0])
+        labels.append(got[1])
+        splits.append(split_of(q.id, q.source, fractions))
+    n = corpus.n_levels
+    return Examples(kept, np.asarray(sims, dtype=np.float32).reshape(-1, n),
+                    np.asarray(labels, dtype=np.float32).reshape(-1, n), splits, dict(notes))

@@ -1,0 +1,98 @@
+"""``mgrag train-router``: questions files + the ingested corpus -> soft labels -> a trained, saved router.
+
+Writes ``config.json`` + ``model.safetensors`` (the router), ``loss.png`` (loss curves) and ``training.json``
+(data, splits, label statistics, loss history) into the output folder.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from router.data import DEFAULT_FRACTIONS, Examples, build_examples, corpus_from_index, load_questions
+from router.labels import make_similarity
+from router.model import DEFAULT_LEVELS, RouterConfig
+from router.train import TrainConfig, plot_history, train_router
+
+log = logging.getLogger(__name__)
+
+
+def level_names(n_levels: int) -> tuple[str, ...]:
+    return DEFAULT_LEVELS[:n_levels] if n_levels <= len(DEFAULT_LEVELS) else tuple(f"L{j}" for j in range(n_levels))
+
+
+def make_encoder(name: str | None, embedder):
+    """``(encoder, kind, name)``: the index's embedder (``None`` or its name) or a RoBERTa model."""
+    if name is None or name == getattr(embedder, "name", None):
+        return embedder, "embedder", embedder.name
+    from router.encoders import RobertaEncoder
+
+    return RobertaEncoder(name), "roberta", name
+
+
+def label_stats(ex: Examples, names: Sequence[str]) -> dict:
+    best = Counter(names[int(i)] for i in ex.labels.argmax(1)) if len(ex.labels) else Counter()
+    return {"n": len(ex.questions), "best_level": dict(best), "mean_label": ex.labels.mean(0).round(3).tolist()
+            if len(ex.labels) else []}
+
+
+def train_from_index(ctx, question_files: Sequence[str | Path], out: str | Path, *, similarity: str = "encoder",
+                     encoder: str | None = None, hidden: Sequence[int] = (128,), dropout: float = 0.1,
+                     train_config: TrainConfig = TrainConfig(), fractions: Sequence[float] = DEFAULT_FRACTIONS,
+                     progress: bool = True) -> dict:
+    """Train and save a router for the live index; returns the training report (also in ``training.json``)."""
+    t0 = time.perf_counter()
+    live = ctx.catalog.live_generation()
+    if live is None:
+        raise ValueError("the index is empty; ingest documents first (`mgrag ingest PATH`)")
+    questions = [q for f in question_files for q in load_questions(f)]
+    corpus = corpus_from_index(ctx)
+    sim = make_similarity(similarity, ctx.embedder if similarity == "encoder" else None)
+    ex = build_examples(corpus, questions, sim, fractions=fractions, progress=progress)
+    for reason, n in ex.notes.items():
+        log.warning("%d questions: %s", n, reason)
+    train, val, test = ex.subset("train"), ex.subset("val"), ex.subset("test")
+    if len(train) == 0:
+        raise ValueError(f"no training questions with a label in {', '.join(map(str, question_files))}")
+    enc, kind, enc_name = make_encoder(encoder, ctx.embedder)
+    if kind == "embedder" and live.embedder != enc_name:
+        raise ValueError(f"the index was built with {live.embedder!r} but MGRAG_EMBEDDER is {enc_name!r}")
+    names = level_names(live.n_levels)
+
+    def vectors(e: Examples) -> np.ndarray:
+        return np.asarray(enc.embed_queries([q.question for q in e.questions]), dtype=np.float32) if len(e) else \
+            np.zeros((0, 1), np.float32)
+
+    xt, xv = vectors(train), vectors(val)
+    sets = sorted({q.source for q in questions})
+    config = RouterConfig(
+        encoder=enc_name, dim=int(xt.shape[1]), levels=names, encoder_kind=kind, hidden=tuple(hidden),
+        dropout=dropout,
+        meta={"chunker": live.chunker, "theta": live.theta, "label_similarity": similarity, "label_values": [0.8, 0.2],
+              "trained_on": sets, "split": {"fractions": list(fractions), "used": "train (val for early stopping)"},
+              "seed": train_config.seed})
+    model, hist = train_router(config, xt, train.labels, xv if len(val) else None, val.labels if len(val) else None,
+                               train_config=train_config, progress=progress)
+    out = Path(out)
+    model.save(out)
+    plot_history(hist, out / "loss.png", title=f"MoG router ({', '.join(sets)}; {similarity} labels)")
+    report = {
+        "command": " ".join(["mgrag", *sys.argv[1:]]) if sys.argv and sys.argv[0].endswith("mgrag") else None,
+        "index": {"generation": live.gen, "chunker": live.chunker, "theta": live.theta, "embedder": live.embedder,
+                  "n_levels": live.n_levels},
+        "question_files": [str(f) for f in question_files],
+        "n_questions": len(questions),
+        "notes": ex.notes,
+        "labels": {"train": label_stats(train, names), "val": label_stats(val, names), "test": label_stats(test, names)},
+        "train_config": train_config.__dict__,
+        "history": hist.to_dict(),
+        "seconds": time.perf_counter() - t0,
+    }
+    (out / "training.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report

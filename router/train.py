@@ -1,0 +1,132 @@
+"""Training the router (MoG §3.2.2): BCE against soft labels, Adam (lr 1e-3), early stopping on a validation split.
+
+Seeded: the same data and seed give the same router. The best epoch by validation loss is kept.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from router.model import MoGRouter, RouterConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    lr: float = 1e-3
+    batch_size: int = 32
+    max_epochs: int = 300
+    patience: int = 30  # epochs without a better validation loss before stopping
+    weight_decay: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.lr <= 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        if self.batch_size < 1 or self.max_epochs < 1 or self.patience < 1:
+            raise ValueError("batch_size, max_epochs and patience must be >= 1")
+
+
+@dataclass
+class History:
+    train: list[float] = field(default_factory=list)
+    val: list[float] = field(default_factory=list)
+    best_epoch: int = -1
+    best_val: float = float("inf")
+    stopped_early: bool = False
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def bce_loss(model: MoGRouter, x: torch.Tensor, y: torch.Tensor) -> float:
+    model.eval()
+    with torch.no_grad():
+        return float(nn.functional.binary_cross_entropy_with_logits(model(x), y))
+
+
+def train_router(config: RouterConfig, x_train, y_train, x_val=None, y_val=None, *,
+                 train_config: TrainConfig = TrainConfig(), progress: bool = False) -> tuple[MoGRouter, History]:
+    """Train a router on query vectors ``x`` ``(n, dim)`` and soft labels ``y`` ``(n, n_levels)``.
+
+    Without a validation set, the training loss decides early stopping (and the last best epoch is kept).
+    """
+    tc = train_config
+    x = torch.as_tensor(np.asarray(x_train, dtype=np.float32))
+    y = torch.as_tensor(np.asarray(y_train, dtype=np.float32))
+    if x.ndim != 2 or x.shape[1] != config.dim:
+        raise ValueError(f"query vectors must have shape (n, {config.dim}), got {tuple(x.shape)}")
+    if y.shape != (x.shape[0], config.n_levels):
+        raise ValueError(f"soft labels must have shape ({x.shape[0]}, {config.n_levels}), got {tuple(y.shape)}")
+    if len(x) == 0:
+        raise ValueError("no training examples")
+    has_val = x_val is not None and len(x_val) > 0
+    xv = torch.as_tensor(np.asarray(x_val, dtype=np.float32)) if has_val else x
+    yv = torch.as_tensor(np.asarray(y_val, dtype=np.float32)) if has_val else y
+
+    torch.manual_seed(tc.seed)
+    gen = torch.Generator().manual_seed(tc.seed)
+    model = MoGRouter(config)
+    opt = torch.optim.Adam(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
+    loss_fn = nn.BCEWithLogitsLoss()
+    hist = History()
+    best_state = {k: v.clone() for k, v in model.state_dict().items()}
+    epochs = range(tc.max_epochs)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        epochs = bar = tqdm(epochs, desc="training router", unit="epoch")
+    for epoch in epochs:
+        model.train()
+        perm = torch.randperm(len(x), generator=gen)
+        total = 0.0
+        for i in range(0, len(x), tc.batch_size):
+            idx = perm[i:i + tc.batch_size]
+            opt.zero_grad()
+            loss = loss_fn(model(x[idx]), y[idx])
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(idx)
+        hist.train.append(total / len(x))
+        hist.val.append(bce_loss(model, xv, yv))
+        if hist.val[-1] < hist.best_val - 1e-6:
+            hist.best_val, hist.best_epoch = hist.val[-1], epoch
+            best_state = {k: v.clone() for k, v in model.state_dict().items()}
+        if bar is not None:
+            bar.set_postfix(train=f"{hist.train[-1]:.4f}", val=f"{hist.val[-1]:.4f}", best=hist.best_epoch)
+        if epoch - hist.best_epoch >= tc.patience:
+            hist.stopped_early = True
+            break
+    model.load_state_dict(best_state)
+    return model.eval(), hist
+
+
+def plot_history(history: History, path: str | Path, title: str = "MoG router: BCE loss") -> Path:
+    """PNG of the training and validation loss curves, the kept epoch marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(history.train, label="train")
+    ax.plot(history.val, label="validation")
+    if history.best_epoch >= 0:
+        ax.axvline(history.best_epoch, color="grey", ls="--", lw=1, label=f"kept (epoch {history.best_epoch})")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("binary cross-entropy")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
