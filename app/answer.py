@@ -48,9 +48,10 @@ class Answer:
     retriever: str
     citations: list[Citation]  # the sources the answer cites, in citation order
     sources: list[Citation]  # every source in the context
-    weights: list[float]
+    weights: list[float]  # the level weights used (index order: parent, θ/2, θ/4)
     timings: dict[str, float]
     error: str | None = None
+    router: str = ""  # where the weights came from: the trained router, or why they are uniform
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -113,7 +114,7 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
                "generation_s": t2 - t1, "time_to_first_token_s": (t_first - t1) if t_first else None,
                "total_s": t2 - t0}
     yield "done", Answer(retrieval.question, text, backend, retrieval.retriever, cites, sources, retrieval.weights,
-                         timings, error)
+                         timings, error, retrieval.router)
 
 
 def answer(ctx: AppContext, question: str, **kw) -> Answer:

@@ -136,12 +136,52 @@ def cmd_ask(args) -> int:
                   f" (matched level {c.matched_level}{'; ' + lv if lv else ''})")
         t = final.timings
         ttft = t.get("time_to_first_token_s")
-        print(f"\n{final.backend} via {final.retriever}: retrieval {t['retrieval_s'] * 1000:.0f} ms, "
+        print(f"\nlevel weights: {format_weights(final.weights, final.router)}")
+        print(f"{final.backend} via {final.retriever}: retrieval {t['retrieval_s'] * 1000:.0f} ms, "
               f"first token {'-' if ttft is None else f'{ttft:.2f} s'}, total {t['total_s']:.2f} s")
     if final.error:
         print(f"error: the {final.backend} backend failed: {final.error} (the sources above were still retrieved)",
               file=sys.stderr)
         return 4
+    return 0
+
+
+def format_weights(weights, note: str = "") -> str:
+    """``parent 0.81, θ/2 0.20, θ/4 0.03 (trained router ...)``, or ``uniform (no trained router)``."""
+    from ingest.types import LEVEL_NAMES
+
+    names = {0: "parent", 1: "θ/2", 2: "θ/4"}
+    if not weights:
+        return note or "-"
+    if note.startswith("uniform"):
+        return note
+    shown = ", ".join(f"{names.get(i, LEVEL_NAMES[i] if i < len(LEVEL_NAMES) else f'L{i}')} {w:.2f}"
+                      for i, w in enumerate(weights))
+    return f"{shown} ({note})" if note else shown
+
+
+def cmd_train_router(args) -> int:
+    """Soft labels from the ingested corpus, a trained MoG router, its loss curves (see router/pipeline.py)."""
+    from router.data import QuestionsFileError
+    from router.model import RouterError
+    from router.pipeline import train_from_index
+    from router.train import TrainConfig
+
+    ctx = _ctx(args)
+    out = args.out or str(ctx.settings.data_dir / "router")
+    try:
+        tc = TrainConfig(lr=args.lr, max_epochs=args.epochs, patience=args.patience, seed=args.seed)
+        rep = train_from_index(ctx, args.questions, out, similarity=args.similarity, encoder=args.encoder,
+                               hidden=tuple(args.hidden), train_config=tc, progress=not args.quiet)
+    except (QuestionsFileError, RouterError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    h, lab = rep["history"], rep["labels"]
+    print(f"trained on {lab['train']['n']} questions (validation {lab['val']['n']}, held out {lab['test']['n']}); "
+          f"best level in the training labels: {lab['train']['best_level']}")
+    print(f"validation BCE {h['best_val']:.4f} at epoch {h['best_epoch']} of {len(h['train'])}"
+          f"{' (stopped early)' if h['stopped_early'] else ''}; {rep['seconds']:.0f} s")
+    print(f"saved {out}/config.json + model.safetensors, loss curves {out}/loss.png")
     return 0
 
 
@@ -210,6 +250,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-retrieval", metavar="DOC", help="baseline: answer from DOC truncated to 3500 words")
     s.add_argument("--json", action="store_true", help="print the whole answer object as JSON")
     s.set_defaults(func=cmd_ask)
+
+    s = sub.add_parser("train-router", help="train the MoG router on questions over the ingested corpus")
+    s.add_argument("--questions", action="append", required=True, metavar="FILE.jsonl",
+                   help="questions in the ../shared/bench format (repeat for several sets)")
+    s.add_argument("--out", help="router folder to write (default: DATA_DIR/router, which `mgrag ask` then uses)")
+    s.add_argument("--similarity", choices=("encoder", "tfidf", "hitrate"), default="encoder",
+                   help="how snippets are scored against the label to make soft labels (MoG App. E)")
+    s.add_argument("--encoder", help="query encoder: default the index's embedder (shared with retrieval); "
+                                     "or a RoBERTa model, e.g. roberta-base (MoG's choice; must be available offline)")
+    s.add_argument("--hidden", type=int, nargs="+", default=[128], help="MLP hidden layer sizes")
+    s.add_argument("--lr", type=float, default=1e-3)
+    s.add_argument("--epochs", type=int, default=300, help="most epochs (early stopping on the validation split)")
+    s.add_argument("--patience", type=int, default=30)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--quiet", action="store_true", help="no progress bars")
+    s.set_defaults(func=cmd_train_router)
 
     s = sub.add_parser("setup-models", help="provision the offline models (once)")
     s.set_defaults(func=cmd_setup_models)

@@ -60,6 +60,13 @@ class AppContext:
                              batch_size=s.embed_batch_size)
 
     @cached_property
+    def router(self):
+        """``(RouterRuntime or None, note)`` for MGRAG_ROUTER; None means uniform weights, the note says why."""
+        from router.runtime import load_runtime
+
+        return load_runtime(self.settings.router, self.settings.data_dir)
+
+    @cached_property
     def scorer(self):
         import torch
 

@@ -163,6 +163,17 @@ class Catalog:
             out.setdefault(level, []).append(cid)
         return out
 
+    def chunks_under(self, gen: int, parent_ids: Iterable[str]) -> list[tuple[str, str, int, int, int, str]]:
+        """``(id, doc_id, level, start, end, parent_id)`` of every chunk of ``gen`` under the given parents."""
+        pids = list(dict.fromkeys(parent_ids))
+        out = []
+        for i in range(0, len(pids), 500):
+            part = pids[i:i + 500]
+            out += self.db.execute(
+                f'SELECT id, doc_id, level, start, "end", parent_id FROM chunks WHERE gen=? AND parent_id IN '
+                f'({",".join("?" * len(part))})', (gen, *part)).fetchall()
+        return out
+
     def record_indexed(self, gen: int, doc_id: str, name: str, h: str, size: int, kind: str,
                        chunks: Iterable, seconds: float) -> int:
         """Record a new version (if the hash is new for this doc) and its chunks in ``gen``, in one transaction."""

@@ -3,6 +3,11 @@
 Every level is searched (top ``k`` per level); a parent's score is the maximum over its hits (children and
 itself) of ``weight[level] * score`` (:mod:`retrieval.scoring`). Hybrid mode ranks parents by dense and by
 BM25 separately and fuses the two rankings with RRF: ``sum_r 1 / (rrf_k + rank_r)``.
+
+The level weights come from the MoG router (:mod:`router.runtime`, ``MGRAG_ROUTER``) unless given; it reads
+the query vector the dense search already computed. ``MGRAG_ROUTER_SELECTION=mog`` uses MoG's own selection
+instead of the max over children (:func:`retrieval.scoring.mog_rank`): the sources are then chunks of the
+best-weighted level, not necessarily parents.
 """
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from dataclasses import dataclass, field
 
 from app.context import AppContext
 from retrieval.bm25 import tokenize
-from retrieval.scoring import Hit, assemble_context, rank_parents, weights_or_uniform
+from retrieval.scoring import ChunkSpan, Hit, assemble_context, mog_rank, rank_parents, weights_or_uniform
 
 RETRIEVERS = ("dense", "bm25", "hybrid")
 
@@ -46,6 +51,8 @@ class Retrieval:
     retriever: str
     timings: dict[str, float]
     n_candidates: int = 0
+    router: str = ""  # where the weights came from: the trained router, or why they are uniform
+    selection: str = "max"
 
 
 class EmptyIndexError(RuntimeError):
@@ -76,7 +83,7 @@ def _rrf(rankings: list[list[str]], k: int) -> dict[str, float]:
 
 
 def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words: int | None = None,
-             weights=None, retriever: str | None = None) -> Retrieval:
+             weights=None, retriever: str | None = None, selection: str | None = None) -> Retrieval:
     s = ctx.settings
     question = check_question(question, s.max_question_chars)
     k = k or s.top_k
@@ -84,10 +91,15 @@ def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words:
     retriever = retriever or s.retriever
     if retriever not in RETRIEVERS:
         raise ValueError(f"retriever must be one of {RETRIEVERS}, got {retriever!r}")
+    selection = selection or s.router_selection
+    if selection not in ("max", "mog"):
+        raise ValueError(f"selection must be 'max' or 'mog', got {selection!r}")
+    if selection == "mog" and retriever == "hybrid":
+        raise ValueError("MoG selection (MGRAG_ROUTER_SELECTION=mog) works on one retriever's scores; "
+                         "use --retriever dense or bm25")
     live = ctx.catalog.live_generation()
     if live is None or ctx.index.count(live.gen, 0) == 0:
         raise EmptyIndexError("the index is empty; ingest documents first (`mgrag ingest PATH`)")
-    w = weights_or_uniform(weights, live.n_levels)
     timings: dict[str, float] = {}
     payloads: dict[str, dict] = {}
     dense_hits: list[Hit] = []
@@ -99,6 +111,17 @@ def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words:
         t = time.perf_counter()
         qv = ctx.embedder.embed_queries([question])[0]
         timings["embed_s"] = time.perf_counter() - t
+    if weights is not None:
+        w, router_note = weights_or_uniform(weights, live.n_levels), "given"
+    else:
+        from router.runtime import route
+
+        runtime, note = ctx.router
+        w, router_note, secs = route(runtime, note, embedder_name=live.embedder, n_levels=live.n_levels,
+                                     question=question, query_vector=qv if retriever != "bm25" else None,
+                                     embedder=ctx.embedder if runtime is not None else None)
+        timings["router_s"] = secs
+    if retriever in ("dense", "hybrid"):
         t = time.perf_counter()
         for level in range(live.n_levels):
             for p in ctx.index.search(level, qv, k):
@@ -121,6 +144,12 @@ def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words:
         timings["bm25_s"] = time.perf_counter() - t
 
     t = time.perf_counter()
+    if selection == "mog":
+        sources, n = _mog_sources(ctx, live, dense_hits or bm25_hits, w, payloads, budget_words, dense_levels,
+                                  bm25_levels)
+        timings["assemble_s"] = time.perf_counter() - t
+        timings["total_s"] = sum(timings.values())
+        return Retrieval(question, sources, w, retriever, timings, n, router_note, selection)
     dense_rank = rank_parents(dense_hits, w)
     bm25_rank = rank_parents(bm25_hits, w)
     best_hit = {pid: h for pid, _, h in bm25_rank}
@@ -155,7 +184,31 @@ def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words:
                               bm25_levels.get(pid, {})))
     timings["assemble_s"] = time.perf_counter() - t
     timings["total_s"] = sum(timings.values())
-    return Retrieval(question, sources, w, retriever, timings, len(ranked))
+    return Retrieval(question, sources, w, retriever, timings, len(ranked), router_note, selection)
+
+
+def _mog_sources(ctx: AppContext, live, hits: list[Hit], w: list[float], payloads: dict[str, dict],
+                 budget_words: int, dense_levels, bm25_levels) -> tuple[list[Source], int]:
+    """Sources by MoG's selection: chunks of the best-weighted level containing the best finest chunks."""
+    spans = {cid: ChunkSpan(cid, doc, lv, st, en, pid)
+             for cid, doc, lv, st, en, pid in ctx.catalog.chunks_under(live.gen, {h.parent_id for h in hits})}
+    ranked = mog_rank(hits, spans, w)
+    for level in range(live.n_levels):
+        ids = list(dict.fromkeys(i for uid, _, h in ranked for i in (uid, h.id)
+                                 if i not in payloads and spans[i].level == level))
+        for p in (ctx.index.retrieve(level, ids) if ids else ()):
+            payloads[str(p.id)] = p.payload
+    chosen = dict(assemble_context([(uid, payloads[uid]["text"]) for uid, _, _ in ranked if uid in payloads],
+                                   budget_words))
+    sources = []
+    for uid, score, hit in ranked:
+        if uid not in chosen:
+            continue
+        pl, hp = payloads[uid], payloads.get(hit.id, payloads[uid])
+        sources.append(Source(len(sources) + 1, pl["doc_id"], uid, pl["start"], pl["end"], pl["text"], float(score),
+                              hit.level, hp["start"], hp["end"], hp["text"], dense_levels.get(hit.parent_id, {}),
+                              bm25_levels.get(hit.parent_id, {})))
+    return sources, len(ranked)
 
 
 def no_retrieval_context(text: str, max_words: int = 3500) -> str:

@@ -29,7 +29,7 @@ from app.evaluation.metrics import (
 )
 from ingest.sentences import count_words
 from ingest.types import Chunk
-from retrieval.scoring import Hit, assemble_context, rank_parents
+from retrieval.scoring import ChunkSpan, Hit, assemble_context, mog_rank, rank_parents
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH_DIR = Path(os.environ.get("MGRAG_BENCH_DIR", ROOT.parent / "shared" / "bench"))
@@ -128,7 +128,8 @@ class _DocIndex:
 def evaluate_retrieval(bench: BenchSet, chunks_by_doc: dict[str, list[Chunk]], embedder, *, top_k: int = 20,
                        ks: Sequence[int] = KS, budget_words: int = 1500, weights: Sequence[float] | None = None,
                        keep_per_question: bool = False,
-                       weights_fn: Callable[[Question, np.ndarray], Sequence[float]] | None = None) -> dict:
+                       weights_fn: Callable[[Question, np.ndarray], Sequence[float]] | None = None,
+                       selection: str = "max") -> dict:
     """Multi-granular retrieval of every question of ``bench`` over in-memory chunks; returns mean metrics.
 
     Procedure (choices documented here because they shape the numbers):
@@ -142,6 +143,9 @@ def evaluate_retrieval(bench: BenchSet, chunks_by_doc: dict[str, list[Chunk]], e
       score is the max over itself and its children (``weights``: per-level weights, default uniform). A
       single-level chunker's chunks are their own parents. ``weights_fn(question, query_vector)``, when
       given, returns the weights of each question instead (a router); the weights used are kept per question.
+      ``selection="mog"`` ranks MoG's units instead (:func:`retrieval.scoring.mog_rank`: the finest chunks by
+      the weighted scores of their ancestors, returned as the containing chunks of the best-weighted level), so
+      the ranked units are chunks of that level rather than parents; relevance and the budget apply to them.
     * **Relevance.** A parent is relevant to an evidence span if their character ranges overlap (any
       character). Evidence without offsets (``start``/``end`` null) is re-labelled to the one parent that
       best matches the evidence text by ROUGE-L (:func:`best_rouge_span`: recall, ties by F), as LGMGC
@@ -160,6 +164,8 @@ def evaluate_retrieval(bench: BenchSet, chunks_by_doc: dict[str, list[Chunk]], e
     ``iou@{budget}w``, ``precision@{budget}w``, ``context_words``) plus counts and timings, and a
     ``per_doc`` breakdown of ``dcg@5``/``recall@5``/``n``; ``per_question`` rows when asked.
     """
+    if selection not in ("max", "mog"):
+        raise ValueError(f"selection must be 'max' or 'mog', got {selection!r}")
     weights = list(weights) if weights is not None else None
     t0 = time.perf_counter()
     index: dict[str, _DocIndex] = {}
@@ -195,7 +201,10 @@ def evaluate_retrieval(bench: BenchSet, chunks_by_doc: dict[str, list[Chunk]], e
                 hits.append(Hit(f"{c.level}:{c.start}:{c.end}", f"{ps}:{pe}", int(c.level), float(scores[i])))
         n_levels = int(di.levels.max()) + 1
         w = list(weights_fn(q, qv)) if weights_fn is not None else (weights or [1.0] * n_levels)
-        ranked = [pid for pid, _, _ in rank_parents(hits, w)]
+        if selection == "mog":
+            ranked = [uid.split(":", 1)[1] for uid, _, _ in mog_rank(hits, _spans_under(di, hits), w)]
+        else:
+            ranked = [pid for pid, _, _ in rank_parents(hits, w)]
         ranked_spans = [tuple(int(x) for x in pid.split(":")) for pid in ranked]
 
         row, n_rel = question_metrics(q, text, ranked_spans, di.parents, ks=ks, budget_words=budget_words)
@@ -227,6 +236,19 @@ def evaluate_retrieval(bench: BenchSet, chunks_by_doc: dict[str, list[Chunk]], e
     })
     if keep_per_question:
         out["per_question"] = rows
+    return out
+
+
+def _spans_under(di: _DocIndex, hits: Sequence[Hit]) -> dict[str, ChunkSpan]:
+    """Every chunk under the hits' parents, as MoG selection needs them (ids as the evaluator's hits)."""
+    parents = {h.parent_id for h in hits}
+    out = {}
+    for c in di.chunks:
+        ps, pe = c.parent_span
+        pid = f"{ps}:{pe}"
+        if pid in parents:
+            cid = f"{c.level}:{c.start}:{c.end}"
+            out[cid] = ChunkSpan(cid, c.doc_id, int(c.level), c.start, c.end, pid)
     return out
 
 
