@@ -154,8 +154,7 @@ def cmd_all(args) -> int:
     bench_dir = Path(args.bench_dir) if args.bench_dir else B.BENCH_DIR
     for name in SETS:
         ns = argparse.Namespace(**{**vars(args), "set": str(bench_dir / name), "docs": None, "bench_cmd": "retrieval"})
-        cmd_retrieval(ns, ctx, write_section=False)
-        res = B.json.loads((_results_dir(args) / f"retrieval_{name}.json").read_text(encoding="utf-8"))
+        res = cmd_retrieval(ns, ctx, write_section=False)
         plots = [_results_dir(args) / "plots" / f"{name}_retrieval_at_k.png",
                  _results_dir(args) / "plots" / f"{name}_evidence_recall_theta.png"]
         cmd = (f"mgrag bench retrieval --set ../shared/bench/{name} --profile {args.profile} --chunkers "
@@ -214,7 +213,7 @@ def add_bench_parser(sub) -> None:
     common(s, DEFAULT_CHUNKERS, DEFAULT_THETAS)
     s.set_defaults(profile="standard")
     s.add_argument("--peers", type=_csv, default=list(PEERS))
-    s.add_argument("--qa-chunkers", type=_csv, default=["lgmgc", "recursive"])
+    s.add_argument("--qa-chunkers", type=_csv, default=["lgmgc"])
     s.add_argument("--backend", default="offline", choices=("offline", "extractive", "transformers", "openai"))
     s.add_argument("--bench-dir", help="the folder holding the sets (default ../shared/bench)")
     s.set_defaults(func=cmd_all)

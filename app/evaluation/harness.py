@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -433,6 +434,7 @@ def retrieval_plots(res: dict, out_dir: Path) -> list[Path]:
 
 # -- QA ----------------------------------------------------------------------------------------------------------
 # LongBench's generation caps per subset (its dataset2maxlen); other subsets use the synthesizer's own cap.
+_CITATION = re.compile(r"\s*\[\d+\]")
 LONGBENCH_MAXLEN = {"qasper": 128, "multifieldqa_en": 64, "narrativeqa": 128, "2wikimqa": 32}
 
 
@@ -455,6 +457,8 @@ def run_qa(set_name: str | B.BenchSet, ctx, synthesizer, *, chunkers: Sequence[s
     bench = set_name if isinstance(set_name, B.BenchSet) else B.load_set(set_name)
     if max_questions is not None:
         bench.questions = bench.questions[:max_questions]
+    asked = {q.doc_id for q in bench.questions}  # chunk only the documents that are asked about
+    bench = B.BenchSet(bench.name, {d: t for d, t in bench.docs.items() if d in asked}, bench.questions)
     emb = ctx.embedder
     res: dict = {"benchmark": "qa", "set": bench.name, "n_questions": len(bench.questions), "theta": theta,
                  "chunkers": list(chunkers), "synthesizer": getattr(synthesizer, "name", type(synthesizer).__name__),
@@ -500,7 +504,8 @@ def run_qa(set_name: str | B.BenchSet, ctx, synthesizer, *, chunkers: Sequence[s
                 err = None
             except Exception as e:  # a failed generation scores 0 and is reported, the run goes on
                 pred, err = "", f"{e.__class__.__name__}: {e}"
-            row[cond] = {"prediction": pred, "f1": qa_f1_max(pred, q.answers) if q.answers else None,
+            scored = _CITATION.sub("", pred)  # our synthesizers cite sources as [n]: not part of the answer
+            row[cond] = {"prediction": pred, "f1": qa_f1_max(scored, q.answers) if q.answers else None,
                          "seconds": time.perf_counter() - t0, "context_words": sum(
                              count_words(text[s:e]) for s, e in spans), **({"error": err} if err else {})}
         res["rows"].append(row)
