@@ -177,6 +177,35 @@ def cmd_all(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    """Re-render the BENCHMARKS.md sections from the JSON results (after a formatting change, no re-run)."""
+    import json
+
+    from app.evaluation import bench as B
+    from app.evaluation.harness import retrieval_plots
+
+    out = _results_dir(args)
+    for name in SETS:
+        p = out / f"retrieval_{name}.json"
+        if p.exists():
+            res = json.loads(p.read_text(encoding="utf-8"))
+            plots = retrieval_plots(res, out / "plots")
+            cmd = (f"mgrag bench retrieval --set ../shared/bench/{name} --profile "
+                   f"{res.get('subset', '').split(' profile')[0] or 'full'} --chunkers {','.join(res['chunkers'])} "
+                   f"--theta {','.join(map(str, res['thetas']))}")
+            B.write_section(f"retrieval-{name}", retrieval_section(res, plots, cmd))
+            print(f"rendered {p}")
+    p = out / "qa_longbench_sample.json"
+    if p.exists():
+        res = json.loads(p.read_text(encoding="utf-8"))
+        cmd = (f"mgrag bench qa --set ../shared/bench/longbench_sample --profile "
+               f"{res.get('subset', '').split(' profile')[0] or 'full'} --chunkers {','.join(res['chunkers'])} "
+               f"--backend {res['synthesizer']}")
+        B.write_section("qa-longbench_sample", qa_section(res, cmd, res.get("subset", "")))
+        print(f"rendered {p}")
+    return 0
+
+
 def add_bench_parser(sub) -> None:
     from app.evaluation.harness import ALL_CHUNKERS, DEFAULT_CHUNKERS, DEFAULT_THETAS, PROFILES
 
@@ -217,3 +246,7 @@ def add_bench_parser(sub) -> None:
     s.add_argument("--backend", default="offline", choices=("offline", "extractive", "transformers", "openai"))
     s.add_argument("--bench-dir", help="the folder holding the sets (default ../shared/bench)")
     s.set_defaults(func=cmd_all)
+
+    s = bsub.add_parser("report", help="re-render BENCHMARKS.md's sections from bench/results/*.json")
+    s.add_argument("--results-dir", help="where the JSON results are (default bench/results)")
+    s.set_defaults(func=cmd_report)
