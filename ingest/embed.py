@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -83,6 +84,9 @@ class SentenceTransformerEmbedder:
     passage_prefix: str = ""
     batch_size: int = 64
     windows_embedded: int = field(default=0, init=False)
+    # one call at a time: the Hugging Face fast tokenizer keeps padding/truncation state that concurrent calls
+    # (the web app's sessions) would mix up ("expected sequence of length 89 at dim 1 (got 86)")
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.dim = int(self.model.get_embedding_dimension())
@@ -133,10 +137,12 @@ class SentenceTransformerEmbedder:
         return _normalise(out)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(list(texts), self.passage_prefix)
+        with self._lock:
+            return self._embed(list(texts), self.passage_prefix)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(list(texts), self.query_prefix)
+        with self._lock:
+            return self._embed(list(texts), self.query_prefix)
 
 
 def load_embedder(name: str, *, query_prefix: str | None = None, passage_prefix: str | None = None,

@@ -42,10 +42,6 @@ def build_app(service: UiService):
 
     s = service.ctx.settings
 
-    def weights_frame(weights):
-        return pd.DataFrame({"level": [render.level_name(i) for i in range(len(weights))],
-                             "weight": [float(w) for w in weights]})
-
     # -- chat handlers ---------------------------------------------------------------------------------------
     def on_upload(paths, progress=gr.Progress()):
         if not paths:
@@ -94,7 +90,7 @@ def build_app(service: UiService):
                     history.append({"role": "assistant", "content": body,
                                     "metadata": {"title": f"Sources ({len(a['sources'])})", "status": "done"}})
                     choices = [(render.answer_label(i, x), i) for i, x in enumerate(answers)]
-                    yield (history, answers, weights_frame(a["weights"]),
+                    yield (history, answers, render.weight_bars(a["weights"]),
                            gr.update(choices=choices, value=len(answers) - 1), "")
         except Exception as e:  # question refused, empty index, …: say so in the chat
             from retrieval.search import EmptyIndexError
@@ -226,11 +222,19 @@ def build_app(service: UiService):
         return render.histogram_figure(service.chunk_lengths(token))
 
     @admin
-    def on_train(token, progress=gr.Progress()):
+    def on_train(token, sets, progress=gr.Progress()):
+        service.auth.check(token)
         progress(None, desc="training the router")
-        res = service.train_router(token, progress=lambda m: progress(None, desc=m))
-        loss = res.get("loss") or []
-        return render.loss_figure(loss, res.get("val_loss")), res.get("message", f"trained: {len(loss)} epoch(s)")
+        try:
+            rep = service.train_router(token, list(sets or []))
+        except ValueError as e:
+            raise _error(e) from e
+        except Exception as e:  # the router's own errors (no labels, wrong encoder, …) carry their message
+            raise gr.Error(f"router training failed: {e}") from e
+        h = rep["history"]
+        return (render.loss_figure(h["train"], h.get("val")),
+                f"Trained on {rep['n_questions']} question(s): validation loss {h['best_val']:.4f} at epoch "
+                f"{h['best_epoch']} of {len(h['train'])}; the chat now uses it.")
 
     # -- layout ---------------------------------------------------------------------------------------------
     with gr.Blocks(title="MGRAG") as demo:
@@ -246,9 +250,8 @@ def build_app(service: UiService):
                             question = gr.Textbox(placeholder="Ask a question about your documents…", show_label=False,
                                                   scale=5, elem_id="question", max_lines=4)
                             ask_btn = gr.Button("Ask", variant="primary", scale=1, elem_id="ask")
-                        weights_plot = gr.BarPlot(weights_frame([]), x="level", y="weight",
-                                                  title="Router weights (last question)", height=180,
-                                                  elem_id="weights-plot", y_lim=[0, None])
+                        weights_plot = gr.HTML("<em>Router weights of the last question appear here.</em>",
+                                               elem_id="weights-plot")
                     with gr.Column(scale=2):
                         files = gr.File(label=f"Upload documents (drag and drop; {', '.join(sorted(SUPPORTED))}; "
                                               f"at most {s.max_file_mb:g} MB each)",
@@ -285,6 +288,8 @@ def build_app(service: UiService):
                     admin_msg = gr.Markdown(elem_id="admin-msg")
                     with gr.Row():
                         stats_btn = gr.Button("Index statistics", scale=0, elem_id="stats")
+                        train_sets = gr.CheckboxGroup(["feedback"] + service.bench_sets(), value=["feedback"],
+                                                      label="router training questions", scale=2)
                         train_btn = gr.Button("Train the router", scale=0, elem_id="train-router")
                     stats_plot = gr.Plot(label="Chunk lengths per level (words)", elem_id="stats-plot")
                     train_msg = gr.Markdown()
@@ -320,7 +325,7 @@ def build_app(service: UiService):
                     bench_btn = gr.Button("Run benchmark", elem_id="run-bench")
                 bench_note = gr.Markdown(elem_id="bench-note")
                 with gr.Row():
-                    bench_df = gr.Dataframe(interactive=False, elem_id="bench-table")
+                    bench_df = gr.Dataframe(headers=["metric", "value"], interactive=False, elem_id="bench-table")
                     bench_plot = gr.Plot(label="metrics")
 
         # -- events ---------------------------------------------------------------------------------------------
@@ -349,7 +354,7 @@ def build_app(service: UiService):
         reingest_btn.click(on_reingest, [token_state, selected, chunker_in, theta_in, which_in],
                            [docs_df, selected, live_md, admin_msg], api_name="admin_reingest", concurrency_limit=1)
         stats_btn.click(on_stats, [token_state], [stats_plot], api_name="admin_stats")
-        train_btn.click(on_train, [token_state], [loss_plot, train_msg], api_name="admin_train_router",
+        train_btn.click(on_train, [token_state, train_sets], [loss_plot, train_msg], api_name="admin_train_router",
                         concurrency_limit=1)
     return demo
 

@@ -16,9 +16,14 @@ def highlight(parent_text: str, start: int, end: int, matched_start: int, matche
     the parent (or none) leaves the passage unmarked."""
     a, b = matched_start - start, matched_end - start
     if not (0 <= a <= b <= len(parent_text)) or a == b:
-        return html.escape(parent_text)
-    return (html.escape(parent_text[:a]) + "<mark>" + html.escape(parent_text[a:b]) + "</mark>"
-            + html.escape(parent_text[b:]))
+        return _esc(parent_text)
+    return _esc(parent_text[:a]) + "<mark>" + _esc(parent_text[a:b]) + "</mark>" + _esc(parent_text[b:])
+
+
+def _esc(text: str) -> str:
+    """Escaped, with line breaks as <br> (a blank line would otherwise end the chat's markdown paragraph, and
+    the <mark> with it)."""
+    return html.escape(text).replace("\n", "<br>")
 
 
 def is_uniform(weights) -> bool:

@@ -418,17 +418,30 @@ class UiService:
                 out.setdefault(c.level, []).append(count_words(c.text))
         return out
 
-    def train_router(self, token: str, progress: Callable[[str], None] | None = None) -> dict:
-        """Train the Mix-of-Granularity router on the exported evaluations (and the trainer's own defaults);
-        returns what the trainer returns (its loss history under ``loss``)."""
+    def train_router(self, token: str, sets: list[str] | None = None) -> dict:
+        """Train the Mix-of-Granularity router over the live index (``router.pipeline.train_from_index``) on the
+        exported evaluations (``"feedback"``) and/or bench sets by name; saves it to ``data_dir/router``, which the
+        chat then uses. Returns the training report (its loss history under ``history``)."""
         self.auth.check(token)
-        try:
-            from router import train as router_train  # the router package's trainer, when it exists
-        except ImportError as e:
-            raise ValueError("router training is not available in this build (router/train.py is missing)") from e
-        path, n = self.export_feedback()
+        from app.evaluation.bench import BENCH_DIR
+        from router.pipeline import train_from_index
+
+        files = []
+        for name in sets or ["feedback"]:
+            if name == "feedback":
+                path, n = self.export_feedback()
+                if not n:
+                    raise ValueError("no evaluations with evidence yet: rate answers good (or mark relevant sources) "
+                                     "on the Evaluate tab, or pick a bench set")
+                files.append(path)
+            elif name in self.bench_sets():
+                files.append(BENCH_DIR / name / "questions.jsonl")
+            else:
+                raise ValueError(f"unknown training set {name!r}; choose feedback or one of {self.bench_sets()}")
         with self._writing("train-router"):
-            return router_train.train_from_app(self.ctx, feedback_jsonl=path if n else None, progress=progress)
+            report = train_from_index(self.ctx, files, self.ctx.settings.data_dir / "router", progress=False)
+            self.ctx.__dict__.pop("router", None)  # the next question loads the new router
+        return report
 
 
 def _parse_questions(path: Path) -> list:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +24,18 @@ ORCHARD = ("# Orchard notes\n\nThe orchard has forty apple trees and six pear tr
            "The oldest tree was planted in 1911 by the first owner.\n")
 
 
+def _called_from_ingestion() -> bool:
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_filename.endswith(os.path.join("ingest", "pipeline.py")):
+            return True
+        f = f.f_back
+    return False
+
+
 class GatedEmbedder:
-    """The hashing embedder, whose passage embedding waits while ``gate`` is clear (queries never wait)."""
+    """The hashing embedder; while ``gate`` is clear, embedding for ingestion waits (questions and the extractive
+    answerer's sentence embeddings never wait)."""
 
     def __init__(self, inner):
         self.inner = inner
@@ -34,7 +45,7 @@ class GatedEmbedder:
         self.waiting = threading.Event()
 
     def embed_passages(self, texts):
-        if not self.gate.is_set():
+        if not self.gate.is_set() and _called_from_ingestion():
             self.waiting.set()
             self.gate.wait(60)
         return self.inner.embed_passages(texts)

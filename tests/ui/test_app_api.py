@@ -11,7 +11,7 @@ ADMIN_CALLS = {
     "/admin_delete": ([],),  # a name outside the (per-session, post-login) choices is refused earlier still
     "/admin_reingest": ([], "recursive", 20, "all"),
     "/admin_stats": (),
-    "/admin_train_router": (),
+    "/admin_train_router": (["feedback"],),
 }
 
 

@@ -8,6 +8,10 @@ def test_highlight_marks_the_child_and_escapes():
     assert out == "a &lt;b&gt; &amp; c. <mark>The child.</mark> End"
 
 
+def test_highlight_keeps_the_mark_across_blank_lines():
+    assert render.highlight("# T\n\nBody.", 0, 10, 0, 10) == "<mark># T<br><br>Body.</mark>"
+
+
 def test_highlight_outside_or_empty_child_leaves_text():
     assert render.highlight("abc", 0, 3, 5, 9) == "abc"
     assert render.highlight("abc", 0, 3, 1, 1) == "abc"

@@ -190,3 +190,20 @@ def test_benchmark_over_the_live_index_from_uploaded_questions(svc, write, tmp_p
     bad.write_text("not json\n")
     with pytest.raises(ValueError, match="bad.jsonl line 1: not JSON"):
         svc.run_benchmark(bad)
+
+
+def test_train_router_from_evaluations(make_ctx, write):
+    svc = UiService(make_ctx(chunker="mg", theta=24, synth_backend="extractive"), admin_password="pw")
+    tok = svc.login("admin", "pw")
+    with pytest.raises(ValueError, match="no evaluations with evidence yet"):
+        svc.train_router(tok, ["feedback"])
+    with pytest.raises(ValueError, match="unknown training set 'nope'"):
+        svc.train_router(tok, ["nope"])
+    svc.ingest_files([write("notes.md", TEXT * 3)])
+    for q in ("How long has the keeper tended the light?", "What does the lamp burn?", "When does she log the weather?",
+              "How many apple trees are in the orchard?", "How often is the lamp wound?", "Who is the keeper?",
+              "What is wound by hand?", "What fuel does the lamp use?", "How many trees?", "When is the weather logged?"):
+        svc.evaluate(_answer(svc, q), rating="good")
+    rep = svc.train_router(tok, ["feedback"])
+    assert rep["history"]["train"] and (svc.ctx.settings.data_dir / "router" / "config.json").exists()
+    assert "router" not in svc.ctx.__dict__  # reloaded on the next question

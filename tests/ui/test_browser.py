@@ -1,0 +1,148 @@
+"""End to end in headless Chromium (Debian's /usr/bin/chromium, driven by Playwright): upload and ask, admin
+login and re-ingestion, re-ingestion while a chat runs, an evaluation saved and exported. Screenshots go to
+test-artifacts/."""
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from tests.ui.conftest import ADMIN_PASSWORD, ARTIFACTS, ORCHARD
+
+pytestmark = pytest.mark.browser
+
+
+def _see(locator, text):
+    """Wait until ``locator``'s text contains ``text``."""
+    from playwright.sync_api import expect
+
+    expect(locator).to_contain_text(text, timeout=30_000)
+
+
+def _open(page, url, tab="Chat"):
+    page.goto(url)
+    page.get_by_role("tab", name=tab).click()
+
+
+def _ask(page, question):
+    page.locator("#question textarea").fill(question)
+    page.locator("#ask").click()
+
+
+def _wait_sources(page, n):
+    """Wait until the chat shows ``n`` answers with their sources (the collapsible "Sources (k)" message)."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#chatbot").get_by_text("Sources (")).to_have_count(n, timeout=30_000)
+
+
+def test_upload_ask_streamed_answer_and_sources(ui_server, page, tmp_path):
+    notes = tmp_path / "orchard.md"
+    notes.write_text(ORCHARD, encoding="utf-8")
+    bad = tmp_path / "tool.exe"
+    bad.write_bytes(b"MZ\x00\x00binary")
+    _open(page, ui_server.url)
+    page.locator("#upload input[type=file]").set_input_files([str(notes), str(bad)])
+    report = page.locator("#upload-report")
+    _see(report, "ingested")
+    _see(report, "refused")
+    assert "unsupported file type" in report.inner_text()
+    assert ui_server.service.ctx.catalog.find_document("orchard.md") == "orchard.md"
+
+    _ask(page, "How many apple trees does the orchard have?")
+    _wait_sources(page, 1)
+    chat = page.locator("#chatbot")
+    assert "forty apple trees" in chat.inner_text()
+    _see(page.locator("#weights-plot"), "Router weights")
+    for toast_close in page.locator(".toast-close").all():
+        toast_close.click()
+    chat.get_by_text("Sources (").first.click()  # open the sources under the answer
+    page.locator("#chatbot .title.expanded").first.wait_for()
+    page.locator("#chatbot mark").first.wait_for(state="visible")
+    text = chat.inner_text()
+    assert "orchard.md" in text and "Router weights" in text and "dense:" in text
+    page.wait_for_timeout(500)  # let the accordion finish opening before the screenshot
+    page.screenshot(path=str(ARTIFACTS / "chat.png"), full_page=True)
+
+
+def test_admin_requires_login_then_reingests(ui_server, page):
+    _open(page, ui_server.url, "Admin")
+    assert not page.locator("#admin-panel").is_visible()
+    page.locator("#admin-user textarea").fill("admin")
+    page.locator("#admin-password input").fill("wrong")
+    page.locator("#admin-login-btn").click()
+    _see(page.locator("#admin-login-msg"), "wrong user name or password")
+    assert not page.locator("#admin-panel").is_visible()
+
+    page.locator("#admin-password input").fill(ADMIN_PASSWORD)
+    page.locator("#admin-login-btn").click()
+    page.locator("#admin-panel").wait_for(state="visible")
+    _see(page.locator("#docs-table"), "keeper.md")
+    gen = ui_server.service.ctx.catalog.live_generation().gen
+    page.locator("#reingest-theta input").fill("30")
+    page.locator("#reingest").click()
+    _see(page.locator("#admin-msg"), "Re-ingested")
+    live = ui_server.service.ctx.catalog.live_generation()
+    assert live.gen > gen and live.theta == 30
+    page.locator("#stats").click()
+    page.locator("#stats-plot img").first.wait_for()
+    page.screenshot(path=str(ARTIFACTS / "admin.png"), full_page=True)
+
+
+def test_reingestion_while_a_chat_runs(ui_server, page, browser):
+    admin = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    admin.set_default_timeout(30_000)
+    _open(admin, ui_server.url, "Admin")
+    admin.locator("#admin-user textarea").fill("admin")
+    admin.locator("#admin-password input").fill(ADMIN_PASSWORD)
+    admin.locator("#admin-login-btn").click()
+    admin.locator("#admin-panel").wait_for(state="visible")
+    emb = ui_server.embedder
+    gen = ui_server.service.ctx.catalog.live_generation().gen
+    emb.waiting.clear()
+    emb.gate.clear()  # the re-ingestion will wait inside its first embedding, until the chat has answered
+    try:
+        admin.locator("#reingest-theta input").fill("24")
+        admin.locator("#reingest").click()
+        assert emb.waiting.wait(30), "the re-ingestion did not start"
+        assert ui_server.service.job.running and ui_server.service.job.kind == "reingest"
+
+        _open(page, ui_server.url)
+        _ask(page, "How long has the keeper tended the light?")
+        _wait_sources(page, 1)
+        assert "twenty-two years" in page.locator("#chatbot").inner_text()
+        assert ui_server.service.job.running  # answered while the re-ingestion was still running
+        page.screenshot(path=str(ARTIFACTS / "chat-during-reingest.png"), full_page=True)
+    finally:
+        emb.gate.set()
+    _see(admin.locator("#admin-msg"), "Re-ingested")
+    assert ui_server.service.ctx.catalog.live_generation().gen > gen
+    _ask(page, "How long has the keeper tended the light?")  # and after the switch
+    _wait_sources(page, 2)
+    admin.context.close()
+
+
+def test_evaluation_saved_and_exported(ui_server, page):
+    _open(page, ui_server.url)
+    _ask(page, "How long has the keeper tended the light?")
+    _wait_sources(page, 1)
+    page.get_by_role("tab", name="Evaluate").click()
+    _see(page.locator("#answer-md"), "How long has the keeper")
+    _see(page.locator("#level-hits"), "keeper.md")
+    page.locator("#reference textarea").fill("twenty-two years")
+    _see(page.locator("#f1"), "F1: 0.")
+    page.locator("#rating").get_by_text("good").click()
+    page.locator("#comment textarea").fill("correct, cites the log")
+    page.locator("#save-eval").click()
+    _see(page.locator("#eval-msg"), "Saved evaluation #")
+    page.locator("#export").click()
+    _see(page.locator("#eval-msg"), "record(s) in feedback.jsonl")
+    _see(page.locator("#export-file"), "feedback.jsonl")
+    page.screenshot(path=str(ARTIFACTS / "evaluate.png"), full_page=True)
+    rows = ui_server.service.feedback.rows()
+    assert any(r["comment"] == "correct, cites the log" and r["rating"] == "good" for r in rows)
+    path = ui_server.data_dir / "exports" / "feedback.jsonl"
+    recs = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    assert recs and recs[-1]["answers"] == ["twenty-two years"] and recs[-1]["doc_id"] == "keeper.md"
+    assert set(recs[-1]) == {"id", "question", "doc_id", "answers", "evidence"}
