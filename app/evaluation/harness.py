@@ -43,7 +43,8 @@ THETA_FREE = frozenset({"li-semantic"})  # no size parameter: θ does not change
 # chunkers whose θ-independent work (LM scores, sentence vectors) is done at the first θ and reused after:
 # their speed is the first θ's
 SHARED_WORK = frozenset({"ppl", "llamachunk", "semantic", "li-semantic"})
-CACHE_VERSION = 1  # bump when a chunker's output changes for the same settings
+CACHE_VERSION = 1  # bump when chunkers' output changes for the same settings
+CHUNKER_VERSION = {"ppl": 2, "llamachunk": 2}  # ... or one chunker's (2: θ-independent sentence cap)
 
 
 class BenchError(RuntimeError):
@@ -115,7 +116,7 @@ def _cpu() -> float:
 
 def _settings_key(name: str, ctx) -> dict:
     s = ctx.settings
-    key: dict = {"v": CACHE_VERSION}
+    key: dict = {"v": CACHE_VERSION, "cv": CHUNKER_VERSION.get(name, 1)}
     if name in LM_CHUNKERS:
         key.update(lm=s.lm_model, mode=s.lg_mode, boundary=list(s.lg_boundary_tokens), prompt=s.lg_prompt,
                    block=s.lg_block_tokens, context=s.lg_context_tokens, min_words=s.lg_min_words)

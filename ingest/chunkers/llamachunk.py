@@ -37,6 +37,7 @@ def detrend(positions: Sequence[float], values: Sequence[float]) -> np.ndarray:
     return y - (slope * x + intercept)
 
 
+SENTENCE_CAP = 100  # words
 _MEMO: dict = {}
 
 
@@ -98,7 +99,9 @@ class LlamaChunkChunker(Chunker):
         return out
 
     def _spans(self, text: str) -> list[tuple[int, int]]:
-        sents = list(sentences_cached(text, self.theta))
+        # sentences longer than SENTENCE_CAP words are split at word boundaries; a cap independent of θ
+        # (when θ >= it) keeps the LM scores reusable across a θ sweep
+        sents = list(sentences_cached(text, min(self.theta, SENTENCE_CAP)))
         if not sents:
             return []
         scores = self.scores(text, sents)

@@ -31,6 +31,7 @@ def local_minima(ppl: Sequence[float], threshold: float) -> list[int]:
     return [int(i) + 1 for i in np.nonzero(ok)[0]]
 
 
+SENTENCE_CAP = 100  # words
 _MEMO: dict = {}  # the last few documents' results: re-chunking one text at another θ costs no LM pass
 
 
@@ -81,7 +82,9 @@ class PerplexityChunker(Chunker):
         check_theta(self.theta)
 
     def _spans(self, text: str) -> list[tuple[int, int]]:
-        sents = list(sentences_cached(text, self.theta))
+        # sentences longer than SENTENCE_CAP words are split at word boundaries; a cap independent of θ
+        # (when θ >= it) keeps the LM scores reusable across a θ sweep
+        sents = list(sentences_cached(text, min(self.theta, SENTENCE_CAP)))
         if not sents:
             return []
         ppl = sentence_perplexities(self.scorer, text, sents, block_tokens=self.block_tokens,
