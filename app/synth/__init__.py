@@ -18,10 +18,13 @@ def openai_client(s):
 def make_synthesizer(name: str, ctx):
     """The backend named by the settings (models load lazily, on first use)."""
     s = ctx.settings
-    if name == "extractive":
+    if name == "extractive":  # one per context, so its sentence-vector cache lives across questions
         from app.synth.extractive import ExtractiveSynthesizer
 
-        return ExtractiveSynthesizer(ctx.embedder)
+        synth = ctx.__dict__.get("_extractive_synth")
+        if synth is None or synth.embedder is not ctx.embedder:
+            synth = ctx.__dict__["_extractive_synth"] = ExtractiveSynthesizer(ctx.embedder)
+        return synth
     if name == "openai":
         return openai_client(s)
     if name == "transformers":

@@ -187,3 +187,37 @@ def test_uncited_offline_answer_gets_the_supporting_source(tiny_lm):
     assert HFSynthesizer(tok, model, chat=True).citation_suffix("The ferry runs.", SOURCES) == ""  # chat: off
     pieces = list(synth.stream("q", SOURCES))  # the suffix, when any, comes last as its own piece
     assert not pieces or re.fullmatch(r" \[\d\]", pieces[-1]) or not re.search(r"\[\d+\]", "".join(pieces))
+
+
+def test_extractive_reuses_sentence_vectors_of_recent_contexts(fake_embedder):
+    class Counting:
+        def __init__(self, inner):
+            self.inner, self.passages = inner, 0
+
+        def embed_queries(self, texts):
+            return self.inner.embed_queries(texts)
+
+        def embed_passages(self, texts):
+            self.passages += len(texts)
+            return self.inner.embed_passages(texts)
+
+    emb = Counting(fake_embedder)
+    sources = [Source(1, "d", "p1", 0, 60, "The keeper tended the light for 22 years. Gulls nest on the rocks.", 1.0,
+                      0, 0, 10, "x")]
+    synth = ExtractiveSynthesizer(emb, max_sentences=1, cache_size=10)
+    first = "".join(synth.stream("keeper tended light years", sources))
+    n = emb.passages
+    assert "22 years" in first and n == 2
+    assert "".join(synth.stream("where do gulls nest", sources)) == "Gulls nest on the rocks. [1]"
+    assert emb.passages == n  # both sentences came from the cache
+    tiny = ExtractiveSynthesizer(emb, max_sentences=1, cache_size=1)  # eviction keeps answers right
+    assert "".join(tiny.stream("keeper tended light years", sources)) == first
+
+
+def test_extractive_backend_is_one_per_context(make_ctx):
+    from app.synth import make_synthesizer
+
+    ctx = make_ctx()
+    assert make_synthesizer("extractive", ctx) is make_synthesizer("extractive", ctx)
+    assert make_synthesizer("extractive", make_ctx(data_dir=ctx.settings.data_dir.parent / "other")) is not \
+        make_synthesizer("extractive", ctx)
