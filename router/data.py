@@ -19,7 +19,7 @@ import numpy as np
 
 from ingest.types import Chunk
 from retrieval.bm25 import Bm25Level, tokenize
-from router.labels import label_text, question_soft_labels
+from router.labels import best_per_level, label_text, question_soft_labels
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +201,13 @@ def build_examples(corpus: Corpus, questions: Sequence[TrainQuestion], similarit
         from tqdm.auto import tqdm
 
         it = tqdm(questions, desc="soft labels", unit="q")
+    if hasattr(similarity, "prefetch"):  # embed every label and best snippet in one batched call
+        texts = []
+        for q in questions:
+            label = label_text(q.evidence, q.question, q.answers)
+            if label is not None:
+                texts += [label, *best_per_level(q.question, corpus.searchers(corpus.resolve(q.doc_id)))]
+        similarity.prefetch(texts)
     for q in it:
         label = label_text(q.evidence, q.question, q.answers)
         if label is None:

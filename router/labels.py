@@ -97,12 +97,34 @@ def hitrate_similarities(label: str, snippets: Sequence[str | None]) -> list[flo
     return out
 
 
+class _CachedPassages:
+    """An embedder's passage vectors memoised by text; ``prefetch`` embeds many texts in one batched call."""
+
+    def __init__(self, embedder):
+        self.embedder, self.cache = embedder, {}
+
+    def prefetch(self, texts) -> None:
+        todo = [t for t in dict.fromkeys(texts) if t is not None and t not in self.cache]
+        if todo:
+            self.cache.update(zip(todo, np.asarray(self.embedder.embed_passages(todo), dtype=np.float32)))
+
+    def embed_passages(self, texts):
+        self.prefetch(texts)
+        return np.stack([self.cache[t] for t in texts])
+
+    def __call__(self, label: str, snippets: Sequence[str | None]) -> list[float]:
+        return encoder_similarities(self, label, snippets)
+
+
 def make_similarity(method: str, embedder=None) -> Callable[[str, Sequence[str | None]], list[float]]:
-    """The similarity named ``method`` (one of :data:`SIMILARITIES`) as ``f(label, snippets) -> scores``."""
+    """The similarity named ``method`` (one of :data:`SIMILARITIES`) as ``f(label, snippets) -> scores``.
+
+    The encoder similarity memoises passage vectors and has ``prefetch(texts)`` to embed them in one batch.
+    """
     if method == "encoder":
         if embedder is None:
             raise ValueError("the 'encoder' label similarity needs an embedder")
-        return lambda label, snippets: encoder_similarities(embedder, label, snippets)
+        return _CachedPassages(embedder)
     if method == "tfidf":
         return tfidf_similarities
     if method == "hitrate":
