@@ -180,7 +180,8 @@ def cmd_train_router(args) -> int:
     print(f"trained on {lab['train']['n']} questions (validation {lab['val']['n']}, held out {lab['test']['n']}); "
           f"best level in the training labels: {lab['train']['best_level']}")
     print(f"validation BCE {h['best_val']:.4f} at epoch {h['best_epoch']} of {len(h['train'])}"
-          f"{' (stopped early)' if h['stopped_early'] else ''}; {rep['seconds']:.0f} s")
+          f"{' (stopped early)' if h['stopped_early'] else ''}; a constant router predicting the mean training label "
+          f"scores {rep['val_bce_of_label_prior'] or float('nan'):.4f}; {rep['seconds']:.0f} s")
     print(f"saved {out}/config.json + model.safetensors, loss curves {out}/loss.png")
     return 0
 

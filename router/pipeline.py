@@ -36,6 +36,15 @@ def make_encoder(name: str | None, embedder):
     return RobertaEncoder(name), "roberta", name
 
 
+def prior_bce(train_labels: np.ndarray, labels: np.ndarray) -> float | None:
+    """BCE of the constant router that predicts the mean training label: the loss to beat to have learned
+    anything from the query beyond the label distribution."""
+    if not len(labels) or not len(train_labels):
+        return None
+    p = np.clip(train_labels.mean(0, keepdims=True), 1e-6, 1 - 1e-6)
+    return float(-(labels * np.log(p) + (1 - labels) * np.log(1 - p)).mean())
+
+
 def label_stats(ex: Examples, names: Sequence[str]) -> dict:
     best = Counter(names[int(i)] for i in ex.labels.argmax(1)) if len(ex.labels) else Counter()
     return {"n": len(ex.questions), "best_level": dict(best), "mean_label": ex.labels.mean(0).round(3).tolist()
@@ -92,6 +101,7 @@ def train_from_index(ctx, question_files: Sequence[str | Path], out: str | Path,
         "labels": {"train": label_stats(train, names), "val": label_stats(val, names), "test": label_stats(test, names)},
         "train_config": train_config.__dict__,
         "history": hist.to_dict(),
+        "val_bce_of_label_prior": prior_bce(train.labels, val.labels),
         "seconds": time.perf_counter() - t0,
     }
     (out / "training.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -128,3 +128,13 @@ def test_training_input_validation():
         train_router(cfg, x, y[:, :2])
     with pytest.raises(ValueError, match="lr must be > 0"):
         TrainConfig(lr=0)
+
+
+def test_prior_bce_is_the_loss_of_the_mean_label():
+    from router.pipeline import prior_bce
+
+    y = np.array([[0.8, 0.2, 0.0], [0.0, 0.2, 0.8]], np.float32)
+    p = np.clip(y.mean(0), 1e-6, 1 - 1e-6)
+    expected = -(y * np.log(p) + (1 - y) * np.log(1 - p)).mean()
+    assert prior_bce(y, y) == pytest.approx(expected, rel=1e-5)
+    assert prior_bce(y, y[:0]) is None
