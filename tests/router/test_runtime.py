@@ -182,3 +182,15 @@ def test_train_router_cli_reports_bad_questions_file(ingested, tmp_path, capsys,
     monkeypatch.setattr(cli, "_ctx", lambda args: ctx)
     assert cli.main(["train-router", "--questions", str(qf), "--quiet"]) == 2
     assert "bad.jsonl:2: not valid JSON" in capsys.readouterr().err
+
+
+def test_ask_says_uniform_when_there_is_no_router(ingested, capsys, monkeypatch):
+    from app import cli
+
+    ctx = ingested(router="none")
+    monkeypatch.setattr(cli, "_ctx", lambda args: ctx)
+    assert cli.main(["ask", Q, "--backend", "extractive"]) == 0
+    assert "level weights: uniform (MGRAG_ROUTER=none)" in capsys.readouterr().out
+    assert cli.main(["ask", Q, "--backend", "extractive", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["weights"] == [1.0, 1.0, 1.0] and d["router"].startswith("uniform")
