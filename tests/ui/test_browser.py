@@ -25,6 +25,27 @@ def _open(page, url, tab="Chat"):
     page.get_by_role("tab", name=tab).click()
 
 
+def _login(page, password):
+    """Log in on the Admin tab and wait for the panel. The form is filled again if the first click reached the
+    server before the page had bound the inputs (seen once on a loaded CI machine); a failure says what the page
+    showed."""
+    from playwright.sync_api import TimeoutError as PwTimeout
+
+    msg = page.locator("#admin-login-msg")
+    msg.wait_for(state="visible")
+    for attempt in range(3):
+        page.locator("#admin-user textarea").fill("admin")
+        page.locator("#admin-password input").fill(password)
+        page.locator("#admin-login-btn").click()
+        try:
+            page.locator("#admin-panel").wait_for(state="visible", timeout=15_000)
+            return
+        except PwTimeout:
+            if attempt == 2:
+                page.screenshot(path=str(ARTIFACTS / "login-failed.png"), full_page=True)
+                raise AssertionError(f"admin login did not open the panel; the page says: {msg.inner_text()!r}")
+
+
 def _ask(page, question):
     page.locator("#question textarea").fill(question)
     page.locator("#ask").click()
@@ -75,9 +96,7 @@ def test_admin_requires_login_then_reingests(ui_server, page):
     _see(page.locator("#admin-login-msg"), "wrong user name or password")
     assert not page.locator("#admin-panel").is_visible()
 
-    page.locator("#admin-password input").fill(ADMIN_PASSWORD)
-    page.locator("#admin-login-btn").click()
-    page.locator("#admin-panel").wait_for(state="visible")
+    _login(page, ADMIN_PASSWORD)
     _see(page.locator("#docs-table"), "keeper.md")
     gen = ui_server.service.ctx.catalog.live_generation().gen
     page.locator("#reingest-theta input").fill("30")
@@ -94,10 +113,7 @@ def test_reingestion_while_a_chat_runs(ui_server, page, browser):
     admin = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     admin.set_default_timeout(30_000)
     _open(admin, ui_server.url, "Admin")
-    admin.locator("#admin-user textarea").fill("admin")
-    admin.locator("#admin-password input").fill(ADMIN_PASSWORD)
-    admin.locator("#admin-login-btn").click()
-    admin.locator("#admin-panel").wait_for(state="visible")
+    _login(admin, ADMIN_PASSWORD)
     emb = ui_server.embedder
     gen = ui_server.service.ctx.catalog.live_generation().gen
     emb.waiting.clear()
