@@ -66,8 +66,20 @@ def cmd_reingest(args) -> int:
     from ingest.pipeline import Ingestor
 
     ctx = _ctx(args)
-    report = Ingestor(ctx, progress=not args.quiet).reingest(args.chunker, args.theta,
-                                                              allow_partial=args.allow_partial)
+    ing = Ingestor(ctx, progress=not args.quiet)
+    if args.docs:  # some documents, in place in the live index, with their own chunker/θ if given
+        ids = [ctx.catalog.find_document(ref) for ref in args.docs]
+        try:
+            unknown = [ref for ref, d in zip(args.docs, ids) if d is None]
+            if unknown:
+                raise ValueError(f"no document matches {', '.join(map(repr, unknown))}; see `mgrag docs`")
+            report = ing.refresh(ids, args.chunker, args.theta)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        _print_report(report)
+        return 1 if report.failed else 0
+    report = ing.reingest(args.chunker, args.theta, allow_partial=args.allow_partial)
     _print_report(report)
     live = ctx.catalog.live_generation()
     if report.failed and not args.allow_partial:
@@ -88,8 +100,10 @@ def cmd_docs(args) -> int:
         print(f"index generation {live.gen}: chunker={live.chunker} theta={live.theta} embedder={live.embedder}")
     print(f"{'document':<32} {'ver':>3} {'size':>10} {'parents':>8} {'θ/2':>6} {'θ/4':>6} {'secs':>7}")
     for r in rows:
+        own = r.get("chunking")
         print(f"{r['doc_id'][:32]:<32} {r['version']:>3} {r['size']:>10} {r['n_l0'] or 0:>8} {r['n_l1'] or 0:>6} "
-              f"{r['n_l2'] or 0:>6} {r['seconds'] or 0:>7.1f}")
+              f"{r['n_l2'] or 0:>6} {r['seconds'] or 0:>7.1f}"
+              + (f"  (own: chunker={own['chunker']} theta={own['theta']})" if own else ""))
     if not rows:
         print("(no documents; run `mgrag ingest PATH`)")
     return 0
@@ -225,7 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--quiet", action="store_true", help="no progress bars")
     s.set_defaults(func=cmd_ingest)
 
-    s = sub.add_parser("reingest", help="rebuild the index from stored originals (atomic switch)")
+    s = sub.add_parser("reingest", help="rebuild the index from stored originals (atomic switch)",
+                       description="Rebuild every document into a new index generation and switch atomically; or, "
+                                   "naming documents, rebuild those in place (with --chunker/--theta: for them only).")
+    s.add_argument("docs", nargs="*", metavar="DOC", help="documents to rebuild (name or hash prefix); default: all")
     s.add_argument("--chunker", choices=("recursive", "paragraph", "semantic", "lg", "mg", "lgmgc", "ppl", "llamachunk",
                                          "lumber"))
     s.add_argument("--theta", type=int)

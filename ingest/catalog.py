@@ -85,6 +85,9 @@ class Catalog:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(SCHEMA)
+        cols = {r[1] for r in self.db.execute("PRAGMA table_info(indexed)")}
+        if "chunking" not in cols:  # per-document chunker and θ (NULL: the generation's), added later
+            self.db.execute("ALTER TABLE indexed ADD COLUMN chunking TEXT")
         self._lock = threading.RLock()  # one connection shared by threads (the server): serialise transactions
 
     @contextmanager
@@ -175,8 +178,10 @@ class Catalog:
         return out
 
     def record_indexed(self, gen: int, doc_id: str, name: str, h: str, size: int, kind: str,
-                       chunks: Iterable, seconds: float) -> int:
-        """Record a new version (if the hash is new for this doc) and its chunks in ``gen``, in one transaction."""
+                       chunks: Iterable, seconds: float, chunking: dict | None = None) -> int:
+        """Record a new version (if the hash is new for this doc) and its chunks in ``gen``, in one transaction.
+        ``chunking`` (``{"chunker", "theta", "params"}``) is recorded when the document was cut with other parameters
+        than its generation's."""
         chunks = list(chunks)
         now = time.time()
         with self.transaction() as db:
@@ -194,8 +199,10 @@ class Catalog:
             )
             counts = [sum(1 for c in chunks if c.level == lv) for lv in range(3)]
             db.execute(
-                "INSERT OR REPLACE INTO indexed VALUES (?,?,?,?,?,?,?,?,?)",
-                (gen, doc_id, version, h, *counts, seconds, now),
+                "INSERT OR REPLACE INTO indexed (gen, doc_id, version, hash, n_l0, n_l1, n_l2, seconds, indexed_at, "
+                "chunking) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (gen, doc_id, version, h, *counts, seconds, now,
+                 json.dumps(chunking, sort_keys=True) if chunking else None),
             )
         return version
 
@@ -209,12 +216,20 @@ class Catalog:
     def documents(self, gen: int | None) -> list[dict]:
         rows = self.db.execute(
             "SELECT d.doc_id, d.name, d.current_version, v.hash, v.size, v.kind, d.updated, "
-            "i.n_l0, i.n_l1, i.n_l2, i.seconds, i.indexed_at FROM documents d "
+            "i.n_l0, i.n_l1, i.n_l2, i.seconds, i.indexed_at, i.chunking FROM documents d "
             "JOIN versions v ON v.doc_id=d.doc_id AND v.version=d.current_version "
             "LEFT JOIN indexed i ON i.doc_id=d.doc_id AND i.gen=? ORDER BY d.doc_id", (gen if gen is not None else -1,))
         keys = ("doc_id", "name", "version", "hash", "size", "kind", "updated", "n_l0", "n_l1", "n_l2",
-                "seconds", "indexed_at")
-        return [dict(zip(keys, r)) for r in rows]
+                "seconds", "indexed_at", "chunking")
+        out = [dict(zip(keys, r)) for r in rows]
+        for r in out:
+            r["chunking"] = json.loads(r["chunking"]) if r["chunking"] else None
+        return out
+
+    def chunking(self, gen: int, doc_id: str) -> dict | None:
+        """The document's own chunking parameters in ``gen``, or None when it uses the generation's."""
+        row = self.db.execute("SELECT chunking FROM indexed WHERE gen=? AND doc_id=?", (gen, doc_id)).fetchone()
+        return json.loads(row[0]) if row and row[0] else None
 
     def find_document(self, ref: str) -> str | None:
         row = self.db.execute(

@@ -97,9 +97,15 @@ class Ingestor:
         return cat.live_generation()
 
     # -- one document -------------------------------------------------------------------------------
-    def _build(self, doc: LoadedDoc, doc_id: str, h: str, gen: Generation, on_window=None) -> tuple[list[Chunk], object]:
-        chunker = self._chunker_for(gen.chunker, gen.theta, on_window, gen.params)
-        if chunker.describe() != gen.params and not self._warned:
+    def _build(self, doc: LoadedDoc, doc_id: str, h: str, gen: Generation, on_window=None,
+               chunking: dict | None = None) -> tuple[list[Chunk], object]:
+        """Chunks and vectors of one document, cut with its own ``chunking`` parameters if it has them, else with
+        the generation's."""
+        if chunking:
+            chunker = self._chunker_for(chunking["chunker"], chunking["theta"], on_window, chunking.get("params"))
+        else:
+            chunker = self._chunker_for(gen.chunker, gen.theta, on_window, gen.params)
+        if not chunking and chunker.describe() != gen.params and not self._warned:
             self._warned = True
             log.warning("current settings %s differ from the live index's chunking parameters %s; new documents "
                         "use the index's mode and θ, and `mgrag reingest` applies the new settings to all",
@@ -110,7 +116,8 @@ class Ingestor:
         vectors = self.ctx.embedder.embed_passages([c.text for c in chunks])
         return chunks, vectors
 
-    def _write(self, gen: Generation, doc: LoadedDoc, doc_id: str, h: str, chunks, vectors, t0: float) -> None:
+    def _write(self, gen: Generation, doc: LoadedDoc, doc_id: str, h: str, chunks, vectors, t0: float,
+               chunking: dict | None = None) -> None:
         """Write points, then the catalog; on failure delete what was written. Old version's points go last."""
         cat, index = self.ctx.catalog, self.ctx.index
         old = cat.chunk_ids(gen.gen, doc_id)
@@ -121,7 +128,8 @@ class Ingestor:
         try:
             index.upsert(gen.gen, chunks, vectors, cat.version_for(doc_id, h))
             bm25.update(gen.gen, chunks)
-            cat.record_indexed(gen.gen, doc_id, doc.name, h, len(doc.data), doc.kind, chunks, time.time() - t0)
+            cat.record_indexed(gen.gen, doc_id, doc.name, h, len(doc.data), doc.kind, chunks, time.time() - t0,
+                               chunking)
         except BaseException:
             stale = {lv: [i for i in ids if i not in set(old.get(lv, []))] for lv, ids in new_ids.items()}
             try:
@@ -145,9 +153,10 @@ class Ingestor:
             what = "unchanged" if dup == doc_id else f"same content as {dup!r}"
             return FileResult(doc.name, "duplicate", f"{what}; skipped", dup)
         prev = cat.indexed_doc(gen.gen, doc_id)
+        chunking = cat.chunking(gen.gen, doc_id) if prev else None  # a new version keeps the document's own θ
         self.ctx.store.put(h, doc.data, doc.text)
-        chunks, vectors = self._build(doc, doc_id, h, gen, on_window)
-        self._write(gen, doc, doc_id, h, chunks, vectors, t0)
+        chunks, vectors = self._build(doc, doc_id, h, gen, on_window, chunking)
+        self._write(gen, doc, doc_id, h, chunks, vectors, t0, chunking)
         counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))
         msg = doc.warning
         return FileResult(doc.name, "updated" if prev else "ingested", msg, doc_id, counts, time.time() - t0)
@@ -216,9 +225,12 @@ class Ingestor:
     def reingest(self, chunker: str | None = None, theta: int | None = None, allow_partial: bool = False, _fail_hook: Callable[[str], None] | None = None) -> IngestReport:
         """Rebuild the index from stored originals into a new generation, then switch atomically.
 
-        Every document is re-chunked, so the whole index shares one set of chunking parameters. If any document fails, the new generation is dropped and the live index is left as it was, unless
+        Every document is re-chunked. With a ``chunker`` or ``theta`` the whole index takes those parameters; with
+        neither, each document keeps its own (those :meth:`refresh` gave it) and the rest take the live index's.
+        If any document fails, the new generation is dropped and the live index is left as it was, unless
         ``allow_partial`` (then the failed documents are left out of the new index).
         """
+        keep_own = chunker is None and theta is None
         s, cat, index = self.ctx.settings, self.ctx.catalog, self.ctx.index
         live = self.live_generation(create=False)
         chunker = chunker or (live.chunker if live else s.chunker)
@@ -242,8 +254,9 @@ class Ingestor:
                     _fail_hook(row["doc_id"])
                 text, data = self.ctx.store.text(row["hash"]), self.ctx.store.original(row["hash"])
                 doc = LoadedDoc(row["name"], data, text, row["kind"])
-                chunks, vectors = self._build(doc, row["doc_id"], row["hash"], gen, wbar.update if wbar else None)
-                self._write(gen, doc, row["doc_id"], row["hash"], chunks, vectors, t0)
+                own = row.get("chunking") if keep_own else None
+                chunks, vectors = self._build(doc, row["doc_id"], row["hash"], gen, wbar.update if wbar else None, own)
+                self._write(gen, doc, row["doc_id"], row["hash"], chunks, vectors, t0, own)
                 counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))
                 report.results.append(FileResult(row["name"], "ingested", "", row["doc_id"], counts, time.time() - t0))
             except Exception as e:
@@ -270,10 +283,11 @@ class Ingestor:
         cat.finish_run(run, "done" if not report.failed else "partial", len(report.ok), len(report.failed))
         return report
 
-    def refresh(self, doc_ids: Iterable[str]) -> IngestReport:
-        """Re-chunk and re-embed some documents in place, in the live generation and with its parameters (a
-        generation shares one set of chunking parameters; :meth:`reingest` changes them for all). Each document
-        is swapped as in an update: new points written, then the obsolete ones deleted."""
+    def refresh(self, doc_ids: Iterable[str], chunker: str | None = None, theta: int | None = None) -> IngestReport:
+        """Re-chunk and re-embed some documents in place, in the live generation. With a ``chunker`` and/or
+        ``theta`` those documents are cut with them (recorded per document; the others keep theirs), else each with
+        the parameters it has. The chunker may not give more levels than the index has. Each document is swapped as in
+        an update: new points written, then the obsolete ones deleted, so questions keep being answered."""
         cat = self.ctx.catalog
         live = self.live_generation(create=False)
         if live is None:
@@ -283,6 +297,23 @@ class Ingestor:
         missing = [d for d in wanted if d not in rows]
         if missing:
             raise ValueError(f"no such documents: {', '.join(missing)}; see `mgrag docs`")
+        if theta is not None and theta < 4:
+            raise ValueError(f"θ must be at least 4 words, got {theta}")
+
+        def own_chunking(row) -> dict | None:
+            if chunker is None and theta is None:
+                return row["chunking"]
+            base = row["chunking"] or {"chunker": live.chunker, "theta": live.theta}
+            name, th = chunker or base["chunker"], theta or base["theta"]
+            probe = self._chunker_for(name, th)
+            if probe.n_levels > live.n_levels:
+                raise ValueError(f"chunker {name} gives {probe.n_levels} levels, the index has {live.n_levels}; "
+                                 "re-ingest all documents to change the level set")
+            if name == live.chunker and th == live.theta and probe.describe() == live.params:
+                return None  # back to the index's own parameters
+            return {"chunker": name, "theta": th, "params": probe.describe()}
+
+        plans = {d: own_chunking(rows[d]) for d in wanted}  # every choice checked before anything is written
         report = IngestReport(generation=live.gen)
         run = cat.start_run("refresh", live.gen)
         bar, _ = self._bars(len(wanted), "documents")
@@ -293,8 +324,8 @@ class Ingestor:
             try:
                 doc = LoadedDoc(row["name"], self.ctx.store.original(row["hash"]), self.ctx.store.text(row["hash"]),
                                 row["kind"])
-                chunks, vectors = self._build(doc, d, row["hash"], live)
-                self._write(live, doc, d, row["hash"], chunks, vectors, t0)
+                chunks, vectors = self._build(doc, d, row["hash"], live, chunking=plans[d])
+                self._write(live, doc, d, row["hash"], chunks, vectors, t0, plans[d])
                 counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(live.n_levels))
                 report.results.append(FileResult(row["name"], "updated", "", d, counts, time.time() - t0))
             except Exception as e:

@@ -372,7 +372,8 @@ class UiService:
                 "parents": r["n_l0"] or 0, "θ/2": r["n_l1"] or 0, "θ/4": r["n_l2"] or 0,
                 "ingest s": round(r["seconds"] or 0.0, 2),
                 "indexed": time.strftime("%Y-%m-%d %H:%M", time.localtime(r["indexed_at"])) if r["indexed_at"] else "",
-                "parameters": json.dumps(params, ensure_ascii=False, sort_keys=True)} for r in rows]
+                "parameters": json.dumps(_own_params(r["chunking"]) or params, ensure_ascii=False, sort_keys=True)}
+               for r in rows]
         return ({"gen": live.gen, **params} if live else None), out
 
     def delete(self, token: str, doc_ids: list[str]) -> list[str]:
@@ -387,8 +388,8 @@ class UiService:
     def reingest(self, token: str, doc_ids: list[str] | None = None, chunker: str | None = None,
                  theta: int | None = None, progress: Progress | None = None):
         """All documents (``doc_ids`` None or empty): a new generation with ``chunker``/``theta``, built beside the
-        live one and switched atomically. Some documents: rebuilt in place with the live parameters (a generation
-        shares one set of parameters; changing them for only some documents is refused)."""
+        live one and switched atomically. Some documents: rebuilt in place in the live index, one document swapped
+        at a time, with ``chunker``/``theta`` if given (recorded for those documents only) or with their own."""
         self.auth.check(token)
         live = self.ctx.catalog.live_generation()
         if live is None:
@@ -399,11 +400,7 @@ class UiService:
         with self._writing("reingest"):
             ing = self._ingestor(progress)
             if doc_ids:
-                if (chunker and chunker != live.chunker) or (theta and theta != live.theta):
-                    raise ValueError(
-                        f"the index shares one chunker and θ (now {live.chunker}, θ={live.theta}); to change them "
-                        "re-ingest all documents, or keep the live ones to refresh the selected documents")
-                return ing.refresh(doc_ids)
+                return ing.refresh(doc_ids, chunker or None, theta)
             return ing.reingest(chunker, theta)
 
     def chunk_lengths(self, token: str) -> dict[int, list[int]]:
@@ -442,6 +439,13 @@ class UiService:
             report = train_from_index(self.ctx, files, self.ctx.settings.data_dir / "router", progress=False)
             self.ctx.__dict__.pop("router", None)  # the next question loads the new router
         return report
+
+
+def _own_params(chunking: dict | None) -> dict | None:
+    """A document's own chunking parameters (see ``Ingestor.refresh``) as the documents table shows them."""
+    if not chunking:
+        return None
+    return {**(chunking.get("params") or {}), "chunker": chunking["chunker"], "theta": chunking["theta"]}
 
 
 def _parse_questions(path: Path) -> list:

@@ -240,3 +240,20 @@ def test_duplicate_upload_under_another_name(make_ctx, write):
 def test_missing_path(make_ctx, tmp_path):
     report = Ingestor(make_ctx(theta=40)).ingest_paths([tmp_path / "nope.txt"])
     assert report.results[0].status == "failed" and "no such file" in report.results[0].message
+
+
+def test_document_with_its_own_theta_keeps_it_through_an_update(make_ctx, write):
+    ctx = make_ctx(chunker="mg", theta=40)
+    ing = Ingestor(ctx)
+    ing.ingest_paths([write("a.txt", GOOD), write("b.txt", GOOD + "\n\nAnd one more paragraph, so that the content differs.")])
+    gen = ctx.catalog.live_generation().gen
+    r = ing.refresh(["a.txt"], chunker="recursive", theta=12)  # one level in a three-level index is allowed
+    assert [x.status for x in r.results] == ["updated"]
+    own = ctx.catalog.chunking(gen, "a.txt")
+    assert own["chunker"] == "recursive" and own["theta"] == 12
+    assert set(ctx.catalog.chunk_ids(gen, "a.txt")) == {0}
+    assert set(ctx.catalog.chunk_ids(gen, "b.txt")) == {0, 1, 2}
+    r = ing.ingest_paths([write("a.txt", GOOD + "\n\nA new closing paragraph about the tide tables.")])
+    assert [x.status for x in r.results] == ["updated"]
+    assert ctx.catalog.chunking(gen, "a.txt") == own  # the new version is cut the same way
+    assert set(ctx.catalog.chunk_ids(gen, "a.txt")) == {0}

@@ -99,17 +99,46 @@ def test_reingest_all_new_theta_switches_generation(svc, write):
     assert live_info["theta"] == 12 and rows[0]["parents"] > 0
 
 
-def test_reingest_selected_keeps_parameters(svc, write):
+def test_reingest_selected_with_new_theta_changes_only_those(svc, write):
     svc.ingest_files([write("notes.md", TEXT), write("other.md", "Another text about apples and pears.")])
     tok = svc.login("admin", "pw")
-    with pytest.raises(ValueError, match="re-ingest all documents"):
-        svc.reingest(tok, ["notes.md"], "recursive", 99)
+    cat = svc.ctx.catalog
     with pytest.raises(ValueError, match="no such documents: nope.md"):
         svc.reingest(tok, ["nope.md"])
-    gen = svc.ctx.catalog.live_generation().gen
-    report = svc.reingest(tok, ["notes.md"])
-    assert [r.status for r in report.results] == ["updated"] and svc.ctx.catalog.live_generation().gen == gen
-    assert len(svc.ctx.catalog.documents(gen)) == 2
+    with pytest.raises(ValueError, match="chunker mg gives 3 levels, the index has 1"):
+        svc.reingest(tok, ["notes.md"], "mg", 12)
+    assert cat.chunking(cat.live_generation().gen, "notes.md") is None  # the refused call changed nothing
+    gen = cat.live_generation().gen
+    before = {r["doc_id"]: r["n_l0"] for r in cat.documents(gen)}
+    other_ids = cat.chunk_ids(gen, "other.md")
+
+    report = svc.reingest(tok, ["notes.md"], None, 8)  # θ 20 -> 8 for notes.md only, in the live index
+    assert [r.status for r in report.results] == ["updated"] and cat.live_generation().gen == gen
+    after = {r["doc_id"]: r["n_l0"] for r in cat.documents(gen)}
+    assert after["notes.md"] > before["notes.md"] and after["other.md"] == before["other.md"]
+    assert cat.chunk_ids(gen, "other.md") == other_ids
+    assert cat.chunking(gen, "notes.md")["theta"] == 8 and cat.chunking(gen, "other.md") is None
+    _, rows = svc.documents(tok)
+    params = {r["document"]: json.loads(r["parameters"]) for r in rows}
+    assert params["notes.md"]["theta"] == 8 and params["other.md"]["theta"] == 20
+    from retrieval.search import retrieve
+
+    r = retrieve(svc.ctx, "How long has the keeper tended the light?", retriever="bm25")
+    assert r.sources and r.sources[0].doc_id == "notes.md" and "tended the light" in r.sources[0].text
+    assert len(r.sources[0].text.split()) <= 8  # cut at the new θ
+
+    svc.reingest(tok, ["notes.md"])  # without parameters: the document keeps its own
+    assert cat.chunking(gen, "notes.md")["theta"] == 8
+    svc.reingest(tok, None)  # all, without parameters: a new generation, each document keeps its own
+    gen2 = cat.live_generation().gen
+    assert gen2 != gen and cat.chunking(gen2, "notes.md")["theta"] == 8
+    assert {r["doc_id"]: r["n_l0"] for r in cat.documents(gen2)} == after
+    svc.reingest(tok, ["notes.md"], None, 20)  # back to the index's own θ: nothing recorded
+    assert cat.chunking(gen2, "notes.md") is None
+    svc.reingest(tok, ["notes.md"], None, 8)
+    svc.reingest(tok, None, None, 12)  # all, with a θ: every document takes it
+    gen3 = cat.live_generation()
+    assert gen3.theta == 12 and all(r["chunking"] is None for r in cat.documents(gen3.gen))
 
 
 def test_delete_and_chunk_lengths(svc, write):
