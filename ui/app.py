@@ -292,7 +292,7 @@ def build_app(service: UiService):
                                                       label="router training questions", scale=2)
                         train_btn = gr.Button("Train the router", scale=0, elem_id="train-router")
                     stats_plot = gr.Plot(label="Chunk lengths per level (words)", elem_id="stats-plot")
-                    train_msg = gr.Markdown()
+                    train_msg = gr.Markdown(elem_id="train-msg")
                     loss_plot = gr.Plot(label="Router training loss", elem_id="loss-plot")
             with gr.Tab("Evaluate", id="evaluate"):
                 with gr.Row():

@@ -162,3 +162,32 @@ def test_evaluation_saved_and_exported(ui_server, page):
     recs = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
     assert recs and recs[-1]["answers"] == ["twenty-two years"] and recs[-1]["doc_id"] == "keeper.md"
     assert set(recs[-1]) == {"id", "question", "doc_id", "answers", "evidence"}
+
+
+def test_router_trained_from_the_admin_tab(ui_server, page):
+    """Runs last: it turns the shared index into three levels. Ten answers rated good (stored through the service,
+    as the Evaluate tab does) are the training questions; the button trains, plots the loss, and the chat uses
+    the new router."""
+    svc = ui_server.service
+    svc.reingest(svc.login("admin", ADMIN_PASSWORD), None, "mg", 24)
+    for q in ("How long has the keeper tended the light?", "What does the lamp burn?", "When are the weather logs?",
+              "Who is the keeper?", "How often is the lamp wound?", "What is wound by hand?", "Which fuel is used?",
+              "When did the survey team arrive?", "Where is the lighthouse?", "Who tends the light?"):
+        answer = next(v for kind, v in svc.ask(q, backend="extractive") if kind == "done")
+        svc.evaluate(answer.to_dict(), rating="good")
+    _open(page, ui_server.url)
+    _ask(page, "How long has the keeper tended the light?")
+    _wait_sources(page, 1)
+    _see(page.locator("#weights-plot"), "uniform: the router is not trained yet")
+    _open(page, ui_server.url, "Admin")
+    _login(page, ADMIN_PASSWORD)
+    page.locator("#train-router").click()
+    _see(page.locator("#train-msg"), "the chat now uses it")
+    page.locator("#loss-plot img").first.wait_for()
+    assert (ui_server.data_dir / "router" / "config.json").exists()
+    page.screenshot(path=str(ARTIFACTS / "admin-router.png"), full_page=True)
+    _open(page, ui_server.url)
+    _ask(page, "How long has the keeper tended the light?")
+    _wait_sources(page, 1)
+    weights = page.locator("#weights-plot").inner_text()
+    assert "θ/4" in weights and "uniform" not in weights
