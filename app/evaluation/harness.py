@@ -192,7 +192,7 @@ def chunk_documents(bench: B.BenchSet, name: str, theta: int, ctx, *, cache_dir:
         run = ChunkRun(name, theta, {d: h.chunks() for d, h in hier.items()}, time.perf_counter() - t0,
                        _cpu() - c0, hierarchy=hier)
         return run
-    if use_cache and path.exists():
+    if (use_cache or path in _MADE_THIS_RUN) and path.exists():  # --fresh still shares lgmgc's pass with lg
         return _load(path, bench)
 
     scorer = ctx.scorer if name in LM_CHUNKERS else None
@@ -218,7 +218,11 @@ def chunk_documents(bench: B.BenchSet, name: str, theta: int, ctx, *, cache_dir:
                          for t in bench.docs.values())
     run = ChunkRun(name, theta, chunks, seconds, cpu, lm_tokens, doc_tokens)
     _save(path, run)
+    _MADE_THIS_RUN.add(path)
     return run
+
+
+_MADE_THIS_RUN: set[Path] = set()  # chunkings made by this process: reused even with use_cache=False
 
 
 # -- retrieval ---------------------------------------------------------------------------------------------------

@@ -97,6 +97,36 @@ def test_chunk_cache_round_trip_and_lg_is_lgmgc_level_0(bctx, bench_dir):
     assert not H.chunk_documents(bench, "recursive", 40, bctx).cached
 
 
+def test_fresh_run_shares_one_lm_pass_between_lg_and_lgmgc(bctx, bench_dir, monkeypatch):
+    monkeypatch.setattr(H, "_MADE_THIS_RUN", set())
+    bench = B.load_set(str(bench_dir))
+    H.chunk_documents(bench, "lgmgc", 40, bctx)  # an old cache entry, made "before this run"
+    H._MADE_THIS_RUN.clear()
+    lg = H.chunk_documents(bench, "lg", 40, bctx, use_cache=False)
+    tokens = bctx.scorer.tokens_processed
+    lgmgc = H.chunk_documents(bench, "lgmgc", 40, bctx, use_cache=False)
+    assert not lg.cached and lgmgc.cached  # made by lg in this run: read, not made again
+    assert bctx.scorer.tokens_processed == tokens
+
+
+def test_bench_run_section_counts_only_chunkings_made_before_the_run():
+    from app.evaluation.cli import bench_run_section
+
+    def run(cached, seconds):
+        return {"cached": cached, "chunk_seconds": seconds}
+
+    res = {"set": "toy", "runs": {
+        "ppl": {"200": run(True, 120.0), "300": run(True, 0.0)},
+        "lg": {"200": run(False, 60.0)}, "lgmgc": {"200": run(True, 60.0)},  # made by lg in this run
+        "recursive": {"200": run(False, 0.1)}}}
+    info = {"cpu": "cpu", "affinity": 2, "torch": "t", "torch_threads": 2}
+    text = bench_run_section(10.0, "standard", False, info, [res], "2026-01-01")
+    assert "**10.0 minutes**" in text and "2 retrieval chunkings (toy)" in text
+    assert "took 2.0 min" in text and "about **12 minutes**" in text
+    res["runs"]["ppl"] = {"200": run(False, 120.0)}
+    assert "none read from the cache" in bench_run_section(10.0, "standard", False, info, [res], "2026-01-01")
+
+
 def test_run_retrieval_scores_every_chunker_and_theta(bctx, bench_dir, tmp_path):
     res = H.run_retrieval(str(bench_dir), ["recursive", "mg", "lumber", "li-sentence", "li-hierarchical",
                                            "li-semantic"], [40, 80], bctx, budget_words=60, progress=None)
