@@ -64,7 +64,7 @@ def retrieval_section(res: dict, plots: list[Path], command: str) -> str:
     from app.evaluation.harness import retrieval_tables
 
     rel = [os.path.relpath(p, B.ROOT) for p in plots]
-    cached = sum(e.get("cached", False) for by in res["runs"].values() for e in by.values())
+    cached = len(cached_before(res))
     lines = [f"### Retrieval: {res['set']}", "", f"`{command}` ({res.get('subset') or 'all documents'}; "
              f"{res['total_seconds'] / 60:.1f} min, 1-min load mean {res['load']['load1_mean']:.2f}, "
              f"peak RSS {res['peak_rss_mb']:,.0f} MiB{f'; {cached} chunkings from the cache' if cached else ''})",
@@ -179,16 +179,24 @@ def cmd_all(args) -> int:
 DERIVED = {"lg", "li-hierarchical+automerge"}
 
 
+def cached_before(res: dict) -> list[tuple[str, str, str, float]]:
+    """``(set, chunker, θ, chunk seconds)`` of the chunkings a retrieval run read from the cache that were not made
+    earlier in the same run (lgmgc reads the pass lg made); derived ones (lg, automerge) are not chunkings."""
+    out = []
+    for c, runs in res["runs"].items():
+        if c in DERIVED:
+            continue
+        for t, x in runs.items():
+            lg = res["runs"].get("lg", {}).get(t) if c == "lgmgc" else None
+            if isinstance(x, dict) and x.get("cached") and not (isinstance(lg, dict) and not lg.get("cached")):
+                out.append((res["set"], c, t, float(x.get("chunk_seconds") or 0.0)))
+    return out
+
+
 def bench_run_section(minutes: float, profile: str, fresh: bool, info: dict, results: list[dict], day: str) -> str:
     """The ``bench-run`` section: how long the run took, and how much chunking it read from the cache instead of
     doing (with the time that chunking took when it was made), so a cold run's length can be read off."""
-    def made_before(res, c, t, x) -> bool:  # read from the cache, and not made earlier in this run (lg -> lgmgc)
-        lg = res["runs"].get("lg", {}).get(t) if c == "lgmgc" else None
-        return bool(x.get("cached")) and not (isinstance(lg, dict) and not lg.get("cached"))
-
-    cached = [(res["set"], c, t, float(x.get("chunk_seconds") or 0.0))
-              for res in results for c, runs in res["runs"].items() if c not in DERIVED
-              for t, x in runs.items() if isinstance(x, dict) and made_before(res, c, t, x)]
+    cached = [x for res in results for x in cached_before(res)]
     line = (f"`make bench` (= `mgrag bench all --profile {profile}`{' --fresh' if fresh else ''}) last ran on {day} "
             f"in **{minutes:.1f} minutes** on {info.get('cpu')} ({info.get('affinity')} cores, torch "
             f"{info.get('torch')}, {info.get('torch_threads')} threads).")
