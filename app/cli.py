@@ -67,18 +67,21 @@ def cmd_reingest(args) -> int:
 
     ctx = _ctx(args)
     ing = Ingestor(ctx, progress=not args.quiet)
-    if args.docs:  # some documents, in place in the live index, with their own chunker/θ if given
+    if args.docs:  # some documents re-chunked (with their own chunker/θ if given), the rest copied; atomic switch
         ids = [ctx.catalog.find_document(ref) for ref in args.docs]
         try:
             unknown = [ref for ref, d in zip(args.docs, ids) if d is None]
             if unknown:
                 raise ValueError(f"no document matches {', '.join(map(repr, unknown))}; see `mgrag docs`")
-            report = ing.refresh(ids, args.chunker, args.theta)
+            report = ing.reingest(args.chunker, args.theta, allow_partial=args.allow_partial, only=ids)
         except ValueError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         _print_report(report)
-        return 1 if report.failed else 0
+        if report.failed and not args.allow_partial:
+            print("re-ingestion failed; the live index is unchanged", file=sys.stderr)
+            return 1
+        return 0
     report = ing.reingest(args.chunker, args.theta, allow_partial=args.allow_partial)
     _print_report(report)
     live = ctx.catalog.live_generation()
@@ -241,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("reingest", help="rebuild the index from stored originals (atomic switch)",
                        description="Rebuild every document into a new index generation and switch atomically; or, "
-                                   "naming documents, rebuild those in place (with --chunker/--theta: for them only).")
+                                   "naming documents, re-chunk only those (with --chunker/--theta: for them only) and copy the rest.")
     s.add_argument("docs", nargs="*", metavar="DOC", help="documents to rebuild (name or hash prefix); default: all")
     s.add_argument("--chunker", choices=("recursive", "paragraph", "semantic", "lg", "mg", "lgmgc", "ppl", "llamachunk",
                                          "lumber"))

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from app.context import AppContext
 from ingest.catalog import Generation
 from ingest.chunkers import NEEDS_LM, build_chunker
@@ -222,20 +224,30 @@ class Ingestor:
                 b.close()
 
     # -- re-ingestion -------------------------------------------------------------------------------
-    def reingest(self, chunker: str | None = None, theta: int | None = None, allow_partial: bool = False, _fail_hook: Callable[[str], None] | None = None) -> IngestReport:
+    def reingest(self, chunker: str | None = None, theta: int | None = None, allow_partial: bool = False,
+                 _fail_hook: Callable[[str], None] | None = None, only: Iterable[str] | None = None) -> IngestReport:
         """Rebuild the index from stored originals into a new generation, then switch atomically.
 
         Every document is re-chunked. With a ``chunker`` or ``theta`` the whole index takes those parameters; with
-        neither, each document keeps its own (those :meth:`refresh` gave it) and the rest take the live index's.
+        neither, each document keeps its own (those given to it alone) and the rest take the live index's.
+        With ``only`` (document ids), just those are re-chunked, with ``chunker``/``theta`` recorded for them
+        alone if given (else their own parameters); the other documents' chunks and vectors are copied into the
+        new generation unchanged, so nothing is re-embedded for them.
         If any document fails, the new generation is dropped and the live index is left as it was, unless
         ``allow_partial`` (then the failed documents are left out of the new index).
         """
-        keep_own = chunker is None and theta is None
         s, cat, index = self.ctx.settings, self.ctx.catalog, self.ctx.index
         live = self.live_generation(create=False)
+        selected: dict[str, dict | None] | None = None
+        if only is not None:
+            if live is None:
+                raise ValueError("the index is empty; nothing to re-ingest")
+            selected = self._plans(live, list(only), chunker, theta)
+            chunker, theta = None, None  # the generation keeps the live parameters
+        keep_own = chunker is None and theta is None
         chunker = chunker or (live.chunker if live else s.chunker)
         theta = theta or (live.theta if live else s.theta)
-        probe = self._chunker_for(chunker, theta)
+        probe = self._chunker_for(chunker, theta, params=live.params if live and selected is not None else None)
         gen_id = cat.new_generation(chunker, theta, probe.describe(), s.embedder, self.ctx.embedder.dim, probe.n_levels)
         gen = cat.generation(gen_id)
         for orphan in index.orphan_collections([g.gen for g in cat.generations("live")] + [gen_id]):
@@ -244,6 +256,8 @@ class Ingestor:
         run = cat.start_run("reingest", gen_id)
         report = IngestReport(generation=gen_id)
         rows = cat.documents(live.gen if live else None)
+        if selected is not None:  # a document outside the live index (left out by a partial run) stays out
+            rows = [r for r in rows if r["n_l0"] is not None or r["doc_id"] in selected]
         bar, wbar = self._bars(len(rows), "documents")
         for row in rows:
             t0 = time.time()
@@ -254,11 +268,19 @@ class Ingestor:
                     _fail_hook(row["doc_id"])
                 text, data = self.ctx.store.text(row["hash"]), self.ctx.store.original(row["hash"])
                 doc = LoadedDoc(row["name"], data, text, row["kind"])
-                own = row.get("chunking") if keep_own else None
-                chunks, vectors = self._build(doc, row["doc_id"], row["hash"], gen, wbar.update if wbar else None, own)
+                copied = selected is not None and row["doc_id"] not in selected
+                if copied:
+                    own = row.get("chunking")  # not selected: the live chunks and vectors, copied
+                    chunks, vectors = self._copy(live, row["doc_id"], row["hash"])
+                else:
+                    own = selected[row["doc_id"]] if selected is not None else row.get("chunking") if keep_own else None
+                    chunks, vectors = self._build(doc, row["doc_id"], row["hash"], gen, wbar.update if wbar else None,
+                                                  own)
                 self._write(gen, doc, row["doc_id"], row["hash"], chunks, vectors, t0, own)
                 counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))
-                report.results.append(FileResult(row["name"], "ingested", "", row["doc_id"], counts, time.time() - t0))
+                report.results.append(FileResult(row["name"], "copied" if copied else "ingested",
+                                                 "unchanged, copied" if copied else "", row["doc_id"], counts,
+                                                 time.time() - t0))
             except Exception as e:
                 log.warning("re-ingesting %s failed: %s", row["name"], e)
                 report.results.append(FileResult(row["name"], "failed", f"{e.__class__.__name__}: {e}", row["doc_id"]))
@@ -283,6 +305,51 @@ class Ingestor:
         cat.finish_run(run, "done" if not report.failed else "partial", len(report.ok), len(report.failed))
         return report
 
+    def _plans(self, live: Generation, doc_ids: list[str], chunker: str | None, theta: int | None
+               ) -> dict[str, dict | None]:
+        """Each document's own chunking parameters after a re-ingestion of just these documents with ``chunker``
+        and/or ``theta`` (None: the index's own). Unknown documents, a bad θ and a chunker with more levels than
+        the index are refused here, before anything is written."""
+        rows = {r["doc_id"]: r for r in self.ctx.catalog.documents(live.gen)}
+        missing = [d for d in doc_ids if d not in rows]
+        if missing:
+            raise ValueError(f"no such documents: {', '.join(missing)}; see `mgrag docs`")
+        if not doc_ids:
+            raise ValueError("no documents selected")
+        if theta is not None and theta < 4:
+            raise ValueError(f"θ must be at least 4 words, got {theta}")
+        out = {}
+        for d in doc_ids:
+            row = rows[d]
+            if chunker is None and theta is None:
+                out[d] = row["chunking"]
+                continue
+            base = row["chunking"] or {"chunker": live.chunker, "theta": live.theta}
+            name, th = chunker or base["chunker"], theta or base["theta"]
+            probe = self._chunker_for(name, th)
+            if probe.n_levels > live.n_levels:
+                raise ValueError(f"chunker {name} gives {probe.n_levels} levels, the index has {live.n_levels}; "
+                                 "re-ingest all documents to change the level set")
+            same = name == live.chunker and th == live.theta and probe.describe() == live.params
+            out[d] = None if same else {"chunker": name, "theta": th, "params": probe.describe()}
+        return out
+
+    def _copy(self, live: Generation, doc_id: str, h: str) -> tuple[list[Chunk], np.ndarray]:
+        """A document's chunks and vectors as they are in the live generation (for a re-ingestion of others)."""
+        ids = self.ctx.catalog.chunk_ids(live.gen, doc_id)
+        points = [p for lv in sorted(ids) for p in self.ctx.client.retrieve(
+            self.ctx.index.collection(live.gen, lv), ids=ids[lv], with_payload=True, with_vectors=True)]
+        spans = {p.id: (p.payload["start"], p.payload["end"]) for p in points if p.payload["level"] == 0}
+        chunks, vectors = [], []
+        for p in points:
+            pl = p.payload
+            ps, pe = spans[pl["parent_id"]]
+            chunks.append(Chunk(pl["text"], pl["start"], pl["end"], pl["level"], ps, pe, doc_id, h))
+            vectors.append(p.vector)
+        if not chunks:
+            raise IngestError(doc_id, "has no chunks in the live index to copy")
+        return chunks, np.asarray(vectors, dtype=np.float32)
+
     def refresh(self, doc_ids: Iterable[str], chunker: str | None = None, theta: int | None = None) -> IngestReport:
         """Re-chunk and re-embed some documents in place, in the live generation. With a ``chunker`` and/or
         ``theta`` those documents are cut with them (recorded per document; the others keep theirs), else each with
@@ -297,23 +364,7 @@ class Ingestor:
         missing = [d for d in wanted if d not in rows]
         if missing:
             raise ValueError(f"no such documents: {', '.join(missing)}; see `mgrag docs`")
-        if theta is not None and theta < 4:
-            raise ValueError(f"θ must be at least 4 words, got {theta}")
-
-        def own_chunking(row) -> dict | None:
-            if chunker is None and theta is None:
-                return row["chunking"]
-            base = row["chunking"] or {"chunker": live.chunker, "theta": live.theta}
-            name, th = chunker or base["chunker"], theta or base["theta"]
-            probe = self._chunker_for(name, th)
-            if probe.n_levels > live.n_levels:
-                raise ValueError(f"chunker {name} gives {probe.n_levels} levels, the index has {live.n_levels}; "
-                                 "re-ingest all documents to change the level set")
-            if name == live.chunker and th == live.theta and probe.describe() == live.params:
-                return None  # back to the index's own parameters
-            return {"chunker": name, "theta": th, "params": probe.describe()}
-
-        plans = {d: own_chunking(rows[d]) for d in wanted}  # every choice checked before anything is written
+        plans = self._plans(live, wanted, chunker, theta)  # every choice checked before anything is written
         report = IngestReport(generation=live.gen)
         run = cat.start_run("refresh", live.gen)
         bar, _ = self._bars(len(wanted), "documents")

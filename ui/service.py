@@ -388,8 +388,9 @@ class UiService:
     def reingest(self, token: str, doc_ids: list[str] | None = None, chunker: str | None = None,
                  theta: int | None = None, progress: Progress | None = None):
         """All documents (``doc_ids`` None or empty): a new generation with ``chunker``/``theta``, built beside the
-        live one and switched atomically. Some documents: rebuilt in place in the live index, one document swapped
-        at a time, with ``chunker``/``theta`` if given (recorded for those documents only) or with their own."""
+        live one and switched atomically. Some documents: the same, but only those are re-chunked, with
+        ``chunker``/``theta`` if given (recorded for those documents only) or with their own; the others' chunks
+        and vectors are copied into the new generation."""
         self.auth.check(token)
         live = self.ctx.catalog.live_generation()
         if live is None:
@@ -400,7 +401,7 @@ class UiService:
         with self._writing("reingest"):
             ing = self._ingestor(progress)
             if doc_ids:
-                return ing.refresh(doc_ids, chunker or None, theta)
+                return ing.reingest(chunker or None, theta, only=doc_ids)
             return ing.reingest(chunker, theta)
 
     def chunk_lengths(self, token: str) -> dict[int, list[int]]:

@@ -257,3 +257,24 @@ def test_document_with_its_own_theta_keeps_it_through_an_update(make_ctx, write)
     assert [x.status for x in r.results] == ["updated"]
     assert ctx.catalog.chunking(gen, "a.txt") == own  # the new version is cut the same way
     assert set(ctx.catalog.chunk_ids(gen, "a.txt")) == {0}
+
+
+def test_failed_selected_reingest_leaves_live_index_whole(make_ctx, write):
+    ctx = make_ctx(chunker="mg", theta=40)
+    Ingestor(ctx).ingest_paths([write("a.txt", GOOD), write("b.txt", GOOD.replace("cat", "cow"))])
+    g1, before = ctx.catalog.live_generation(), counts(ctx)
+    ids_before = {d: ctx.catalog.chunk_ids(g1.gen, d) for d in ("a.txt", "b.txt")}
+
+    def boom(doc_id):
+        if doc_id == "b.txt":  # b is only being copied: a failure there must not switch either
+            raise RuntimeError("disk on fire")
+
+    r = Ingestor(ctx).reingest(theta=12, only=["a.txt"], _fail_hook=boom)
+    assert {x.name: x.status for x in r.results} == {"a.txt": "ingested", "b.txt": "failed"}
+    assert ctx.catalog.live_generation().gen == g1.gen and counts(ctx) == before
+    assert {d: ctx.catalog.chunk_ids(g1.gen, d) for d in ("a.txt", "b.txt")} == ids_before
+    assert ctx.catalog.chunking(g1.gen, "a.txt") is None
+    assert not ctx.client.collection_exists(ctx.index.collection(g1.gen + 1, 0))
+    with pytest.raises(ValueError, match="no such documents: zzz"):
+        Ingestor(ctx).reingest(theta=12, only=["zzz"])
+    assert ctx.catalog.live_generation().gen == g1.gen

@@ -111,13 +111,20 @@ def test_reingest_selected_with_new_theta_changes_only_those(svc, write):
     gen = cat.live_generation().gen
     before = {r["doc_id"]: r["n_l0"] for r in cat.documents(gen)}
     other_ids = cat.chunk_ids(gen, "other.md")
+    embedded = []
+    real_embed = svc.ctx.embedder.embed_passages
+    svc.ctx.embedder.embed_passages = lambda texts: embedded.extend(texts) or real_embed(texts)
 
-    report = svc.reingest(tok, ["notes.md"], None, 8)  # θ 20 -> 8 for notes.md only, in the live index
-    assert [r.status for r in report.results] == ["updated"] and cat.live_generation().gen == gen
-    after = {r["doc_id"]: r["n_l0"] for r in cat.documents(gen)}
+    # θ 20 -> 8 for notes.md only: a new generation built beside the live one, other.md copied into it
+    report = svc.reingest(tok, ["notes.md"], None, 8)
+    assert {r.name: r.status for r in report.results} == {"notes.md": "ingested", "other.md": "copied"}
+    gen1 = cat.live_generation().gen
+    assert gen1 > gen and not svc.ctx.client.collection_exists(svc.ctx.index.collection(gen, 0))  # switched
+    assert embedded and not any("apples and pears" in t for t in embedded)  # other.md was not re-embedded
+    after = {r["doc_id"]: r["n_l0"] for r in cat.documents(gen1)}
     assert after["notes.md"] > before["notes.md"] and after["other.md"] == before["other.md"]
-    assert cat.chunk_ids(gen, "other.md") == other_ids
-    assert cat.chunking(gen, "notes.md")["theta"] == 8 and cat.chunking(gen, "other.md") is None
+    assert cat.chunk_ids(gen1, "other.md") == other_ids  # same chunks, same ids
+    assert cat.chunking(gen1, "notes.md")["theta"] == 8 and cat.chunking(gen1, "other.md") is None
     _, rows = svc.documents(tok)
     params = {r["document"]: json.loads(r["parameters"]) for r in rows}
     assert params["notes.md"]["theta"] == 8 and params["other.md"]["theta"] == 20
@@ -126,15 +133,17 @@ def test_reingest_selected_with_new_theta_changes_only_those(svc, write):
     r = retrieve(svc.ctx, "How long has the keeper tended the light?", retriever="bm25")
     assert r.sources and r.sources[0].doc_id == "notes.md" and "tended the light" in r.sources[0].text
     assert len(r.sources[0].text.split()) <= 8  # cut at the new θ
+    r = retrieve(svc.ctx, "apples and pears", retriever="dense")  # the copied vectors are searchable
+    assert r.sources and r.sources[0].doc_id == "other.md"
 
     svc.reingest(tok, ["notes.md"])  # without parameters: the document keeps its own
-    assert cat.chunking(gen, "notes.md")["theta"] == 8
-    svc.reingest(tok, None)  # all, without parameters: a new generation, each document keeps its own
+    assert cat.chunking(cat.live_generation().gen, "notes.md")["theta"] == 8
+    svc.reingest(tok, None)  # all, without parameters: each document keeps its own
     gen2 = cat.live_generation().gen
-    assert gen2 != gen and cat.chunking(gen2, "notes.md")["theta"] == 8
+    assert cat.chunking(gen2, "notes.md")["theta"] == 8
     assert {r["doc_id"]: r["n_l0"] for r in cat.documents(gen2)} == after
     svc.reingest(tok, ["notes.md"], None, 20)  # back to the index's own θ: nothing recorded
-    assert cat.chunking(gen2, "notes.md") is None
+    assert cat.chunking(cat.live_generation().gen, "notes.md") is None
     svc.reingest(tok, ["notes.md"], None, 8)
     svc.reingest(tok, None, None, 12)  # all, with a θ: every document takes it
     gen3 = cat.live_generation()
