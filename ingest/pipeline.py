@@ -350,43 +350,6 @@ class Ingestor:
             raise IngestError(doc_id, "has no chunks in the live index to copy")
         return chunks, np.asarray(vectors, dtype=np.float32)
 
-    def refresh(self, doc_ids: Iterable[str], chunker: str | None = None, theta: int | None = None) -> IngestReport:
-        """Re-chunk and re-embed some documents in place, in the live generation. With a ``chunker`` and/or
-        ``theta`` those documents are cut with them (recorded per document; the others keep theirs), else each with
-        the parameters it has. The chunker may not give more levels than the index has. Each document is swapped as in
-        an update: new points written, then the obsolete ones deleted, so questions keep being answered."""
-        cat = self.ctx.catalog
-        live = self.live_generation(create=False)
-        if live is None:
-            raise ValueError("the index is empty; nothing to re-ingest")
-        rows = {r["doc_id"]: r for r in cat.documents(live.gen)}
-        wanted = list(doc_ids)
-        missing = [d for d in wanted if d not in rows]
-        if missing:
-            raise ValueError(f"no such documents: {', '.join(missing)}; see `mgrag docs`")
-        plans = self._plans(live, wanted, chunker, theta)  # every choice checked before anything is written
-        report = IngestReport(generation=live.gen)
-        run = cat.start_run("refresh", live.gen)
-        bar, _ = self._bars(len(wanted), "documents")
-        for d in wanted:
-            row, t0 = rows[d], time.time()
-            if bar is not None:
-                bar.set_postfix_str(row["name"][:40])
-            try:
-                doc = LoadedDoc(row["name"], self.ctx.store.original(row["hash"]), self.ctx.store.text(row["hash"]),
-                                row["kind"])
-                chunks, vectors = self._build(doc, d, row["hash"], live, chunking=plans[d])
-                self._write(live, doc, d, row["hash"], chunks, vectors, t0, plans[d])
-                counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(live.n_levels))
-                report.results.append(FileResult(row["name"], "updated", "", d, counts, time.time() - t0))
-            except Exception as e:
-                log.warning("re-ingesting %s failed: %s", row["name"], e)
-                report.results.append(FileResult(row["name"], "failed", f"{e.__class__.__name__}: {e}", d))
-            if bar is not None:
-                bar.update(1)
-        cat.finish_run(run, "done" if not report.failed else "partial", len(report.ok), len(report.failed))
-        return report
-
     # -- deletion -----------------------------------------------------------------------------------
     def delete(self, ref: str) -> str:
         cat = self.ctx.catalog

@@ -443,7 +443,7 @@ class UiService:
 
 
 def _own_params(chunking: dict | None) -> dict | None:
-    """A document's own chunking parameters (see ``Ingestor.refresh``) as the documents table shows them."""
+    """A document's own chunking parameters (see ``Ingestor.reingest(only=...)``) as the documents table shows them."""
     if not chunking:
         return None
     return {**(chunking.get("params") or {}), "chunker": chunking["chunker"], "theta": chunking["theta"]}
