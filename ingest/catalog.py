@@ -29,6 +29,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     gen INTEGER NOT NULL, id TEXT NOT NULL, doc_id TEXT NOT NULL, level INTEGER NOT NULL,
     start INTEGER NOT NULL, "end" INTEGER NOT NULL, parent_id TEXT NOT NULL, PRIMARY KEY (gen, id));
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(gen, doc_id);
+CREATE INDEX IF NOT EXISTS chunks_parent ON chunks(gen, parent_id);
 CREATE TABLE IF NOT EXISTS runs (
     run_id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT, gen INTEGER, started REAL, finished REAL,
     status TEXT, n_ok INTEGER, n_failed INTEGER, detail TEXT);

@@ -105,5 +105,4 @@ def train_from_index(ctx, question_files: Sequence[str | Path], out: str | Path,
         "seconds": time.perf_counter() - t0,
     }
     (out / "training.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    ctx.__dict__.pop("router", None)  # the context loads the new router on its next question
     return report

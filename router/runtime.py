@@ -52,6 +52,8 @@ class RouterRuntime:
                 self._checked[key] = None
             except RouterError as e:
                 self._checked[key] = str(e)
+                if not self.explicit:  # said once per index shape, not on every question
+                    log.warning("router refused, using uniform weights: %s", e)
         return self._checked[key]
 
     def uses_index_embedder(self) -> bool:
@@ -107,7 +109,6 @@ def route(runtime: RouterRuntime | None, note: str, *, embedder_name: str, n_lev
     if why is not None:
         if runtime.explicit:
             raise RouterError(why)
-        log.warning("router refused, using uniform weights: %s", why)
         return [1.0] * n_levels, f"uniform (the shipped router does not fit this index: {why})", 0.0
     t = time.perf_counter()
     if query_vector is None or not runtime.uses_index_embedder():
