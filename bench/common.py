@@ -16,4 +16,3 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from app.evaluation.bench import *  # noqa: E402,F401,F403
-from app.evaluation.bench import _DocIndex, _overlaps  # noqa: E402,F401

@@ -214,8 +214,7 @@ def evaluate_retrieval(bench: BenchSet, chunks_by_doc: dict[str, list[Chunk]], e
         rows.append(row)
     search_seconds = time.perf_counter() - t1
 
-    metric_keys = [k for k in rows[0] if k not in ("id", "doc_id", "first_relevant_rank", "weights")] if rows else []
-    out: dict = {key: float(np.mean([r[key] for r in rows])) for key in metric_keys}
+    out: dict = summarise_rows(rows)
     all_parents = [w for di in index.values() for w in di.parent_words.values()]
     out.update({
         "n_questions": len(rows),
@@ -237,6 +236,12 @@ def evaluate_retrieval(bench: BenchSet, chunks_by_doc: dict[str, list[Chunk]], e
     if keep_per_question:
         out["per_question"] = rows
     return out
+
+
+def summarise_rows(rows: list[dict]) -> dict:
+    """The mean of every metric over per-question rows (ids, ranks and weights left out)."""
+    keys = [k for k in rows[0] if k not in ("id", "doc_id", "first_relevant_rank", "weights")] if rows else []
+    return {k: float(np.mean([r[k] for r in rows])) for k in keys}
 
 
 def _spans_under(di: _DocIndex, hits: Sequence[Hit]) -> dict[str, ChunkSpan]:

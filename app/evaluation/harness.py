@@ -107,13 +107,6 @@ class ChunkRun:
         return self.lm_tokens / self.doc_tokens if self.doc_tokens else None
 
 
-def _cpu() -> float:
-    import resource
-
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
 def _settings_key(name: str, ctx) -> dict:
     s = ctx.settings
     key: dict = {"v": CACHE_VERSION, "cv": CHUNKER_VERSION.get(name, 1)}
@@ -186,11 +179,11 @@ def chunk_documents(bench: B.BenchSet, name: str, theta: int, ctx, *, cache_dir:
     path = _cache_path(cache_dir, bench, name, theta, ctx)
     if name == "li-hierarchical":
         hier = {}
-        t0, c0 = time.perf_counter(), _cpu()
+        t0, c0 = time.perf_counter(), B.cpu_seconds()
         for d, text in bench.docs.items():
             hier[d] = Hierarchy(text, theta)
         run = ChunkRun(name, theta, {d: h.chunks() for d, h in hier.items()}, time.perf_counter() - t0,
-                       _cpu() - c0, hierarchy=hier)
+                       B.cpu_seconds() - c0, hierarchy=hier)
         return run
     if (use_cache or path in _MADE_THIS_RUN) and path.exists():  # --fresh still shares lgmgc's pass with lg
         return _load(path, bench)
@@ -202,7 +195,7 @@ def chunk_documents(bench: B.BenchSet, name: str, theta: int, ctx, *, cache_dir:
     sentences_mod._cached.cache_clear()  # each chunker pays its own sentence segmentation
     chunks: dict[str, list[Chunk]] = {}
     tok0 = scorer.tokens_processed if scorer else 0
-    t0, c0 = time.perf_counter(), _cpu()
+    t0, c0 = time.perf_counter(), B.cpu_seconds()
     for i, (d, text) in enumerate(bench.docs.items()):
         if progress:
             progress(f"{bench.name}: {name} θ={theta}: {d} ({i + 1}/{len(bench.docs)})")
@@ -210,7 +203,7 @@ def chunk_documents(bench: B.BenchSet, name: str, theta: int, ctx, *, cache_dir:
             chunks[d] = spans_to_chunks(text, peer_spans(name, text, theta, ctx.embedder))
         else:
             chunks[d] = chunker.chunk(text)
-    seconds, cpu = time.perf_counter() - t0, _cpu() - c0
+    seconds, cpu = time.perf_counter() - t0, B.cpu_seconds() - c0
     lm_tokens = (scorer.tokens_processed - tok0) if scorer else 0
     doc_tokens = 0
     if scorer is not None:
@@ -222,15 +215,10 @@ def chunk_documents(bench: B.BenchSet, name: str, theta: int, ctx, *, cache_dir:
     return run
 
 
-_MADE_THIS_RUN: set[Path] = set()  # chunkings made by this process: reused even with use_cache=False
+_MADE_THIS_RUN: set[Path] = set()  # chunkings made by the current run: reused even with use_cache=False
 
 
 # -- retrieval ---------------------------------------------------------------------------------------------------
-def summarise_rows(rows: list[dict]) -> dict:
-    keys = [k for k in rows[0] if k not in ("id", "doc_id", "first_relevant_rank", "weights")] if rows else []
-    return {k: float(np.mean([r[k] for r in rows])) for k in keys}
-
-
 def evaluate_automerging(bench: B.BenchSet, run: ChunkRun, embedder, *, top_k: int = 20,
                          budget_words: int = 1500) -> dict:
     """llama-index's own pipeline: leaves searched by vector similarity, merged by ``AutoMergingRetriever``."""
@@ -239,16 +227,17 @@ def evaluate_automerging(bench: B.BenchSet, run: ChunkRun, embedder, *, top_k: i
     retrievers = {d: h.automerging(embedding, top_k) for d, h in run.hierarchy.items()}
     embed_seconds = time.perf_counter() - t0
     rows, relabelled = [], 0
+    leaves = {d: h.leaf_spans() for d, h in run.hierarchy.items()}
     t1 = time.perf_counter()
     for q in bench.questions:
         if q.doc_id not in retrievers:
             continue
         ranked = retrievers[q.doc_id](q.question)
-        row, n = B.question_metrics(q, bench.docs[q.doc_id], ranked, run.hierarchy[q.doc_id].leaf_spans(),
+        row, n = B.question_metrics(q, bench.docs[q.doc_id], ranked, leaves[q.doc_id],
                                     budget_words=budget_words)
         rows.append(row)
         relabelled += n
-    out = summarise_rows(rows)
+    out = B.summarise_rows(rows)
     roots = [c for cs in run.chunks.values() for c in cs if c.level == 0]
     out.update(n_questions=len(rows), n_evidence_relabelled=relabelled,
                n_chunks=sum(len(cs) for cs in run.chunks.values()), n_parents=len(roots),
@@ -269,6 +258,7 @@ def run_retrieval(set_name: str | B.BenchSet, chunkers: Sequence[str], thetas: S
                   budget_words: int = 1500, progress: Callable[[str], None] | None = print,
                   subset: str = "") -> dict:
     """Every chunker at every θ on one bench set; returns the results dict (see :func:`retrieval_tables`)."""
+    _MADE_THIS_RUN.clear()
     bench = set_name if isinstance(set_name, B.BenchSet) else B.load_set(set_name, docs)
     if max_questions is not None:
         bench.questions = bench.questions[:max_questions]
@@ -459,6 +449,7 @@ def run_qa(set_name: str | B.BenchSet, ctx, synthesizer, *, chunkers: Sequence[s
            budget_words: int = 1500, no_retrieval_words: int = 3500,
            progress: Callable[[str], None] | None = print) -> dict:
     """QA F1 per subset: each chunker's retrieved context vs the no-retrieval baseline, one synthesizer."""
+    _MADE_THIS_RUN.clear()
     from app.evaluation.metrics import qa_f1_max
     from retrieval.scoring import Hit, assemble_context, rank_parents
     from retrieval.search import no_retrieval_context
