@@ -16,25 +16,34 @@ def openai_client(s):
 
 
 def make_synthesizer(name: str, ctx):
-    """The backend named by the settings (models load lazily, on first use)."""
+    """The backend named by the settings (models load lazily, on first use). The model-backed ones and the
+    extractive one (its sentence-vector cache) are kept on the context, one per configuration, so a server does
+    not load a model per question and a backend's generation lock is shared by every session."""
     s = ctx.settings
-    if name == "extractive":  # one per context, so its sentence-vector cache lives across questions
+    cache = ctx.__dict__.setdefault("_synthesizers", {})
+
+    def kept(key, build):
+        if key not in cache:
+            cache[key] = build()
+        return cache[key]
+
+    if name == "extractive":
         from app.synth.extractive import ExtractiveSynthesizer
 
-        synth = ctx.__dict__.get("_extractive_synth")
-        if synth is None or synth.embedder is not ctx.embedder:
-            synth = ctx.__dict__["_extractive_synth"] = ExtractiveSynthesizer(ctx.embedder)
-        return synth
+        emb = ctx.embedder
+        return kept(("extractive", id(emb)), lambda: ExtractiveSynthesizer(emb))
     if name == "openai":
         return openai_client(s)
     if name == "transformers":
         from app.synth.hf import load_chat_synthesizer
 
-        return load_chat_synthesizer(s.synth_model, max_new_tokens=s.max_new_tokens, load_in_4bit=s.synth_4bit,
-                                     total_timeout=s.llm_total_timeout_s)
+        return kept(("transformers", s.synth_model, s.max_new_tokens, s.synth_4bit, s.llm_total_timeout_s),
+                    lambda: load_chat_synthesizer(s.synth_model, max_new_tokens=s.max_new_tokens,
+                                                  load_in_4bit=s.synth_4bit, total_timeout=s.llm_total_timeout_s))
     if name == "offline":
         from app.synth.hf import load_offline_synthesizer
 
-        return load_offline_synthesizer(ctx, max_new_tokens=s.offline_max_new_tokens,
-                                        total_timeout=s.llm_total_timeout_s)
+        return kept(("offline", s.lm_model, s.offline_max_new_tokens, s.llm_total_timeout_s),
+                    lambda: load_offline_synthesizer(ctx, max_new_tokens=s.offline_max_new_tokens,
+                                                     total_timeout=s.llm_total_timeout_s))
     raise ValueError(f"unknown synthesizer backend {name!r}; choose one of {', '.join(BACKENDS)}")
