@@ -119,7 +119,7 @@ class Ingestor:
         return chunks, vectors
 
     def _write(self, gen: Generation, doc: LoadedDoc, doc_id: str, h: str, chunks, vectors, t0: float,
-               chunking: dict | None = None) -> None:
+               chunking: dict | None = None, size: int | None = None) -> None:
         """Write points, then the catalog; on failure delete what was written. Old version's points go last."""
         cat, index = self.ctx.catalog, self.ctx.index
         old = cat.chunk_ids(gen.gen, doc_id)
@@ -130,8 +130,8 @@ class Ingestor:
         try:
             index.upsert(gen.gen, chunks, vectors, cat.version_for(doc_id, h))
             bm25.update(gen.gen, chunks)
-            cat.record_indexed(gen.gen, doc_id, doc.name, h, len(doc.data), doc.kind, chunks, time.time() - t0,
-                               chunking)
+            size = len(doc.data) if size is None else size
+            cat.record_indexed(gen.gen, doc_id, doc.name, h, size, doc.kind, chunks, time.time() - t0, chunking)
         except BaseException:
             stale = {lv: [i for i in ids if i not in set(old.get(lv, []))] for lv, ids in new_ids.items()}
             try:
@@ -266,17 +266,19 @@ class Ingestor:
             try:
                 if _fail_hook:
                     _fail_hook(row["doc_id"])
-                text, data = self.ctx.store.text(row["hash"]), self.ctx.store.original(row["hash"])
-                doc = LoadedDoc(row["name"], data, text, row["kind"])
                 copied = selected is not None and row["doc_id"] not in selected
-                if copied:
-                    own = row.get("chunking")  # not selected: the live chunks and vectors, copied
+                if copied:  # not selected: the live chunks (their text included) and vectors, copied
+                    own = row.get("chunking")
+                    doc = LoadedDoc(row["name"], b"", "", row["kind"])
                     chunks, vectors = self._copy(live, row["doc_id"], row["hash"])
                 else:
+                    text, data = self.ctx.store.text(row["hash"]), self.ctx.store.original(row["hash"])
+                    doc = LoadedDoc(row["name"], data, text, row["kind"])
                     own = selected[row["doc_id"]] if selected is not None else row.get("chunking") if keep_own else None
                     chunks, vectors = self._build(doc, row["doc_id"], row["hash"], gen, wbar.update if wbar else None,
                                                   own)
-                self._write(gen, doc, row["doc_id"], row["hash"], chunks, vectors, t0, own)
+                self._write(gen, doc, row["doc_id"], row["hash"], chunks, vectors, t0, own,
+                            size=row["size"] if copied else None)
                 counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))
                 report.results.append(FileResult(row["name"], "copied" if copied else "ingested",
                                                  "unchanged, copied" if copied else "", row["doc_id"], counts,
