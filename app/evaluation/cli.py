@@ -238,6 +238,59 @@ def cmd_report(args) -> int:
     return 0
 
 
+DEFAULT_ANSWER_CANDIDATES = ("gemma-1500", "gemma-1500-ungrounded", "gemma-500", "hybrid-gemma-500", "qwen-500",
+                             "qwen-500-ungrounded", "hybrid-qwen-500", "qwen-1500", "extractive", "openai-stub")
+
+
+def cmd_answers(args) -> int:
+    """``mgrag bench answers``: see app/evaluation/answers.py."""
+    import json
+
+    from app.evaluation import bench as B
+    from app.evaluation.answers import CANDIDATES, answers_section, answers_table, followups_table, run_answers
+    from app.evaluation.harness import BenchError, write_results
+    from app.settings import Settings
+
+    out = _results_dir(args)
+    if args.report:
+        res = json.loads((out / "answers.json").read_text(encoding="utf-8"))
+    else:
+        bad = [c for c in args.candidates + [args.followups_with] if c and c not in CANDIDATES]
+        if bad:
+            raise BenchError(f"unknown configuration(s) {', '.join(bad)}; choose from {', '.join(CANDIDATES)}")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        kw = {"data_dir": args.data_dir} if getattr(args, "data_dir", None) else {}
+        if args.threads:
+            import torch
+
+            torch.set_num_threads(args.threads)
+            kw["torch_threads"] = args.threads
+        res = run_answers(Settings(**kw), args.candidates, followups_with=args.followups_with or None,
+                          llm_rewrite=not args.no_llm_rewrite, max_questions=args.max_questions,
+                          progress=None if args.quiet else print)
+        res["command"] = _answers_command(args)
+        path = write_results("answers.json", res, out)
+        print(f"wrote {path}")
+    print(answers_table(res))
+    if "followups" in res:
+        print(followups_table(res))
+    if args.write_section or args.report:
+        B.write_section("answers", answers_section(res, res.get("command") or _answers_command(args)))
+    return 0
+
+
+def _answers_command(args) -> str:
+    parts = ["mgrag bench answers", "--candidates " + ",".join(args.candidates)]
+    if args.followups_with:
+        parts.append(f"--followups-with {args.followups_with}")
+    if args.threads:
+        parts.append(f"--threads {args.threads}")
+    if args.max_questions:
+        parts.append(f"--max-questions {args.max_questions}")
+    return " ".join(parts)
+
+
 def add_bench_parser(sub) -> None:
     from app.evaluation.harness import ALL_CHUNKERS, DEFAULT_CHUNKERS, DEFAULT_THETAS, PROFILES
 
@@ -278,6 +331,22 @@ def add_bench_parser(sub) -> None:
     s.add_argument("--backend", default="offline", choices=("offline", "extractive", "transformers", "openai"))
     s.add_argument("--bench-dir", help="the folder holding the sets (default ../shared/bench)")
     s.set_defaults(func=cmd_all)
+
+    s = bsub.add_parser("answers", help="answer quality, abstention, cited hallucinations and follow-ups per "
+                                        "answering configuration")
+    s.add_argument("--candidates", type=_csv, default=list(DEFAULT_ANSWER_CANDIDATES),
+                   help="configurations (app/evaluation/answers.py CANDIDATES)")
+    s.add_argument("--followups-with", default="qwen-500",
+                   help="the configuration that answers the follow-ups' first turns ('' to skip the follow-ups)")
+    s.add_argument("--no-llm-rewrite", action="store_true", help="measure only the rule-based follow-up rewrite")
+    s.add_argument("--threads", type=int, help="torch threads (1: one core's worth, for a shared machine)")
+    s.add_argument("--max-questions", type=int, help="only the first N answerable questions (and their "
+                                                     "unanswerable twins)")
+    s.add_argument("--results-dir", help="where answers.json goes (default bench/results)")
+    s.add_argument("--write-section", action="store_true", help="also update the 'answers' section of BENCHMARKS.md")
+    s.add_argument("--report", action="store_true", help="re-render the table from bench/results/answers.json")
+    s.add_argument("--quiet", action="store_true")
+    s.set_defaults(func=cmd_answers)
 
     s = bsub.add_parser("report", help="re-render BENCHMARKS.md's sections from bench/results/*.json")
     s.add_argument("--results-dir", help="where the JSON results are (default bench/results)")

@@ -11,6 +11,15 @@ SYSTEM_PROMPT = (
 )
 
 
+# For small instruct models (Qwen2.5-0.5B): with SYSTEM_PROMPT they answered with bare markers ("[1] [2]"); this
+# brief form puts the answer itself first.
+BRIEF_SYSTEM_PROMPT = (
+    "Answer the question from the numbered sources only. Reply with the answer itself first, in a few words, "
+    "then the number of its source in square brackets, like: Maria Lopez [1]. If the sources do not contain the "
+    "answer, reply exactly: I cannot find it in the documents."
+)
+
+
 class SynthesisError(RuntimeError):
     """The LLM failed (down, slow, bad response); the message says which and what to check."""
 
@@ -18,8 +27,9 @@ class SynthesisError(RuntimeError):
 class Synthesizer(Protocol):
     name: str
 
-    def stream(self, question: str, sources: Sequence) -> Iterator[str]:
-        """Yield the answer in pieces as they are produced."""
+    def stream(self, question: str, sources: Sequence, history: Sequence | None = None) -> Iterator[str]:
+        """Yield the answer in pieces as they are produced. ``history``: the conversation's earlier turns
+        (``{"role", "content"}``), which chat backends receive; ``question`` is then the last turn."""
         ...
 
 
@@ -27,10 +37,16 @@ def format_sources(sources: Sequence) -> str:
     return "\n\n".join(f"[{s.rank}] (from {s.doc_id})\n{s.text.strip()}" for s in sources)
 
 
-def build_messages(question: str, sources: Sequence) -> list[dict]:
-    """Chat messages: system instructions, then the numbered sources and the question."""
+def build_messages(question: str, sources: Sequence, history: Sequence | None = None,
+                   system: str = SYSTEM_PROMPT) -> list[dict]:
+    """Chat messages: system instructions, the conversation's earlier turns (citation markers removed, so the
+    numbers of an earlier context are not mistaken for this one's), then the numbered sources and the question."""
+    from app.grounding import strip_citations
+
     user = f"Sources:\n\n{format_sources(sources)}\n\nQuestion: {question}\nAnswer with citations:"
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    turns = [{"role": t["role"], "content": strip_citations(str(t.get("content", "")))}
+             for t in (history or ()) if t.get("role") in ("user", "assistant") and t.get("content")]
+    return [{"role": "system", "content": system}, *turns, {"role": "user", "content": user}]
 
 
 def build_completion_prompt(question: str, sources: Sequence) -> str:

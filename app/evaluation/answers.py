@@ -1,0 +1,454 @@
+"""``mgrag bench answers``: answer quality, abstention and grounding per answering configuration, and follow-ups.
+
+Questions and indexes: :mod:`app.evaluation.answer_sets`. Every question goes through :func:`app.answer.ask`,
+the code ``mgrag ask`` runs. To measure several thresholds from one generation, the run asks with the context
+floor off (every question is generated) and applies the configured floor afterwards exactly as ``ask`` does
+(below it: an abstention, no generation, so the time counted is retrieval and grounding only).
+
+Definitions (pure functions below, each tested):
+
+* **F1**: LongBench ``qa_f1_score`` of the reply without its ``[n]`` markers, best over the reference answers;
+  an abstention scores 0.
+* **abstained**: the reply says the documents do not answer (:func:`app.grounding.is_abstention`).
+* **cited hallucination**: on the *unanswerable* set, any reply that does not abstain and cites a source (the
+  index does not hold the question's document, so no cited source can contain its answer); on the *answerable*
+  set, a reply whose citations are all unsupported. A citation is **supported** when its source contains a
+  reference answer (normalised, a yes/no reference excepted) or at least 80% of the reply's content words.
+* **evidence in context**: the sources the model read cover at least half of the question's evidence
+  (gutenqa_emma), or contain a reference answer (longbench_sample, which has no evidence offsets; a yes/no
+  reference counts as present). *answered with evidence* = the share of those questions not abstained on.
+* **follow-ups**: evidence recall (share of the evidence characters inside the retrieved context, as
+  ``mgrag bench retrieval``) of the follow-up's retrieval, for each rewrite (none, rules, llm), against the same
+  question written out in full.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from app import grounding as G
+from app.evaluation.metrics import evidence_recall, normalize_answer, qa_f1_max
+
+log = logging.getLogger(__name__)
+
+YES_NO = frozenset({"yes", "no"})
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One answering configuration: a backend, the offline model, the context budget the model reads, the
+    answer style; ``derived`` ones reuse another's generations (grounding and style are post-processing)."""
+
+    name: str
+    backend: str
+    model: str | None = None
+    budget: int | None = None
+    style: str = "generated"
+    grounded: bool = True
+    derived_from: str | None = None
+
+
+CANDIDATES: dict[str, Candidate] = {c.name: c for c in [
+    Candidate("gemma-1500", "offline", "gemma3-270m", 1500),
+    Candidate("gemma-1500-ungrounded", "offline", "gemma3-270m", 1500, grounded=False, derived_from="gemma-1500"),
+    Candidate("gemma-500", "offline", "gemma3-270m", 500),
+    Candidate("qwen-1500", "offline", "qwen2.5-coder-0.5b-instruct", 1500),
+    Candidate("qwen-500", "offline", "qwen2.5-coder-0.5b-instruct", 500),
+    Candidate("qwen-500-ungrounded", "offline", "qwen2.5-coder-0.5b-instruct", 500, grounded=False,
+              derived_from="qwen-500"),
+    Candidate("hybrid-qwen-500", "offline", "qwen2.5-coder-0.5b-instruct", 500, style="hybrid",
+              derived_from="qwen-500"),
+    Candidate("hybrid-gemma-500", "offline", "gemma3-270m", 500, style="hybrid", derived_from="gemma-500"),
+    Candidate("extractive", "extractive", None, 1500),
+    Candidate("openai-stub", "openai", None, 1500),
+]}
+
+
+# -- the checks ------------------------------------------------------------------------------------------------
+def _norm_tokens(text: str) -> list[str]:
+    return normalize_answer(text).split()
+
+
+def contains_reference(text: str, answers: Sequence[str]) -> bool:
+    """True when ``text`` contains one of the reference answers (normalised; yes/no references do not count).
+
+    >>> contains_reference("The club was renamed from FC Banants in 2013.", ["FC Banants."])
+    True
+    """
+    hay = " " + " ".join(_norm_tokens(text)) + " "
+    for a in answers:
+        toks = _norm_tokens(a)
+        if toks and " ".join(toks) not in YES_NO and f" {' '.join(toks)} " in hay:
+            return True
+    return False
+
+
+def citation_supported(reply: str, source_text: str, answers: Sequence[str], min_share: float = 0.8) -> bool:
+    """The benchmark's check of one citation: the cited source contains a reference answer, or at least
+    ``min_share`` of the reply's content words.
+
+    >>> citation_supported("Russia [3].", "Putin is invading Ukraine.", ["Moscow"])
+    False
+    >>> citation_supported("FC Banants [1].", "It was known as FC Banants until 1992.", ["FC Banants."])
+    True
+    """
+    if contains_reference(source_text, answers):
+        return True
+    words = G.answer_terms(reply)
+    if not words:
+        return False
+    have = set(G.tokenize(source_text))
+    return len(words & have) / len(words) >= min_share
+
+
+def cited_hallucination(reply: str, cited_texts: Sequence[str], answers: Sequence[str], answerable: bool,
+                        abstained: bool) -> bool:
+    """See the module doc: unanswerable — any cited non-abstention; answerable — every citation unsupported."""
+    if abstained or not cited_texts:
+        return False
+    if not answerable:
+        return True
+    return not any(citation_supported(reply, t, answers) for t in cited_texts)
+
+
+def evidence_in_context(question, read_sources: Sequence, doc_text: str | None) -> bool:
+    spans = [(e.start, e.end) for e in question.evidence if e.located]
+    if spans:
+        ctx = [(s.start, s.end) for s in read_sources if s.doc_id == question.doc_id]
+        return evidence_recall(ctx, spans) >= 0.5
+    refs = list(question.answers)
+    if any(" ".join(_norm_tokens(a)) in YES_NO for a in refs):
+        return any(s.doc_id == question.doc_id for s in read_sources)
+    return contains_reference(" ".join(s.text for s in read_sources), refs)
+
+
+def context_evidence_recall(sources: Sequence, doc_id: str, evidence) -> float | None:
+    spans = [(e.start, e.end) for e in evidence if e.located]
+    if not spans:
+        return None
+    return evidence_recall([(s.start, s.end) for s in sources if s.doc_id == doc_id], spans)
+
+
+# -- running ---------------------------------------------------------------------------------------------------
+@dataclass
+class Asked:
+    retrieval: object
+    answer: object
+    read: list
+
+
+def ask_one(ctx, question: str, cand: Candidate, synth, history=None, rewrite_mode: str | None = None) -> Asked:
+    """One question through :func:`app.answer.ask` with the context floor off (see the module doc)."""
+    from app.answer import ask, synth_sources
+
+    retrieval = answer = None
+    for kind, value in ask(ctx, question, backend=cand.backend, synthesizer=synth, history=history,
+                           grounded=True, style="generated", synth_budget_words=cand.budget,
+                           rewrite_mode=rewrite_mode):
+        if kind == "sources":
+            retrieval = value
+        elif kind == "done":
+            answer = value
+    return Asked(retrieval, answer, synth_sources(retrieval.sources, cand.budget))
+
+
+def verdict_row(ctx, asked: Asked, cand: Candidate, floors: G.Floors, q, answerable: bool) -> dict:
+    """The reply a candidate gives (the floor applied afterwards, the style and grounding re-applied to the same
+    draft) and its metrics."""
+    from app.answer import Citation, Grounder, _grounded_reply, cited_numbers
+
+    a = asked.answer
+    ctx_score = a.grounding.get("context_score", 0.0)
+    t = a.timings
+    gen_s = t["generation_s"]
+    if not cand.grounded:
+        text = a.draft
+        abstained = not text or G.is_abstention(text)
+        cited = cited_numbers(text, len(asked.read))
+        below = False
+    else:
+        below = ctx_score < floors.context
+        sources = [Citation.of(x) for x in asked.retrieval.sources]
+        if a.error:
+            text, cited, abstained = "", [], True
+        else:
+            g = Grounder(ctx, a.query, asked.read)
+            g.floors = floors
+            meta: dict = {}
+            text, cited, abstained = _grounded_reply(g, a.draft, len(asked.read), below, cand.style, cand.backend,
+                                                     sources, meta)
+    by_n = {s.rank: s for s in asked.retrieval.sources}
+    cited_texts = [by_n[n].text for n in cited if n in by_n]
+    scored = G.strip_citations(text) if not abstained else ""
+    row = {
+        "id": q.id, "dataset": q.dataset, "answerable": answerable, "query": a.query, "draft": a.draft,
+        "reply": text, "abstained": abstained, "cited": cited,
+        "f1": qa_f1_max(scored, q.answers) if (q.answers and scored) else 0.0,
+        "cited_hallucination": cited_hallucination(text, cited_texts, q.answers, answerable, abstained),
+        "citations": len(cited_texts),
+        "supported_citations": sum(citation_supported(text, c, q.answers) for c in cited_texts),
+        "context_score": ctx_score, "support_score": _best_support(ctx, a, asked) if cand.grounded else None,
+        "evidence_in_context": evidence_in_context(q, asked.read, None) if answerable else None,
+        "ttft_s": None if below else t.get("time_to_first_token_s"),
+        "total_s": t["total_s"] - (gen_s if below else 0.0),
+        "error": a.error,
+    }
+    return row
+
+
+def _best_support(ctx, a, asked: Asked) -> float | None:
+    """The draft's best support score over every sentence read (one claim), for the threshold sweep."""
+    from app.answer import Grounder
+
+    if not a.draft or G.is_abstention(a.draft):
+        return None
+    g = Grounder(ctx, a.query, asked.read)
+    return max((x.score for x in g.scored(a.draft)), default=0.0)
+
+
+def summarise(rows: list[dict]) -> dict:
+    ans = [r for r in rows if r["answerable"]]
+    un = [r for r in rows if not r["answerable"]]
+    ev = [r for r in ans if r["evidence_in_context"]]
+    cites = sum(r["citations"] for r in rows)
+
+    def mean(xs):
+        xs = [x for x in xs if x is not None]
+        return float(np.mean(xs)) if xs else None
+
+    return {
+        "n_answerable": len(ans), "n_unanswerable": len(un), "n_evidence_in_context": len(ev),
+        "f1": mean([r["f1"] for r in ans]),
+        "f1_answered": mean([r["f1"] for r in ans if not r["abstained"]]),
+        "abstain_unanswerable": mean([r["abstained"] for r in un]),
+        "false_abstain_answerable": mean([r["abstained"] for r in ans]),
+        "answered_with_evidence": mean([not r["abstained"] for r in ev]),
+        "cited_hallucinations_unanswerable": int(sum(r["cited_hallucination"] for r in un)),
+        "cited_hallucinations_answerable": int(sum(r["cited_hallucination"] for r in ans)),
+        "supported_citation_rate": (sum(r["supported_citations"] for r in rows) / cites) if cites else None,
+        "ttft_s_median": mean([float(np.median([r["ttft_s"] for r in rows if r["ttft_s"] is not None]))]
+                              if any(r["ttft_s"] is not None for r in rows) else []),
+        "total_s_median": float(np.median([r["total_s"] for r in rows])) if rows else None,
+        "errors": sum(bool(r["error"]) for r in rows),
+    }
+
+
+def sweep(rows: list[dict], context_floors: Sequence[float], support_floors: Sequence[float]) -> list[dict]:
+    """Abstention on unanswerable vs answered-with-evidence on answerable for each pair of floors (one claim per
+    draft: answered when the context passes, the draft does not abstain and its best support passes)."""
+    out = []
+    for cf in context_floors:
+        for sf in support_floors:
+            def answered(r):
+                return (r["context_score"] >= cf and r["support_score"] is not None and r["support_score"] >= sf)
+            un = [r for r in rows if not r["answerable"]]
+            ev = [r for r in rows if r["answerable"] and r["evidence_in_context"]]
+            ans = [r for r in rows if r["answerable"]]
+            out.append({"context_floor": cf, "support_floor": sf,
+                        "abstain_unanswerable": float(np.mean([not answered(r) for r in un])) if un else None,
+                        "answered_with_evidence": float(np.mean([answered(r) for r in ev])) if ev else None,
+                        "answered": float(np.mean([answered(r) for r in ans])) if ans else None})
+    return out
+
+
+@dataclass
+class FollowUpResult:
+    rows: list[dict] = field(default_factory=list)
+
+
+def run_followups(ctxs: dict[str, object], followups, synth, cand: Candidate, llm_rewriter=None,
+                  progress: Callable[[str], None] | None = None) -> dict:
+    """Evidence recall of each follow-up's retrieval under each rewrite vs its standalone question.
+
+    The first turn is answered by ``cand`` (its reply is the history the rules read); the follow-up is then
+    retrieved with no rewrite, the rules, and (when ``llm_rewriter`` is given) the LLM rewrite."""
+    from app.conversation import rewrite, rewrite_rules
+    from retrieval.search import retrieve
+
+    rows = []
+    for i, fu in enumerate(followups):
+        ctx = ctxs[fu.set]
+        first = ask_one(ctx, fu.first, cand, synth)
+        history = [{"role": "user", "content": fu.first, "query": first.answer.query},
+                   {"role": "assistant", "content": first.answer.text}]
+        row = {"id": fu.id, "kind": fu.kind, "first_reply": first.answer.text}
+        queries = {"standalone": fu.standalone, "none": fu.followup, "rules": rewrite_rules(fu.followup, history)}
+        t0 = time.perf_counter()
+        if llm_rewriter is not None:
+            queries["llm"] = rewrite(fu.followup, history, llm_rewriter)[0]
+            row["llm_rewrite_s"] = time.perf_counter() - t0
+        for how, q in queries.items():
+            r = retrieve(ctx, q)
+            row[how] = {"query": q, "evidence_recall": context_evidence_recall(r.sources, fu.doc_id, fu.evidence),
+                        "right_document_first": bool(r.sources) and r.sources[0].doc_id == fu.doc_id}
+        rows.append(row)
+        if progress:
+            progress(f"follow-up {i + 1}/{len(followups)} {fu.id}: " + ", ".join(
+                f"{h} {row[h]['evidence_recall']:.2f}" for h in queries if row[h]["evidence_recall"] is not None))
+    hows = [h for h in ("standalone", "none", "rules", "llm") if rows and h in rows[0]]
+    summary = {h: {"evidence_recall": float(np.mean([r[h]["evidence_recall"] for r in rows
+                                                      if r[h]["evidence_recall"] is not None])),
+                   "right_document_first": float(np.mean([r[h]["right_document_first"] for r in rows]))}
+               for h in hows}
+    return {"rows": rows, "summary": summary, "n": len(rows), "first_turn_by": cand.name}
+
+
+# -- the whole run -----------------------------------------------------------------------------------------------
+def _stub_openai():
+    """The local OpenAI-compatible stub of the tests (echoes source [1]'s first sentence, cited)."""
+    import importlib.util
+
+    from app.evaluation import bench as B
+
+    spec = importlib.util.spec_from_file_location("mgrag_stub_openai", B.ROOT / "tests" / "app" / "stub_openai.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.StubOpenAI(reply=None)
+
+
+def make_synth(cand: Candidate, ctx, stub=None):
+    from app.synth import make_synthesizer, openai_client
+
+    s = ctx.settings
+    if cand.backend == "offline":
+        from app.synth.hf import load_offline_synthesizer
+
+        return load_offline_synthesizer(ctx, max_new_tokens=s.offline_max_new_tokens, model=cand.model)
+    if cand.backend == "openai":
+        return openai_client(s.model_copy(update={"openai_base_url": stub.base_url, "openai_model": "stub"}))
+    return make_synthesizer(cand.backend, ctx)
+
+
+def run_answers(settings, names: Sequence[str], *, followups_with: str | None = None, llm_rewrite: bool = True,
+                max_questions: int | None = None, bench_dir=None, progress: Callable[[str], None] | None = print
+                ) -> dict:
+    """Every candidate in ``names`` over the answerable and unanswerable sets, then the follow-ups."""
+    from app.context import AppContext
+    from app.evaluation import bench as B
+    from app.evaluation.answer_sets import build_index, load_answer_sets
+    from app.models import QWEN_LM
+
+    t_start = time.perf_counter()
+    monitor = B.LoadMonitor()
+    sets = load_answer_sets(bench_dir, max_questions=max_questions)
+    base = AppContext(settings)
+    emb, scorer = base.embedder, base.scorer
+    dirs = {"A": build_index("A", sets.docs_a, settings, embedder=emb, scorer=scorer),
+            "U": build_index("U", sets.docs_u, settings, embedder=emb, scorer=scorer)}
+    ctxs = {k: AppContext(settings.model_copy(update={"data_dir": d, "context_floor": -1.0}), embedder=emb,
+                          scorer=scorer) for k, d in dirs.items()}
+    floors = G.floors_for(settings.embedder, settings.context_floor, settings.support_floor)
+    todo = [CANDIDATES[n] for n in names]
+    generated = list(dict.fromkeys(c.derived_from or c.name for c in todo))
+    res: dict = {"benchmark": "answers", "note": sets.note, "machine": B.machine_info(),
+                 "floors": {"context": floors.context, "support": floors.support}, "candidates": {},
+                 "n_answerable": len(sets.answerable), "settings": {"chunker": settings.chunker,
+                                                                    "theta": settings.theta,
+                                                                    "embedder": settings.embedder,
+                                                                    "retriever": settings.retriever,
+                                                                    "context_words": settings.context_words}}
+    stub = _stub_openai() if any(CANDIDATES[g].backend == "openai" for g in generated) else None
+    if stub:
+        stub.__enter__()
+    asked: dict[str, list[tuple[object, Asked, bool]]] = {}
+    synths: dict[str, object] = {}
+    try:
+        for gname in generated:
+            cand = CANDIDATES[gname]
+            synth = synths[gname] = make_synth(cand, ctxs["A"], stub)
+            out = []
+            t0, c0 = time.perf_counter(), B.cpu_seconds()
+            for i, q in enumerate(sets.answerable):
+                for answerable, key in ((True, "A"), (False, "U")):
+                    out.append((q, ask_one(ctxs[key], q.question, cand, synth), answerable))
+                if progress:
+                    a1, a2 = out[-2][1].answer, out[-1][1].answer
+                    progress(f"{gname} {i + 1}/{len(sets.answerable)} {q.id}: {a1.draft[:60]!r} | "
+                             f"unanswerable: {a2.draft[:40]!r}")
+            asked[gname] = out
+            res.setdefault("generation", {})[gname] = {"seconds": time.perf_counter() - t0,
+                                                      "cpu_seconds": B.cpu_seconds() - c0}
+        for cand in todo:
+            src = asked[cand.derived_from or cand.name]
+            rows = [verdict_row(ctxs["A" if ans else "U"], a, cand, floors, q, ans) for q, a, ans in src]
+            res["candidates"][cand.name] = {"candidate": cand.__dict__, "summary": summarise(rows), "rows": rows}
+            if cand.grounded and cand.style == "generated":
+                res["candidates"][cand.name]["sweep"] = sweep(
+                    rows, [round(x, 2) for x in np.arange(0.2, 0.71, 0.05)], [round(x, 2) for x in
+                                                                            np.arange(0.2, 0.71, 0.05)])
+            if progress:
+                progress(f"{cand.name}: {summarise(rows)}")
+        if followups_with and sets.followups:
+            cand = CANDIDATES[followups_with]
+            synth = synths.get(cand.derived_from or cand.name) or make_synth(cand, ctxs["A"], stub)
+            rewriter = None
+            if llm_rewrite:
+                from app.synth.hf import load_offline_synthesizer
+
+                qwen = synths.get("qwen-500") or synths.get("qwen-1500") or load_offline_synthesizer(
+                    ctxs["A"], model=QWEN_LM)
+                rewriter = lambda messages: qwen.complete(messages, 64)  # noqa: E731
+            fctx = {"chroma": ctxs["U"], "gutenqa_emma": ctxs["A"]}
+            res["followups"] = run_followups(fctx, sets.followups, synth, cand, rewriter, progress)
+    finally:
+        if stub:
+            stub.__exit__(None, None, None)
+        monitor.stop()
+        for c in (*ctxs.values(), base):
+            c.close()
+    res["seconds"] = time.perf_counter() - t_start
+    res["load"] = monitor.summary()
+    return res
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def answers_table(res: dict) -> str:
+    from app.evaluation import bench as B
+
+    rows = []
+    for name, c in res["candidates"].items():
+        s = c["summary"]
+        rows.append([name, f"{100 * s['f1']:.1f}", _pct(s["abstain_unanswerable"]),
+                     f"{s['cited_hallucinations_unanswerable']}", _pct(s["false_abstain_answerable"]),
+                     f"{_pct(s['answered_with_evidence'])} of {s['n_evidence_in_context']}",
+                     f"{s['cited_hallucinations_answerable']}", _pct(s["supported_citation_rate"]),
+                     "-" if s["ttft_s_median"] is None else f"{s['ttft_s_median']:.2f}",
+                     f"{s['total_s_median']:.2f}"])
+    return B.markdown_table(["configuration", "F1", "abstains (unans.)", "cited halluc. (unans.)",
+                             "abstains (ans.)", "answers with evidence", "cited halluc. (ans.)",
+                             "supported citations", "TTFT s (median)", "total s (median)"], rows)
+
+
+def followups_table(res: dict) -> str:
+    from app.evaluation import bench as B
+
+    f = res["followups"]
+    names = {"standalone": "standalone question (written out)", "none": "follow-up as asked (no rewrite)",
+             "rules": "rule-based rewrite (offline)", "llm": "LLM rewrite (Qwen2.5-0.5B, strict prompt)"}
+    rows = [[names[h], f"{v['evidence_recall']:.3f}", _pct(v["right_document_first"])]
+            for h, v in f["summary"].items()]
+    return B.markdown_table(["retrieval query", "evidence recall", "right document ranked first"], rows)
+
+
+def answers_section(res: dict, command: str) -> str:
+    s = res["settings"]
+    lines = ["### Answers: grounding, abstention, follow-ups", "",
+             f"`{command}` ({res['note']}; {s['chunker']} θ={s['theta']}, {s['embedder']}, {s['retriever']} "
+             f"retrieval, {s['context_words']}-word context; floors: context {res['floors']['context']:.2f}, "
+             f"support {res['floors']['support']:.2f}; torch {res['machine'].get('torch_threads')} thread(s); "
+             f"{res['seconds'] / 60:.1f} min, 1-min load mean {res['load']['load1_mean']:.2f}).", "",
+             f"{res['n_answerable']} answerable questions, the same {res['n_answerable']} asked of an index "
+             "without their document (unanswerable). F1 ×100 over the answerable ones (an abstention scores 0); "
+             "times are medians over all questions on this shared machine (compare rows, not runs).", "",
+             answers_table(res)]
+    if "followups" in res:
+        lines += ["", f"Follow-ups ({res['followups']['n']} conversations, `bench/data/followups.jsonl`; the first "
+                      f"turn answered by {res['followups']['first_turn_by']}):", "", followups_table(res)]
+    return "\n".join(lines)
