@@ -121,8 +121,9 @@ class Grounder:
         self.sentences = G.source_sentences(sources)
         self.svecs = self.vectors.passages([x.text for x in self.sentences])
         self.qvec = self.vectors.query(question)
-        sims = self.svecs @ self.qvec if len(self.sentences) else []
-        self.context_score = float(max(sims, default=0.0))
+        # how well the closest sentence matches the question: the support score of a question-only claim
+        self.about = G.score_sentences(question, "", self.sentences, self.svecs, self.qvec)
+        self.context_score = max((x.score for x in self.about), default=0.0)
 
     def scored(self, claim: str) -> list[G.SentenceSupport]:
         cvec = self.vectors.query(f"{self.question} {G.strip_citations(claim)}")
@@ -136,11 +137,10 @@ class Grounder:
         return G.ground(self.question, draft, rows, self.floors.support)
 
     def closest(self, k: int = 2, floor: float | None = None) -> list[G.SentenceSupport]:
-        """The ``k`` sentences closest to the question that pass the support floor as a question-only claim
-        (what the hybrid style quotes)."""
-        scored = G.score_sentences(self.question, "", self.sentences, self.svecs, self.qvec)
-        floor = self.floors.support if floor is None else floor
-        return sorted((x for x in scored if x.score >= floor), key=lambda x: -x.score)[:k]
+        """The ``k`` sentences closest to the question that pass the context floor (what the hybrid style
+        quotes)."""
+        floor = self.floors.context if floor is None else floor
+        return sorted((x for x in self.about if x.score >= floor), key=lambda x: -x.score)[:k]
 
 
 def _sentence_vectors(ctx: AppContext) -> G.SentenceVectors:

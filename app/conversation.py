@@ -49,9 +49,9 @@ def refers_back(question: str) -> bool:
     return len([w for w in words if w not in _GENERIC]) <= 2
 
 
-def entities(text: str) -> list[str]:
+def entities(text: str, lone_first: bool = False) -> list[str]:
     """Capitalised word runs ("Jane Fairfax", "Little Rock Arsenal", "Valkyria Chronicles III"); a lone
-    capitalised first word of a sentence is not one.
+    capitalised first word of a sentence is not one, unless ``lone_first`` (a short answer: "Ukraine [1].").
 
     >>> entities("How did Colonel Campbell come to know Jane Fairfax?")
     ['Colonel Campbell', 'Jane Fairfax']
@@ -67,8 +67,8 @@ def entities(text: str) -> list[str]:
                 run.pop()
             if run:
                 e = " ".join(run)
-                lone_first = len(run) == 1 and run_start[0] == 0  # "Through her father": a capital, not a name
-                if e not in out and not lone_first and not (len(run) == 1 and run[0].lower() in _GENERIC | REFERRING):
+                lone = len(run) == 1 and run_start[0] == 0 and not lone_first  # "Through her father": not a name
+                if e not in out and not lone and not (len(run) == 1 and run[0].lower() in _GENERIC | REFERRING):
                     out.append(e)
             run.clear()
 
@@ -114,7 +114,8 @@ def carried_terms(history: Sequence[Turn], max_terms: int = 8) -> list[str]:
     last = history[-1] if history else None
     if last is not None and last.get("role") == "assistant" and not is_abstention(last.get("content", "")):
         have = {t.lower() for t in terms}
-        for e in entities(strip_citations(last["content"]))[:2]:
+        answer = strip_citations(last["content"])
+        for e in entities(answer, lone_first=len(answer.split()) <= 6)[:2]:
             if e.lower() not in have:
                 terms.append(e)
     return terms[:max_terms]
@@ -149,8 +150,7 @@ def rewrite_messages(question: str, history: Sequence[Turn], max_turns: int = 4)
 
 def clean_rewrite(output: str, question: str, history: Sequence[Turn]) -> str | None:
     """The LLM's rewrite if it is one plausible question, else None (the caller then uses the rules)."""
-    text = output.strip().strip('"').strip()
-    text = re.sub(r"^(rewritten question|question)\s*:\s*", "", text, flags=re.I).strip()
+    text = re.sub(r"^(rewritten question|question)\s*:\s*", "", output.strip(), flags=re.I).strip().strip('"“”').strip()
     if not text or "\n" in text or len(text) < 4:
         return None
     budget = len(question) + sum(len(str(t.get("content", ""))) for t in user_turns(history)[-1:]) + 40

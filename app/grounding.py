@@ -5,9 +5,11 @@ sentence of that source does. Pure functions over texts and vectors; the embedde
 Two checks, each a measured threshold (``mgrag bench answers``; the defaults per embedder are in
 :data:`FLOORS`, and the settings ``context_floor`` / ``support_floor`` override them):
 
-* **Context floor**: the cosine between the question and the context sentence closest to it. Below the floor,
-  no sentence of the retrieved passages is about the question: the reply abstains before any generation. The
-  score reads sentences, not the retriever's scores, so one floor serves the dense, BM25 and hybrid retrievers.
+* **Context floor**: how close the context sentence closest to the question is: the mean of their cosine and
+  the share of the question's content words found in the sentence or its neighbours (the support score below of
+  a claim that is the question alone). Below the floor, no sentence of the retrieved passages is about the
+  question: the reply abstains before any generation. The score reads sentences, not the retriever's scores,
+  so one floor serves the dense, BM25 and hybrid retrievers.
 * **Support**: for the answer (citations removed) and each sentence of a source, *answer recall* is the share of
   the answer's content words found in that sentence or its neighbours, *question overlap* the share of the
   question's content words found there, and *similarity* the cosine between "question + answer" and the
@@ -48,7 +50,7 @@ ABSTAIN_TEXT = ("The documents do not say. None of the retrieved passages suppor
 
 @dataclass(frozen=True)
 class Floors:
-    context: float  # question vs its closest context sentence (cosine)
+    context: float  # question vs its closest context sentence
     support: float  # support score of the answer's best sentence
 
 
@@ -57,7 +59,7 @@ class Floors:
 # (tests only) gets values read off the unit tests' tiny corpus.
 FLOORS: dict[str, Floors] = {
     "all-MiniLM-L6-v2": Floors(context=0.45, support=0.45),
-    "hashing": Floors(context=0.2, support=0.3),
+    "hashing": Floors(context=0.3, support=0.3),
 }
 UNKNOWN_EMBEDDER = Floors(context=0.0, support=0.3)
 
