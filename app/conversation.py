@@ -57,7 +57,7 @@ def entities(text: str, lone_first: bool = False) -> list[str]:
     ['Colonel Campbell', 'Jane Fairfax']
     """
     out: list[str] = []
-    for sent in re.split(r"(?<=[.!?])\s+", text):
+    for sent in re.split(r"(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<=[.!?])\s+", text):
         words = [(m.group(), m.start()) for m in _WORD_RE.finditer(sent)]
         run: list[str] = []
         run_start = [0]

@@ -6,6 +6,7 @@ only cosmetic: a direct API call without a login gets "admin login required".
 """
 from __future__ import annotations
 
+import html
 import logging
 import os
 import secrets
@@ -21,6 +22,10 @@ CSS = """
 .mg-scores {font-size: 0.8em; color: #666;}
 .mg-passage {font-size: 0.85em; white-space: pre-wrap;}
 .mg-passage mark {background: #fde68a;}
+.mg-passage mark.mg-support {background: #bbf7d0; border-bottom: 2px solid #16a34a;}
+.mg-passage mark.mg-support.mg-match {background: #bbf7d0; box-shadow: inset 0 -0.35em #fde68a;}
+.mg-support-key {background: #bbf7d0; border-bottom: 2px solid #16a34a; padding: 0 2px;}
+.mg-abstain {font-size: 0.9em; margin: 4px 0;}
 .mg-weights {font-size: 0.85em; margin-top: 4px;}
 .mg-wlab {display: inline-block; width: 3em;}
 """
@@ -61,36 +66,53 @@ def build_app(service: UiService):
             gr.Info(f"{n_ok} document(s) ingested and searchable")
         return df, None
 
-    def on_ask(question, history, answers, k, budget, retriever, backend):
+    def on_ask(question, history, answers, conversation, k, budget, retriever, backend):
+        """Stream one turn: what is happening while the user waits (retrieving, N sources, generating), the model's
+        draft as soon as its first token exists, then the reply checked against the sources (an abstention says
+        so plainly and shows the closest passages, uncited) with the supporting sentences highlighted. The turns
+        of the conversation (a plain list, ``conversation``) let a follow-up be understood."""
         history = list(history or [])
         answers = list(answers or [])
+        conversation = list(conversation or [])
         question = (question or "").strip()
         history.append({"role": "user", "content": question})
-        history.append({"role": "assistant", "content": ""})
-        yield history, answers, gr.update(), gr.update(), ""
+        history.append({"role": "assistant", "content": "⏳ *retrieving…*"})
+        yield history, answers, conversation, gr.update(), gr.update(), ""
         text = ""
         try:
             for kind, value in service.ask(question, k=int(k), budget_words=int(budget), retriever=retriever,
-                                           backend=backend):
-                if kind == "token":
+                                           backend=backend, history=conversation):
+                if kind == "status" and not text:
+                    history[-1] = {"role": "assistant", "content": f"⏳ *{value}…*"}
+                    yield history, answers, conversation, gr.update(), gr.update(), ""
+                elif kind == "token":
                     text += value
                     history[-1] = {"role": "assistant", "content": text}
-                    yield history, answers, gr.update(), gr.update(), ""
+                    yield history, answers, conversation, gr.update(), gr.update(), ""
                 elif kind == "done":
                     a = value.to_dict()
                     answers.append(a)
+                    reply = a["text"]
                     if a["error"]:
-                        text += f"\n\n⚠️ the {a['backend']} backend failed: {a['error']} (the sources were still retrieved)"
-                    history[-1] = {"role": "assistant", "content": text or "(no answer)"}
+                        reply = (text + f"\n\n⚠️ the {a['backend']} backend failed: {a['error']} (the sources were "
+                                        "still retrieved)")
+                    history[-1] = {"role": "assistant", "content": reply or "(no answer)"}
                     cited = {c["number"] for c in a["citations"]}
                     t = a["timings"]
-                    body = (render.weight_bars(a["weights"]) + render.sources_html(a["sources"], cited)
+                    searched = (f'<div class="mg-scores">searched for: {html.escape(a["query"])}</div>'
+                                if a["rewrite"] != "none" else "")
+                    body = (searched + render.weight_bars(a["weights"])
+                            + render.sources_html(a["sources"], cited, abstained=a["abstained"])
                             + f'<div class="mg-scores">{a["backend"]} via {a["retriever"]}: retrieval '
                               f'{t["retrieval_s"] * 1000:.0f} ms, total {t["total_s"]:.2f} s</div>')
+                    title = (f"Closest passages ({len(a['sources'])})" if a["abstained"]
+                             else f"Sources ({len(a['sources'])})")
                     history.append({"role": "assistant", "content": body,
-                                    "metadata": {"title": f"Sources ({len(a['sources'])})", "status": "done"}})
+                                    "metadata": {"title": title, "status": "done"}})
+                    conversation += [{"role": "user", "content": question, "query": a["query"]},
+                                     {"role": "assistant", "content": a["text"]}]
                     choices = [(render.answer_label(i, x), i) for i, x in enumerate(answers)]
-                    yield (history, answers, render.weight_bars(a["weights"]),
+                    yield (history, answers, conversation, render.weight_bars(a["weights"]),
                            gr.update(choices=choices, value=len(answers) - 1), "")
         except Exception as e:  # question refused, empty index, …: say so in the chat
             from retrieval.search import EmptyIndexError
@@ -98,7 +120,10 @@ def build_app(service: UiService):
             if not isinstance(e, (ValueError, EmptyIndexError)):
                 log.exception("answering failed")
             history[-1] = {"role": "assistant", "content": f"⚠️ {e}"}
-            yield history, answers, gr.update(), gr.update(), ""
+            yield history, answers, conversation, gr.update(), gr.update(), ""
+
+    def on_new_conversation():
+        return [], []
 
     # -- evaluate handlers -----------------------------------------------------------------------------------
     def pick(answers, idx):
@@ -239,6 +264,7 @@ def build_app(service: UiService):
     # -- layout ---------------------------------------------------------------------------------------------
     with gr.Blocks(title="MGRAG") as demo:
         answers_state = gr.State([])
+        conversation_state = gr.State([])  # the turns of the current conversation (plain dicts, storable as is)
         token_state = gr.State("")
         gr.Markdown("## MGRAG: chat with your documents")
         with gr.Tabs():
@@ -250,6 +276,7 @@ def build_app(service: UiService):
                             question = gr.Textbox(placeholder="Ask a question about your documents…", show_label=False,
                                                   scale=5, elem_id="question", max_lines=4)
                             ask_btn = gr.Button("Ask", variant="primary", scale=1, elem_id="ask")
+                            new_btn = gr.Button("New conversation", scale=0, elem_id="new-conversation")
                         weights_plot = gr.HTML("<em>Router weights of the last question appear here.</em>",
                                                elem_id="weights-plot")
                     with gr.Column(scale=2):
@@ -330,10 +357,13 @@ def build_app(service: UiService):
 
         # -- events ---------------------------------------------------------------------------------------------
         files.upload(on_upload, [files], [upload_report, files], api_name="upload", concurrency_limit=4)
-        ask_args = dict(fn=on_ask, inputs=[question, chatbot, answers_state, k_in, budget_in, retriever_in, backend_in],
-                        outputs=[chatbot, answers_state, weights_plot, answer_pick, question], concurrency_limit=None)
+        ask_args = dict(fn=on_ask, inputs=[question, chatbot, answers_state, conversation_state, k_in, budget_in,
+                                           retriever_in, backend_in],
+                        outputs=[chatbot, answers_state, conversation_state, weights_plot, answer_pick, question],
+                        concurrency_limit=None)
         ask_btn.click(api_name="ask", **ask_args)
         question.submit(api_visibility="private", **ask_args)
+        new_btn.click(on_new_conversation, [], [chatbot, conversation_state], api_visibility="private")
         pick_out = [answer_md, relevant_in, hits_df, eval_sources]
         answer_pick.change(on_pick, [answers_state, answer_pick, eval_k], pick_out, api_visibility="private")
         eval_k.release(on_pick, [answers_state, answer_pick, eval_k], pick_out, api_visibility="private")

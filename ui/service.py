@@ -190,18 +190,24 @@ class UiService:
         return [rows[i] for i in sorted(rows)]
 
     def ask(self, question: str, *, k: int | None = None, budget_words: int | None = None,
-            retriever: str | None = None, backend: str | None = None) -> Iterator[tuple[str, object]]:
-        """:func:`app.answer.ask`, retried once if retrieval failed because a re-ingestion switched the index
-        under it (the old generation's collections dropped between reading the live generation and searching)."""
+            retriever: str | None = None, backend: str | None = None,
+            history: list[dict] | None = None) -> Iterator[tuple[str, object]]:
+        """:func:`app.answer.ask` (``history``: the conversation's earlier turns), retried once if retrieval failed
+        because a re-ingestion switched the index under it (the old generation's collections dropped between
+        reading the live generation and searching)."""
         from app.answer import ask
         from retrieval.search import EmptyIndexError
 
-        kw = dict(k=k, budget_words=budget_words, retriever=retriever, backend=backend)
+        kw = dict(k=k, budget_words=budget_words, retriever=retriever, backend=backend, history=history)
         for attempt in (1, 2):
             gen = self.ctx.catalog.live_generation()
             events = ask(self.ctx, question, **kw)
-            try:
-                first = next(events)
+            first: list = []
+            try:  # up to the retrieval: the status events before it are passed on after it succeeded
+                for ev in events:
+                    first.append(ev)
+                    if ev[0] == "sources":
+                        break
             except (ValueError, EmptyIndexError):
                 raise
             except Exception:
@@ -211,7 +217,7 @@ class UiService:
                     time.sleep(0.05)
                     continue
                 raise
-            yield first
+            yield from first
             yield from events
             return
 
