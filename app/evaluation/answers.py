@@ -12,8 +12,9 @@ Definitions (pure functions below, each tested):
 * **abstained**: the reply says the documents do not answer (:func:`app.grounding.is_abstention`).
 * **cited hallucination**: on the *unanswerable* set, any reply that does not abstain and cites a source (the
   index does not hold the question's document, so no cited source can contain its answer); on the *answerable*
-  set, a reply whose citations are all unsupported. A citation is **supported** when its source contains a
-  reference answer (normalised, a yes/no reference excepted) or at least 80% of the reply's content words.
+  set, a reply whose citations are all unsupported. A citation is **supported** when its source contains at
+  least 80% of the reply's content words, or the reply overlaps a reference answer that the source contains
+  (normalised, a yes/no reference excepted).
 * **evidence in context**: the sources the model read cover at least half of the question's evidence
   (gutenqa_emma), or contain a reference answer (longbench_sample, which has no evidence offsets; a yes/no
   reference counts as present). *answered with evidence* = the share of those questions not abstained on.
@@ -88,21 +89,22 @@ def contains_reference(text: str, answers: Sequence[str]) -> bool:
 
 
 def citation_supported(reply: str, source_text: str, answers: Sequence[str], min_share: float = 0.8) -> bool:
-    """The benchmark's check of one citation: the cited source contains a reference answer, or at least
-    ``min_share`` of the reply's content words.
+    """The benchmark's check of one citation: the cited source contains at least ``min_share`` of the reply's
+    content words, or the reply is (partly) a reference answer and the source contains that reference (a
+    paraphrased right answer).
 
     >>> citation_supported("Russia [3].", "Putin is invading Ukraine.", ["Moscow"])
     False
     >>> citation_supported("FC Banants [1].", "It was known as FC Banants until 1992.", ["FC Banants."])
     True
     """
-    if contains_reference(source_text, answers):
-        return True
+    from app.evaluation.metrics import qa_f1_score
+
     words = G.answer_terms(reply)
-    if not words:
-        return False
-    have = set(G.tokenize(source_text))
-    return len(words & have) / len(words) >= min_share
+    if words and len(words & set(G.tokenize(source_text))) / len(words) >= min_share:
+        return True
+    bare = G.strip_citations(reply)
+    return any(qa_f1_score(bare, a) > 0 and contains_reference(source_text, [a]) for a in answers)
 
 
 def cited_hallucination(reply: str, cited_texts: Sequence[str], answers: Sequence[str], answerable: bool,
