@@ -153,10 +153,11 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
         budget_words: int | None = None, retriever: str | None = None, weights=None, synthesizer=None,
         no_retrieval_doc: str | None = None, history: Sequence[dict] | None = None,
         grounded: bool | None = None, style: str | None = None, rewrite_mode: str | None = None,
-        synth_budget_words: int | None = None) -> Iterator[tuple[str, object]]:
+        synth_budget_words: int | None = None, context_floor: float | None = None) -> Iterator[tuple[str, object]]:
     """Answer ``question`` (a follow-up when ``history`` holds the conversation's earlier turns); see the module
     doc for the events. ``grounded``, ``style``, ``rewrite_mode`` and ``synth_budget_words`` override the settings
-    ``grounding``, ``answer_style``, ``rewrite`` and the offline model's ``offline_context_words``."""
+    ``grounding``, ``answer_style``, ``rewrite`` and the offline model's ``offline_context_words``;
+    ``context_floor`` the floor below which nothing is generated (the benchmark lowers it to calibrate)."""
     from app.conversation import rewrite
 
     s = ctx.settings
@@ -197,6 +198,8 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
     gmeta: dict = {"grounded": grounded, "style": style, "sources_read": len(read)}
     if grounded and read:
         grounder = Grounder(ctx, query, read)
+        if context_floor is not None:
+            grounder.floors = G.Floors(context_floor, grounder.floors.support)
         gmeta.update(context_score=grounder.context_score, context_floor=grounder.floors.context,
                      support_floor=grounder.floors.support)
     below = grounder is not None and grounder.context_score < grounder.floors.context

@@ -1,4 +1,4 @@
-"""The ``mgrag`` command line: ingest, reingest, docs, delete, ask, serve, setup-models, settings."""
+"""The ``mgrag`` command line: ingest, reingest, docs, delete, ask, chat, serve, setup-models, settings, bench."""
 from __future__ import annotations
 
 import argparse
@@ -280,9 +280,14 @@ def cmd_train_router(args) -> int:
 def cmd_setup_models(args) -> int:
     """Provision the offline models (convert the shipped Gemma GGUF once) and check the embedder loads."""
     ctx = _ctx(args)
-    from app.models import resolve_lm_path
+    from app.models import QWEN_LM, resolve_lm_path, resolve_qwen_path
 
-    print("chunker LM:", resolve_lm_path(ctx.settings.lm_model, ctx.settings.cache_dir))
+    s = ctx.settings
+    print("chunker LM:", resolve_lm_path(s.lm_model, s.cache_dir))
+    if s.offline_model == QWEN_LM:
+        print("offline answer model:", resolve_qwen_path(s.cache_dir))
+    else:
+        print("offline answer model:", resolve_lm_path(s.offline_model, s.cache_dir))
     print("embedder:", ctx.embedder.name, f"({ctx.embedder.dim} dims)")
     return 0
 

@@ -1,9 +1,10 @@
 """``mgrag bench answers``: answer quality, abstention and grounding per answering configuration, and follow-ups.
 
 Questions and indexes: :mod:`app.evaluation.answer_sets`. Every question goes through :func:`app.answer.ask`,
-the code ``mgrag ask`` runs. To measure several thresholds from one generation, the run asks with the context
-floor off (every question is generated) and applies the configured floor afterwards exactly as ``ask`` does
-(below it: an abstention, no generation, so the time counted is retrieval and grounding only).
+the code ``mgrag ask`` runs. To measure several thresholds from one generation, the run asks with a low context
+floor (:data:`CALIBRATION_FLOOR`: below it no generation, as in the product) and applies the configured floor
+afterwards exactly as ``ask`` does (below it: an abstention, no generation, so the time counted is retrieval and
+grounding only); the threshold sweep starts at that floor.
 
 Definitions (pure functions below, each tested):
 
@@ -37,6 +38,7 @@ from app.evaluation.metrics import evidence_recall, normalize_answer, qa_f1_max
 log = logging.getLogger(__name__)
 
 YES_NO = frozenset({"yes", "no"})
+CALIBRATION_FLOOR = 0.25  # the lowest context floor the sweep considers (below every measured answerable score)
 
 
 @dataclass(frozen=True)
@@ -136,26 +138,97 @@ def context_evidence_recall(sources: Sequence, doc_id: str, evidence) -> float |
 
 
 # -- running ---------------------------------------------------------------------------------------------------
+class CachedSynth:
+    """A synthesizer whose outputs are kept on disk (``<cache_dir>/bench/answers/drafts-<name>.jsonl``), keyed by
+    the configuration, the question, the sources' texts and the history, with the times measured when they were
+    generated: a re-run (new floors, a changed grounding rule) reuses the drafts and reports those times. Greedy
+    decoding makes a fresh run produce the same drafts (``--fresh`` regenerates)."""
+
+    def __init__(self, inner, name: str, cache_dir, fresh: bool = False):
+        import json
+        from pathlib import Path
+
+        self.inner, self.key_name = inner, name
+        self.name = getattr(inner, "name", name)
+        self.chat = getattr(inner, "chat", False)
+        self.path = Path(cache_dir) / "bench" / "answers" / f"drafts-{name}.jsonl"
+        self.records: dict[str, dict] = {}
+        if self.path.exists() and not fresh:
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    r = json.loads(line)
+                    self.records[r["key"]] = r
+        self.last: dict = {}
+
+    def __getattr__(self, item):
+        return getattr(self.inner, item)
+
+    def _key(self, question, sources, history) -> str:
+        import hashlib
+        import json
+
+        cfg = [self.key_name, getattr(self.inner, "max_new_tokens", None), getattr(self.inner, "system_prompt", None),
+               getattr(self.inner, "max_tokens", None)]
+        blob = json.dumps([cfg, question, [(s.rank, s.text) for s in sources],
+                           [(t.get("role"), t.get("content")) for t in (history or ())]], ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def stream(self, question, sources, history=None):
+        import json
+
+        key = self._key(question, sources, history)
+        t0 = time.perf_counter()
+        rec = self.records.get(key)
+        first = None
+        if rec is not None:
+            for p in rec["pieces"]:
+                if first is None:
+                    first = time.perf_counter() - t0
+                yield p
+            self.last = {"cached": True, "first_s": rec["first_s"], "total_s": rec["total_s"],
+                         "observed_first_s": first, "observed_total_s": time.perf_counter() - t0}
+            return
+        pieces = []
+        for p in self.inner.stream(question, sources, history=history):
+            if first is None:
+                first = time.perf_counter() - t0
+            pieces.append(p)
+            yield p
+        total = time.perf_counter() - t0
+        rec = {"key": key, "pieces": pieces, "first_s": first, "total_s": total}
+        self.records[key] = rec
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        self.last = {"cached": False, "first_s": first, "total_s": total, "observed_first_s": first,
+                     "observed_total_s": total}
+
+
 @dataclass
 class Asked:
     retrieval: object
     answer: object
     read: list
+    gen: dict = field(default_factory=dict)  # the generation's times as measured when it was made (CachedSynth)
 
 
-def ask_one(ctx, question: str, cand: Candidate, synth, history=None, rewrite_mode: str | None = None) -> Asked:
-    """One question through :func:`app.answer.ask` with the context floor off (see the module doc)."""
+def ask_one(ctx, question: str, cand: Candidate, synth, history=None, rewrite_mode: str | None = None,
+            context_floor: float | None = -1.0) -> Asked:
+    """One question through :func:`app.answer.ask` with a low context floor (see the module doc)."""
     from app.answer import ask, synth_sources
 
     retrieval = answer = None
     for kind, value in ask(ctx, question, backend=cand.backend, synthesizer=synth, history=history,
                            grounded=True, style="generated", synth_budget_words=cand.budget,
-                           rewrite_mode=rewrite_mode):
+                           rewrite_mode=rewrite_mode, context_floor=context_floor):
         if kind == "sources":
             retrieval = value
         elif kind == "done":
             answer = value
-    return Asked(retrieval, answer, synth_sources(retrieval.sources, cand.budget))
+    gen = dict(getattr(synth, "last", {}) or {}) if answer.draft else {}
+    if hasattr(synth, "last"):
+        synth.last = {}
+    return Asked(retrieval, answer, synth_sources(retrieval.sources, cand.budget), gen)
 
 
 def verdict_row(ctx, asked: Asked, cand: Candidate, floors: G.Floors, q, answerable: bool) -> dict:
@@ -165,7 +238,13 @@ def verdict_row(ctx, asked: Asked, cand: Candidate, floors: G.Floors, q, answera
 
     a = asked.answer
     ctx_score = a.grounding.get("context_score", 0.0)
-    t = a.timings
+    t = dict(a.timings)
+    if asked.gen:  # times of the generation as made, not as read back from the draft cache
+        g = asked.gen
+        t["generation_s"] += g["total_s"] - g["observed_total_s"]
+        t["total_s"] += g["total_s"] - g["observed_total_s"]
+        if t.get("time_to_first_token_s") is not None and g.get("first_s") is not None:
+            t["time_to_first_token_s"] += g["first_s"] - g["observed_first_s"]
     gen_s = t["generation_s"]
     if not cand.grounded:
         text = a.draft
@@ -274,7 +353,7 @@ def run_followups(ctxs: dict[str, object], followups, synth, cand: Candidate, ll
     rows = []
     for i, fu in enumerate(followups):
         ctx = ctxs[fu.set]
-        first = ask_one(ctx, fu.first, cand, synth)
+        first = ask_one(ctx, fu.first, cand, synth, context_floor=None)  # the reply the user would see
         history = [{"role": "user", "content": fu.first, "query": first.answer.query},
                    {"role": "assistant", "content": first.answer.text}]
         row = {"id": fu.id, "kind": fu.kind, "first_reply": first.answer.text}
@@ -312,22 +391,24 @@ def _stub_openai():
     return mod.StubOpenAI(reply=None)
 
 
-def make_synth(cand: Candidate, ctx, stub=None):
+def make_synth(cand: Candidate, ctx, stub=None, fresh: bool = False):
     from app.synth import make_synthesizer, openai_client
 
     s = ctx.settings
     if cand.backend == "offline":
         from app.synth.hf import load_offline_synthesizer
 
-        return load_offline_synthesizer(ctx, max_new_tokens=s.offline_max_new_tokens, model=cand.model)
+        inner = load_offline_synthesizer(ctx, max_new_tokens=s.offline_max_new_tokens, model=cand.model)
+        return CachedSynth(inner, cand.model, s.cache_dir, fresh)
     if cand.backend == "openai":
         return openai_client(s.model_copy(update={"openai_base_url": stub.base_url, "openai_model": "stub"}))
     return make_synthesizer(cand.backend, ctx)
 
 
 def run_answers(settings, names: Sequence[str], *, followups_with: str | None = None, llm_rewrite: bool = True,
-                max_questions: int | None = None, bench_dir=None, progress: Callable[[str], None] | None = print
-                ) -> dict:
+                max_questions: int | None = None, bench_dir=None, fresh: bool = False,
+                progress: Callable[[str], None] | None = print,
+                checkpoint: Callable[[dict], None] | None = None) -> dict:
     """Every candidate in ``names`` over the answerable and unanswerable sets, then the follow-ups."""
     from app.context import AppContext
     from app.evaluation import bench as B
@@ -341,8 +422,8 @@ def run_answers(settings, names: Sequence[str], *, followups_with: str | None = 
     emb, scorer = base.embedder, base.scorer
     dirs = {"A": build_index("A", sets.docs_a, settings, embedder=emb, scorer=scorer),
             "U": build_index("U", sets.docs_u, settings, embedder=emb, scorer=scorer)}
-    ctxs = {k: AppContext(settings.model_copy(update={"data_dir": d, "context_floor": -1.0}), embedder=emb,
-                          scorer=scorer) for k, d in dirs.items()}
+    ctxs = {k: AppContext(settings.model_copy(update={"data_dir": d}), embedder=emb, scorer=scorer)
+            for k, d in dirs.items()}
     floors = G.floors_for(settings.embedder, settings.context_floor, settings.support_floor)
     todo = [CANDIDATES[n] for n in names]
     generated = list(dict.fromkeys(c.derived_from or c.name for c in todo))
@@ -361,12 +442,15 @@ def run_answers(settings, names: Sequence[str], *, followups_with: str | None = 
     try:
         for gname in generated:
             cand = CANDIDATES[gname]
-            synth = synths[gname] = make_synth(cand, ctxs["A"], stub)
+            synth = synths[gname] = make_synth(cand, ctxs["A"], stub, fresh)
             out = []
+            # an ungrounded row needs every draft (the model answers whatever the context); the others only those
+            # above the calibration floor
+            floor = -1.0 if any(not c.grounded and c.derived_from == gname for c in todo) else CALIBRATION_FLOOR
             t0, c0 = time.perf_counter(), B.cpu_seconds()
             for i, q in enumerate(sets.answerable):
                 for answerable, key in ((True, "A"), (False, "U")):
-                    out.append((q, ask_one(ctxs[key], q.question, cand, synth), answerable))
+                    out.append((q, ask_one(ctxs[key], q.question, cand, synth, context_floor=floor), answerable))
                 if progress:
                     a1, a2 = out[-2][1].answer, out[-1][1].answer
                     progress(f"{gname} {i + 1}/{len(sets.answerable)} {q.id}: {a1.draft[:60]!r} | "
@@ -374,19 +458,14 @@ def run_answers(settings, names: Sequence[str], *, followups_with: str | None = 
             asked[gname] = out
             res.setdefault("generation", {})[gname] = {"seconds": time.perf_counter() - t0,
                                                       "cpu_seconds": B.cpu_seconds() - c0}
-        for cand in todo:
-            src = asked[cand.derived_from or cand.name]
-            rows = [verdict_row(ctxs["A" if ans else "U"], a, cand, floors, q, ans) for q, a, ans in src]
-            res["candidates"][cand.name] = {"candidate": cand.__dict__, "summary": summarise(rows), "rows": rows}
-            if cand.grounded and cand.style == "generated":
-                res["candidates"][cand.name]["sweep"] = sweep(
-                    rows, [round(x, 2) for x in np.arange(0.2, 0.71, 0.05)], [round(x, 2) for x in
-                                                                            np.arange(0.2, 0.71, 0.05)])
-            if progress:
-                progress(f"{cand.name}: {summarise(rows)}")
+            for cand in todo:
+                if (cand.derived_from or cand.name) == gname:
+                    _score(res, cand, ctxs, asked[gname], floors, progress)
+            if checkpoint:
+                checkpoint(res)
         if followups_with and sets.followups:
             cand = CANDIDATES[followups_with]
-            synth = synths.get(cand.derived_from or cand.name) or make_synth(cand, ctxs["A"], stub)
+            synth = synths.get(cand.derived_from or cand.name) or make_synth(cand, ctxs["A"], stub, fresh)
             rewriter = None
             if llm_rewrite:
                 from app.synth.hf import load_offline_synthesizer
@@ -405,6 +484,16 @@ def run_answers(settings, names: Sequence[str], *, followups_with: str | None = 
     res["seconds"] = time.perf_counter() - t_start
     res["load"] = monitor.summary()
     return res
+
+
+def _score(res: dict, cand: Candidate, ctxs, src, floors: G.Floors, progress) -> None:
+    rows = [verdict_row(ctxs["A" if ans else "U"], a, cand, floors, q, ans) for q, a, ans in src]
+    res["candidates"][cand.name] = {"candidate": cand.__dict__, "summary": summarise(rows), "rows": rows}
+    if cand.grounded and cand.style == "generated":
+        grid = [round(x, 2) for x in np.arange(CALIBRATION_FLOOR, 0.71, 0.05)]
+        res["candidates"][cand.name]["sweep"] = sweep(rows, grid, [round(x, 2) for x in np.arange(0.2, 0.71, 0.05)])
+    if progress:
+        progress(f"{cand.name}: {summarise(rows)}")
 
 
 def _pct(x) -> str:

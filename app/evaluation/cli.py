@@ -238,8 +238,8 @@ def cmd_report(args) -> int:
     return 0
 
 
-DEFAULT_ANSWER_CANDIDATES = ("gemma-1500", "gemma-1500-ungrounded", "gemma-500", "hybrid-gemma-500", "qwen-500",
-                             "qwen-500-ungrounded", "hybrid-qwen-500", "qwen-1500", "extractive", "openai-stub")
+DEFAULT_ANSWER_CANDIDATES = ("qwen-500", "hybrid-qwen-500", "gemma-500", "hybrid-gemma-500", "extractive",
+                             "openai-stub", "gemma-1500", "gemma-1500-ungrounded")
 
 
 def cmd_answers(args) -> int:
@@ -267,8 +267,9 @@ def cmd_answers(args) -> int:
             torch.set_num_threads(args.threads)
             kw["torch_threads"] = args.threads
         res = run_answers(Settings(**kw), args.candidates, followups_with=args.followups_with or None,
-                          llm_rewrite=not args.no_llm_rewrite, max_questions=args.max_questions,
-                          progress=None if args.quiet else print)
+                          llm_rewrite=not args.no_llm_rewrite, max_questions=args.max_questions, fresh=args.fresh,
+                          progress=None if args.quiet else print,
+                          checkpoint=lambda r: write_results("answers.partial.json", r, out))
         res["command"] = _answers_command(args)
         path = write_results("answers.json", res, out)
         print(f"wrote {path}")
@@ -343,6 +344,8 @@ def add_bench_parser(sub) -> None:
     s.add_argument("--max-questions", type=int, help="only the first N answerable questions (and their "
                                                      "unanswerable twins)")
     s.add_argument("--results-dir", help="where answers.json goes (default bench/results)")
+    s.add_argument("--fresh", action="store_true", help="generate again instead of reading the drafts cached by an "
+                                                        "earlier run (~/.cache/mgrag/bench/answers)")
     s.add_argument("--write-section", action="store_true", help="also update the 'answers' section of BENCHMARKS.md")
     s.add_argument("--report", action="store_true", help="re-render the table from bench/results/answers.json")
     s.add_argument("--quiet", action="store_true")

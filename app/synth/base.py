@@ -12,11 +12,11 @@ SYSTEM_PROMPT = (
 
 
 # For small instruct models (Qwen2.5-0.5B): with SYSTEM_PROMPT they answered with bare markers ("[1] [2]"); this
-# brief form puts the answer itself first.
+# brief form puts the answer itself first. No worked example: Qwen-0.5B answered with the example's name.
 BRIEF_SYSTEM_PROMPT = (
     "Answer the question from the numbered sources only. Reply with the answer itself first, in a few words, "
-    "then the number of its source in square brackets, like: Maria Lopez [1]. If the sources do not contain the "
-    "answer, reply exactly: I cannot find it in the documents."
+    "then the number of the source that says it, in square brackets. If the sources do not contain the answer, "
+    "reply exactly: I cannot find it in the documents."
 )
 
 
