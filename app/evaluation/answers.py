@@ -53,19 +53,21 @@ class Candidate:
     style: str = "generated"
     grounded: bool = True
     derived_from: str | None = None
+    every: int = 1  # ask every n-th question only (a slow configuration measured on a stratified subset)
 
 
 CANDIDATES: dict[str, Candidate] = {c.name: c for c in [
-    Candidate("gemma-1500", "offline", "gemma3-270m", 1500),
-    Candidate("gemma-1500-ungrounded", "offline", "gemma3-270m", 1500, grounded=False, derived_from="gemma-1500"),
-    Candidate("gemma-500", "offline", "gemma3-270m", 500),
+    Candidate("gemma-1500", "offline", "gemma3-270m", 1500, every=4),
+    Candidate("gemma-1500-ungrounded", "offline", "gemma3-270m", 1500, grounded=False, derived_from="gemma-1500",
+              every=4),
+    Candidate("gemma-500", "offline", "gemma3-270m", 500, every=4),
     Candidate("qwen-1500", "offline", "qwen2.5-coder-0.5b-instruct", 1500),
     Candidate("qwen-500", "offline", "qwen2.5-coder-0.5b-instruct", 500),
     Candidate("qwen-500-ungrounded", "offline", "qwen2.5-coder-0.5b-instruct", 500, grounded=False,
               derived_from="qwen-500"),
     Candidate("hybrid-qwen-500", "offline", "qwen2.5-coder-0.5b-instruct", 500, style="hybrid",
               derived_from="qwen-500"),
-    Candidate("hybrid-gemma-500", "offline", "gemma3-270m", 500, style="hybrid", derived_from="gemma-500"),
+    Candidate("hybrid-gemma-500", "offline", "gemma3-270m", 500, style="hybrid", derived_from="gemma-500", every=4),
     Candidate("extractive", "extractive", None, 1500),
     Candidate("openai-stub", "openai", None, 1500),
 ]}
@@ -448,12 +450,12 @@ def run_answers(settings, names: Sequence[str], *, followups_with: str | None = 
             # above the calibration floor
             floor = -1.0 if any(not c.grounded and c.derived_from == gname for c in todo) else CALIBRATION_FLOOR
             t0, c0 = time.perf_counter(), B.cpu_seconds()
-            for i, q in enumerate(sets.answerable):
+            for i, q in enumerate(sets.answerable[::cand.every]):
                 for answerable, key in ((True, "A"), (False, "U")):
                     out.append((q, ask_one(ctxs[key], q.question, cand, synth, context_floor=floor), answerable))
                 if progress:
                     a1, a2 = out[-2][1].answer, out[-1][1].answer
-                    progress(f"{gname} {i + 1}/{len(sets.answerable)} {q.id}: {a1.draft[:60]!r} | "
+                    progress(f"{gname} {i + 1}/{len(sets.answerable[::cand.every])} {q.id}: {a1.draft[:60]!r} | "
                              f"unanswerable: {a2.draft[:40]!r}")
             asked[gname] = out
             res.setdefault("generation", {})[gname] = {"seconds": time.perf_counter() - t0,
@@ -506,13 +508,13 @@ def answers_table(res: dict) -> str:
     rows = []
     for name, c in res["candidates"].items():
         s = c["summary"]
-        rows.append([name, f"{100 * s['f1']:.1f}", _pct(s["abstain_unanswerable"]),
+        rows.append([name, str(s["n_answerable"]), f"{100 * s['f1']:.1f}", _pct(s["abstain_unanswerable"]),
                      f"{s['cited_hallucinations_unanswerable']}", _pct(s["false_abstain_answerable"]),
                      f"{_pct(s['answered_with_evidence'])} of {s['n_evidence_in_context']}",
                      f"{s['cited_hallucinations_answerable']}", _pct(s["supported_citation_rate"]),
                      "-" if s["ttft_s_median"] is None else f"{s['ttft_s_median']:.2f}",
                      f"{s['total_s_median']:.2f}"])
-    return B.markdown_table(["configuration", "F1", "abstains (unans.)", "cited halluc. (unans.)",
+    return B.markdown_table(["configuration", "questions", "F1", "abstains (unans.)", "cited halluc. (unans.)",
                              "abstains (ans.)", "answers with evidence", "cited halluc. (ans.)",
                              "supported citations", "TTFT s (median)", "total s (median)"], rows)
 
