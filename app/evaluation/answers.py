@@ -175,6 +175,24 @@ class CachedSynth:
                            [(t.get("role"), t.get("content")) for t in (history or ())]], ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
 
+    def complete(self, messages, max_tokens: int = 64) -> str:
+        """The inner model's completion (the follow-up rewrite), kept like the drafts."""
+        import hashlib
+        import json
+
+        key = hashlib.sha256(json.dumps(["complete", self.key_name, max_tokens, messages],
+                                        ensure_ascii=False).encode()).hexdigest()
+        rec = self.records.get(key)
+        if rec is None:
+            t0 = time.perf_counter()
+            out = self.inner.complete(messages, max_tokens)
+            rec = {"key": key, "pieces": [out], "first_s": None, "total_s": time.perf_counter() - t0}
+            self.records[key] = rec
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        return rec["pieces"][0]
+
     def stream(self, question, sources, history=None):
         import json
 
