@@ -163,12 +163,23 @@ def best_per_source(scored: Sequence[SentenceSupport]) -> dict[int, SentenceSupp
 
 
 def split_claims(answer: str) -> list[str]:
-    """The answer's sentences (a short answer is one claim); citation markers stay with their sentence."""
+    r"""The answer's sentences (a short answer is one claim). Citation markers standing alone ("… (2002)\n [1]")
+    cite the claim before them and are joined to it; a claim needs a word of its own.
+
+    >>> split_claims("The Abduction Club (2002)\n [1]. Wooden Crosses [2].")
+    ['The Abduction Club (2002) [1].', 'Wooden Crosses [2].']
+    """
     from ingest.sentences import split_sentences
 
     text = answer.strip()
-    spans = split_sentences(text)
-    return [text[s:e] for s, e in spans] or ([text] if text else [])
+    pieces = [text[s:e] for s, e in split_sentences(text)] or ([text] if text else [])
+    out: list[str] = []
+    for p in pieces:
+        if re.search(r"\w", strip_citations(p)):
+            out.append(p)
+        elif out:
+            out[-1] = out[-1].rstrip() + " " + p.strip()
+    return out
 
 
 @dataclass
