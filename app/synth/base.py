@@ -12,11 +12,12 @@ SYSTEM_PROMPT = (
 
 
 # For small instruct models (Qwen2.5-0.5B): with SYSTEM_PROMPT they answered with bare markers ("[1] [2]"); this
-# brief form puts the answer itself first. No worked example: Qwen-0.5B answered with the example's name.
+# brief form puts the answer itself first. Without the short example it went back to bare markers; with a name as
+# the example it once answered with that name (which grounding then refuses, as any unsupported answer).
 BRIEF_SYSTEM_PROMPT = (
     "Answer the question from the numbered sources only. Reply with the answer itself first, in a few words, "
-    "then the number of the source that says it, in square brackets. If the sources do not contain the answer, "
-    "reply exactly: I cannot find it in the documents."
+    "then the number of the source that says it in square brackets, like: in 1911 [2]. Never reply with a source "
+    "number alone. If the sources do not contain the answer, reply exactly: I cannot find it in the documents."
 )
 
 
@@ -38,12 +39,12 @@ def format_sources(sources: Sequence) -> str:
 
 
 def build_messages(question: str, sources: Sequence, history: Sequence | None = None,
-                   system: str = SYSTEM_PROMPT) -> list[dict]:
+                   system: str = SYSTEM_PROMPT, cue: str = "Answer with citations:") -> list[dict]:
     """Chat messages: system instructions, the conversation's earlier turns (citation markers removed, so the
     numbers of an earlier context are not mistaken for this one's), then the numbered sources and the question."""
     from app.grounding import strip_citations
 
-    user = f"Sources:\n\n{format_sources(sources)}\n\nQuestion: {question}\nAnswer with citations:"
+    user = f"Sources:\n\n{format_sources(sources)}\n\nQuestion: {question}\n{cue}"
     turns = [{"role": t["role"], "content": strip_citations(str(t.get("content", "")))}
              for t in (history or ()) if t.get("role") in ("user", "assistant") and t.get("content")]
     return [{"role": "system", "content": system}, *turns, {"role": "user", "content": user}]

@@ -44,7 +44,10 @@ class HFSynthesizer:
                 raise SynthesisError(
                     "this model has no chat template; use the offline backend for base models or set MGRAG_SYNTH_MODEL "
                     "to an instruction-tuned model")
-            msgs = messages if messages is not None else build_messages(question, sources, history, self.system_prompt)
+            cue = "Short answer, then [source number]:" if self.system_prompt == BRIEF_SYSTEM_PROMPT \
+                else "Answer with citations:"
+            msgs = messages if messages is not None else build_messages(question, sources, history,
+                                                                        self.system_prompt, cue)
             ids = self.tokenizer.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt",
                                                      return_dict=True)["input_ids"]
         else:
