@@ -69,7 +69,8 @@ def cited_numbers(text: str, n_sources: int) -> list[int]:
 
 def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | None = None,
         budget_words: int | None = None, retriever: str | None = None, weights=None, synthesizer=None,
-        no_retrieval_doc: str | None = None) -> Iterator[tuple[str, object]]:
+        no_retrieval_doc: str | None = None, doc_ids=None) -> Iterator[tuple[str, object]]:
+    """Retrieve (among ``doc_ids`` if given), then stream the answer; see the module docstring for the events."""
     s = ctx.settings
     backend = backend or s.synth_backend
     synth, error = synthesizer, None
@@ -87,7 +88,8 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
         question = check_question(question, s.max_question_chars)
         retrieval = _no_retrieval(ctx, question, no_retrieval_doc)
     else:
-        retrieval = retrieve(ctx, question, k=k, budget_words=budget_words, weights=weights, retriever=retriever)
+        retrieval = retrieve(ctx, question, k=k, budget_words=budget_words, weights=weights, retriever=retriever,
+                             doc_ids=doc_ids)
     t1 = time.perf_counter()
     yield "sources", retrieval
     pieces: list[str] = []

@@ -24,7 +24,7 @@ from app.context import AppContext
 from ingest.catalog import Generation
 from ingest.chunkers import NEEDS_LM, build_chunker
 from ingest.chunkers.logits import LGConfig
-from ingest.loaders import IngestError, LoadedDoc, expand_paths, load_bytes, load_file
+from ingest.loaders import IngestError, Limits, LoadedDoc, input_files, load_bytes, load_file
 from ingest.types import Chunk, content_hash
 
 log = logging.getLogger(__name__)
@@ -119,7 +119,7 @@ class Ingestor:
         return chunks, vectors
 
     def _write(self, gen: Generation, doc: LoadedDoc, doc_id: str, h: str, chunks, vectors, t0: float,
-               chunking: dict | None = None, size: int | None = None) -> None:
+               chunking: dict | None = None, size: int | None = None, owner: str | None = None) -> None:
         """Write points, then the catalog; on failure delete what was written. Old version's points go last."""
         cat, index = self.ctx.catalog, self.ctx.index
         old = cat.chunk_ids(gen.gen, doc_id)
@@ -131,7 +131,8 @@ class Ingestor:
             index.upsert(gen.gen, chunks, vectors, cat.version_for(doc_id, h))
             bm25.update(gen.gen, chunks)
             size = len(doc.data) if size is None else size
-            cat.record_indexed(gen.gen, doc_id, doc.name, h, size, doc.kind, chunks, time.time() - t0, chunking)
+            cat.record_indexed(gen.gen, doc_id, doc.name, h, size, doc.kind, chunks, time.time() - t0, chunking,
+                               owner=owner)
         except BaseException:
             stale = {lv: [i for i in ids if i not in set(old.get(lv, []))] for lv, ids in new_ids.items()}
             try:
@@ -145,12 +146,15 @@ class Ingestor:
         index.delete(gen.gen, obsolete)
         bm25.update(gen.gen, [], remove=obsolete)
 
-    def ingest_one(self, doc: LoadedDoc, gen: Generation, on_window=None) -> FileResult:
+    def ingest_one(self, doc: LoadedDoc, gen: Generation, on_window=None, owner: str | None = None) -> FileResult:
+        """Ingest one loaded document for ``owner`` (None: the shared library). Its id is its name unless another
+        owner holds a document of that name; then it gets the next free ``name (n).ext`` (nothing of another owner
+        is ever replaced). Content the owner can already see is reported as a duplicate and not written."""
         t0 = time.time()
         h = content_hash(doc.data)
-        doc_id = doc.name
         cat = self.ctx.catalog
-        dup = cat.doc_by_hash(h, gen.gen)
+        doc_id = cat.allocate_doc_id(doc.name, owner)
+        dup = cat.doc_by_hash(h, gen.gen, owner)
         if dup is not None:
             what = "unchanged" if dup == doc_id else f"same content as {dup!r}"
             return FileResult(doc.name, "duplicate", f"{what}; skipped", dup)
@@ -158,29 +162,36 @@ class Ingestor:
         chunking = cat.chunking(gen.gen, doc_id) if prev else None  # a new version keeps the document's own θ
         self.ctx.store.put(h, doc.data, doc.text)
         chunks, vectors = self._build(doc, doc_id, h, gen, on_window, chunking)
-        self._write(gen, doc, doc_id, h, chunks, vectors, t0, chunking)
+        self._write(gen, doc, doc_id, h, chunks, vectors, t0, chunking, owner=owner)
         counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))
-        msg = doc.warning
+        msg = "; ".join(x for x in (doc.warning, f"stored as {doc_id!r}" if doc_id != doc.name else "") if x)
         return FileResult(doc.name, "updated" if prev else "ingested", msg, doc_id, counts, time.time() - t0)
 
     # -- batches --------------------------------------------------------------------------------------
-    def ingest_paths(self, paths: Iterable[str | Path]) -> IngestReport:
-        files = expand_paths(paths)
-        max_bytes = int(self.ctx.settings.max_file_mb * 2**20)
+    def ingest_paths(self, paths: Iterable[str | Path], owner: str | None = None) -> IngestReport:
+        """Files and folders; a file under a folder is named by its path relative to that folder."""
+        limits = Limits.of(self.ctx.settings)
         items: list[tuple[str, Callable[[], LoadedDoc]]] = []
-        for f in files:
-            if not f.exists():
-                items.append((f.name, _raiser(IngestError(str(f), "no such file or folder"))))
+        for f, name in input_files(paths):
+            if not f.exists() and not f.is_symlink():
+                items.append((name, _raiser(IngestError(str(f), "no such file or folder"))))
             else:
-                items.append((f.name, lambda f=f: load_file(f, max_bytes=max_bytes)))
-        return self._ingest_items(items)
+                items.append((name, lambda f=f, name=name: load_file(f, limits=limits, name=name)))
+        return self._ingest_items(items, owner)
 
-    def ingest_bytes(self, named: Iterable[tuple[str, bytes]]) -> IngestReport:
-        max_bytes = int(self.ctx.settings.max_file_mb * 2**20)
-        return self._ingest_items([(n, lambda n=n, d=d: load_bytes(Path(n).name, d, max_bytes=max_bytes))
-                                   for n, d in named])
+    def ingest_bytes(self, named: Iterable[tuple[str, bytes]], owner: str | None = None) -> IngestReport:
+        limits = Limits.of(self.ctx.settings)
+        return self._ingest_items([(n, lambda n=n, d=d: load_bytes(Path(n).name, d, limits=limits))
+                                   for n, d in named], owner)
 
-    def _ingest_items(self, items: list[tuple[str, Callable[[], LoadedDoc]]]) -> IngestReport:
+    def ingest_loaded(self, docs: Iterable[LoadedDoc | IngestError], owner: str | None = None) -> IngestReport:
+        """Documents already extracted (the web app extracts outside its write lock); an :class:`IngestError` in
+        their place is reported as that file's failure."""
+        return self._ingest_items([(d.name, (lambda d=d: d) if isinstance(d, LoadedDoc) else _raiser(d))
+                                   for d in docs], owner)
+
+    def _ingest_items(self, items: list[tuple[str, Callable[[], LoadedDoc]]], owner: str | None = None
+                      ) -> IngestReport:
         report = IngestReport()
         if not items:
             return report
@@ -193,7 +204,7 @@ class Ingestor:
                 bar.set_postfix_str(name[:40])
             try:
                 doc = load()
-                result = self.ingest_one(doc, gen, wbar.update if wbar is not None else None)
+                result = self.ingest_one(doc, gen, wbar.update if wbar is not None else None, owner=owner)
             except IngestError as e:
                 result = FileResult(name, "failed", e.problem)
             except Exception as e:  # a model or store error on one file must not abort the batch
@@ -363,7 +374,8 @@ class Ingestor:
             ids = cat.chunk_ids(live.gen, doc_id)
             self.ctx.index.delete(live.gen, ids)
             self.ctx.bm25.update(live.gen, [], remove=ids)
-        cat.remove_document(doc_id)
+        for h in cat.remove_document(doc_id):  # originals no other document shares
+            self.ctx.store.remove(h)
         return doc_id
 
 
