@@ -6,12 +6,14 @@ only cosmetic: a direct API call without a login gets "admin login required".
 """
 from __future__ import annotations
 
+import html
 import logging
 import os
 import secrets
+from pathlib import Path
 
 from ui import render
-from ui.service import AdminRequired, UiService
+from ui.service import AdminRequired, UiService, browser_owner, new_browser_id
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +33,28 @@ CHUNKERS = ("lgmgc", "mg", "lg", "recursive", "paragraph", "semantic", "ppl", "l
 def _error(e: Exception):
     import gradio as gr
 
-    return gr.Error(str(e), print_exception=False)
+    return gr.Error(html.escape(str(e)), print_exception=False)
+
+
+def _client_host(request) -> str:
+    try:
+        return request.client.host or ""
+    except AttributeError:
+        return ""
+
+
+def _remove_uploads(paths, root) -> None:
+    """Delete the upload cache files Gradio handed over (their text is in the document store now, or they were
+    refused), so nothing stays downloadable by its URL."""
+    for p in paths or []:
+        try:
+            real = Path(p).resolve()
+            if real.is_relative_to(root) and real.is_file():
+                real.unlink()
+                if real.parent != root and not any(real.parent.iterdir()):
+                    real.parent.rmdir()
+        except OSError:
+            log.warning("could not remove the upload %s", p)
 
 
 def build_app(service: UiService):
@@ -43,45 +66,93 @@ def build_app(service: UiService):
     s = service.ctx.settings
 
     # -- chat handlers ---------------------------------------------------------------------------------------
-    def on_upload(paths, progress=gr.Progress()):
+    def owner_of(browser_id):
+        try:
+            return browser_owner(browser_id)
+        except ValueError as e:
+            raise _error(e) from e
+
+    def reader_of(browser_id):
+        """The owner whose documents a question may search; before the page has its id (a question asked while
+        it loads), the shared library only."""
+        try:
+            return browser_owner(browser_id)
+        except ValueError:
+            return None
+
+    def on_load(browser_id):
+        """A browser without a (valid) id gets one; it keeps it in its local storage."""
+        try:
+            browser_owner(browser_id)
+            return browser_id
+        except ValueError:
+            return new_browser_id()
+
+    def mine(browser_id):
+        try:
+            docs = service.own_documents(browser_owner(browser_id))
+        except ValueError:
+            docs = []
+        return gr.update(choices=docs, value=[])
+
+    def on_upload(paths, browser_id, progress=gr.Progress()):
         if not paths:
-            return gr.update(), None
-        progress((0, len(paths)), desc="ingesting")
+            return gr.update(), None, gr.update()
+        try:
+            owner = owner_of(browser_id)
+            progress((0, len(paths)), desc="ingesting")
 
-        def cb(done, total, name):
-            progress((done, total), desc=f"ingesting {name}" if name else "ingesting", unit="files")
+            def cb(done, total, name):
+                progress((done, total), desc=f"ingesting {name}" if name else "ingesting", unit="files")
 
-        rows = service.ingest_files(paths, progress=cb)
+            rows = service.ingest_files(paths, progress=cb, owner=owner)
+        finally:
+            _remove_uploads(paths, service.upload_root)
         df = pd.DataFrame(rows, columns=["name", "status", "message", "chunks"])
         n_ok = sum(r["status"] in ("ingested", "updated") for r in rows)
         bad = [r for r in rows if r["status"] in ("failed", "refused")]
         if bad:
-            gr.Warning(f"{len(bad)} file(s) not ingested: " + "; ".join(f"{r['name']}: {r['message']}" for r in bad))
+            gr.Warning(html.escape(f"{len(bad)} file(s) not ingested: "
+                                   + "; ".join(f"{r['name']}: {r['message']}" for r in bad)))
         if n_ok:
             gr.Info(f"{n_ok} document(s) ingested and searchable")
-        return df, None
+        return df, None, mine(browser_id)
 
-    def on_ask(question, history, answers, k, budget, retriever, backend):
+    def on_delete_mine(browser_id, selected):
+        try:
+            deleted = service.delete_own(owner_of(browser_id), list(selected or []))
+        except ValueError as e:
+            raise _error(e) from e
+        gr.Info(html.escape(f"Deleted {', '.join(deleted)}"))
+        return mine(browser_id)
+
+    allow_links = getattr(s, "answer_links", False)
+
+    def shown(text):  # answer and user text render literally: no HTML, no live link or image from a document
+        return render.answer_markdown(text, allow_links)
+
+    def on_ask(question, history, answers, k, budget, retriever, backend, browser_id):
         history = list(history or [])
         answers = list(answers or [])
         question = (question or "").strip()
-        history.append({"role": "user", "content": question})
+        history.append({"role": "user", "content": render.plain_text_markdown(question)})
         history.append({"role": "assistant", "content": ""})
         yield history, answers, gr.update(), gr.update(), ""
         text = ""
         try:
+            owner = reader_of(browser_id)
             for kind, value in service.ask(question, k=int(k), budget_words=int(budget), retriever=retriever,
-                                           backend=backend):
+                                           backend=backend, owner=owner):
                 if kind == "token":
                     text += value
-                    history[-1] = {"role": "assistant", "content": text}
+                    history[-1] = {"role": "assistant", "content": shown(text)}
                     yield history, answers, gr.update(), gr.update(), ""
                 elif kind == "done":
                     a = value.to_dict()
                     answers.append(a)
                     if a["error"]:
                         text += f"\n\n⚠️ the {a['backend']} backend failed: {a['error']} (the sources were still retrieved)"
-                    history[-1] = {"role": "assistant", "content": text or "(no answer)"}
+                    history[-1] = {"role": "assistant", "content": shown(text) if text else "(no answer)"}
                     cited = {c["number"] for c in a["citations"]}
                     t = a["timings"]
                     body = (render.weight_bars(a["weights"]) + render.sources_html(a["sources"], cited)
@@ -97,7 +168,7 @@ def build_app(service: UiService):
 
             if not isinstance(e, (ValueError, EmptyIndexError)):
                 log.exception("answering failed")
-            history[-1] = {"role": "assistant", "content": f"⚠️ {e}"}
+            history[-1] = {"role": "assistant", "content": "⚠️ " + render.plain_text_markdown(str(e))}
             yield history, answers, gr.update(), gr.update(), ""
 
     # -- evaluate handlers -----------------------------------------------------------------------------------
@@ -108,15 +179,17 @@ def build_app(service: UiService):
             idx = len(answers) - 1
         return answers[int(idx)]
 
-    def on_pick(answers, idx, k):
+    def on_pick(answers, idx, k, browser_id):
         a = pick(answers, idx)
         if a is None:
             return "*Ask a question on the Chat tab first.*", gr.update(choices=[], value=[]), None, ""
-        hits = service.level_hits(a["question"], k=int(k), retriever=a["retriever"] if a["retriever"] != "none" else "dense")
+        hits = service.level_hits(a["question"], k=int(k), retriever=a["retriever"] if a["retriever"] != "none" else "dense",
+                                  owner=reader_of(browser_id))
         df = pd.DataFrame(hits, columns=["retriever", "level", "rank", "score", "document", "chars", "text"])
         choices = [(f"[{x['number']}] {x['doc_id']}", x["number"]) for x in a["sources"]]
         cited = [c["number"] for c in a["citations"]]
-        md = f"**Q:** {a['question']}\n\n**A:** {a['text'] or '(no answer)'}"
+        md = (f"**Q:** {render.plain_text_markdown(a['question'])}\n\n"
+              f"**A:** {shown(a['text']) if a['text'] else '(no answer)'}")
         return md, gr.update(choices=choices, value=cited), df, render.sources_html(a["sources"], set(cited))
 
     def on_f1(answers, idx, reference):
@@ -127,28 +200,28 @@ def build_app(service: UiService):
             return "F1: enter a reference answer"
         return f"F1: {qa_f1_score(a['text'], reference):.3f}"
 
-    def on_save(answers, idx, reference, rating, comment, relevant):
+    def on_save(answers, idx, reference, rating, comment, relevant, browser_id):
         a = pick(answers, idx)
         try:
             eid, f1, n_ev = service.evaluate(a, reference=reference, rating=rating or None, comment=comment,
-                                             relevant=[int(x) for x in (relevant or [])])
+                                             relevant=[int(x) for x in (relevant or [])], owner=owner_of(browser_id))
         except ValueError as e:
             raise _error(e) from e
         f1s = f"; F1 {f1:.3f}" if f1 is not None else ""
         return f"Saved evaluation #{eid}{f1s}; {n_ev} evidence span(s)."
 
-    def on_export():
-        path, n = service.export_feedback()
-        gr.Info(f"{n} evaluation(s) exported")
+    def on_export(browser_id):
+        path, n = service.export_feedback(owner=owner_of(browser_id))
+        gr.Info(f"{n} of your evaluation(s) exported")
         return str(path), f"{n} record(s) in {path.name} (bench format: id, question, doc_id, answers, evidence)"
 
-    def on_bench(set_name, upload, k, progress=gr.Progress()):
+    def on_bench(set_name, upload, k, browser_id, progress=gr.Progress()):
         ref = upload or set_name
         if not ref:
             raise gr.Error("choose a bench set or upload a questions.jsonl")
         progress(None, desc="running the benchmark")
         try:
-            res = service.run_benchmark(ref, k=int(k))
+            res = service.run_benchmark(ref, k=int(k), owner=reader_of(browser_id))
         except (ValueError, FileNotFoundError) as e:
             raise _error(e) from e
         note = f"{res['n_questions']} question(s) over the live index"
@@ -156,6 +229,7 @@ def build_app(service: UiService):
             note += f"; skipped (not in the index): {', '.join(res['skipped_docs'][:8])}"
         if res.get("mismatched_docs"):
             note += f"; skipped (text differs from the set's): {', '.join(res['mismatched_docs'][:8])}"
+        note = render.plain_text_markdown(note)
         return pd.DataFrame(render.bench_table(res), columns=["metric", "value"]), render.bench_figure(res), note
 
     # -- admin handlers (each checks the token server side) ----------------------------------------------------
@@ -173,19 +247,20 @@ def build_app(service: UiService):
 
     def docs_outputs(token):
         live, rows = service.documents(token)
-        cols = ["document", "size (KB)", "version", "parents", "θ/2", "θ/4", "ingest s", "indexed", "parameters"]
+        cols = ["document", "owner", "size (KB)", "version", "parents", "θ/2", "θ/4", "ingest s", "indexed",
+                "parameters"]
         head = (f"Live index: generation {live['gen']}, chunker **{live['chunker']}**, θ = {live['theta']}"
                 if live else "No index yet.")
         return pd.DataFrame(rows, columns=cols), gr.update(choices=[r["document"] for r in rows], value=[]), head
 
     @admin
-    def on_login(user, password):
+    def on_login(user, password, request: gr.Request):
         try:
-            token = service.login(user, password)
+            token = service.login(user, password, _client_host(request))
         except AdminRequired as e:
             return "", gr.update(visible=False), f"⚠️ {e}", gr.update(), gr.update(), gr.update()
         df, sel, head = docs_outputs(token)
-        return token, gr.update(visible=True), f"Logged in as {user}.", df, sel, head
+        return token, gr.update(visible=True), f"Logged in as {render.plain_text_markdown(user)}.", df, sel, head
 
     @admin
     def on_docs(token):
@@ -195,7 +270,7 @@ def build_app(service: UiService):
     def on_delete(token, selected):
         deleted = service.delete(token, list(selected or []))
         df, sel, head = docs_outputs(token)
-        return df, sel, head, f"Deleted {', '.join(deleted)}."
+        return df, sel, head, render.plain_text_markdown(f"Deleted {', '.join(deleted)}.")
 
     @admin
     def on_reingest(token, selected, chunker, theta, which, progress=gr.Progress()):
@@ -214,6 +289,7 @@ def build_app(service: UiService):
                if not failed else
                f"{len(failed)} document(s) failed ({'; '.join(f'{r.name}: {r.message}' for r in failed)})"
                + ("; the live index is unchanged" if docs is None else ""))
+        msg = render.plain_text_markdown(msg)
         df, sel, head = docs_outputs(token)
         return df, sel, head, msg
 
@@ -239,13 +315,17 @@ def build_app(service: UiService):
     # -- layout ---------------------------------------------------------------------------------------------
     with gr.Blocks(title="MGRAG") as demo:
         answers_state = gr.State([])
+        # a random id kept in this browser's local storage (encrypted with a secret from the data dir): documents
+        # uploaded from it belong to it, and only it (and the admin) can search, replace or delete them
+        browser = gr.BrowserState(None, storage_key="mgrag_browser", secret=service.state_secret())
         token_state = gr.State("")
         gr.Markdown("## MGRAG: chat with your documents")
         with gr.Tabs():
             with gr.Tab("Chat", id="chat"):
                 with gr.Row():
                     with gr.Column(scale=3):
-                        chatbot = gr.Chatbot(label="Answers", height=520, elem_id="chatbot", buttons=["copy"])
+                        chatbot = gr.Chatbot(label="Answers", height=520, elem_id="chatbot", buttons=["copy"],
+                                             sanitize_html=True, allow_tags=False, latex_delimiters=[])
                         with gr.Row():
                             question = gr.Textbox(placeholder="Ask a question about your documents…", show_label=False,
                                                   scale=5, elem_id="question", max_lines=4)
@@ -258,6 +338,11 @@ def build_app(service: UiService):
                                         file_count="multiple", type="filepath", elem_id="upload")
                         upload_report = gr.Dataframe(headers=["name", "status", "message", "chunks"],
                                                      label="Last upload", interactive=False, elem_id="upload-report")
+                        with gr.Accordion("Your uploads", open=False, elem_id="my-docs"):
+                            my_docs = gr.CheckboxGroup([], label="only this browser (and the admin) can search them",
+                                                       elem_id="my-docs-select")
+                            delete_mine_btn = gr.Button("Delete selected", variant="stop", size="sm",
+                                                        elem_id="delete-mine")
                         with gr.Accordion("Session settings", open=False, elem_id="session-settings"):
                             k_in = gr.Slider(1, 50, value=s.top_k, step=1, label="k: hits per level")
                             budget_in = gr.Slider(50, 5000, value=s.context_words, step=50,
@@ -329,19 +414,24 @@ def build_app(service: UiService):
                     bench_plot = gr.Plot(label="metrics")
 
         # -- events ---------------------------------------------------------------------------------------------
-        files.upload(on_upload, [files], [upload_report, files], api_name="upload", concurrency_limit=4)
-        ask_args = dict(fn=on_ask, inputs=[question, chatbot, answers_state, k_in, budget_in, retriever_in, backend_in],
+        demo.load(on_load, [browser], [browser], api_visibility="private").then(
+            mine, [browser], [my_docs], api_visibility="private")
+        files.upload(on_upload, [files, browser], [upload_report, files, my_docs], api_name="upload",
+                     concurrency_limit=4)
+        delete_mine_btn.click(on_delete_mine, [browser, my_docs], [my_docs], api_name="delete_upload")
+        ask_args = dict(fn=on_ask, inputs=[question, chatbot, answers_state, k_in, budget_in, retriever_in, backend_in,
+                                           browser],
                         outputs=[chatbot, answers_state, weights_plot, answer_pick, question], concurrency_limit=None)
         ask_btn.click(api_name="ask", **ask_args)
         question.submit(api_visibility="private", **ask_args)
         pick_out = [answer_md, relevant_in, hits_df, eval_sources]
-        answer_pick.change(on_pick, [answers_state, answer_pick, eval_k], pick_out, api_visibility="private")
-        eval_k.release(on_pick, [answers_state, answer_pick, eval_k], pick_out, api_visibility="private")
+        answer_pick.change(on_pick, [answers_state, answer_pick, eval_k, browser], pick_out, api_visibility="private")
+        eval_k.release(on_pick, [answers_state, answer_pick, eval_k, browser], pick_out, api_visibility="private")
         reference_in.change(on_f1, [answers_state, answer_pick, reference_in], [f1_md], api_visibility="private")
-        save_btn.click(on_save, [answers_state, answer_pick, reference_in, rating_in, comment_in, relevant_in],
+        save_btn.click(on_save, [answers_state, answer_pick, reference_in, rating_in, comment_in, relevant_in, browser],
                        [eval_msg], api_name="save_evaluation")
-        export_btn.click(on_export, [], [export_file, eval_msg], api_name="export_feedback")
-        bench_btn.click(on_bench, [bench_set, bench_file, bench_k], [bench_df, bench_plot, bench_note],
+        export_btn.click(on_export, [browser], [export_file, eval_msg], api_name="export_feedback")
+        bench_btn.click(on_bench, [bench_set, bench_file, bench_k, browser], [bench_df, bench_plot, bench_note],
                         api_name="benchmark")
 
         login_btn.click(on_login, [user_in, pw_in], [token_state, admin_panel, login_msg, docs_df, selected, live_md],
@@ -368,6 +458,7 @@ def launch(service: UiService, *, host: str | None = None, port: int | None = No
     tmp = (s.data_dir / "tmp" / "gradio").resolve()
     tmp.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("GRADIO_TEMP_DIR", str(tmp))
+    service.upload_root = Path(os.environ["GRADIO_TEMP_DIR"]).resolve()  # the only folder uploads are read from
     demo = build_app(service)
     demo.queue(default_concurrency_limit=8, max_size=256)
     app, url, _ = demo.launch(server_name=host or s.ui_host, server_port=port or s.ui_port, prevent_thread_lock=True,

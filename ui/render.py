@@ -3,6 +3,7 @@ No Gradio here, so each piece is tested alone."""
 from __future__ import annotations
 
 import html
+import re
 
 LEVEL_NAMES = {0: "θ", 1: "θ/2", 2: "θ/4"}
 
@@ -24,6 +25,32 @@ def _esc(text: str) -> str:
     """Escaped, with line breaks as <br> (a blank line would otherwise end the chat's markdown paragraph, and
     the <mark> with it)."""
     return html.escape(text).replace("\n", "<br>")
+
+
+_MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:$])")
+_AUTOLINK = re.compile(r"(?i)\b(https?|ftp|file|mailto|javascript|data)(\\?:)|\b(www)(\\?\.)")
+
+
+def plain_text_markdown(text: str) -> str:
+    r"""``text`` (an answer, a question, an error message: anything a document or a user wrote) as Markdown that
+    renders literally: HTML escaped, Markdown punctuation backslash-escaped (no link, image, heading or emphasis
+    can form), and URL schemes broken with a word joiner (U+2060) so no autolink becomes live. Line breaks are kept.
+
+    >>> print(plain_text_markdown('<img src=x> ![t](http://e.vil/p.png) [1]').replace("\u2060", "^"))
+    &lt;img src=x&gt; \!\[t\]\(http^\://e\.vil/p\.png\) \[1\]
+    """
+    escaped = _MD_PUNCT.sub(r"\\\1", html.escape(text or "", quote=False))
+    return _AUTOLINK.sub(lambda m: f"{m.group(1)}\u2060{m.group(2)}" if m.group(1) else f"{m.group(3)}\u2060{m.group(4)}",
+                         escaped)
+
+
+def answer_markdown(text: str, allow_links: bool = False) -> str:
+    """An answer as chat Markdown. By default everything is literal (:func:`plain_text_markdown`); with
+    ``allow_links`` (setting ``answer_links``) Markdown links stay live, but raw HTML is still escaped and images
+    are shown as text, so a document cannot make a reader's browser fetch anything."""
+    if not allow_links:
+        return plain_text_markdown(text)
+    return html.escape(text or "", quote=False).replace("![", "!\\[")
 
 
 def is_uniform(weights) -> bool:

@@ -158,7 +158,8 @@ def test_evaluation_saved_and_exported(ui_server, page):
     page.screenshot(path=str(ARTIFACTS / "evaluate.png"), full_page=True)
     rows = ui_server.service.feedback.rows()
     assert any(r["comment"] == "correct, cites the log" and r["rating"] == "good" for r in rows)
-    path = ui_server.data_dir / "exports" / "feedback.jsonl"
+    # the export holds this browser's evaluations only, in a file of its own
+    path = max((ui_server.data_dir / "exports").glob("*/feedback.jsonl"), key=lambda p: p.stat().st_mtime)
     recs = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
     assert recs and recs[-1]["answers"] == ["twenty-two years"] and recs[-1]["doc_id"] == "keeper.md"
     assert set(recs[-1]) == {"id", "question", "doc_id", "answers", "evidence"}
