@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from app.context import AppContext
 from app.synth import SynthesisError, make_synthesizer
+from ingest.layout import place_label
 from retrieval.search import Retrieval, Source, check_question, no_retrieval_context, retrieve
 
 log = logging.getLogger(__name__)
@@ -33,11 +34,20 @@ class Citation:
     score: float
     level_scores: dict[int, float] = field(default_factory=dict)
     bm25_level_scores: dict[int, float] = field(default_factory=dict)
+    pages: list[int] | None = None  # [first, last] page of the passage (PDF)
+    headings: list[str] = field(default_factory=list)  # heading path at the passage's start
+    matched_pages: list[int] | None = None
 
     @classmethod
     def of(cls, s: Source) -> "Citation":
         return cls(s.rank, s.doc_id, s.start, s.end, s.text, s.matched_level, s.matched_start, s.matched_end,
-                   s.matched_text, s.score, dict(s.level_scores), dict(s.bm25_level_scores))
+                   s.matched_text, s.score, dict(s.level_scores), dict(s.bm25_level_scores), s.pages,
+                   list(s.headings), s.matched_pages)
+
+    @property
+    def label(self) -> str:
+        """``p. 4–5 · Section › Subsection`` ("" when the document has neither pages nor headings)."""
+        return place_label(self.pages, self.headings)
 
 
 @dataclass

@@ -149,7 +149,7 @@ def cmd_ask(args) -> int:
         for c in final.sources:
             lv = ", ".join(f"L{k}={v:.3f}" for k, v in sorted(c.level_scores.items()))
             mark = "*" if c in final.citations else " "
-            print(f" {mark}[{c.number}] {c.doc_id} chars {c.start}-{c.end} score {c.score:.3f}"
+            print(f" {mark}[{c.number}] {c.doc_id} {c.label or f'chars {c.start}-{c.end}'} score {c.score:.3f}"
                   f" (matched level {c.matched_level}{'; ' + lv if lv else ''})")
         t = final.timings
         ttft = t.get("time_to_first_token_s")

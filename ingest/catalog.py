@@ -46,8 +46,11 @@ class DocumentStore:
     def _path(self, h: str, what: str) -> Path:
         return self.root / h[:2] / f"{h}.{what}"
 
-    def put(self, h: str, data: bytes, text: str) -> None:
-        for what, payload in (("orig", data), ("txt", text.encode("utf-8"))):
+    def put(self, h: str, data: bytes, text: str, layout: dict | None = None) -> None:
+        items = [("orig", data), ("txt", text.encode("utf-8"))]
+        if layout:
+            items.append(("layout.json", json.dumps(layout).encode("utf-8")))
+        for what, payload in items:
             p = self._path(h, what)
             if p.exists():
                 continue
@@ -65,9 +68,14 @@ class DocumentStore:
     def has(self, h: str) -> bool:
         return self._path(h, "txt").exists()
 
+    def layout(self, h: str) -> dict | None:
+        """The pages and headings of ``h``'s text (ingest/layout.py), or None when it has none recorded."""
+        p = self._path(h, "layout.json")
+        return json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
+
     def remove(self, h: str) -> None:
         """Delete the original and text of ``h`` (when no document refers to it any more)."""
-        for what in ("orig", "txt"):
+        for what in ("orig", "txt", "layout.json"):
             self._path(h, what).unlink(missing_ok=True)
 
 

@@ -94,6 +94,7 @@ class QdrantIndex:
                 payload={
                     "doc_id": c.doc_id, "doc_hash": c.doc_hash, "doc_version": doc_version, "level": c.level,
                     "parent_id": c.parent_id, "start": c.start, "end": c.end, "text": c.text,
+                    **{k: c.meta[k] for k in ("pages", "headings") if k in c.meta},  # ingest/layout.py
                 },
             ))
         for level, points in by_level.items():

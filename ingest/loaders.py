@@ -45,6 +45,7 @@ class LoadedDoc:
     text: str  # the text that is chunked; chunk offsets index into it
     kind: str
     warning: str = ""
+    layout: dict | None = None  # page starts and headings (ingest/layout.py Layout.to_json), offsets into text
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,47 @@ def clean_text(text: str) -> tuple[str, int]:
 
 
 # -- extractors (run in the sandbox child for pdf, docx and html) --------------------------------------------------
-def _pdf_text(name: str, data: bytes) -> str:
+# Each returns the text and its layout (page starts, headings: ingest/layout.py) as JSON; pieces are cleaned of
+# control characters before they are joined, so the layout's offsets are those of the final text.
+def _join(blocks: list[tuple[str, int, str]]) -> tuple[str, list]:
+    """Blocks ``(text, heading level or 0, kind)`` joined by blank lines, with the headings' offsets."""
+    parts, headings, offset = [], [], 0
+    for text, level, _ in blocks:
+        text = clean_text(text)[0].strip()
+        if not text:
+            continue
+        if parts:
+            offset += 2
+        if level:
+            headings.append((offset, level, " ".join(text.split())[:200]))
+        parts.append(text)
+        offset += len(text)
+    return "\n\n".join(parts), headings
+
+
+def _pdf_outline(reader) -> list[tuple[int, int, str]]:
+    """(page index, level, title) of the PDF's bookmarks (its outline), outermost level 1."""
+    out = []
+
+    def walk(items, level):
+        for it in items:
+            if isinstance(it, list):
+                walk(it, level + 1)
+                continue
+            try:
+                out.append((reader.get_destination_page_number(it), min(level, 6), str(it.title).strip()))
+            except Exception:  # a bookmark without a page: skip it
+                continue
+    try:
+        walk(reader.outline, 1)
+    except Exception:
+        return []
+    return [o for o in out if o[0] is not None and o[0] >= 0 and o[2]]
+
+
+def _pdf_text(name: str, data: bytes) -> tuple[str, dict]:
+    from ingest.layout import Layout, PageCleaner
+
     try:
         from pypdf import PdfReader
         from pypdf.errors import DependencyError, PdfReadError
@@ -145,17 +186,31 @@ def _pdf_text(name: str, data: bytes) -> str:
             if not opened:
                 raise IngestError(name, "is a password-protected PDF; remove the password (e.g. `qpdf --decrypt "
                                         "--password=PW in.pdf out.pdf`) and ingest it again")
-        pages = [(p.extract_text() or "").strip() for p in reader.pages]
+        raw = [clean_text(p.extract_text() or "")[0] for p in reader.pages]
+        outline = _pdf_outline(reader)
     except IngestError:
+        raise
+    except MemoryError:
         raise
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:
         raise IngestError(name, f"is not a readable PDF ({e.__class__.__name__}: {str(e)[:120]})") from e
-    text = "\n\n".join(p for p in pages if p)
+    cleaner = PageCleaner(raw)
+    pages = [cleaner.clean(p) for p in raw]
+    parts, starts, offset = [], [], 0
+    for p in pages:  # every page gets a start (an empty page starts where the next one does)
+        if parts and p:
+            offset += 2
+        starts.append(offset)
+        if p:
+            parts.append(p)
+            offset += len(p)
+    text = "\n\n".join(parts)
     if not text.strip():
         raise IngestError(
             name, f"PDF has {len(pages)} page(s) but no text layer (scanned?); run OCR on it first (e.g. ocrmypdf)"
         )
-    return text
+    headings = sorted((starts[i], lv, t) for i, lv, t in outline if i < len(starts))
+    return text, Layout(tuple(starts), tuple(headings)).to_json()
 
 
 def _check_unpacked_size(name: str, data: bytes, max_unpacked: int) -> None:
@@ -172,7 +227,18 @@ def _check_unpacked_size(name: str, data: bytes, max_unpacked: int) -> None:
                                 "(MGRAG_MAX_UNPACKED_MB); it may be a decompression bomb")
 
 
-def _docx_text(name: str, data: bytes, max_unpacked: int = 200 * 2**20) -> str:
+def _docx_level(style_name: str) -> int:
+    """The heading level of a paragraph style ("Title" 1, "Heading 2" 2), else 0."""
+    s = (style_name or "").strip().lower()
+    if s == "title":
+        return 1
+    m = re.match(r"heading\s*(\d)", s)
+    return min(int(m.group(1)), 6) if m else 0
+
+
+def _docx_text(name: str, data: bytes, max_unpacked: int = 200 * 2**20) -> tuple[str, dict]:
+    from ingest.layout import Layout
+
     try:
         import docx
     except ImportError as e:  # pragma: no cover
@@ -180,15 +246,19 @@ def _docx_text(name: str, data: bytes, max_unpacked: int = 200 * 2**20) -> str:
     _check_unpacked_size(name, data, max_unpacked)
     try:
         d = docx.Document(io.BytesIO(data))
+        blocks = [(p.text, _docx_level(p.style.name if p.style is not None else ""), "p") for p in d.paragraphs]
     except MemoryError:  # the sandbox's memory cap: reported as such
         raise
     except Exception as e:  # python-docx raises several unrelated types for corrupt files
         raise IngestError(name, f"is not a readable DOCX file ({e.__class__.__name__})") from e
-    return "\n\n".join(p.text.strip() for p in d.paragraphs if p.text.strip())
+    text, headings = _join(blocks)
+    return text, Layout((), tuple(headings)).to_json()
 
 
-def _html_text(name: str, data: bytes) -> str:
+def _html_text(name: str, data: bytes) -> tuple[str, dict]:
     from bs4 import BeautifulSoup
+
+    from ingest.layout import Layout
 
     raw, _ = decode_text(name, data)
     soup = BeautifulSoup(raw, "html.parser")
@@ -200,14 +270,15 @@ def _html_text(name: str, data: bytes) -> str:
             continue  # a container; its children are taken one by one
         t = " ".join(el.get_text(" ").split())
         if t:
-            blocks.append(t)
+            blocks.append((t, int(el.name[1]) if el.name in ("h1", "h2", "h3", "h4", "h5", "h6") else 0, el.name))
     if not blocks:
-        blocks = [" ".join(soup.get_text(" ").split())]
-    return "\n\n".join(b for b in blocks if b)
+        blocks = [(" ".join(soup.get_text(" ").split()), 0, "body")]
+    text, headings = _join(blocks)
+    return text, Layout((), tuple(headings)).to_json()
 
 
-def _extract(suffix: str, name: str, data: bytes, max_unpacked: int) -> str:
-    """The text of a PDF, DOCX or HTML file (the sandbox child's entry point)."""
+def _extract(suffix: str, name: str, data: bytes, max_unpacked: int) -> tuple[str, dict]:
+    """The text and layout of a PDF, DOCX or HTML file (the sandbox child's entry point)."""
     if suffix == ".pdf":
         return _pdf_text(name, data)
     if suffix == ".docx":
@@ -241,20 +312,24 @@ def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: 
             from ingest.sandbox import SandboxError, run_limited
 
             try:
-                text = run_limited("ingest.loaders:_extract", (suffix, name, data, limits.max_unpacked_bytes),
-                                   name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
+                text, layout = run_limited("ingest.loaders:_extract", (suffix, name, data, limits.max_unpacked_bytes),
+                                           name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
             except SandboxError as e:
                 raise IngestError(name, e.problem) from e
         else:
-            text = _extract(suffix, name, data, limits.max_unpacked_bytes)
+            text, layout = _extract(suffix, name, data, limits.max_unpacked_bytes)
     else:
+        from ingest.layout import Layout, markdown_headings
+
         text, warning = decode_text(name, data)
         kind = "text"
         if warning:
             warnings.append(warning)
-    text, n_controls = clean_text(text)
-    if n_controls:
-        warnings.append(f"removed {n_controls} control character(s) (NUL and the like)")
+        text, n_controls = clean_text(text)
+        if n_controls:
+            warnings.append(f"removed {n_controls} control character(s) (NUL and the like)")
+        heads = markdown_headings(text) if suffix in (".md", ".markdown", ".rst") else ()
+        layout = Layout((), heads).to_json()
     if not text.strip():
         raise IngestError(name, "contains no text")
     from ingest.sentences import count_words
@@ -263,7 +338,7 @@ def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: 
     if n_words > limits.max_words:
         raise IngestError(name, f"has {n_words:,} words, over the limit of {limits.max_words:,} per file "
                                 "(MGRAG_MAX_WORDS_PER_FILE); split it")
-    return LoadedDoc(name, data, text, kind, "; ".join(warnings))
+    return LoadedDoc(name, data, text, kind, "; ".join(warnings), layout)
 
 
 def read_regular_file(path: str | Path, max_bytes: int | None = None) -> bytes:

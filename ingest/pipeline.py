@@ -24,6 +24,7 @@ from app.context import AppContext
 from ingest.catalog import Generation
 from ingest.chunkers import NEEDS_LM, build_chunker
 from ingest.chunkers.logits import LGConfig
+from ingest.layout import Layout, chunk_meta
 from ingest.loaders import IngestError, Limits, LoadedDoc, input_files, load_bytes, load_file
 from ingest.types import Chunk, content_hash
 
@@ -115,6 +116,9 @@ class Ingestor:
         chunks = chunker.chunk_document(doc.text, doc_id, h)
         if not chunks:
             raise IngestError(doc.name, "produced no chunks (no words in the text)")
+        layout = Layout.from_json(doc.layout)
+        if layout:  # pages and heading path of every chunk, into its payload
+            chunks = [dataclasses.replace(c, meta={**c.meta, **chunk_meta(layout, c.start, c.end)}) for c in chunks]
         vectors = self.ctx.embedder.embed_passages([c.text for c in chunks])
         return chunks, vectors
 
@@ -160,7 +164,7 @@ class Ingestor:
             return FileResult(doc.name, "duplicate", f"{what}; skipped", dup)
         prev = cat.indexed_doc(gen.gen, doc_id)
         chunking = cat.chunking(gen.gen, doc_id) if prev else None  # a new version keeps the document's own θ
-        self.ctx.store.put(h, doc.data, doc.text)
+        self.ctx.store.put(h, doc.data, doc.text, doc.layout)
         chunks, vectors = self._build(doc, doc_id, h, gen, on_window, chunking)
         self._write(gen, doc, doc_id, h, chunks, vectors, t0, chunking, owner=owner)
         counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))
@@ -284,7 +288,7 @@ class Ingestor:
                     chunks, vectors = self._copy(live, row["doc_id"], row["hash"])
                 else:
                     text, data = self.ctx.store.text(row["hash"]), self.ctx.store.original(row["hash"])
-                    doc = LoadedDoc(row["name"], data, text, row["kind"])
+                    doc = LoadedDoc(row["name"], data, text, row["kind"], layout=self.ctx.store.layout(row["hash"]))
                     own = selected[row["doc_id"]] if selected is not None else row.get("chunking") if keep_own else None
                     chunks, vectors = self._build(doc, row["doc_id"], row["hash"], gen, wbar.update if wbar else None,
                                                   own)
@@ -357,7 +361,8 @@ class Ingestor:
         for p in points:
             pl = p.payload
             ps, pe = spans[pl["parent_id"]]
-            chunks.append(Chunk(pl["text"], pl["start"], pl["end"], pl["level"], ps, pe, doc_id, h))
+            meta = {k: pl[k] for k in ("pages", "headings") if k in pl}
+            chunks.append(Chunk(pl["text"], pl["start"], pl["end"], pl["level"], ps, pe, doc_id, h, meta))
             vectors.append(p.vector)
         if not chunks:
             raise IngestError(doc_id, "has no chunks in the live index to copy")

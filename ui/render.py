@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 import re
 
+from ingest.layout import place_label
+
 LEVEL_NAMES = {0: "θ", 1: "θ/2", 2: "θ/4"}
 
 
@@ -85,9 +87,11 @@ def sources_html(sources: list[dict], cited: set[int] | None = None) -> str:
                                                                           key=lambda x: int(x[0])))
         scores = " · ".join(x for x in (f"dense: {dense}" if dense else "", f"BM25: {bm25}" if bm25 else "") if x)
         star = " ★ cited" if s["number"] in cited else ""
+        place = place_label(s.get("pages"), s.get("headings"))
+        where = html.escape(place) if place else f'chars {s["start"]}–{s["end"]}'
         parts.append(
             f'<div class="mg-source"><div class="mg-src-head"><strong>[{s["number"]}] {html.escape(s["doc_id"])}</strong>'
-            f' chars {s["start"]}–{s["end"]} · score {s["score"]:.3f} · matched {level_name(s["matched_level"])}'
+            f' · {where} · score {s["score"]:.3f} · matched {level_name(s["matched_level"])}'
             f'{star}</div><div class="mg-scores">{scores}</div>'
             f'<div class="mg-passage">{highlight(s["parent_text"], s["start"], s["end"], s["matched_start"], s["matched_end"])}'
             f'</div></div>')
