@@ -37,12 +37,13 @@ class Citation:
     pages: list[int] | None = None  # [first, last] page of the passage (PDF)
     headings: list[str] = field(default_factory=list)  # heading path at the passage's start
     matched_pages: list[int] | None = None
+    doc_hash: str = ""
 
     @classmethod
     def of(cls, s: Source) -> "Citation":
         return cls(s.rank, s.doc_id, s.start, s.end, s.text, s.matched_level, s.matched_start, s.matched_end,
                    s.matched_text, s.score, dict(s.level_scores), dict(s.bm25_level_scores), s.pages,
-                   list(s.headings), s.matched_pages)
+                   list(s.headings), s.matched_pages, s.doc_hash)
 
     @property
     def label(self) -> str:

@@ -302,6 +302,13 @@ class Catalog:
         row = self.db.execute("SELECT chunking FROM indexed WHERE gen=? AND doc_id=?", (gen, doc_id)).fetchone()
         return json.loads(row[0]) if row and row[0] else None
 
+    def version_of(self, doc_id: str, h: str) -> dict | None:
+        """``{"doc_id", "name", "kind", "version"}`` when ``doc_id`` exists and has (had) content ``h``."""
+        row = self.db.execute(
+            "SELECT d.doc_id, d.name, v.kind, v.version FROM documents d JOIN versions v ON v.doc_id=d.doc_id "
+            "WHERE d.doc_id=? AND v.hash=?", (doc_id, h)).fetchone()
+        return dict(zip(("doc_id", "name", "kind", "version"), row)) if row else None
+
     def find_document(self, ref: str) -> str | None:
         """The document ``ref`` names: its id, else its (unique) name or hash prefix."""
         if self.db.execute("SELECT 1 FROM documents WHERE doc_id=?", (ref,)).fetchone():

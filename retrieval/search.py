@@ -41,13 +41,16 @@ class Source:
     pages: list[int] | None = None  # [first, last] page of the passage (PDF), from its payload
     headings: list[str] = field(default_factory=list)  # heading path at the passage's start
     matched_pages: list[int] | None = None  # pages of the matched child
+    doc_hash: str = ""  # the content hash of the document version the passage comes from
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
-    def with_layout(self, payload: dict, matched_payload: dict) -> "Source":
+    def with_payload(self, payload: dict, matched_payload: dict) -> "Source":
+        """The fields that come straight from the points' payloads: pages, heading path, content hash."""
         self.pages, self.headings = payload.get("pages"), list(payload.get("headings") or [])
         self.matched_pages = matched_payload.get("pages")
+        self.doc_hash = payload.get("doc_hash", "")
         return self
 
 
@@ -191,7 +194,7 @@ def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words:
         hp = payloads.get(hit.id, pl)
         sources.append(Source(len(sources) + 1, pl["doc_id"], pid, pl["start"], pl["end"], pl["text"], float(score),
                               hit.level, hp["start"], hp["end"], hp["text"], dense_levels.get(pid, {}),
-                              bm25_levels.get(pid, {})).with_layout(pl, hp))
+                              bm25_levels.get(pid, {})).with_payload(pl, hp))
     timings["assemble_s"] = time.perf_counter() - t
     timings["total_s"] = sum(timings.values())
     return Retrieval(question, sources, w, retriever, timings, len(ranked), router_note, selection)
@@ -217,7 +220,7 @@ def _mog_sources(ctx: AppContext, live, hits: list[Hit], w: list[float], payload
         pl, hp = payloads[uid], payloads.get(hit.id, payloads[uid])
         sources.append(Source(len(sources) + 1, pl["doc_id"], uid, pl["start"], pl["end"], pl["text"], float(score),
                               hit.level, hp["start"], hp["end"], hp["text"], dense_levels.get(hit.parent_id, {}),
-                              bm25_levels.get(hit.parent_id, {})).with_layout(pl, hp))
+                              bm25_levels.get(hit.parent_id, {})).with_payload(pl, hp))
     return sources, len(ranked)
 
 

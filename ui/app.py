@@ -43,6 +43,26 @@ def _client_host(request) -> str:
         return ""
 
 
+class _SessionIds:
+    """Browser ids handed to page sessions that had none yet, so the load event and an event racing it agree."""
+
+    def __init__(self, size: int = 50_000):
+        import threading
+        from collections import OrderedDict
+
+        self._ids: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+        self.size = size
+
+    def get(self, session: str) -> str:
+        with self._lock:
+            if session not in self._ids:
+                self._ids[session] = new_browser_id()
+                while len(self._ids) > self.size:
+                    self._ids.popitem(last=False)
+            return self._ids[session]
+
+
 def _remove_uploads(paths, root) -> None:
     """Delete the upload cache files Gradio handed over (their text is in the document store now, or they were
     refused), so nothing stays downloadable by its URL."""
@@ -66,25 +86,34 @@ def build_app(service: UiService):
     s = service.ctx.settings
 
     # -- chat handlers ---------------------------------------------------------------------------------------
-    def owner_of(browser_id):
+    session_ids = _SessionIds()
+
+    def browser_id_of(browser_id, request):
+        """The browser's id: the one it stored; a page that has none yet (its first load, or an event that raced
+        the load) gets one id per page session, the same for every event of that session, which the page then
+        stores. A malformed id (an API client's) is refused."""
+        if browser_id:
+            browser_owner(browser_id)  # ValueError if malformed
+            return browser_id
+        return session_ids.get(getattr(request, "session_hash", None) or "")
+
+    def owner_of(browser_id, request=None):
         try:
-            return browser_owner(browser_id)
+            return browser_owner(browser_id_of(browser_id, request))
         except ValueError as e:
             raise _error(e) from e
 
-    def reader_of(browser_id):
-        """The owner whose documents a question may search; before the page has its id (a question asked while
-        it loads), the shared library only."""
+    def reader_of(browser_id, request=None):
+        """The owner whose documents a question may search (a malformed id: the shared library only)."""
         try:
-            return browser_owner(browser_id)
+            return browser_owner(browser_id_of(browser_id, request))
         except ValueError:
             return None
 
-    def on_load(browser_id):
+    def on_load(browser_id, request: gr.Request):
         """A browser without a (valid) id gets one; it keeps it in its local storage."""
         try:
-            browser_owner(browser_id)
-            return browser_id
+            return browser_id_of(browser_id, request)
         except ValueError:
             return new_browser_id()
 
@@ -95,9 +124,14 @@ def build_app(service: UiService):
             docs = []
         return gr.update(choices=docs, value=[])
 
-    def on_upload(paths, browser_id, progress=gr.Progress()):
+    def on_upload(paths, browser_id, request: gr.Request, progress=gr.Progress()):
         if not paths:
-            return gr.update(), None, gr.update()
+            return gr.update(), None, gr.update(), gr.update()
+        try:
+            browser_id = browser_id_of(browser_id, request)
+        except ValueError as e:
+            _remove_uploads(paths, service.upload_root)
+            raise _error(e) from e
         try:
             owner = owner_of(browser_id)
             progress((0, len(paths)), desc="ingesting")
@@ -116,7 +150,7 @@ def build_app(service: UiService):
                                    + "; ".join(f"{r['name']}: {r['message']}" for r in bad)))
         if n_ok:
             gr.Info(f"{n_ok} document(s) ingested and searchable")
-        return df, None, mine(browser_id)
+        return df, None, mine(browser_id), browser_id
 
     def on_delete_mine(browser_id, selected):
         try:
@@ -131,7 +165,7 @@ def build_app(service: UiService):
     def shown(text):  # answer and user text render literally: no HTML, no live link or image from a document
         return render.answer_markdown(text, allow_links)
 
-    def on_ask(question, history, answers, k, budget, retriever, backend, browser_id):
+    def on_ask(question, history, answers, k, budget, retriever, backend, browser_id, request: gr.Request):
         history = list(history or [])
         answers = list(answers or [])
         question = (question or "").strip()
@@ -140,7 +174,7 @@ def build_app(service: UiService):
         yield history, answers, gr.update(), gr.update(), ""
         text = ""
         try:
-            owner = reader_of(browser_id)
+            owner = reader_of(browser_id, request)
             for kind, value in service.ask(question, k=int(k), budget_words=int(budget), retriever=retriever,
                                            backend=backend, owner=owner):
                 if kind == "token":
@@ -155,7 +189,8 @@ def build_app(service: UiService):
                     history[-1] = {"role": "assistant", "content": shown(text) if text else "(no answer)"}
                     cited = {c["number"] for c in a["citations"]}
                     t = a["timings"]
-                    body = (render.weight_bars(a["weights"]) + render.sources_html(a["sources"], cited)
+                    links = {x["number"]: u for x in a["sources"] if (u := service.view_link(x))}
+                    body = (render.weight_bars(a["weights"]) + render.sources_html(a["sources"], cited, links)
                             + f'<div class="mg-scores">{a["backend"]} via {a["retriever"]}: retrieval '
                               f'{t["retrieval_s"] * 1000:.0f} ms, total {t["total_s"]:.2f} s</div>')
                     history.append({"role": "assistant", "content": body,
@@ -416,7 +451,7 @@ def build_app(service: UiService):
         # -- events ---------------------------------------------------------------------------------------------
         demo.load(on_load, [browser], [browser], api_visibility="private").then(
             mine, [browser], [my_docs], api_visibility="private")
-        files.upload(on_upload, [files, browser], [upload_report, files, my_docs], api_name="upload",
+        files.upload(on_upload, [files, browser], [upload_report, files, my_docs, browser], api_name="upload",
                      concurrency_limit=4)
         delete_mine_btn.click(on_delete_mine, [browser, my_docs], [my_docs], api_name="delete_upload")
         ask_args = dict(fn=on_ask, inputs=[question, chatbot, answers_state, k_in, budget_in, retriever_in, backend_in,
@@ -464,12 +499,74 @@ def launch(service: UiService, *, host: str | None = None, port: int | None = No
     app, url, _ = demo.launch(server_name=host or s.ui_host, server_port=port or s.ui_port, prevent_thread_lock=True,
                               max_file_size=int(s.max_file_mb * 2**20), quiet=True, show_error=True,
                               footer_links=["api"], css=render_css(), max_threads=64)
+    add_viewer_routes(app, service)
     if block:
         try:
             demo.block_thread()
         finally:
             demo.close()
     return demo, url
+
+
+def add_viewer_routes(app, service: UiService) -> None:
+    """``/mgrag/view/TOKEN`` (the viewer page), ``/mgrag/page/TOKEN`` (a PDF page as PNG, highlights drawn) and
+    ``/mgrag/original/TOKEN`` (the original file). Tokens are minted per answer (:meth:`UiService.view_link`)."""
+    from fastapi.responses import HTMLResponse, Response
+
+    from ingest.layout import Layout, page_span, place_label
+    from ui.viewer import render_pdf_page, view_page
+
+    def opened(token: str):
+        try:
+            return service.open_view(token)
+        except ValueError as e:
+            return Response(html.escape(str(e)), status_code=404, media_type="text/plain")
+
+    def highlights(view, text):
+        spans = [(view.start, view.end, "passage")] + ([(*view.matched, "child")] if view.matched else [])
+        return [(text[s:e], k) for s, e, k in spans + [(s, e, "support") for s, e in view.support]]
+
+    def page_view(token: str, page: int | None = None):
+        got = opened(token)
+        if isinstance(got, Response):
+            return got
+        view, row, text, data = got
+        lay = Layout.from_json(service.ctx.store.layout(view.hash))
+        label = place_label(page_span(lay, view.start, view.end), [])
+        n_pages, page_url = None, None
+        if row["kind"] == "pdf" and lay.pages:
+            from dataclasses import replace
+
+            view = replace(view, page=page or view.page or 1)
+            n_pages = len(lay.pages)
+            page_url = f"../page/{token}?page={view.page}"
+        return HTMLResponse(view_page(view, text, row["kind"], n_pages, page_url, f"../original/{token}", label))
+
+    def page_png(token: str, page: int = 1):
+        got = opened(token)
+        if isinstance(got, Response):
+            return got
+        view, row, text, data = got
+        if row["kind"] != "pdf":
+            return Response("not a PDF", status_code=404, media_type="text/plain")
+        png, _ = render_pdf_page(data, page, highlights(view, text))
+        return Response(png, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
+
+    def original(token: str):
+        got = opened(token)
+        if isinstance(got, Response):
+            return got
+        view, row, _, data = got
+        types = {"pdf": "application/pdf", "html": "text/plain; charset=utf-8", "text": "text/plain; charset=utf-8",
+                 "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}
+        name = Path(row["name"]).name.replace('"', "")
+        return Response(data, media_type=types.get(row["kind"], "application/octet-stream"),
+                        headers={"Content-Disposition": f'attachment; filename="{name}"',
+                                 "X-Content-Type-Options": "nosniff"})
+
+    app.add_api_route("/mgrag/view/{token}", page_view, methods=["GET"])
+    app.add_api_route("/mgrag/page/{token}", page_png, methods=["GET"])
+    app.add_api_route("/mgrag/original/{token}", original, methods=["GET"])
 
 
 def render_css() -> str:

@@ -75,10 +75,11 @@ def weight_bars(weights) -> str:
     return f'<div class="mg-weights"><strong>Router weights</strong>{note}{rows}</div>'
 
 
-def sources_html(sources: list[dict], cited: set[int] | None = None) -> str:
+def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict[int, str] | None = None) -> str:
     """Every source of an answer: document, the parent passage with its matched child highlighted, per-level
-    scores (dense and BM25)."""
+    scores (dense and BM25), and a link that opens it in the viewer (``links``: source number → URL)."""
     cited = cited or set()
+    links = links or {}
     parts = []
     for s in sources:
         dense = ", ".join(f"{level_name(int(lv))} {v:.3f}" for lv, v in sorted(s.get("level_scores", {}).items(),
@@ -89,6 +90,9 @@ def sources_html(sources: list[dict], cited: set[int] | None = None) -> str:
         star = " ★ cited" if s["number"] in cited else ""
         place = place_label(s.get("pages"), s.get("headings"))
         where = html.escape(place) if place else f'chars {s["start"]}–{s["end"]}'
+        if s["number"] in links:
+            where += (f' · <a class="mg-open" href="{html.escape(links[s["number"]])}" target="_blank" '
+                      f'rel="noopener">open ↗</a>')
         parts.append(
             f'<div class="mg-source"><div class="mg-src-head"><strong>[{s["number"]}] {html.escape(s["doc_id"])}</strong>'
             f' · {where} · score {s["score"]:.3f} · matched {level_name(s["matched_level"])}'

@@ -265,6 +265,36 @@ class UiService:
             self.feedback.forget_document(d)
         return deleted
 
+    @property
+    def view_tokens(self):
+        from ui.viewer import ViewTokens
+
+        if getattr(self, "_view_tokens", None) is None:
+            self._view_tokens = ViewTokens(self.state_secret())
+        return self._view_tokens
+
+    def view_link(self, source: dict, support: list[tuple[int, int]] | None = None) -> str | None:
+        """The viewer path (relative to the app's root) of one source of an answer (a Citation as a dict): its
+        document at the page of the matched passage, the passage, the child and the supporting sentences marked."""
+        from ui.viewer import View
+
+        if not source.get("doc_hash") or source.get("matched_level", 0) < 0:
+            return None
+        pages = source.get("matched_pages") or source.get("pages")
+        view = View(source["doc_id"], source["doc_hash"], source["start"], source["end"],
+                    (source["matched_start"], source["matched_end"]), tuple(tuple(x) for x in support or ()),
+                    pages[0] if pages else None)
+        return "mgrag/view/" + self.view_tokens.mint(view)
+
+    def open_view(self, token: str):
+        """(view, version row, text, original bytes) of a viewer token, or ValueError (bad, expired, or the
+        document is gone)."""
+        view = self.view_tokens.check(token)
+        row = self.ctx.catalog.version_of(view.doc_id, view.hash)
+        if row is None or not self.ctx.store.has(view.hash):
+            raise ValueError("this document is no longer in the library")
+        return view, row, self.ctx.store.text(view.hash), self.ctx.store.original(view.hash)
+
     def state_secret(self) -> str:
         """A random secret kept in the data dir (mode 0600) that encrypts what the browser stores (its id), stable
         across restarts so a browser keeps its uploads."""

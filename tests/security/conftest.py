@@ -70,7 +70,7 @@ def upload(client, path, browser_id):
     """Upload one file through the app's API as a browser would (the file travels over HTTP)."""
     from gradio_client import handle_file
 
-    table, _, _ = client.predict([handle_file(str(path))], browser_id, api_name="/upload")
+    table, *_ = client.predict([handle_file(str(path))], browser_id, api_name="/upload")
     return table
 
 

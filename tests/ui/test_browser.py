@@ -87,6 +87,39 @@ def test_upload_ask_streamed_answer_and_sources(ui_server, page, tmp_path):
     page.screenshot(path=str(ARTIFACTS / "chat.png"), full_page=True)
 
 
+def test_pdf_citation_with_its_page_opens_the_viewer_there(ui_server, page, tmp_path):
+    from tests.ingest.test_layout import BODY
+    from tests.pdfgen import make_pdf
+
+    pdf = tmp_path / "harbour-report.pdf"
+    pdf.write_bytes(make_pdf(BODY, header="Harbour Authority Annual Report 2024",
+                             outline=[("Meetings", 0), ("Fees", 1), ("Operations", 2), ("Lighthouse", 3)]))
+    _open(page, ui_server.url)
+    page.locator("#upload input[type=file]").set_input_files([str(pdf)])
+    _see(page.locator("#upload-report"), "ingested")
+    _ask(page, "How much do visiting yachts pay a night at the harbour?")
+    _wait_sources(page, 1)
+    chat = page.locator("#chatbot")
+    chat.get_by_text("Sources (").first.click()
+    page.locator("#chatbot .title.expanded").first.wait_for()
+    source = chat.locator(".mg-source").filter(has_text="harbour-report.pdf").first
+    head = source.locator(".mg-src-head")
+    from playwright.sync_api import expect
+
+    expect(head).to_contain_text(__import__("re").compile(r"p\. 2(–\d)? · Fees"), timeout=30_000)
+    with page.expect_popup() as popup:
+        head.locator("a.mg-open").click()
+    viewer = popup.value
+    viewer.wait_for_load_state()
+    _see(viewer.locator(".mg-page"), "page 2 of 4")
+    assert viewer.locator(".mg-page img").evaluate("img => img.complete && img.naturalWidth > 0")
+    cited = " ".join(source.locator(".mg-passage").inner_text().split())
+    marked = " ".join(viewer.locator("mark.mg-passage").first.inner_text().split())
+    assert cited[:60] == marked[:60] and viewer.locator("mark.mg-child").count() >= 1
+    viewer.screenshot(path=str(ARTIFACTS / "viewer.png"), full_page=True)
+    viewer.close()
+
+
 def test_admin_requires_login_then_reingests(ui_server, page):
     _open(page, ui_server.url, "Admin")
     assert not page.locator("#admin-panel").is_visible()
