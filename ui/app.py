@@ -293,9 +293,11 @@ def build_app(service: UiService):
         try:
             token = service.login(user, password, _client_host(request))
         except AdminRequired as e:
-            return "", gr.update(visible=False), f"⚠️ {e}", gr.update(), gr.update(), gr.update()
+            return ("", gr.update(visible=False), f"⚠️ {e}", gr.update(), gr.update(), gr.update(), gr.update(),
+                    gr.update(), gr.update())
         df, sel, head = docs_outputs(token)
-        return token, gr.update(visible=True), f"Logged in as {render.plain_text_markdown(user)}.", df, sel, head
+        return (token, gr.update(visible=True), f"Logged in as {render.plain_text_markdown(user)}.", df, sel, head,
+                *llm_fields(token))
 
     @admin
     def on_docs(token):
@@ -347,6 +349,51 @@ def build_app(service: UiService):
                 f"Trained on {rep['n_questions']} question(s): validation loss {h['best_val']:.4f} at epoch "
                 f"{h['best_epoch']} of {len(h['train'])}; the chat now uses it.")
 
+    # -- answer backends and the LLM endpoint ------------------------------------------------------------------------
+    def backend_menu(current=None):
+        """The chat's backend menu: the backends that can run here; a note says why each other one cannot."""
+        status = service.backends()
+        ok = [b for b, why in status.items() if why is None]
+        default = service.ctx.settings.synth_backend
+        value = current if current in ok else default if default in ok else ok[0]
+        note = "\n".join(f"- **{b}** cannot run: {render.plain_text_markdown(why)}" for b, why in status.items() if why)
+        return gr.update(choices=ok, value=value), note
+
+    def llm_fields(token):
+        e = service.llm_endpoint(token)
+        hint = "a key is stored (type a new one to replace it)" if e["key_set"] else "API key (if the server needs one)"
+        return (gr.update(value=e["base_url"]), gr.update(value="", placeholder=hint),
+                gr.update(value=e["model"] or None, choices=[e["model"]] if e["model"] else []))
+
+    @admin
+    def on_llm_list(token, url, key):
+        try:
+            models = service.llm_models(token, url, key or None)
+        except ValueError as e:
+            return gr.update(), "⚠️ " + render.plain_text_markdown(str(e))
+        return (gr.update(choices=models, value=models[0] if models else None),
+                render.plain_text_markdown(f"{len(models)} model(s): {', '.join(models[:12])}"))
+
+    @admin
+    def on_llm_test(token, url, model, key):
+        try:
+            return "✅ " + render.plain_text_markdown(service.llm_test(token, url, model or "", key or None))
+        except ValueError as e:
+            return "⚠️ " + render.plain_text_markdown(str(e))
+
+    @admin
+    def on_llm_save(token, url, model, key, current_backend):
+        e = service.set_llm(token, url, model or "", key or None)
+        menu, note = backend_menu(current_backend)
+        if e["base_url"]:
+            msg = (render.plain_text_markdown(f"Saved: {e['base_url']} · model {e['model'] or 'default'}"
+                                              f"{' · key stored' if e['key_set'] else ''}.")
+                   + " The chat's **openai** backend uses it from the next question.")
+        else:
+            msg = "Endpoint removed."
+        hint = "a key is stored (type a new one to replace it)" if e["key_set"] else "API key (if the server needs one)"
+        return msg, gr.update(value="", placeholder=hint), menu, note
+
     # -- layout ---------------------------------------------------------------------------------------------
     with gr.Blocks(title="MGRAG") as demo:
         answers_state = gr.State([])
@@ -385,6 +432,7 @@ def build_app(service: UiService):
                             retriever_in = gr.Radio(["dense", "bm25", "hybrid"], value=s.retriever, label="retriever")
                             backend_in = gr.Dropdown(list(BACKENDS), value=s.synth_backend, label="backend",
                                                      elem_id="backend")
+                            backend_note = gr.Markdown(elem_id="backend-note")
             with gr.Tab("Admin", id="admin"):
                 with gr.Row(elem_id="admin-login"):
                     user_in = gr.Textbox(label="user", value="", scale=1, elem_id="admin-user")
@@ -406,6 +454,20 @@ def build_app(service: UiService):
                                              elem_id="reingest-theta")
                         reingest_btn = gr.Button("Re-ingest", variant="primary", scale=0, elem_id="reingest")
                     admin_msg = gr.Markdown(elem_id="admin-msg")
+                    with gr.Accordion("LLM endpoint (OpenAI-compatible: Ollama, llama.cpp server, vLLM, …)", open=True,
+                                      elem_id="llm-admin"):
+                        with gr.Row():
+                            llm_url = gr.Textbox(label="base URL", placeholder="http://127.0.0.1:11434/v1", scale=3,
+                                                 elem_id="llm-url")
+                            llm_key = gr.Textbox(label="API key (kept on the server; empty keeps the stored one)",
+                                                 type="password", scale=2, elem_id="llm-key")
+                        with gr.Row():
+                            llm_list_btn = gr.Button("List models", scale=0, elem_id="llm-list")
+                            llm_model = gr.Dropdown([], label="model", allow_custom_value=True, scale=2,
+                                                    elem_id="llm-model")
+                            llm_test_btn = gr.Button("Test connection", scale=0, elem_id="llm-test")
+                            llm_save_btn = gr.Button("Save", variant="primary", scale=0, elem_id="llm-save")
+                        llm_msg = gr.Markdown(elem_id="llm-msg")
                     with gr.Row():
                         stats_btn = gr.Button("Index statistics", scale=0, elem_id="stats")
                         train_sets = gr.CheckboxGroup(["feedback"] + service.bench_sets(), value=["feedback"],
@@ -450,7 +512,12 @@ def build_app(service: UiService):
 
         # -- events ---------------------------------------------------------------------------------------------
         demo.load(on_load, [browser], [browser], api_visibility="private").then(
-            mine, [browser], [my_docs], api_visibility="private")
+            mine, [browser], [my_docs], api_visibility="private").then(
+            backend_menu, [backend_in], [backend_in, backend_note], api_visibility="private")
+        llm_list_btn.click(on_llm_list, [token_state, llm_url, llm_key], [llm_model, llm_msg], api_name="admin_llm_models")
+        llm_test_btn.click(on_llm_test, [token_state, llm_url, llm_model, llm_key], [llm_msg], api_name="admin_llm_test")
+        llm_save_btn.click(on_llm_save, [token_state, llm_url, llm_model, llm_key, backend_in],
+                           [llm_msg, llm_key, backend_in, backend_note], api_name="admin_llm_save")
         files.upload(on_upload, [files, browser], [upload_report, files, my_docs, browser], api_name="upload",
                      concurrency_limit=4)
         delete_mine_btn.click(on_delete_mine, [browser, my_docs], [my_docs], api_name="delete_upload")
@@ -469,9 +536,10 @@ def build_app(service: UiService):
         bench_btn.click(on_bench, [bench_set, bench_file, bench_k, browser], [bench_df, bench_plot, bench_note],
                         api_name="benchmark")
 
-        login_btn.click(on_login, [user_in, pw_in], [token_state, admin_panel, login_msg, docs_df, selected, live_md],
+        login_out = [token_state, admin_panel, login_msg, docs_df, selected, live_md, llm_url, llm_key, llm_model]
+        login_btn.click(on_login, [user_in, pw_in], login_out,
                         api_name="admin_login")
-        pw_in.submit(on_login, [user_in, pw_in], [token_state, admin_panel, login_msg, docs_df, selected, live_md],
+        pw_in.submit(on_login, [user_in, pw_in], login_out,
                      api_visibility="private")
         refresh_btn.click(on_docs, [token_state], [docs_df, selected, live_md], api_name="admin_docs")
         delete_btn.click(on_delete, [token_state, selected], [docs_df, selected, live_md, admin_msg],

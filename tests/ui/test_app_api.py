@@ -12,6 +12,9 @@ ADMIN_CALLS = {
     "/admin_reingest": ([], "recursive", 20, "all"),
     "/admin_stats": (),
     "/admin_train_router": (["feedback"],),
+    "/admin_llm_models": ("http://127.0.0.1:9/v1", ""),
+    "/admin_llm_test": ("http://127.0.0.1:9/v1", "m", ""),
+    "/admin_llm_save": ("http://127.0.0.1:9/v1", "m", "sk-x", "extractive"),
 }
 
 

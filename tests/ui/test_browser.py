@@ -142,6 +142,45 @@ def test_admin_requires_login_then_reingests(ui_server, page):
     page.screenshot(path=str(ARTIFACTS / "admin.png"), full_page=True)
 
 
+def test_llm_endpoint_set_in_the_admin_tab_then_used_by_the_chat(ui_server, page):
+    from tests.app.stub_openai import StubOpenAI
+
+    with StubOpenAI(api_key="sk-browser-secret") as stub:  # answers "… twenty-two years [1]."
+        _open(page, ui_server.url)
+        page.locator("#session-settings").click()
+        note = page.locator("#backend-note")
+        _see(note, "openai cannot run: no endpoint")
+        _open(page, ui_server.url, "Admin")
+        _login(page, ADMIN_PASSWORD)
+        page.locator("#llm-url textarea").fill(stub.base_url)
+        page.locator("#llm-key input").fill("sk-wrong")
+        page.locator("#llm-list").click()
+        _see(page.locator("#llm-msg"), "refused the API key (HTTP 401)")
+        page.locator("#llm-key input").fill("sk-browser-secret")
+        page.locator("#llm-list").click()
+        _see(page.locator("#llm-msg"), "2 model(s): stub-llm, stub-llm-large")
+        page.locator("#llm-test").click()
+        _see(page.locator("#llm-msg"), "connected: 2 model(s) listed; stub-llm answered")
+        page.locator("#llm-save").click()
+        _see(page.locator("#llm-msg"), "Saved:")
+        page.screenshot(path=str(ARTIFACTS / "admin-llm.png"), full_page=True)
+        assert "sk-browser-secret" not in page.content()
+        # the chat now offers the openai backend and answers through the endpoint
+        page.get_by_role("tab", name="Chat").click()
+        page.locator("#session-settings").click()
+        page.locator("#backend input").click()
+        page.get_by_role("option", name="openai").click()
+        _ask(page, "How long has the keeper tended the light?")
+        _wait_sources(page, 1)
+        assert "twenty-two years" in page.locator("#chatbot").inner_text()
+        chat_calls = [r for r in stub.requests if r["path"].endswith("/chat/completions")]
+        assert chat_calls and chat_calls[-1]["auth"] == "Bearer sk-browser-secret"
+        assert chat_calls[-1]["body"]["model"] == "stub-llm"
+        assert "sk-browser-secret" not in page.content()
+    svc = ui_server.service
+    svc.set_llm(svc.login("admin", ADMIN_PASSWORD), "", "")  # the other tests run without an endpoint
+
+
 def test_reingestion_while_a_chat_runs(ui_server, page, browser):
     admin = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     admin.set_default_timeout(30_000)
