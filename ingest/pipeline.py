@@ -59,18 +59,72 @@ class IngestReport:
         return tuple(sum(r.chunks_per_level[i] for r in self.results if len(r.chunks_per_level) > i) for i in range(n))
 
 
+@dataclass(frozen=True)
+class Step:
+    """Where a batch stands, for progress displays: file ``index`` (0-based) of ``total``, its current phase, the
+    share of that file and of the whole batch done, and an estimate of the time left (None until there is one)."""
+
+    name: str
+    index: int
+    total: int
+    phase: str
+    file_fraction: float
+    fraction: float
+    eta_s: float | None
+
+    def message(self) -> str:
+        eta = "" if self.eta_s is None else (f" · about {self.eta_s / 60:.0f} min left" if self.eta_s >= 90
+                                             else f" · about {max(self.eta_s, 1):.0f} s left")
+        of = f" (file {self.index + 1} of {self.total})" if self.total > 1 else ""
+        return f"{self.name}: {self.phase} {self.file_fraction:.0%}{of}{eta}"
+
+
+class _Tracker:
+    """Turns phase reports within a file into :class:`Step` s (files weigh the same; the estimate extrapolates the
+    time spent so far)."""
+
+    def __init__(self, total: int, fn: Callable[[Step], None], min_interval_s: float = 0.25):
+        self.total, self.fn, self.t0, self.min_interval_s = max(total, 1), fn, time.monotonic(), min_interval_s
+        self.index, self.name, self._phase, self._last = 0, "", "", 0.0
+
+    def file(self, index: int, name: str) -> None:
+        self.index, self.name = index, name
+        self.report("reading", 0.0)
+
+    def report(self, phase: str, file_fraction: float) -> None:
+        now = time.monotonic()
+        if phase == self._phase and now - self._last < self.min_interval_s and 0 < file_fraction < 1:
+            return  # a few updates a second within one phase at most
+        self._phase, self._last = phase, now
+        ff = min(max(file_fraction, 0.0), 1.0)
+        fraction = (self.index + ff) / self.total
+        elapsed = now - self.t0
+        eta = elapsed * (1 - fraction) / fraction if fraction > 0.02 and elapsed > 1 else None
+        self.fn(Step(self.name, self.index, self.total, phase, ff, fraction, eta))
+
+
 class Ingestor:
     def __init__(self, ctx: AppContext, progress: bool = False,
-                 on_progress: Callable[[int, int, str], None] | None = None):
-        """``progress``: tqdm bars (the CLI); ``on_progress(done, total, name)``: per-document callback (the web app)."""
+                 on_progress: Callable[[int, int, str], None] | None = None,
+                 on_step: Callable[[Step], None] | None = None, step_interval_s: float = 0.25):
+        """``progress``: tqdm bars (the CLI); ``on_progress(done, total, name)``: per-document callback;
+        ``on_step(step)``: progress within each file (chunking, embedding, writing) with an estimate (the web app),
+        at most one call per ``step_interval_s`` within a phase."""
         self.ctx = ctx
         self.progress = progress
         self.on_progress = on_progress
+        self.on_step = on_step
+        self.step_interval_s = step_interval_s
+        self._tracker: _Tracker | None = None
         self._warned = False
+
+    def _report(self, phase: str, file_fraction: float) -> None:
+        if self._tracker is not None:
+            self._tracker.report(phase, file_fraction)
 
     # -- generation & chunker ---------------------------------------------------------------------------
     def _chunker_for(self, chunker: str, theta: int, on_window: Callable[[int], None] | None = None,
-                     params: dict | None = None):
+                     params: dict | None = None, on_fraction: Callable[[float], None] | None = None):
         """The chunker of a generation: ``params`` (the generation's recorded ones) win over the settings."""
         s = self.ctx.settings
         params = params or {}
@@ -78,7 +132,9 @@ class Ingestor:
             cfg = LGConfig(theta=theta, mode=params.get("mode", s.lg_mode),
                            min_words=params.get("min_words", min(s.lg_min_words, theta - 1)))
             ch = build_chunker(chunker, theta, scorer=self.ctx.scorer, lg_config=cfg)
-            return dataclasses.replace(ch, on_window=on_window) if on_window else ch
+            hooks = {k: v for k, v in (("on_window", on_window), ("on_fraction", on_fraction))
+                     if v is not None and k in {f.name for f in dataclasses.fields(ch)}}
+            return dataclasses.replace(ch, **hooks) if hooks else ch
         llm = None
         if chunker == "lumber" and s.openai_base_url:
             from app.synth import openai_client
@@ -104,10 +160,19 @@ class Ingestor:
                chunking: dict | None = None) -> tuple[list[Chunk], object]:
         """Chunks and vectors of one document, cut with its own ``chunking`` parameters if it has them, else with
         the generation's."""
+        name = chunking["chunker"] if chunking else gen.chunker
+        lm = name in NEEDS_LM
+        embed_from = 0.8 if lm else 0.1  # the share of a file's time its chunking takes, roughly
+
+        def chunked(f: float) -> None:
+            self._report("chunking (LM windows)", f * embed_from)
+
         if chunking:
-            chunker = self._chunker_for(chunking["chunker"], chunking["theta"], on_window, chunking.get("params"))
+            chunker = self._chunker_for(chunking["chunker"], chunking["theta"], on_window, chunking.get("params"),
+                                        on_fraction=chunked)
         else:
-            chunker = self._chunker_for(gen.chunker, gen.theta, on_window, gen.params)
+            chunker = self._chunker_for(gen.chunker, gen.theta, on_window, gen.params, on_fraction=chunked)
+        self._report("chunking (LM windows)" if lm else "chunking", 0.0)
         if not chunking and chunker.describe() != gen.params and not self._warned:
             self._warned = True
             log.warning("current settings %s differ from the live index's chunking parameters %s; new documents "
@@ -119,8 +184,17 @@ class Ingestor:
         layout = Layout.from_json(doc.layout)
         if layout:  # pages and heading path of every chunk, into its payload
             chunks = [dataclasses.replace(c, meta={**c.meta, **chunk_meta(layout, c.start, c.end)}) for c in chunks]
-        vectors = self.ctx.embedder.embed_passages([c.text for c in chunks])
-        return chunks, vectors
+        return chunks, self._embed([c.text for c in chunks], embed_from, 0.97)
+
+    def _embed(self, texts: list[str], start: float, end: float) -> np.ndarray:
+        """Passage vectors, embedded in about twenty blocks so that progress moves within a file."""
+        block = max(64, -(-len(texts) // 20))
+        parts = []
+        for i in range(0, len(texts), block):
+            self._report("embedding", start + (end - start) * i / len(texts))
+            parts.append(np.asarray(self.ctx.embedder.embed_passages(texts[i:i + block]), dtype=np.float32))
+        self._report("writing", end)
+        return np.concatenate(parts) if parts else np.zeros((0, self.ctx.embedder.dim), dtype=np.float32)
 
     def _write(self, gen: Generation, doc: LoadedDoc, doc_id: str, h: str, chunks, vectors, t0: float,
                chunking: dict | None = None, size: int | None = None, owner: str | None = None) -> None:
@@ -203,12 +277,14 @@ class Ingestor:
         report.generation = gen.gen
         run = self.ctx.catalog.start_run("ingest", gen.gen)
         bar, wbar = self._bars(len(items), "documents")
-        for name, load in items:
+        for i, (name, load) in enumerate(items):
+            if self._tracker is not None:
+                self._tracker.file(i, name)
             if bar is not None:
                 bar.set_postfix_str(name[:40])
             try:
                 doc = load()
-                result = self.ingest_one(doc, gen, wbar.update if wbar is not None else None, owner=owner)
+                result = self.ingest_one(doc, gen, owner=owner)
             except IngestError as e:
                 result = FileResult(name, "failed", e.problem)
             except Exception as e:  # a model or store error on one file must not abort the batch
@@ -223,17 +299,27 @@ class Ingestor:
         return report
 
     def _bars(self, total: int, unit: str):
+        """(documents bar, None); the bar within the current file is fed by the tracker (:meth:`_report`)."""
+        self._tracker = _Tracker(total, self.on_step, self.step_interval_s) if self.on_step is not None else None
         if self.on_progress is not None:
             return _CallbackBar(total, self.on_progress), None
         if not self.progress:
             return None, None
         from tqdm.auto import tqdm
 
-        return tqdm(total=total, desc="ingest", unit=unit.rstrip("s"), position=0), tqdm(
-            desc="LM windows", unit="win", position=1, leave=False)
+        docs = tqdm(total=total, desc="ingest", unit=unit.rstrip("s"), position=0)
+        within = tqdm(total=100, desc="file", unit="%", position=1, leave=False, bar_format="{desc} {bar} {n:.0f}%")
 
-    @staticmethod
-    def _close_bars(*bars) -> None:
+        def show(step: Step) -> None:
+            within.set_description_str(f"{step.name[:30]}: {step.phase}")
+            within.n = round(step.file_fraction * 100)
+            within.refresh()
+
+        self._tracker = _Tracker(total, show)
+        return docs, within
+
+    def _close_bars(self, *bars) -> None:
+        self._tracker = None
         for b in bars:
             if b is not None:
                 b.close()
@@ -274,8 +360,10 @@ class Ingestor:
         if selected is not None:  # a document outside the live index (left out by a partial run) stays out
             rows = [r for r in rows if r["n_l0"] is not None or r["doc_id"] in selected]
         bar, wbar = self._bars(len(rows), "documents")
-        for row in rows:
+        for i, row in enumerate(rows):
             t0 = time.time()
+            if self._tracker is not None:
+                self._tracker.file(i, row["name"])
             if bar is not None:
                 bar.set_postfix_str(row["name"][:40])
             try:
@@ -290,8 +378,7 @@ class Ingestor:
                     text, data = self.ctx.store.text(row["hash"]), self.ctx.store.original(row["hash"])
                     doc = LoadedDoc(row["name"], data, text, row["kind"], layout=self.ctx.store.layout(row["hash"]))
                     own = selected[row["doc_id"]] if selected is not None else row.get("chunking") if keep_own else None
-                    chunks, vectors = self._build(doc, row["doc_id"], row["hash"], gen, wbar.update if wbar else None,
-                                                  own)
+                    chunks, vectors = self._build(doc, row["doc_id"], row["hash"], gen, None, own)
                 self._write(gen, doc, row["doc_id"], row["hash"], chunks, vectors, t0, own,
                             size=row["size"] if copied else None)
                 counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))

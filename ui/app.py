@@ -134,12 +134,12 @@ def build_app(service: UiService):
             raise _error(e) from e
         try:
             owner = owner_of(browser_id)
-            progress((0, len(paths)), desc="ingesting")
+            progress(0.0, desc="reading the files")
 
-            def cb(done, total, name):
-                progress((done, total), desc=f"ingesting {name}" if name else "ingesting", unit="files")
+            def step(st):  # moves within each file: chunking (LM windows), embedding, writing; with an estimate
+                progress(st.fraction, desc=st.message())
 
-            rows = service.ingest_files(paths, progress=cb, owner=owner)
+            rows = service.ingest_files(paths, owner=owner, on_step=step)
         finally:
             _remove_uploads(paths, service.upload_root)
         df = pd.DataFrame(rows, columns=["name", "status", "message", "chunks"])
@@ -312,15 +312,15 @@ def build_app(service: UiService):
     @admin
     def on_reingest(token, selected, chunker, theta, which, progress=gr.Progress()):
         service.auth.check(token)
-        progress((0, 1), desc="re-ingesting")
+        progress(0.0, desc="re-ingesting")
 
-        def cb(done, total, name):
-            progress((done, max(total, 1)), desc=f"re-ingesting {name}" if name else "re-ingesting", unit="docs")
+        def cb(st):
+            progress(st.fraction, desc="re-ingesting " + st.message())
 
         docs = list(selected or []) if which == "selected" else None
         if which == "selected" and not docs:
             raise ValueError("select the documents to re-ingest (or choose all)")
-        report = service.reingest(token, docs, chunker or None, int(theta) if theta else None, progress=cb)
+        report = service.reingest(token, docs, chunker or None, int(theta) if theta else None, on_step=cb)
         failed = report.failed
         msg = (f"Re-ingested {len(report.ok)} document(s) into generation {report.generation}."
                if not failed else

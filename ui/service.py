@@ -202,7 +202,9 @@ class UiService:
                 self._feedback = FeedbackStore(self.ctx.settings.data_dir / "feedback.sqlite")
             return self._feedback
 
-    def _ingestor(self, progress: Progress | None):
+    def _ingestor(self, progress: Progress | None, on_step=None):
+        """An Ingestor reporting per document to ``progress(done, total, name)`` and within each file to
+        ``on_step(step)`` (:class:`ingest.pipeline.Step`), and to :attr:`job` for the admin's displays."""
         from ingest.pipeline import Ingestor
 
         def on(done: int, total: int, name: str) -> None:
@@ -210,7 +212,12 @@ class UiService:
             if progress is not None:
                 progress(done, total, name)
 
-        return Ingestor(self.ctx, on_progress=on)
+        def step(st) -> None:
+            self.job.message = st.message()
+            if on_step is not None:
+                on_step(st)
+
+        return Ingestor(self.ctx, on_progress=on, on_step=step)
 
     def _writing(self, kind: str):
         service = self
@@ -329,7 +336,7 @@ class UiService:
             raise UploadRefused(name, e.problem) from e
 
     def ingest_files(self, paths: list[str | Path], progress: Progress | None = None,
-                     names: list[str] | None = None, owner: str | None = None) -> list[dict]:
+                     names: list[str] | None = None, owner: str | None = None, on_step=None) -> list[dict]:
         """Ingest uploaded files (in the upload folder: Gradio's upload cache) for ``owner`` (a browser or user; None:
         the shared library). Returns one row per file: name, status, message, chunks per level. A refused or
         failing file is reported; the rest still ingests. The text is extracted (in a child process with limits)
@@ -356,7 +363,7 @@ class UiService:
                 loaded.append((i, e))
         if loaded:
             with self._writing("upload"):
-                report = self._ingestor(progress).ingest_loaded([d for _, d in loaded], owner=owner)
+                report = self._ingestor(progress, on_step).ingest_loaded([d for _, d in loaded], owner=owner)
             for (i, _), r in zip(loaded, report.results):
                 rows[i] = {"name": r.name, "status": r.status, "message": r.message,
                            "chunks": "/".join(str(c) for c in r.chunks_per_level)}
@@ -649,7 +656,7 @@ class UiService:
         return self._delete(doc_ids)
 
     def reingest(self, token: str, doc_ids: list[str] | None = None, chunker: str | None = None,
-                 theta: int | None = None, progress: Progress | None = None):
+                 theta: int | None = None, progress: Progress | None = None, on_step=None):
         """All documents (``doc_ids`` None or empty): a new generation with ``chunker``/``theta``, built beside the
         live one and switched atomically. Some documents: the same, but only those are re-chunked, with
         ``chunker``/``theta`` if given (recorded for those documents only) or with their own; the others' chunks
@@ -662,7 +669,7 @@ class UiService:
             raise ValueError(f"θ must be between 4 and 100000 words, got {theta}")
         theta = int(theta) if theta else None
         with self._writing("reingest"):
-            ing = self._ingestor(progress)
+            ing = self._ingestor(progress, on_step)
             if doc_ids:
                 return ing.reingest(chunker or None, theta, only=doc_ids)
             return ing.reingest(chunker, theta)

@@ -41,11 +41,17 @@ class GatedEmbedder:
         self.gate = threading.Event()
         self.gate.set()
         self.waiting = threading.Event()
+        self.delay_s = 0.0  # seconds each ingestion call waits (a slow embedder, to watch progress move)
 
     def embed_passages(self, texts):
-        if not self.gate.is_set() and _called_from_ingestion():
-            self.waiting.set()
-            self.gate.wait(60)
+        if _called_from_ingestion():
+            if not self.gate.is_set():
+                self.waiting.set()
+                self.gate.wait(60)
+            if self.delay_s:
+                import time
+
+                time.sleep(self.delay_s)
         return self.inner.embed_passages(texts)
 
     def embed_queries(self, texts):

@@ -4,6 +4,7 @@ test-artifacts/."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pytest
@@ -118,6 +119,34 @@ def test_pdf_citation_with_its_page_opens_the_viewer_there(ui_server, page, tmp_
     assert cited[:60] == marked[:60] and viewer.locator("mark.mg-child").count() >= 1
     viewer.screenshot(path=str(ARTIFACTS / "viewer.png"), full_page=True)
     viewer.close()
+
+
+def test_upload_progress_moves_within_one_large_file(ui_server, page, tmp_path):
+    """A slow embedder (1 s per block) makes one file take seconds; the progress text under the upload shows the
+    phase within the file and changes as it goes, with an estimate of the time left."""
+    big = tmp_path / "ledger.md"
+    big.write_text(" ".join(f"Entry {i}: the ferry {i % 9} carried {i * 3 % 50} passengers on day {i}."
+                            for i in range(750)), encoding="utf-8")
+    assert big.stat().st_size < 50_000  # under the test server's upload limit
+    _open(page, ui_server.url)
+    ui_server.embedder.delay_s = 1.0
+    try:
+        page.locator("#upload input[type=file]").set_input_files([str(big)])
+        seen = []  # the progress messages shown, in order ("ledger.md: embedding 40% · about 3 s left")
+        for _ in range(300):
+            text = page.locator("#upload-report").inner_text()
+            m = re.search(r"ledger\.md: [^\n]*?\d+%[^\n-]*", text)
+            if m and m.group(0).strip() not in seen:
+                seen.append(m.group(0).strip())
+            if "ingested" in text:
+                break
+            page.wait_for_timeout(100)
+    finally:
+        ui_server.embedder.delay_s = 0.0
+    _see(page.locator("#upload-report"), "ingested")
+    embedding = [int(re.search(r"embedding (\d+)%", t).group(1)) for t in seen if "embedding" in t]
+    assert len(set(embedding)) >= 2 and embedding == sorted(embedding), seen  # moved within the one file
+    assert any("left" in t for t in seen), seen
 
 
 def test_admin_requires_login_then_reingests(ui_server, page):
