@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from app import grounding as G
 from app.context import AppContext
 from app.synth import SynthesisError, make_synthesizer
+from ingest.layout import place_label
 from retrieval.search import Retrieval, Source, check_question, no_retrieval_context, retrieve
 
 log = logging.getLogger(__name__)
@@ -38,13 +39,23 @@ class Citation:
     score: float
     level_scores: dict[int, float] = field(default_factory=dict)
     bm25_level_scores: dict[int, float] = field(default_factory=dict)
+    pages: list[int] | None = None  # [first, last] page of the passage (PDF)
+    headings: list[str] = field(default_factory=list)  # heading path at the passage's start
+    matched_pages: list[int] | None = None
+    doc_hash: str = ""
     # the sentences of this source that support the answer: document offsets, text, support score
     support: list[dict] = field(default_factory=list)
 
     @classmethod
     def of(cls, s: Source) -> "Citation":
         return cls(s.rank, s.doc_id, s.start, s.end, s.text, s.matched_level, s.matched_start, s.matched_end,
-                   s.matched_text, s.score, dict(s.level_scores), dict(s.bm25_level_scores))
+                   s.matched_text, s.score, dict(s.level_scores), dict(s.bm25_level_scores), s.pages,
+                   list(s.headings), s.matched_pages, s.doc_hash)
+
+    @property
+    def label(self) -> str:
+        """``p. 4–5 · Section › Subsection`` ("" when the document has neither pages nor headings)."""
+        return place_label(self.pages, self.headings)
 
 
 @dataclass
@@ -151,13 +162,14 @@ def _sentence_vectors(ctx: AppContext) -> G.SentenceVectors:
 
 def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | None = None,
         budget_words: int | None = None, retriever: str | None = None, weights=None, synthesizer=None,
-        no_retrieval_doc: str | None = None, history: Sequence[dict] | None = None,
+        no_retrieval_doc: str | None = None, doc_ids=None, history: Sequence[dict] | None = None,
         grounded: bool | None = None, style: str | None = None, rewrite_mode: str | None = None,
         synth_budget_words: int | None = None, context_floor: float | None = None) -> Iterator[tuple[str, object]]:
-    """Answer ``question`` (a follow-up when ``history`` holds the conversation's earlier turns); see the module
-    doc for the events. ``grounded``, ``style``, ``rewrite_mode`` and ``synth_budget_words`` override the settings
-    ``grounding``, ``answer_style``, ``rewrite`` and the offline model's ``offline_context_words``;
-    ``context_floor`` the floor below which nothing is generated (the benchmark lowers it to calibrate)."""
+    """Answer ``question`` (a follow-up when ``history`` holds the conversation's earlier turns), retrieving among
+    ``doc_ids`` if given; see the module doc for the events. ``grounded``, ``style``, ``rewrite_mode`` and
+    ``synth_budget_words`` override the settings ``grounding``, ``answer_style``, ``rewrite`` and the offline
+    model's ``offline_context_words``; ``context_floor`` the floor below which nothing is generated (the benchmark
+    lowers it to calibrate)."""
     from app.conversation import rewrite
 
     s = ctx.settings
@@ -186,7 +198,8 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
     if no_retrieval_doc is not None:
         retrieval = _no_retrieval(ctx, question, no_retrieval_doc)
     else:
-        retrieval = retrieve(ctx, query, k=k, budget_words=budget_words, weights=weights, retriever=retriever)
+        retrieval = retrieve(ctx, query, k=k, budget_words=budget_words, weights=weights, retriever=retriever,
+                             doc_ids=doc_ids)
     t1 = time.perf_counter()
     yield "sources", retrieval
     if synth_budget_words is None and backend == "offline":

@@ -94,6 +94,7 @@ class QdrantIndex:
                 payload={
                     "doc_id": c.doc_id, "doc_hash": c.doc_hash, "doc_version": doc_version, "level": c.level,
                     "parent_id": c.parent_id, "start": c.start, "end": c.end, "text": c.text,
+                    **{k: c.meta[k] for k in ("pages", "headings") if k in c.meta},  # ingest/layout.py
                 },
             ))
         for level, points in by_level.items():
@@ -115,11 +116,19 @@ class QdrantIndex:
             return 0
         return self.client.count(name, exact=True).count
 
-    def search(self, level: int, vector: np.ndarray, limit: int):
-        """Nearest points of one level (through its alias; no filter)."""
+    def search(self, level: int, vector: np.ndarray, limit: int, doc_ids=None):
+        """Nearest points of one level (through its alias), among the documents ``doc_ids`` if given."""
+        from qdrant_client import models
+
+        flt = None
+        if doc_ids is not None:
+            doc_ids = list(doc_ids)
+            if not doc_ids:
+                return []
+            flt = models.Filter(must=[models.FieldCondition(key="doc_id", match=models.MatchAny(any=doc_ids))])
         return self.client.query_points(
-            self.alias(level), query=np.asarray(vector, dtype=np.float32).tolist(), limit=limit, with_payload=True
-        ).points
+            self.alias(level), query=np.asarray(vector, dtype=np.float32).tolist(), limit=limit, with_payload=True,
+            query_filter=flt).points
 
     def retrieve(self, level: int, ids: Sequence[str]):
         return self.client.retrieve(self.alias(level), ids=list(ids), with_payload=True)
