@@ -111,14 +111,27 @@ def citation_supported(reply: str, source_text: str, answers: Sequence[str], min
     return any(qa_f1_score(bare, a) > 0 and contains_reference(source_text, [a]) for a in answers)
 
 
-def cited_hallucination(reply: str, cited_texts: Sequence[str], answers: Sequence[str], answerable: bool,
+def cited_pairs(reply: str) -> list[tuple[str, int]]:
+    """``(claim, source number)`` for every citation of the reply: each sentence with the markers it carries.
+
+    >>> cited_pairs("Forty trees [1]. “They were planted in 1911.” [2][3]")
+    [('Forty trees [1].', 1), ('“They were planted in 1911.” [2][3]', 2), ('“They were planted in 1911.” [2][3]', 3)]
+    """
+    from app.answer import cited_numbers
+
+    return [(c, n) for c in G.split_claims(reply) for n in cited_numbers(c, 10_000)]
+
+
+def cited_hallucination(reply: str, cited: dict[int, str], answers: Sequence[str], answerable: bool,
                         abstained: bool) -> bool:
-    """See the module doc: unanswerable — any cited non-abstention; answerable — every citation unsupported."""
-    if abstained or not cited_texts:
+    """See the module doc: unanswerable — any cited non-abstention; answerable — a claim citing a source that
+    does not support it. ``cited``: source number → text."""
+    pairs = [(c, n) for c, n in cited_pairs(reply) if n in cited]
+    if abstained or not pairs:
         return False
     if not answerable:
         return True
-    return not any(citation_supported(reply, t, answers) for t in cited_texts)
+    return not all(citation_supported(c, cited[n], answers) for c, n in pairs)
 
 
 def evidence_in_context(question, read_sources: Sequence, doc_text: str | None) -> bool:
@@ -282,16 +295,16 @@ def verdict_row(ctx, asked: Asked, cand: Candidate, floors: G.Floors, q, answera
             meta: dict = {}
             text, cited, abstained = _grounded_reply(g, a.draft, len(asked.read), below, cand.style, cand.backend,
                                                      sources, meta)
-    by_n = {s.rank: s for s in asked.retrieval.sources}
-    cited_texts = [by_n[n].text for n in cited if n in by_n]
+    by_n = {s.rank: s.text for s in asked.retrieval.sources}
+    pairs = [(c, n) for c, n in cited_pairs(text) if n in by_n] if not abstained else []
     scored = G.strip_citations(text) if not abstained else ""
     row = {
         "id": q.id, "dataset": q.dataset, "answerable": answerable, "query": a.query, "draft": a.draft,
         "reply": text, "abstained": abstained, "cited": cited,
         "f1": qa_f1_max(scored, q.answers) if (q.answers and scored) else 0.0,
-        "cited_hallucination": cited_hallucination(text, cited_texts, q.answers, answerable, abstained),
-        "citations": len(cited_texts),
-        "supported_citations": sum(citation_supported(text, c, q.answers) for c in cited_texts),
+        "cited_hallucination": cited_hallucination(text, by_n, q.answers, answerable, abstained),
+        "citations": len(pairs),
+        "supported_citations": sum(citation_supported(c, by_n[n], q.answers) for c, n in pairs),
         "context_score": ctx_score, "support_score": _best_support(ctx, a, asked) if cand.grounded else None,
         "evidence_in_context": evidence_in_context(q, asked.read, None) if answerable else None,
         "ttft_s": None if below else t.get("time_to_first_token_s"),
@@ -331,9 +344,11 @@ def summarise(rows: list[dict]) -> dict:
         "cited_hallucinations_unanswerable": int(sum(r["cited_hallucination"] for r in un)),
         "cited_hallucinations_answerable": int(sum(r["cited_hallucination"] for r in ans)),
         "supported_citation_rate": (sum(r["supported_citations"] for r in rows) / cites) if cites else None,
-        "ttft_s_median": mean([float(np.median([r["ttft_s"] for r in rows if r["ttft_s"] is not None]))]
-                              if any(r["ttft_s"] is not None for r in rows) else []),
-        "total_s_median": float(np.median([r["total_s"] for r in rows])) if rows else None,
+        # times over the answerable questions (the unanswerable ones mostly stop at the context floor)
+        "ttft_s_median": mean([float(np.median([r["ttft_s"] for r in ans if r["ttft_s"] is not None]))]
+                              if any(r["ttft_s"] is not None for r in ans) else []),
+        "total_s_median": float(np.median([r["total_s"] for r in ans])) if ans else None,
+        "total_s_median_unanswerable": float(np.median([r["total_s"] for r in un])) if un else None,
         "errors": sum(bool(r["error"]) for r in rows),
     }
 
@@ -426,7 +441,7 @@ def make_synth(cand: Candidate, ctx, stub=None, fresh: bool = False):
 
 
 def run_answers(settings, names: Sequence[str], *, followups_with: str | None = None, llm_rewrite: bool = True,
-                max_questions: int | None = None, bench_dir=None, fresh: bool = False,
+                max_questions: int | None = None, bench_dir=None, fresh: bool = False, timing: int = 0,
                 progress: Callable[[str], None] | None = print,
                 checkpoint: Callable[[dict], None] | None = None) -> dict:
     """Every candidate in ``names`` over the answerable and unanswerable sets, then the follow-ups."""
@@ -495,6 +510,9 @@ def run_answers(settings, names: Sequence[str], *, followups_with: str | None = 
                 rewriter = lambda messages: qwen.complete(messages, 64)  # noqa: E731
             fctx = {"chroma": ctxs["U"], "gutenqa_emma": ctxs["A"]}
             res["followups"] = run_followups(fctx, sets.followups, synth, cand, rewriter, progress)
+        if timing:  # time to first token of the model-backed configurations side by side, nothing cached
+            res["timing"] = time_side_by_side(ctxs["A"], [CANDIDATES[g] for g in generated], synths,
+                                              sets.answerable[:timing], progress)
     finally:
         if stub:
             stub.__exit__(None, None, None)
@@ -504,6 +522,37 @@ def run_answers(settings, names: Sequence[str], *, followups_with: str | None = 
     res["seconds"] = time.perf_counter() - t_start
     res["load"] = monitor.summary()
     return res
+
+
+def time_side_by_side(ctx, cands: Sequence[Candidate], synths: dict, questions, progress=None) -> dict:
+    """Median time to first token (from the question) and total time of each offline configuration on the same
+    ``questions``, asked in turn (one process, one load), with generation forced (no floor, no draft cache)."""
+    out: dict = {}
+    for q in questions:
+        for cand in cands:
+            if cand.backend != "offline":
+                continue
+            synth = synths[cand.name]
+            inner = getattr(synth, "inner", synth)
+            a = ask_one(ctx, q.question, cand, inner, context_floor=-1.0)
+            t = a.answer.timings
+            out.setdefault(cand.name, {"ttft_s": [], "total_s": []})
+            out[cand.name]["ttft_s"].append(t["time_to_first_token_s"])
+            out[cand.name]["total_s"].append(t["total_s"])
+            if progress:
+                progress(f"timing {cand.name} {q.id}: first token {t['time_to_first_token_s']:.2f} s, "
+                         f"total {t['total_s']:.2f} s")
+    return {k: {"n": len(v["ttft_s"]), "ttft_s_median": float(np.median(v["ttft_s"])),
+                "total_s_median": float(np.median(v["total_s"])), "threads": _threads()} for k, v in out.items()}
+
+
+def _threads() -> int | None:
+    try:
+        import torch
+
+        return torch.get_num_threads()
+    except ImportError:  # pragma: no cover
+        return None
 
 
 def _score(res: dict, cand: Candidate, ctxs, src, floors: G.Floors, progress) -> None:
@@ -524,17 +573,21 @@ def answers_table(res: dict) -> str:
     from app.evaluation import bench as B
 
     rows = []
+    timing = res.get("timing", {})
     for name, c in res["candidates"].items():
         s = c["summary"]
+        tt = timing.get(c["candidate"].get("derived_from") or name)
         rows.append([name, str(s["n_answerable"]), f"{100 * s['f1']:.1f}", _pct(s["abstain_unanswerable"]),
                      f"{s['cited_hallucinations_unanswerable']}", _pct(s["false_abstain_answerable"]),
                      f"{_pct(s['answered_with_evidence'])} of {s['n_evidence_in_context']}",
                      f"{s['cited_hallucinations_answerable']}", _pct(s["supported_citation_rate"]),
                      "-" if s["ttft_s_median"] is None else f"{s['ttft_s_median']:.2f}",
-                     f"{s['total_s_median']:.2f}"])
+                     f"{s['total_s_median']:.2f}",
+                     "-" if not tt else f"{tt['ttft_s_median']:.2f} / {tt['total_s_median']:.2f}"])
     return B.markdown_table(["configuration", "questions", "F1", "abstains (unans.)", "cited halluc. (unans.)",
                              "abstains (ans.)", "answers with evidence", "cited halluc. (ans.)",
-                             "supported citations", "TTFT s (median)", "total s (median)"], rows)
+                             "supported citations", "TTFT s", "total s",
+                             "TTFT / total s, side by side"], rows)
 
 
 def followups_table(res: dict) -> str:
@@ -548,6 +601,11 @@ def followups_table(res: dict) -> str:
     return B.markdown_table(["retrieval query", "evidence recall", "right document ranked first"], rows)
 
 
+def _timing_note(res: dict) -> str:
+    t = next(iter(res.get("timing", {}).values()), None)
+    return f"{t['n']} questions, {t['threads']} torch thread(s)" if t else "not run"
+
+
 def answers_section(res: dict, command: str) -> str:
     s = res["settings"]
     lines = ["### Answers: grounding, abstention, follow-ups", "",
@@ -556,8 +614,10 @@ def answers_section(res: dict, command: str) -> str:
              f"support {res['floors']['support']:.2f}; torch {res['machine'].get('torch_threads')} thread(s); "
              f"{res['seconds'] / 60:.1f} min, 1-min load mean {res['load']['load1_mean']:.2f}).", "",
              f"{res['n_answerable']} answerable questions, the same {res['n_answerable']} asked of an index "
-             "without their document (unanswerable). F1 ×100 over the answerable ones (an abstention scores 0); "
-             "times are medians over all questions on this shared machine (compare rows, not runs).", "",
+             "without their document (unanswerable). F1 ×100 over the answerable ones (an abstention scores 0). "
+             "TTFT and total: medians over the answerable questions, with the times measured when each draft was "
+             "generated (possibly in an earlier run, under another load); *side by side*: the offline models timed "
+             f"in turn on the same first questions in this run ({_timing_note(res)}), the figures to compare.", "",
              answers_table(res)]
     if "followups" in res:
         lines += ["", f"Follow-ups ({res['followups']['n']} conversations, `bench/data/followups.jsonl`; the first "

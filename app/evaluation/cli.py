@@ -268,6 +268,7 @@ def cmd_answers(args) -> int:
             kw["torch_threads"] = args.threads
         res = run_answers(Settings(**kw), args.candidates, followups_with=args.followups_with or None,
                           llm_rewrite=not args.no_llm_rewrite, max_questions=args.max_questions, fresh=args.fresh,
+                          timing=args.timing,
                           progress=None if args.quiet else print,
                           checkpoint=lambda r: write_results("answers.partial.json", r, out))
         res["command"] = _answers_command(args)
@@ -289,6 +290,8 @@ def _answers_command(args) -> str:
         parts.append(f"--threads {args.threads}")
     if args.max_questions:
         parts.append(f"--max-questions {args.max_questions}")
+    if args.timing != 5:
+        parts.append(f"--timing {args.timing}")
     return " ".join(parts)
 
 
@@ -348,6 +351,8 @@ def add_bench_parser(sub) -> None:
                                                         "earlier run (~/.cache/mgrag/bench/answers)")
     s.add_argument("--write-section", action="store_true", help="also update the 'answers' section of BENCHMARKS.md")
     s.add_argument("--report", action="store_true", help="re-render the table from bench/results/answers.json")
+    s.add_argument("--timing", type=int, default=5, help="time the offline configurations side by side on the first "
+                                                          "N answerable questions, generating afresh (0: skip)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=cmd_answers)
 

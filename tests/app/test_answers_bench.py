@@ -25,14 +25,17 @@ def test_contains_reference_ignores_yes_no_and_normalises():
 
 def test_cited_hallucination_definitions():
     # unanswerable: any cited reply that does not abstain
-    assert A.cited_hallucination("Russia [1].", ["Putin invades Ukraine."], ["Moscow"], False, False)
-    assert not A.cited_hallucination("The documents do not say.", [], [], False, True)
-    assert not A.cited_hallucination("Russia.", [], [], False, False)  # uncited: not a *cited* hallucination
-    # answerable: every citation unsupported
-    assert A.cited_hallucination("Russia [1].", ["The club was founded in Yerevan."], ["Yerevan"], True, False)
-    assert not A.cited_hallucination("Yerevan [1].", ["The club was founded in Yerevan."], ["Yerevan"], True, False)
-    assert not A.cited_hallucination("In Armenia's capital [1].", ["Founded in Yerevan, Armenia's capital."],
+    assert A.cited_hallucination("Russia [1].", {1: "Putin invades Ukraine."}, ["Moscow"], False, False)
+    assert not A.cited_hallucination("The documents do not say.", {}, [], False, True)
+    assert not A.cited_hallucination("Russia.", {1: "x"}, [], False, False)  # uncited: not a *cited* hallucination
+    # answerable: a claim citing a source that does not hold it
+    yerevan = {1: "The club was founded in Yerevan.", 2: "It plays in red."}
+    assert A.cited_hallucination("Russia [1].", yerevan, ["Yerevan"], True, False)
+    assert not A.cited_hallucination("Yerevan [1].", yerevan, ["Yerevan"], True, False)
+    assert not A.cited_hallucination("In Armenia's capital [1].", {1: "Founded in Yerevan, Armenia's capital."},
                                      ["Yerevan"], True, False)
+    assert not A.cited_hallucination("Yerevan [1]. It plays in red [2].", yerevan, ["Yerevan"], True, False)
+    assert A.cited_hallucination("Yerevan [1]. It plays in red [1].", yerevan, ["Yerevan"], True, False)
 
 
 def test_evidence_in_context_by_offsets_or_reference():
@@ -58,7 +61,7 @@ def test_summarise_and_sweep():
     ]
     s = A.summarise(rows)
     assert s["f1"] == 0.5 and s["abstain_unanswerable"] == 0.0 and s["cited_hallucinations_unanswerable"] == 1
-    assert s["answered_with_evidence"] == 1.0 and s["supported_citation_rate"] == 0.5 and s["ttft_s_median"] == 2.0
+    assert s["answered_with_evidence"] == 1.0 and s["supported_citation_rate"] == 0.5 and s["ttft_s_median"] == 1.0
     sw = {(r["context_floor"], r["support_floor"]): r for r in A.sweep(rows, [0.45, 0.55], [0.5])}
     assert sw[(0.45, 0.5)]["abstain_unanswerable"] == 1.0 and sw[(0.45, 0.5)]["answered_with_evidence"] == 1.0
     assert sw[(0.55, 0.5)]["answered"] == 0.5
