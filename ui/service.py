@@ -273,7 +273,40 @@ class UiService:
             deleted = [Ingestor(self.ctx).delete(d) for d in doc_ids]
         for d in deleted:
             self.feedback.forget_document(d)
+            self.conversations.forget_document(d)
         return deleted
+
+    @property
+    def users(self):
+        """The web app's user accounts (:class:`ui.users.Users`); with any, `mgrag serve` requires a login."""
+        from ui.users import Users
+
+        if getattr(self, "_users", None) is None:
+            self._users = Users(self.ctx.settings.data_dir / ".secrets" / "users.sqlite")
+        return self._users
+
+    @property
+    def conversations(self):
+        """Conversations kept server side (:class:`ui.conversations.ConversationStore`)."""
+        from ui.conversations import ConversationStore
+
+        if getattr(self, "_conversations", None) is None:
+            self._conversations = ConversationStore(self.ctx.settings.data_dir / "conversations.sqlite")
+        return self._conversations
+
+    def user_names(self, token: str) -> list[str]:
+        self.auth.check(token)
+        return self.users.names()
+
+    def add_user(self, token: str, name: str, password: str) -> list[str]:
+        self.auth.check(token)
+        self.users.add((name or "").strip(), password or "")
+        return self.users.names()
+
+    def remove_user(self, token: str, name: str) -> list[str]:
+        self.auth.check(token)
+        self.users.remove(name)
+        return self.users.names()
 
     @property
     def view_tokens(self):
