@@ -331,6 +331,31 @@ def _int_at_least(lo: int):
     return parse
 
 
+def cmd_users(args) -> int:
+    """Web app accounts: with at least one, `mgrag serve` requires a login and uploads and conversations belong
+    to the user."""
+    import getpass
+
+    from app.settings import Settings
+    from ui.users import Users
+
+    users = Users(Settings(**({"data_dir": args.data_dir} if args.data_dir else {})).data_dir / ".secrets" / "users.sqlite")
+    try:
+        if args.action == "list":
+            print("\n".join(users.names()) or "(no users: the web app needs no login)")
+        elif args.action == "remove":
+            users.remove(args.name)
+            print(f"removed {args.name}")
+        else:
+            pw = sys.stdin.readline().rstrip("\n") if args.password_stdin else getpass.getpass(f"password for {args.name}: ")
+            users.add(args.name, pw)
+            print(f"{args.name} can log in (a running `mgrag serve` requires logins after a restart if it had no users)")
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mgrag", description="MGRAG: chat with your documents (LGMGC + MoG).")
     p.add_argument("--data-dir", help="data directory (MGRAG_DATA_DIR)")
@@ -402,6 +427,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--host", help="address to listen on (MGRAG_UI_HOST)")
     s.add_argument("--port", type=_int_at_least(1), help="port (MGRAG_UI_PORT)")
     s.set_defaults(func=cmd_serve)
+
+    s = sub.add_parser("users", help="web app accounts (with any, the web app requires a login)")
+    s.add_argument("action", choices=("add", "remove", "list"))
+    s.add_argument("name", nargs="?", default="")
+    s.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    s.set_defaults(func=cmd_users)
 
     s = sub.add_parser("settings", help="show the effective settings")
     s.add_argument("--table", action="store_true", help="markdown table of every setting and its default")
