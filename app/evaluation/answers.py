@@ -619,6 +619,9 @@ def answers_section(res: dict, command: str) -> str:
              "generated (possibly in an earlier run, under another load); *side by side*: the offline models timed "
              f"in turn on the same first questions in this run ({_timing_note(res)}), the figures to compare.", "",
              answers_table(res)]
+    for m in res.get("merged", []):
+        lines += ["", f"{', '.join(m['candidates'])}: measured beside it by `{m['command']}` "
+                      f"({(m['seconds'] or 0) / 60:.1f} min, 1-min load mean {m['load']['load1_mean']:.2f})."]
     if "followups" in res:
         lines += ["", f"Follow-ups ({res['followups']['n']} conversations, `bench/data/followups.jsonl`; the first "
                       f"turn answered by {res['followups']['first_turn_by']}):", "", followups_table(res)]

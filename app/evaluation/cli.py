@@ -254,6 +254,15 @@ def cmd_answers(args) -> int:
     out = _results_dir(args)
     if args.report:
         res = json.loads((out / "answers.json").read_text(encoding="utf-8"))
+        for extra in args.merge or ():  # configurations measured by another run (its command is kept with them)
+            other = json.loads(Path(extra).read_text(encoding="utf-8"))
+            for name, c in other["candidates"].items():
+                res["candidates"][name] = {**c, "command": other.get("command"), "seconds": other.get("seconds"),
+                                           "load": other.get("load")}
+            res.setdefault("merged", []).append({"command": other.get("command"), "seconds": other.get("seconds"),
+                                                 "load": other.get("load"), "candidates": list(other["candidates"])})
+        if args.merge:
+            write_results("answers.json", res, out)
     else:
         bad = [c for c in args.candidates + [args.followups_with] if c and c not in CANDIDATES]
         if bad:
@@ -351,6 +360,8 @@ def add_bench_parser(sub) -> None:
                                                         "earlier run (~/.cache/mgrag/bench/answers)")
     s.add_argument("--write-section", action="store_true", help="also update the 'answers' section of BENCHMARKS.md")
     s.add_argument("--report", action="store_true", help="re-render the table from bench/results/answers.json")
+    s.add_argument("--merge", action="append", metavar="ANSWERS.json",
+                   help="with --report: add the configurations of another run's results (e.g. slow ones run beside)")
     s.add_argument("--timing", type=int, default=5, help="time the offline configurations side by side on the first "
                                                           "N answerable questions, generating afresh (0: skip)")
     s.add_argument("--quiet", action="store_true")
