@@ -169,6 +169,8 @@ def split_claims(answer: str) -> list[str]:
 
     >>> split_claims("The Abduction Club (2002)\n [1]. Wooden Crosses [2].")
     ['The Abduction Club (2002) [1].', 'Wooden Crosses [2].']
+    >>> split_claims("“It rained.” [1] “It snowed.” [2]")
+    ['“It rained.” [1]', '“It snowed.” [2]']
     """
     from ingest.sentences import split_sentences
 
@@ -176,10 +178,14 @@ def split_claims(answer: str) -> list[str]:
     pieces = [text[s:e] for s, e in split_sentences(text)] or ([text] if text else [])
     out: list[str] = []
     for p in pieces:
+        lead = re.match(r"(\s*\[\d+\])+", p)  # markers after the previous sentence's end belong to it
+        if lead and out:
+            out[-1] = out[-1].rstrip() + " " + lead.group().strip()
+            p = p[lead.end():].strip()
         if re.search(r"\w", strip_citations(p)):
             out.append(p)
-        elif out:
-            out[-1] = out[-1].rstrip() + " " + p.strip()
+        elif out and p.strip():
+            out[-1] = out[-1].rstrip() + ("" if p.strip()[0] in ".!?;:," else " ") + p.strip()
     return out
 
 
