@@ -176,6 +176,8 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
     backend = backend or s.synth_backend
     grounded = s.grounding if grounded is None else grounded
     style = style or s.answer_style
+    if style == "auto":  # a small model answers too seldom on its own (BENCHMARKS.md, "Answers")
+        style = "hybrid" if backend == "offline" else "generated"
     history = list(history or [])
     synth, error = synthesizer, None
     if synth is None:  # load models before the clock starts, so timings measure answering, not loading

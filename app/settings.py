@@ -75,8 +75,8 @@ class Settings(BaseSettings):
         "gemma3-270m", description="The offline backend's model: the shipped Gemma-3-270M base (completion prompt) or Qwen2.5-Coder-0.5B-Instruct (brief chat prompt).")
     offline_context_words: int | None = Field(
         None, ge=50, description="Context budget of the offline model in words (the first sources up to it; None: context_words). Smaller is faster to the first token.")
-    answer_style: Literal["generated", "hybrid"] = Field(
-        "generated", description="generated: the model's answer, grounded; hybrid: the supporting sentences as the answer, led by the generated one only when a source supports it.")
+    answer_style: Literal["auto", "generated", "hybrid"] = Field(
+        "auto", description="generated: the model's answer, grounded; hybrid: the supporting sentences as the answer, led by the generated one only when a source supports it; auto: hybrid for the offline backend's small model, generated for the others (measured).")
     grounding: bool = Field(True, description="Check answers against their sources: abstain when the context or the cited source does not support them.")
     context_floor: float | None = Field(
         None, description="Abstain when no context sentence is this close to the question (cosine; None: the measured value for the embedder).")
