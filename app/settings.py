@@ -66,7 +66,7 @@ class Settings(BaseSettings):
 
     # answering
     synth_backend: Literal["offline", "extractive", "transformers", "openai"] = Field(
-        "offline", description="Synthesizer: offline (shipped Gemma-270M base), extractive (no LLM), transformers, openai.")
+        "extractive", description="Synthesizer: extractive (no LLM; the default by measurement, BENCHMARKS.md \"Answers\"), offline (a shipped small model), transformers, openai.")
     synth_model: str = Field("meta-llama/Meta-Llama-3-8B-Instruct", description="Chat model for the transformers backend (local folder or local HF cache).")
     synth_4bit: bool | None = Field(None, description="Load the chat model in 4-bit (bitsandbytes); default: when CUDA is present.")
     max_new_tokens: int = Field(256, ge=1, description="Answer length limit for chat backends, in tokens.")
