@@ -601,6 +601,26 @@ def followups_table(res: dict) -> str:
     return B.markdown_table(["retrieval query", "evidence recall", "right document ranked first"], rows)
 
 
+def examples(res: dict, n: int = 4) -> list[str]:
+    """Drafts of an ungrounded configuration that the benchmark counts as cited hallucinations, with the reply the
+    grounded configuration gave to the same question."""
+    out = []
+    for name, c in res["candidates"].items():
+        if c["candidate"].get("grounded", True):
+            continue
+        sibling = res["candidates"].get(c["candidate"].get("derived_from") or "", {}).get("rows", [])
+        by_key = {(r["id"], r["answerable"]): r for r in sibling}
+        for r in c["rows"]:
+            if r["cited_hallucination"] and len(out) < n:
+                g = by_key.get((r["id"], r["answerable"]))
+                kind = "answerable" if r["answerable"] else "unanswerable (its document is not in the index)"
+                draft = " ".join(r["draft"].split())[:110]
+                reply = " ".join((g or {}).get("reply", "").split())[:90]
+                out.append(f"- `{r['id']}`, {kind}: {name} drafted “{draft}” → cited hallucination; grounded: "
+                           f"“{reply}”")
+    return out
+
+
 def _timing_note(res: dict) -> str:
     t = next(iter(res.get("timing", {}).values()), None)
     return f"{t['n']} questions, {t['threads']} torch thread(s)" if t else "not run"
@@ -619,6 +639,10 @@ def answers_section(res: dict, command: str) -> str:
              "generated (possibly in an earlier run, under another load); *side by side*: the offline models timed "
              f"in turn on the same first questions in this run ({_timing_note(res)}), the figures to compare.", "",
              answers_table(res)]
+    ex = examples(res)
+    if ex:
+        lines += ["", "Cited hallucinations caught (the check above, on this run's rows): the model's draft, its "
+                      "verdict, and the reply given instead:", ""] + ex
     for m in res.get("merged", []):
         lines += ["", f"{', '.join(m['candidates'])}: measured beside it by `{m['command']}` "
                       f"({(m['seconds'] or 0) / 60:.1f} min, 1-min load mean {m['load']['load1_mean']:.2f})."]
