@@ -176,8 +176,6 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
     backend = backend or s.synth_backend
     grounded = s.grounding if grounded is None else grounded
     style = style or s.answer_style
-    if style == "auto":  # a small model answers too seldom on its own (BENCHMARKS.md, "Answers")
-        style = "hybrid" if backend == "offline" else "generated"
     history = list(history or [])
     synth, error = synthesizer, None
     if synth is None:  # load models before the clock starts, so timings measure answering, not loading
@@ -189,6 +187,9 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
             error = f"{e.__class__.__name__}: {e}"
     if (retriever or s.retriever) != "bm25" or grounded:
         ctx.embedder  # noqa: B018 - load before timing
+    kind = getattr(synth, "name", None) or backend  # what answers: a given synthesizer, else the backend's
+    if style == "auto":  # a small model answers too seldom on its own (BENCHMARKS.md, "Answers")
+        style = "hybrid" if kind == "offline" else "generated"
     t0 = time.perf_counter()
     question = check_question(question, s.max_question_chars)
     query, how = question, "none"
@@ -243,7 +244,7 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
     sources = [Citation.of(x) for x in retrieval.sources]
     if grounder is not None and not error:
         yield "status", "checking the answer against the sources"
-        text, cited, abstained = _grounded_reply(grounder, draft, len(read), below, style, backend, sources, gmeta)
+        text, cited, abstained = _grounded_reply(grounder, draft, len(read), below, style, kind, sources, gmeta)
     else:
         text, abstained = draft, bool(draft) and G.is_abstention(draft)
         cited = cited_numbers(text, len(sources))
