@@ -18,7 +18,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--questions", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--candidates", default="gemma-500,qwen-500,gemma-1500")
+    ap.add_argument("--candidates", default="extractive,gemma-500,qwen-500,gemma-1500")
     a = ap.parse_args()
     import torch
 

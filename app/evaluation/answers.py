@@ -530,7 +530,7 @@ def time_side_by_side(ctx, cands: Sequence[Candidate], synths: dict, questions, 
     out: dict = {}
     for q in questions:
         for cand in cands:
-            if cand.backend != "offline":
+            if cand.backend not in ("offline", "extractive"):
                 continue
             synth = synths[cand.name]
             inner = getattr(synth, "inner", synth)
