@@ -112,14 +112,20 @@ def citation_supported(reply: str, source_text: str, answers: Sequence[str], min
 
 
 def cited_pairs(reply: str) -> list[tuple[str, int]]:
-    """``(claim, source number)`` for every citation of the reply: each sentence with the markers it carries.
+    """``(claim, source number)`` for every citation of the reply: a claim is the text since the previous
+    citation group (quoted lines without a full stop, such as headings or verse, stay apart).
 
-    >>> cited_pairs("Forty trees [1]. “They were planted in 1911.” [2][3]")
-    [('Forty trees [1].', 1), ('“They were planted in 1911.” [2][3]', 2), ('“They were planted in 1911.” [2][3]', 3)]
+    >>> cited_pairs("Forty trees [1]. Planted in 1911 [2][3] Verse line [4]")
+    [('Forty trees', 1), ('. Planted in 1911', 2), ('. Planted in 1911', 3), ('Verse line', 4)]
     """
-    from app.answer import cited_numbers
+    import re
 
-    return [(c, n) for c in G.split_claims(reply) for n in cited_numbers(c, 10_000)]
+    out = []
+    for m in re.finditer(r"(.*?)((?:\s*\[\d+\])+)", reply, re.S):
+        claim = m.group(1).strip()
+        if re.search(r"\w", claim):
+            out += [(claim, int(n)) for n in re.findall(r"\[(\d+)\]", m.group(2))]
+    return out
 
 
 def cited_hallucination(reply: str, cited: dict[int, str], answers: Sequence[str], answerable: bool,
@@ -563,6 +569,37 @@ def _score(res: dict, cand: Candidate, ctxs, src, floors: G.Floors, progress) ->
         res["candidates"][cand.name]["sweep"] = sweep(rows, grid, [round(x, 2) for x in np.arange(0.2, 0.71, 0.05)])
     if progress:
         progress(f"{cand.name}: {summarise(rows)}")
+
+
+def rescore(res: dict, settings, bench_dir=None) -> None:
+    """Recompute the citation metrics of every row from its reply (after a change of the checks above), the
+    sources found again by the same deterministic retrieval; summaries are rebuilt."""
+    from app.context import AppContext
+    from app.evaluation.answer_sets import build_index, load_answer_sets
+    from retrieval.search import retrieve
+
+    sets = load_answer_sets(bench_dir)
+    answers = {q.id: q.answers for q in sets.answerable}
+    ctxs = {k: AppContext(settings.model_copy(update={"data_dir": build_index(k, docs, settings)}))
+            for k, docs in (("A", sets.docs_a), ("U", sets.docs_u))}
+    ctxs["U"].__dict__["embedder"] = ctxs["A"].embedder
+    found: dict = {}
+    try:
+        for c in res["candidates"].values():
+            for r in c["rows"]:
+                key = ("A" if r["answerable"] else "U", r["query"])
+                if key not in found:
+                    found[key] = {s_.rank: s_.text for s_ in retrieve(ctxs[key[0]], key[1]).sources}
+                by_n = found[key]
+                pairs = [(cl, n) for cl, n in cited_pairs(r["reply"]) if n in by_n] if not r["abstained"] else []
+                r["cited_hallucination"] = cited_hallucination(r["reply"], by_n, answers[r["id"]], r["answerable"],
+                                                               r["abstained"])
+                r["citations"] = len(pairs)
+                r["supported_citations"] = sum(citation_supported(cl, by_n[n], answers[r["id"]]) for cl, n in pairs)
+            c["summary"] = summarise(c["rows"])
+    finally:
+        for x in ctxs.values():
+            x.close()
 
 
 def _pct(x) -> str:

@@ -261,7 +261,11 @@ def cmd_answers(args) -> int:
                                            "load": other.get("load")}
             res.setdefault("merged", []).append({"command": other.get("command"), "seconds": other.get("seconds"),
                                                  "load": other.get("load"), "candidates": list(other["candidates"])})
-        if args.merge:
+        if args.rescore:
+            from app.evaluation.answers import rescore
+
+            rescore(res, Settings())
+        if args.merge or args.rescore:
             write_results("answers.json", res, out)
     else:
         bad = [c for c in args.candidates + [args.followups_with] if c and c not in CANDIDATES]
@@ -362,6 +366,8 @@ def add_bench_parser(sub) -> None:
     s.add_argument("--report", action="store_true", help="re-render the table from bench/results/answers.json")
     s.add_argument("--merge", action="append", metavar="ANSWERS.json",
                    help="with --report: add the configurations of another run's results (e.g. slow ones run beside)")
+    s.add_argument("--rescore", action="store_true", help="with --report: recompute the citation metrics from the "
+                                                          "replies (the same retrieval finds their sources again)")
     s.add_argument("--timing", type=int, default=5, help="time the offline configurations side by side on the first "
                                                           "N answerable questions, generating afresh (0: skip)")
     s.add_argument("--quiet", action="store_true")
