@@ -74,7 +74,7 @@ class Settings(BaseSettings):
     offline_model: Literal["gemma3-270m", "qwen2.5-coder-0.5b-instruct"] = Field(
         "gemma3-270m", description="The offline backend's model: the shipped Gemma-3-270M base (completion prompt) or Qwen2.5-Coder-0.5B-Instruct (brief chat prompt).")
     offline_context_words: int | None = Field(
-        None, ge=50, description="Context budget of the offline model in words (the first sources up to it; None: context_words). Smaller is faster to the first token.")
+        500, ge=50, description="Context budget of the offline model in words (the first sources up to it; None: context_words). 500 measured no worse than 1500 for Gemma at a third of the time.")
     answer_style: Literal["auto", "generated", "hybrid"] = Field(
         "auto", description="generated: the model's answer, grounded; hybrid: the supporting sentences as the answer, led by the generated one only when a source supports it; auto: hybrid for the offline backend's small model, generated for the others (measured).")
     grounding: bool = Field(True, description="Check answers against their sources: abstain when the context or the cited source does not support them.")
