@@ -25,6 +25,7 @@ Definitions (pure functions below, each tested):
 """
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -676,6 +677,19 @@ def answers_section(res: dict, command: str) -> str:
              "generated (possibly in an earlier run, under another load); *side by side*: the offline models timed "
              f"in turn on the same first questions in this run ({_timing_note(res)}), the figures to compare.", "",
              answers_table(res)]
+    try:
+        from app.evaluation import bench as B
+
+        side = json.loads((B.RESULTS_DIR / "answer_ttft.json").read_text(encoding="utf-8"))
+        lines += ["", f"Time to first token side by side (`.venv/bin/python bench/answer_ttft.py --questions "
+                      f"{len(side['questions'])} --threads {next(iter(side['timing'].values()))['threads']}`: the "
+                      f"first answerable questions asked of each configuration in turn, generation forced; 1-min "
+                      f"load mean {side['load']['load1_mean']:.2f} on the 2-core machine):", "",
+                  B.markdown_table(["configuration", "first token s (median)", "total s (median)"],
+                                   [[k, f"{v['ttft_s_median']:.2f}", f"{v['total_s_median']:.2f}"]
+                                    for k, v in side["timing"].items()])]
+    except (OSError, ValueError, KeyError, StopIteration):
+        pass
     ex = examples(res)
     if ex:
         lines += ["", "Cited hallucinations caught (the check above, on this run's rows): the model's draft, its "
