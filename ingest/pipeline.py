@@ -120,16 +120,20 @@ class Ingestor:
 
     def _write(self, gen: Generation, doc: LoadedDoc, doc_id: str, h: str, chunks, vectors, t0: float,
                chunking: dict | None = None, size: int | None = None) -> None:
-        """Write points, then the catalog; on failure delete what was written. Old version's points go last."""
+        """Write points, flush them, then record the document in the catalog; on failure delete what was written.
+        The old version's points go last. A ``pending`` row brackets the store writes, so that the consistency
+        check on the next open removes the points of a write a crash interrupted (:mod:`ingest.consistency`)."""
         cat, index = self.ctx.catalog, self.ctx.index
         old = cat.chunk_ids(gen.gen, doc_id)
         new_ids: dict[int, list[str]] = {}
         for c in chunks:
             new_ids.setdefault(c.level, []).append(c.id)
         bm25 = self.ctx.bm25
+        cat.begin_pending(gen.gen, doc_id)
         try:
             index.upsert(gen.gen, chunks, vectors, cat.version_for(doc_id, h))
             bm25.update(gen.gen, chunks)
+            index.flush(gen.gen)
             size = len(doc.data) if size is None else size
             cat.record_indexed(gen.gen, doc_id, doc.name, h, size, doc.kind, chunks, time.time() - t0, chunking)
         except BaseException:
@@ -137,13 +141,17 @@ class Ingestor:
             try:
                 index.delete(gen.gen, stale)
                 bm25.update(gen.gen, [], remove=stale)
-            except Exception:  # pragma: no cover - best effort; ids are deterministic, a retry overwrites
-                log.exception("rollback of %s failed", doc.name)
+                index.flush(gen.gen)
+                cat.end_pending(gen.gen, doc_id)
+            except Exception:  # the pending row stays: the next open's consistency check finishes the rollback
+                log.exception("rollback of %s failed; the next start removes its points", doc.name)
             raise
         keep = {i for ids in new_ids.values() for i in ids}
         obsolete = {lv: [i for i in ids if i not in keep] for lv, ids in old.items()}
         index.delete(gen.gen, obsolete)
         bm25.update(gen.gen, [], remove=obsolete)
+        index.flush(gen.gen)
+        cat.end_pending(gen.gen, doc_id)
 
     def ingest_one(self, doc: LoadedDoc, gen: Generation, on_window=None) -> FileResult:
         t0 = time.time()
@@ -203,8 +211,13 @@ class Ingestor:
             if bar is not None:
                 bar.update(1)
         self._close_bars(bar, wbar)
-        self.ctx.catalog.finish_run(run, "done" if not report.failed else "partial", len(report.ok),
-                                    len(report.failed), {"failed": {r.name: r.message for r in report.failed}})
+        try:
+            if report.ok:
+                self.ctx.index.optimize(gen.gen)  # an HNSW graph for the levels that grew past hnsw_min_points
+            self.ctx.catalog.finish_run(run, "done" if not report.failed else "partial", len(report.ok),
+                                        len(report.failed), {"failed": {r.name: r.message for r in report.failed}})
+        except Exception:  # e.g. a full disk: the documents are recorded (or rolled back); keep the report
+            log.exception("finishing the ingestion run failed")
         return report
 
     def _bars(self, total: int, unit: str):
@@ -250,8 +263,8 @@ class Ingestor:
         probe = self._chunker_for(chunker, theta, params=live.params if live and selected is not None else None)
         gen_id = cat.new_generation(chunker, theta, probe.describe(), s.embedder, self.ctx.embedder.dim, probe.n_levels)
         gen = cat.generation(gen_id)
-        for orphan in index.orphan_collections([g.gen for g in cat.generations("live")] + [gen_id]):
-            self.ctx.client.delete_collection(orphan)  # left by a crashed earlier re-ingestion
+        for orphan in index.generations() - {g.gen for g in cat.generations("live")} - {gen_id}:
+            index.drop_generation(orphan)  # left by a failed earlier re-ingestion
         index.create_generation(gen_id, self.ctx.embedder.dim, probe.n_levels)
         run = cat.start_run("reingest", gen_id)
         report = IngestReport(generation=gen_id)
@@ -297,6 +310,8 @@ class Ingestor:
             cat.finish_run(run, "failed", len(report.ok), len(report.failed),
                            {"failed": {r.name: r.message for r in report.failed}})
             return report
+        index.optimize(gen_id)
+        index.flush(gen_id)
         old_levels = live.n_levels if live else 3
         index.switch(gen_id, probe.n_levels, old_levels)
         cat.set_generation_status(gen_id, "live")
@@ -339,8 +354,7 @@ class Ingestor:
     def _copy(self, live: Generation, doc_id: str, h: str) -> tuple[list[Chunk], np.ndarray]:
         """A document's chunks and vectors as they are in the live generation (for a re-ingestion of others)."""
         ids = self.ctx.catalog.chunk_ids(live.gen, doc_id)
-        points = [p for lv in sorted(ids) for p in self.ctx.client.retrieve(
-            self.ctx.index.collection(live.gen, lv), ids=ids[lv], with_payload=True, with_vectors=True)]
+        points = [p for lv in sorted(ids) for p in self.ctx.index.retrieve(lv, ids[lv], gen=live.gen, with_vectors=True)]
         spans = {p.id: (p.payload["start"], p.payload["end"]) for p in points if p.payload["level"] == 0}
         chunks, vectors = [], []
         for p in points:
@@ -359,11 +373,16 @@ class Ingestor:
         if doc_id is None:
             raise ValueError(f"no document matches {ref!r}; see `mgrag docs`")
         live = cat.live_generation()
-        if live is not None:
-            ids = cat.chunk_ids(live.gen, doc_id)
-            self.ctx.index.delete(live.gen, ids)
-            self.ctx.bm25.update(live.gen, [], remove=ids)
-        cat.remove_document(doc_id)
+        if live is None:
+            cat.remove_document(doc_id)
+            return doc_id
+        ids = cat.chunk_ids(live.gen, doc_id)
+        cat.begin_pending(live.gen, doc_id)  # the catalog forgets it first; a crash after that leaves ghost points
+        cat.remove_document(doc_id)          # that the next open's consistency check removes
+        self.ctx.index.delete(live.gen, ids)
+        self.ctx.bm25.update(live.gen, [], remove=ids)
+        self.ctx.index.flush(live.gen)
+        cat.end_pending(live.gen, doc_id)
         return doc_id
 
 

@@ -92,8 +92,12 @@ class Bm25Level:
         """The ``k`` best (chunk id, score) pairs with a positive score."""
         return [(self.ids[i], sc) for i, sc in self.top_indices(tokenize(query), k)]
 
-    def top_indices(self, query_tokens: Sequence[str], k: int) -> list[tuple[int, float]]:
+    def top_indices(self, query_tokens: Sequence[str], k: int, allowed: set[str] | None = None
+                    ) -> list[tuple[int, float]]:
+        """The ``k`` best (index, score) pairs with a positive score; ``allowed``: only these chunk ids."""
         s = self.scores(query_tokens)
+        if allowed is not None and len(s):
+            s = s * np.fromiter((i in allowed for i in self.ids), dtype=bool, count=len(self.ids))
         if len(s) == 0:
             return []
         k = min(k, len(s))
@@ -142,6 +146,20 @@ class Bm25Store:
                 for c in by_level.get(level, []):
                     state[c.id] = (c.parent_id, Counter(tokenize(c.text)))
                 self._write(gen, level, state)
+
+    def retain(self, gen: int, keep: dict[int, set[str]]) -> int:
+        """Remove every chunk of ``gen`` whose id is not in ``keep[level]`` (the consistency check); how many."""
+        removed = 0
+        with self._lock:
+            for level, ids in keep.items():
+                state = self._read(gen, level)
+                stale = [cid for cid in state if cid not in ids]
+                for cid in stale:
+                    del state[cid]
+                if stale:
+                    self._write(gen, level, state)
+                    removed += len(stale)
+        return removed
 
     def level(self, gen: int, level: int) -> Bm25Level:
         p = self.path(gen, level)

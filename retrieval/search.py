@@ -83,7 +83,9 @@ def _rrf(rankings: list[list[str]], k: int) -> dict[str, float]:
 
 
 def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words: int | None = None,
-             weights=None, retriever: str | None = None, selection: str | None = None) -> Retrieval:
+             weights=None, retriever: str | None = None, selection: str | None = None,
+             doc_ids: list[str] | None = None) -> Retrieval:
+    """``doc_ids``: search only these documents (a payload-index filter in the store, a mask over BM25); None: all."""
     s = ctx.settings
     question = check_question(question, s.max_question_chars)
     k = k or s.top_k
@@ -124,7 +126,7 @@ def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words:
     if retriever in ("dense", "hybrid"):
         t = time.perf_counter()
         for level in range(live.n_levels):
-            for p in ctx.index.search(level, qv, k):
+            for p in ctx.index.search(level, qv, k, doc_ids=doc_ids):
                 pl, pid = p.payload, str(p.id)
                 dense_hits.append(Hit(pid, pl["parent_id"], level, float(p.score)))
                 payloads[pid] = pl
@@ -136,7 +138,9 @@ def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words:
         qt = tokenize(question)
         for level in range(live.n_levels):
             lv = ctx.bm25.level(live.gen, level)
-            for i, score in lv.top_indices(qt, k):
+            allowed = None if doc_ids is None else {
+                i for i, d in ctx.catalog.level_chunk_ids(live.gen, level).items() if d in set(doc_ids)}
+            for i, score in lv.top_indices(qt, k, allowed):
                 cid, parent = lv.ids[i], (lv.parents[i] if lv.parents else lv.ids[i])
                 bm25_hits.append(Hit(cid, parent, level, score))
                 b = bm25_levels.setdefault(parent, {})

@@ -49,7 +49,7 @@ def test_qdrant_path_equals_reference(make_ctx, write):
     qv = ctx.embedder.embed_queries([q])[0]
     hits = []
     for lv in range(live.n_levels):
-        for p in ctx.client.scroll(ctx.index.alias(lv), limit=10_000, with_vectors=True)[0]:
+        for p in ctx.index.points(live.gen, lv, with_vectors=True):
             hits.append(Hit(str(p.id), p.payload["parent_id"], lv, float(np.dot(qv, p.vector))))
     ref = rank_parents(hits)
     assert [s.parent_id for s in res.sources] == [p for p, _, _ in ref]
