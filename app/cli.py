@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import sys
@@ -25,7 +26,9 @@ def _settings(args):
     return Settings(**overrides)
 
 
-def _ctx(args):
+def _ctx(args, write: bool = False):
+    """The command's context; ``write``: take the data dir's writer lock now, before any model loads (a second
+    writer then stops at once with a one-line message, see :mod:`app.datalock`)."""
     from app.context import AppContext
 
     s = _settings(args)
@@ -33,7 +36,10 @@ def _ctx(args):
                         format="%(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "transformers", "sentence_transformers", "huggingface_hub"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    return AppContext(s)
+    ctx = AppContext(s)
+    if write:
+        ctx.writer_lock()
+    return ctx
 
 
 def _print_report(report, out=None) -> None:
@@ -56,7 +62,7 @@ def _print_report(report, out=None) -> None:
 def cmd_ingest(args) -> int:
     from ingest.pipeline import Ingestor
 
-    ctx = _ctx(args)
+    ctx = _ctx(args, write=True)
     report = Ingestor(ctx, progress=not args.quiet).ingest_paths(args.paths)
     _print_report(report)
     return 1 if report.failed and not report.ok and not any(r.status == "duplicate" for r in report.results) else 0
@@ -65,7 +71,7 @@ def cmd_ingest(args) -> int:
 def cmd_reingest(args) -> int:
     from ingest.pipeline import Ingestor
 
-    ctx = _ctx(args)
+    ctx = _ctx(args, write=True)
     ing = Ingestor(ctx, progress=not args.quiet)
     if args.docs:  # some documents re-chunked (with their own chunker/θ if given), the rest copied; atomic switch
         ids = [ctx.catalog.find_document(ref) for ref in args.docs]
@@ -93,6 +99,7 @@ def cmd_reingest(args) -> int:
 
 
 def cmd_docs(args) -> int:
+    """Reads the catalog only (SQLite, safe beside a running writer such as `mgrag serve`); no store, no lock."""
     ctx = _ctx(args)
     live = ctx.catalog.live_generation()
     rows = ctx.catalog.documents(live.gen if live else None)
@@ -115,7 +122,7 @@ def cmd_docs(args) -> int:
 def cmd_delete(args) -> int:
     from ingest.pipeline import Ingestor
 
-    ctx = _ctx(args)
+    ctx = _ctx(args, write=True)
     try:
         doc_id = Ingestor(ctx).delete(args.doc)
     except ValueError as e:
@@ -130,6 +137,8 @@ def cmd_ask(args) -> int:
     from retrieval.search import EmptyIndexError
 
     ctx = _ctx(args)
+    if ctx.embedded:  # an embedded store opens in one process at a time: say so before loading any model
+        ctx.writer_lock()
     final = None
     try:
         for kind, value in ask(ctx, args.question, backend=args.backend, k=args.k, budget_words=args.budget,
@@ -184,7 +193,7 @@ def cmd_train_router(args) -> int:
     from router.pipeline import train_from_index
     from router.train import TrainConfig
 
-    ctx = _ctx(args)
+    ctx = _ctx(args, write=True)
     out = args.out or str(ctx.settings.data_dir / "router")
     try:
         tc = TrainConfig(lr=args.lr, max_epochs=args.epochs, patience=args.patience, seed=args.seed)
@@ -200,6 +209,33 @@ def cmd_train_router(args) -> int:
           f"{' (stopped early)' if h['stopped_early'] else ''}; a constant router predicting the mean training label "
           f"scores {rep['val_bce_of_label_prior'] or float('nan'):.4f}; {rep['seconds']:.0f} s")
     print(f"saved {out}/config.json + model.safetensors, loss curves {out}/loss.png")
+    return 0
+
+
+def cmd_export_index(args, client=None) -> int:
+    """Copy the live generation to a Qdrant server (``ingest/export.py``); ``client`` injects a qdrant-client."""
+    from ingest.export import export_live, state_path
+    from ingest.index import ClientIndex, make_client
+
+    ctx = _ctx(args, write=True)
+    s = ctx.settings
+    if s.qdrant_url and s.qdrant_url == args.to:
+        print("error: the index already lives on that server (MGRAG_QDRANT_URL)", file=sys.stderr)
+        return 2
+    target = ClientIndex(client or make_client(args.to, args.api_key, s.qdrant_path), ctx.catalog.live_gen,
+                         s.collection_prefix, owns_client=client is None)
+    try:
+        rep = export_live(ctx.catalog, ctx.index, target, state_path(s.data_dir, args.to), batch=args.batch,
+                          progress=not args.quiet)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        target.close()
+    per = ", ".join(f"L{lv} {n}" for lv, n in rep.points.items())
+    print(f"exported generation {rep.gen} to {args.to}: {per} points ({rep.sent} sent by this run"
+          f"{', resumed' if rep.resumed else ''}); aliases {s.collection_prefix}_L* point at it. "
+          f"Serve it with MGRAG_QDRANT_URL={args.to} and this data dir.")
     return 0
 
 
@@ -228,7 +264,7 @@ def cmd_serve(args) -> int:
     from ui.app import serve
 
     overrides = {k: v for k, v in {"ui_host": args.host, "ui_port": args.port}.items() if v is not None}
-    s = _ctx(args).settings.model_copy(update=overrides)
+    s = _ctx(args, write=True).settings.model_copy(update=overrides)  # the lock is shared by the app's context
     return serve(s)
 
 
@@ -288,6 +324,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--quiet", action="store_true", help="no progress bars")
     s.set_defaults(func=cmd_train_router)
 
+    s = sub.add_parser("export-index", help="copy the live index to a Qdrant server (resumable)")
+    s.add_argument("--to", required=True, metavar="URL", help="Qdrant server, e.g. http://localhost:6333")
+    s.add_argument("--api-key", help="API key of that server")
+    s.add_argument("--batch", type=int, default=512, help="points per request")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_export_index)
+
     s = sub.add_parser("setup-models", help="provision the offline models (once)")
     s.set_defaults(func=cmd_setup_models)
 
@@ -313,6 +356,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:
+        from app.datalock import DataDirBusy
+
+        if isinstance(e, DataDirBusy):
+            print(f"error: {e}", file=sys.stderr)
+            return 5
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # a full disk before any document was written
+            print(f"error: {e.strerror or e}", file=sys.stderr)
+            return 6
         from app.models import ModelNotAvailable
 
         if isinstance(e, ModelNotAvailable):

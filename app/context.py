@@ -31,13 +31,18 @@ class AppContext:
         return self._client is None and not self.settings.qdrant_url
 
     def writer_lock(self):
-        """Take this data dir's writer lock (once; :class:`app.datalock.DataDirBusy` if another process has it).
-        Writers call it before loading any model; opening an embedded store takes it too."""
+        """Take this data dir's writer lock (once; :class:`app.datalock.DataDirBusy` if another process has it)
+        and open the index, which runs the consistency check before anything is written. Writers call it before
+        loading any model; opening an embedded store takes the lock too."""
+        self._acquire()
+        self.index  # noqa: B018 - opened now: the check runs before this writer changes anything
+        return self._lock
+
+    def _acquire(self) -> None:
         if self._lock is None:
             from app.datalock import acquire
 
             self._lock = acquire(self.settings.data_dir)
-        return self._lock
 
     @cached_property
     def index(self):
@@ -46,7 +51,7 @@ class AppContext:
         from ingest.index import open_index
 
         if self.embedded:
-            self.writer_lock()
+            self._acquire()
         idx = open_index(self.settings, self.catalog.live_gen, client=self._client)
         if self._lock is not None:
             from ingest.consistency import check

@@ -55,8 +55,11 @@ class DocumentStore:
                 continue
             p.parent.mkdir(parents=True, exist_ok=True)
             tmp = p.with_suffix(p.suffix + f".{os.getpid()}.tmp")
-            tmp.write_bytes(payload)
-            os.replace(tmp, p)
+            try:
+                tmp.write_bytes(payload)
+                os.replace(tmp, p)
+            finally:
+                tmp.unlink(missing_ok=True)
 
     def original(self, h: str) -> bytes:
         return self._path(h, "orig").read_bytes()

@@ -16,6 +16,8 @@ Results come back as :class:`StoredPoint` (``id`` always a ``str``, whatever the
 """
 from __future__ import annotations
 
+import errno
+import json
 import logging
 import shutil
 import threading
@@ -209,6 +211,7 @@ class EdgeIndex(VectorIndex):
                     return None
                 from qdrant_edge import EdgeShard
 
+                self._check_space(0)
                 sh = self._shards[key] = EdgeShard.load(str(p))
         return sh
 
@@ -217,6 +220,7 @@ class EdgeIndex(VectorIndex):
 
         p = self.path(gen, level)
         shutil.rmtree(p, ignore_errors=True)
+        self._check_space(0)
         p.parent.mkdir(parents=True, exist_ok=True)
         sh = EdgeShard.create(str(p), self._config(dim))
         sh.update(UpdateOperation.create_field_index("doc_id", PayloadSchemaType.Keyword))
@@ -266,6 +270,26 @@ class EdgeIndex(VectorIndex):
             self._shards.clear()
 
     # -- points ------------------------------------------------------------------------------------------------
+    reserve_bytes = 64 * 2**20
+
+    def _check_space(self, n_bytes: int) -> None:
+        """Refuse a write the disk cannot take. Edge writes through memory maps of sparse files: on a full disk a
+        write does not fail, the process dies of SIGBUS (and opening a shard fills in its 32 MiB vector map on
+        some file systems, tmpfs for one). So the room for the write (vectors and payloads land in the WAL and
+        in a segment; three times their size) plus a 64 MiB reserve is checked before a shard is created, opened
+        or written to."""
+        need = 3 * n_bytes + self.reserve_bytes
+        free = shutil.disk_usage(self.root).free
+        if free < need:
+            raise OSError(errno.ENOSPC, f"not enough free disk space for the index under {self.root}: "
+                                        f"{free / 2**20:.1f} MiB free, this write needs about {need / 2**20:.1f} MiB; "
+                                        "free some space and ingest again (nothing was written)")
+
+    def upsert(self, gen, chunks, vectors, doc_version) -> None:
+        size = sum(len(json.dumps(_payload(c, doc_version))) for c in chunks) + 4 * int(np.size(vectors))
+        self._check_space(size)
+        super().upsert(gen, chunks, vectors, doc_version)
+
     def _upsert_level(self, gen, level, items, doc_version) -> None:
         from qdrant_edge import Point, UpdateOperation
 
@@ -277,6 +301,7 @@ class EdgeIndex(VectorIndex):
 
         pts = [Point(p.id, np.asarray(p.vector, dtype=np.float32).tolist(), p.payload) for p in points]
         if pts:
+            self._check_space(sum(len(json.dumps(p.payload)) + 4 * len(p.vector) for p in points))
             self._shard(gen, level).update(UpdateOperation.upsert_points(pts))
 
     def delete(self, gen, ids_by_level) -> None:

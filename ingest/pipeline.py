@@ -12,6 +12,7 @@ Guarantees:
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -205,7 +206,10 @@ class Ingestor:
             except IngestError as e:
                 result = FileResult(name, "failed", e.problem)
             except Exception as e:  # a model or store error on one file must not abort the batch
-                log.exception("ingesting %s failed", name)
+                if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+                    log.error("ingesting %s failed: %s", name, e)  # a full disk: the message says it all
+                else:
+                    log.exception("ingesting %s failed", name)
                 result = FileResult(name, "failed", f"{e.__class__.__name__}: {e}")
             report.results.append(result)
             if bar is not None:

@@ -128,9 +128,12 @@ class Bm25Store:
         p = self.path(gen, level)
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_suffix(f".{os.getpid()}.tmp")
-        with tmp.open("wb") as f:
-            pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, p)
+        try:
+            with tmp.open("wb") as f:
+                pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, p)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def update(self, gen: int, add: Iterable, remove: dict[int, list[str]] | None = None) -> None:
         """Add chunks (with id, level, text, parent_id) and remove ids, level by level; one write per level."""
