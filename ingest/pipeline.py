@@ -87,15 +87,15 @@ class Ingestor:
         return build_chunker(chunker, theta, embedder=self.ctx.embedder if chunker == "semantic" else None, llm=llm)
 
     def live_generation(self, create: bool = True) -> Generation | None:
-        cat = self.ctx.catalog
+        cat, index = self.ctx.catalog, self.ctx.index  # the index first: its consistency check runs on open
         live = cat.live_generation()
         if live is not None or not create:
             return live
         s = self.ctx.settings
         ch = self._chunker_for(s.chunker, s.theta)
         gen = cat.new_generation(s.chunker, s.theta, ch.describe(), s.embedder, self.ctx.embedder.dim, ch.n_levels)
-        self.ctx.index.create_generation(gen, self.ctx.embedder.dim, ch.n_levels)
-        self.ctx.index.switch(gen, ch.n_levels)
+        index.create_generation(gen, self.ctx.embedder.dim, ch.n_levels)
+        index.switch(gen, ch.n_levels)
         cat.set_generation_status(gen, "live")
         return cat.live_generation()
 
