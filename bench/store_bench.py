@@ -3,6 +3,7 @@
     .venv/bin/python bench/store_bench.py synthetic            # upsert, exact/filtered search, reopen, RSS, disk
     .venv/bin/python bench/store_bench.py recall               # HNSW recall vs ef on MiniLM embeddings of the dev sets
     .venv/bin/python bench/store_bench.py ingest               # `mgrag ingest` of chroma end to end, local vs Edge
+    .venv/bin/python bench/store_bench.py hnsw 1000000         # Edge with its HNSW graph at 1M: build, latency, recall
 
 Synthetic points: unit 384-d vectors, a payload like ours (ids, offsets, ~100 words of text), 500 points per
 document id, batches of 256, each size and engine in its own process (so RSS is that store's alone). Searches:
@@ -112,6 +113,52 @@ def synthetic_one(engine: str, n: int, path: Path) -> dict:
         idx.close()
         del idx
         out["disk_mb"] = sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file()) / 2**20
+    return out
+
+
+def hnsw_one(n: int, path: Path, ef_values=(32, 64, 128, 256)) -> dict:
+    """Edge at ``n`` synthetic points with the HNSW graph built (what ``hnsw_min_points`` triggers): build time
+    of :meth:`EdgeShard.optimize`, search latency and recall@20 against exact per ef. Random 384-d vectors are
+    the hard case for a graph (no clusters), so this recall is a floor; the MiniLM figures are the realistic one."""
+    from ingest.index import StoredPoint
+
+    from ingest.index import EdgeIndex
+
+    idx = EdgeIndex(path / "edge", lambda: 1, hnsw_min_points=1000)
+    idx.create_generation(1, DIM, 1)
+    step = 25_600
+    for s in range(0, n, step):
+        ids, v, pl = points(min(step, n - s), start=s)
+        for i in range(0, len(ids), 256):
+            idx.upsert_points(1, 0, [StoredPoint(ids[j], pl[j], vector=v[j]) for j in range(i, min(i + 256, len(ids)))])
+    t = time.perf_counter()
+    idx._shard(1, 0).optimize()
+    out = {"n": n, "hnsw_build_s": time.perf_counter() - t, "indexed": idx._shard(1, 0).info().indexed_vectors_count}
+    from qdrant_edge import Query, QueryRequest, SearchParams
+
+    sh = idx._shard(1, 0)
+    rng = np.random.default_rng(7)
+    qs = rng.standard_normal((51, DIM)).astype(np.float32)
+    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+
+    def run(params):
+        lat, res = [], []
+        for k, q in enumerate(qs):
+            t = time.perf_counter()
+            r = sh.query(QueryRequest(limit=20, query=Query.Nearest(q.tolist()), params=params))
+            if k:
+                lat.append(time.perf_counter() - t)
+                res.append({str(p.id) for p in r})
+        return res, lat
+
+    exact, lat = run(SearchParams(exact=True))
+    out["exact_p50_ms"], out["exact_p95_ms"] = pct(lat, 50), pct(lat, 95)
+    out["ef"] = []
+    for ef in ef_values:
+        got, lat = run(SearchParams(hnsw_ef=ef))
+        out["ef"].append({"ef": ef, "recall": statistics.mean(len(a & b) / 20 for a, b in zip(got, exact)),
+                          "p50_ms": pct(lat, 50), "p95_ms": pct(lat, 95)})
+    idx.close()
     return out
 
 
@@ -250,6 +297,8 @@ def main() -> int:
         fn, *args = sys.argv[2:]
         if fn == "synthetic_one":
             print(json.dumps(synthetic_one(args[0], int(args[1]), Path(args[2]))))
+        elif fn == "hnsw_one":
+            print(json.dumps(hnsw_one(int(args[0]), Path(args[1]))))
         else:
             print(json.dumps(reopen_one(args[0], Path(args[1]))))
         return 0
@@ -262,6 +311,14 @@ def main() -> int:
         res["recall"] = recall()
     elif what == "ingest":
         res["ingest"] = ingest_e2e()
+    elif what == "hnsw":
+        n = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
+        d = Path(tempfile.mkdtemp(prefix=f"store_hnsw_{n}_"))
+        try:
+            res[f"hnsw_{n}"] = child("hnsw_one", n, d)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+        print(json.dumps(res[f"hnsw_{n}"]))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(res, indent=1) + "\n")
     return 0

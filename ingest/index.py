@@ -21,7 +21,7 @@ import json
 import logging
 import shutil
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,7 +174,7 @@ class EdgeIndex(VectorIndex):
     than ``hnsw_min_points`` points; :meth:`optimize` then builds an HNSW graph for it, searched with
     ``hnsw_ef`` (chosen by measuring recall on MiniLM embeddings, see BENCHMARKS.md)."""
 
-    def __init__(self, root: Path, live: LiveGen, hnsw_min_points: int = 200_000, hnsw_ef: int = 128):
+    def __init__(self, root: Path, live: LiveGen, hnsw_min_points: int = 250_000, hnsw_ef: int = 128):
         super().__init__(live)
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
@@ -191,7 +191,8 @@ class EdgeIndex(VectorIndex):
     def _config(self, dim: int):
         from qdrant_edge import Distance, EdgeConfig, EdgeOptimizersConfig, EdgeVectorParams, HnswIndexConfig
 
-        kb = max(1, self.hnsw_min_points * dim * 4 // 1024)  # a segment above this many KB of vectors gets HNSW
+        # optimize() leaves about default_segment_number (2) segments; each above this many KB of vectors gets HNSW
+        kb = max(1, self.hnsw_min_points * dim * 4 // 1024 // 2)
         return EdgeConfig(vectors=EdgeVectorParams(size=dim, distance=Distance.Cosine),
                           hnsw_config=HnswIndexConfig(m=16, ef_construct=128, full_scan_threshold=10_000),
                           optimizers=EdgeOptimizersConfig(indexing_threshold=kb, default_segment_number=2))

@@ -203,3 +203,33 @@ def test_local_mode_persists_through_the_same_interface(tmp_path):
     assert idx.count(1, 0) == 4 and idx.search(0, va[0], 1, doc_ids=["a.txt"])[0].id == a[0].id
     idx.close()
 
+
+
+def test_edge_builds_hnsw_only_above_hnsw_min_points(tmp_path):
+    """optimize() after an ingestion: a level at or below ``hnsw_min_points`` stays a plain (exact) scan, one
+    above it gets an HNSW graph; searches through the graph still find the reference neighbours here."""
+    live = Live()
+    idx = EdgeIndex(tmp_path / "edge", live, hnsw_min_points=300)
+    idx.create_generation(1, DIM, 2)
+    live.gen = 1
+    chunks, vecs = [], []
+    for i in range(30):
+        c, v = make_chunks(f"d{i:03d}.txt", seed=100 + i)
+        chunks += c
+        vecs.append(v)
+    vecs = np.vstack(vecs)
+    keep = [k for k, c in enumerate(chunks) if c.level < 2]  # 120 parents, 240 at level 1
+    chunks, vecs = [chunks[k] for k in keep], vecs[keep]
+    idx.upsert(1, chunks, vecs, 1)
+    idx.optimize(1)
+    assert idx._shard(1, 0).info().indexed_vectors_count == 0
+    assert idx._shard(1, 1).info().indexed_vectors_count == 0  # 240 <= 300
+    more, mv = make_chunks("late.txt", n_parents=40, seed=7)  # 80 more at level 1
+    two = [(c, v) for c, v in zip(more, mv) if c.level == 1]
+    idx.upsert(1, [c for c, _ in two], np.array([v for _, v in two]), 1)
+    idx.optimize(1)
+    assert idx._shard(1, 1).info().indexed_vectors_count == 320
+    allc, allv = chunks + [c for c, _ in two], np.vstack([vecs, [v for _, v in two]])
+    for q in allv[:5]:
+        assert [h.id for h in idx.search(1, q, 5)] == [r[0] for r in reference(allc, allv, 1, q, 5)]
+    idx.close()
