@@ -264,7 +264,9 @@ def cmd_serve(args) -> int:
     from ui.app import serve
 
     overrides = {k: v for k, v in {"ui_host": args.host, "ui_port": args.port}.items() if v is not None}
-    s = _ctx(args, write=True).settings.model_copy(update=overrides)  # the lock is shared by the app's context
+    ctx = _ctx(args)
+    ctx.writer_lock(open_index=False)  # before any model loads; the app's own context (same process) opens the store
+    s = ctx.settings.model_copy(update=overrides)
     return serve(s)
 
 

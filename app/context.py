@@ -30,12 +30,14 @@ class AppContext:
         """The store lives in the data dir (Qdrant Edge or local mode), not on a server."""
         return self._client is None and not self.settings.qdrant_url
 
-    def writer_lock(self):
+    def writer_lock(self, open_index: bool = True):
         """Take this data dir's writer lock (once; :class:`app.datalock.DataDirBusy` if another process has it)
         and open the index, which runs the consistency check before anything is written. Writers call it before
-        loading any model; opening an embedded store takes the lock too."""
+        loading any model; opening an embedded store takes the lock too. ``open_index=False``: the lock only
+        (another context of this process opens the store)."""
         self._acquire()
-        self.index  # noqa: B018 - opened now: the check runs before this writer changes anything
+        if open_index:
+            self.index  # noqa: B018 - opened now: the check runs before this writer changes anything
         return self._lock
 
     def _acquire(self) -> None:

@@ -304,3 +304,26 @@ def test_full_tmpfs_refuses_the_write_cleanly(tmp_path, write):
     finally:
         if subprocess.run(["umount", str(data)], capture_output=True).returncode:
             subprocess.run(["umount", "-l", str(data)], capture_output=True)
+
+
+def test_serve_holds_the_lock_and_its_app_opens_the_store(tmp_path, monkeypatch):
+    """`mgrag serve` takes the lock before any model loads; the web app's own context in the same process then
+    opens the store (an Edge shard opens once per process, so the CLI must not open it first)."""
+    import ui.app
+    from app import cli
+    from app.datalock import held
+
+    data = tmp_path / "data"
+    seen = {}
+
+    def fake_serve(s):
+        seen["held"] = held(s.data_dir)
+        ctx = AppContext(s)
+        seen["index"] = type(ctx.index).__name__
+        ctx.close()
+        return 0
+
+    monkeypatch.setattr(ui.app, "serve", fake_serve)
+    monkeypatch.setenv("MGRAG_EMBEDDER", "hashing")
+    assert cli.main(["--data-dir", str(data), "serve"]) == 0
+    assert seen == {"held": True, "index": "EdgeIndex"}
