@@ -26,9 +26,7 @@ def _settings(args):
     return Settings(**overrides)
 
 
-def _ctx(args, write: bool = False):
-    """The command's context; ``write``: take the data dir's writer lock now, before any model loads (a second
-    writer then stops at once with a one-line message, see :mod:`app.datalock`)."""
+def _ctx(args):
     from app.context import AppContext
 
     s = _settings(args)
@@ -36,9 +34,13 @@ def _ctx(args, write: bool = False):
                         format="%(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "transformers", "sentence_transformers", "huggingface_hub"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    ctx = AppContext(s)
-    if write:
-        ctx.writer_lock()
+    return AppContext(s)
+
+
+def _writer(ctx):
+    """Take the data dir's writer lock now, before any model loads: a second writer stops at once with a one-line
+    message (:mod:`app.datalock`); the store is opened and checked (:mod:`ingest.consistency`)."""
+    ctx.writer_lock()
     return ctx
 
 
@@ -62,7 +64,7 @@ def _print_report(report, out=None) -> None:
 def cmd_ingest(args) -> int:
     from ingest.pipeline import Ingestor
 
-    ctx = _ctx(args, write=True)
+    ctx = _writer(_ctx(args))
     report = Ingestor(ctx, progress=not args.quiet).ingest_paths(args.paths)
     _print_report(report)
     return 1 if report.failed and not report.ok and not any(r.status == "duplicate" for r in report.results) else 0
@@ -71,7 +73,7 @@ def cmd_ingest(args) -> int:
 def cmd_reingest(args) -> int:
     from ingest.pipeline import Ingestor
 
-    ctx = _ctx(args, write=True)
+    ctx = _writer(_ctx(args))
     ing = Ingestor(ctx, progress=not args.quiet)
     if args.docs:  # some documents re-chunked (with their own chunker/θ if given), the rest copied; atomic switch
         ids = [ctx.catalog.find_document(ref) for ref in args.docs]
@@ -122,7 +124,7 @@ def cmd_docs(args) -> int:
 def cmd_delete(args) -> int:
     from ingest.pipeline import Ingestor
 
-    ctx = _ctx(args, write=True)
+    ctx = _writer(_ctx(args))
     try:
         doc_id = Ingestor(ctx).delete(args.doc)
     except ValueError as e:
@@ -193,7 +195,7 @@ def cmd_train_router(args) -> int:
     from router.pipeline import train_from_index
     from router.train import TrainConfig
 
-    ctx = _ctx(args, write=True)
+    ctx = _writer(_ctx(args))
     out = args.out or str(ctx.settings.data_dir / "router")
     try:
         tc = TrainConfig(lr=args.lr, max_epochs=args.epochs, patience=args.patience, seed=args.seed)
@@ -217,7 +219,7 @@ def cmd_export_index(args, client=None) -> int:
     from ingest.export import export_live, state_path
     from ingest.index import ClientIndex, make_client
 
-    ctx = _ctx(args, write=True)
+    ctx = _writer(_ctx(args))
     s = ctx.settings
     if s.qdrant_url and s.qdrant_url == args.to:
         print("error: the index already lives on that server (MGRAG_QDRANT_URL)", file=sys.stderr)

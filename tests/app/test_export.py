@@ -40,7 +40,7 @@ def test_export_round_trips_the_live_generation_and_resumes(make_ctx, write, mon
     Ingestor(ctx).ingest_paths([write("a.txt", TEXT), write("b.txt", other)])
     live = ctx.catalog.live_generation()
     total = sum(ctx.index.count(live.gen, lv) for lv in range(3))
-    monkeypatch.setattr(cli, "_ctx", lambda args, write=False: ctx)
+    monkeypatch.setattr(cli, "_ctx", lambda args: ctx)
     server = QdrantClient(":memory:")
     url = "http://qdrant.example:6333"
     flaky = FlakyClient(server, ok=3)
@@ -83,7 +83,7 @@ def test_export_of_an_empty_index_says_so(make_ctx, monkeypatch, capsys):
     from qdrant_client import QdrantClient
 
     ctx = make_ctx(theta=40)
-    monkeypatch.setattr(cli, "_ctx", lambda args, write=False: ctx)
+    monkeypatch.setattr(cli, "_ctx", lambda args: ctx)
     args = cli.build_parser().parse_args(["export-index", "--to", "http://x:6333", "--quiet"])
     assert cli.cmd_export_index(args, client=QdrantClient(":memory:")) == 2
     assert "the index is empty; nothing to export" in capsys.readouterr().err

@@ -247,7 +247,7 @@ def test_disk_full_at_a_store_write_keeps_the_index_and_prints_the_report(tmp_pa
 
     monkeypatch.setattr(ctx.index, "_upsert_level", full)
     monkeypatch.setattr(ctx.index, "delete", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
-    monkeypatch.setattr(cli, "_ctx", lambda args, write=False: ctx)
+    monkeypatch.setattr(cli, "_ctx", lambda args: ctx)
     assert cli.main(["ingest", str(write("b.txt", TEXT.replace("cat", "owl")))]) == 1
     out = capsys.readouterr().out
     assert "FAILED     b.txt: OSError: [Errno 28] No space left on device" in out and "0 ingested" in out
