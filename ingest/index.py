@@ -174,7 +174,7 @@ class EdgeIndex(VectorIndex):
     than ``hnsw_min_points`` points; :meth:`optimize` then builds an HNSW graph for it, searched with
     ``hnsw_ef`` (chosen by measuring recall on MiniLM embeddings, see BENCHMARKS.md)."""
 
-    def __init__(self, root: Path, live: LiveGen, hnsw_min_points: int = 250_000, hnsw_ef: int = 128):
+    def __init__(self, root: Path, live: LiveGen, hnsw_min_points: int = 250_000, hnsw_ef: int = 256):
         super().__init__(live)
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
