@@ -58,7 +58,7 @@ class AppContext:
         if self._lock is not None:
             from ingest.consistency import check
 
-            self.check_report = check(self.catalog, idx, self.bm25, self.settings.data_dir)
+            self.check_report = check(self.catalog, idx, self.bm25, self.settings.data_dir, own_store=self.embedded)
         return idx
 
     @cached_property

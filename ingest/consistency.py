@@ -37,7 +37,9 @@ class CheckReport:
                     or self.removed_tmp or self.aliases_fixed)
 
 
-def check(catalog, index, bm25, data_dir=None) -> CheckReport:
+def check(catalog, index, bm25, data_dir=None, own_store: bool = True) -> CheckReport:
+    """``own_store``: the store belongs to this data dir alone (embedded), so any generation the catalog does not
+    call live is dropped; on a server, only the generations this catalog made are (others may be another's)."""
     rep = CheckReport()
     if data_dir is not None:
         for tmp in list(data_dir.glob("originals/*/*.tmp")) + list(data_dir.glob("bm25/*.tmp")):
@@ -50,8 +52,9 @@ def check(catalog, index, bm25, data_dir=None) -> CheckReport:
         bm25.drop(g.gen)
         catalog.drop_generation_rows(g.gen)
         catalog.set_generation_status(g.gen, "failed")
+    known = {g.gen for g in catalog.generations()}
     for g in sorted(index.generations()):
-        if live is None or g != live.gen:
+        if (live is None or g != live.gen) and (own_store or g in known):
             rep.dropped_generations.append(g)
             index.drop_generation(g)
     for path in bm25.root.glob("g*_L*.pkl") if bm25.root.exists() else ():

@@ -267,8 +267,9 @@ class Ingestor:
         probe = self._chunker_for(chunker, theta, params=live.params if live and selected is not None else None)
         gen_id = cat.new_generation(chunker, theta, probe.describe(), s.embedder, self.ctx.embedder.dim, probe.n_levels)
         gen = cat.generation(gen_id)
-        for orphan in index.generations() - {g.gen for g in cat.generations("live")} - {gen_id}:
-            index.drop_generation(orphan)  # left by a failed earlier re-ingestion
+        made_here = {g.gen for g in cat.generations()} - {g.gen for g in cat.generations("live")} - {gen_id}
+        for orphan in index.generations() & made_here:
+            index.drop_generation(orphan)  # left by a failed earlier re-ingestion (never another data dir's)
         index.create_generation(gen_id, self.ctx.embedder.dim, probe.n_levels)
         run = cat.start_run("reingest", gen_id)
         report = IngestReport(generation=gen_id)

@@ -327,3 +327,25 @@ def test_serve_holds_the_lock_and_its_app_opens_the_store(tmp_path, monkeypatch)
     monkeypatch.setenv("MGRAG_EMBEDDER", "hashing")
     assert cli.main(["--data-dir", str(data), "serve"]) == 0
     assert seen == {"held": True, "index": "EdgeIndex"}
+
+
+def test_check_on_a_server_never_drops_another_data_dirs_generations(tmp_path, write):
+    """On a shared Qdrant server a collection this catalog did not make may be someone else's: the check leaves
+    it; a generation this catalog made and retired is dropped; an embedded store's strays are always dropped."""
+    from qdrant_client import QdrantClient
+
+    from ingest.consistency import check
+    from ingest.embed import HashingEmbedder
+
+    server = QdrantClient(":memory:")
+    ctx = AppContext(settings(tmp_path / "data"), embedder=HashingEmbedder(dim=64), client=server)
+    Ingestor(ctx).ingest_paths([write("a.txt", TEXT)])
+    g1 = ctx.catalog.live_gen()
+    Ingestor(ctx).reingest(chunker="mg", theta=20)
+    g2 = ctx.catalog.live_gen()
+    ctx.index.create_generation(99, 64, 1)  # another deployment's, same prefix
+    ctx.index.create_generation(g1, 64, 1)  # ours, retired, left behind
+    rep = check(ctx.catalog, ctx.index, ctx.bm25, own_store=False)
+    assert ctx.index.generations() == {g2, 99} and g1 in rep.dropped_generations
+    check(ctx.catalog, ctx.index, ctx.bm25, own_store=True)
+    assert ctx.index.generations() == {g2}
