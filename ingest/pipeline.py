@@ -1,4 +1,4 @@
-"""Ingestion: files -> text -> chunks (all levels) -> embeddings -> Qdrant, recorded in the catalog.
+"""Ingestion: files -> text -> chunks (all levels) -> embeddings -> the vector store, recorded in the catalog.
 
 Guarantees:
 * a file is read, chunked and embedded completely **before** anything is written; a failure at any step is
@@ -6,8 +6,10 @@ Guarantees:
 * a write that fails half-way is rolled back (the points written are deleted) and the catalog is untouched;
 * ingesting the same content twice is a no-op (reported as a duplicate); a changed file of the same name
   becomes a new version that replaces the old one's chunks;
-* re-ingestion builds a new index generation beside the live one and switches the aliases atomically; if
-  anything fails the live index stays as it was.
+* re-ingestion builds a new index generation beside the live one and switches atomically (the catalog's
+  transaction names the live generation); if anything fails the live index stays as it was;
+* a process killed anywhere leaves nothing the next writer's consistency check does not repair
+  (:mod:`ingest.consistency`): points are flushed before the catalog records them, under a ``pending`` row.
 """
 from __future__ import annotations
 
