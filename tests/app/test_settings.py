@@ -76,7 +76,7 @@ def test_server_mode_selected_by_url(tmp_path):
     assert s.server_mode
 
 
-def test_the_engine_setting_picks_the_store(tmp_path):
+def test_the_engine_setting_picks_the_store(tmp_path, monkeypatch):
     """Edge is the embedded default; `qdrant_engine=local` selects qdrant-client's local mode; a URL a server."""
     from ingest.index import ClientIndex, EdgeIndex, open_index
 
@@ -87,7 +87,13 @@ def test_the_engine_setting_picks_the_store(tmp_path):
     local = open_index(Settings(data_dir=tmp_path / "d", qdrant_engine="local"), lambda: None)
     assert isinstance(local, ClientIndex) and (tmp_path / "d" / "qdrant").exists()
     local.close()
-    remote = open_index(Settings(data_dir=tmp_path / "e", qdrant_url="http://qdrant.invalid:6333"), lambda: None)
-    assert isinstance(remote, ClientIndex) and not (tmp_path / "e" / "edge").exists()
+    import ingest.index
+
+    made = []
+    monkeypatch.setattr(ingest.index, "make_client", lambda url, key, path: made.append((url, key)) or object())
+    remote = open_index(Settings(data_dir=tmp_path / "e", qdrant_url="http://qdrant:6333", qdrant_api_key="k"),
+                        lambda: None)  # no connection is attempted here
+    assert isinstance(remote, ClientIndex) and made == [("http://qdrant:6333", "k")]
+    assert not (tmp_path / "e" / "edge").exists()
     with pytest.raises(ValueError, match="qdrant_engine"):
         Settings(qdrant_engine="chroma")
