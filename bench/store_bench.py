@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/store_bench.py synthetic            # upsert, exact/filtered search, reopen, RSS, disk
     .venv/bin/python bench/store_bench.py recall               # HNSW recall vs ef on MiniLM embeddings of the dev sets
-    .venv/bin/python bench/store_bench.py ingest               # `mgrag ingest` of chroma end to end, local vs Edge
+    .venv/bin/python bench/store_bench.py ingest [--parallel]  # `mgrag ingest` of chroma end to end, local vs Edge
     .venv/bin/python bench/store_bench.py hnsw 1000000         # Edge with its HNSW graph at 1M: build, latency, recall
 
 Synthetic points: unit 384-d vectors, a payload like ours (ids, offsets, ~100 words of text), 500 points per
@@ -269,26 +269,34 @@ def recall(ef_values=(8, 16, 32, 64, 128, 256), k: int = 10) -> dict:
 
 # ---- `mgrag ingest` of chroma end to end ----------------------------------------------------------------------
 
-def ingest_e2e(chunker: str = "mg") -> list[dict]:
+def ingest_e2e(chunker: str = "mg", parallel: bool = False) -> list[dict]:
+    """`mgrag ingest` of chroma into a fresh data dir with each engine; ``parallel``: both at once, so that both
+    see the same background load on a shared machine (they also share the cores with each other)."""
     bench = Path(__file__).resolve().parents[2] / "shared" / "bench" / "chroma" / "docs"
-    rows = []
+    root = Path(__file__).resolve().parents[1]
+    runs, done = {}, {}
     for engine in ("local", "edge"):
         d = Path(tempfile.mkdtemp(prefix=f"store_ingest_{engine}_"))
-        try:
-            env = {**os.environ, "MGRAG_QDRANT_ENGINE": engine, "MGRAG_CHUNKER": chunker}
-            t = time.perf_counter()
-            p = subprocess.run([sys.executable, "-m", "app.cli", "--data-dir", str(d), "ingest", "--quiet", str(bench)],
-                               env=env, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
-            wall = time.perf_counter() - t
-            if p.returncode:
-                raise RuntimeError(p.stderr[-3000:])
-            chunks = sum(int(x) for x in p.stdout.split("new chunks: ")[1].split(";")[0].replace(",", "").split()
-                         if x.isdigit())
-            rows.append({"engine": engine, "chunker": chunker, "wall_s": wall, "chunks": chunks,
-                         "summary": p.stdout.strip().splitlines()[-1]})
-            print(json.dumps(rows[-1]), flush=True)
-        finally:
-            shutil.rmtree(d, ignore_errors=True)
+        env = {**os.environ, "MGRAG_QDRANT_ENGINE": engine, "MGRAG_CHUNKER": chunker}
+        cmd = [sys.executable, "-m", "app.cli", "--data-dir", str(d), "ingest", "--quiet", str(bench)]
+        runs[engine] = (d, time.perf_counter(), subprocess.Popen(cmd, env=env, cwd=root, stdout=subprocess.PIPE,
+                                                                   stderr=subprocess.PIPE, text=True))
+        while engine in runs and (not parallel or engine == "edge") and len(done) < len(runs):
+            for e, (_, _, p) in runs.items():  # output is small: the pipes do not fill before the end
+                if e not in done and p.poll() is not None:
+                    done[e] = time.perf_counter()
+            time.sleep(0.2)
+    rows = []
+    for engine, (d, t0, p) in runs.items():
+        out, err = p.communicate()
+        t1 = done[engine]
+        shutil.rmtree(d, ignore_errors=True)
+        if p.returncode:
+            raise RuntimeError(err[-3000:])
+        chunks = sum(int(x) for x in out.split("new chunks: ")[1].split(";")[0].replace(",", "").split() if x.isdigit())
+        rows.append({"engine": engine, "chunker": chunker, "parallel": parallel, "wall_s": t1 - t0, "chunks": chunks,
+                     "load1_end": os.getloadavg()[0], "summary": out.strip().splitlines()[-1]})
+        print(json.dumps(rows[-1]), flush=True)
     return rows
 
 
@@ -310,7 +318,8 @@ def main() -> int:
     elif what == "recall":
         res["recall"] = recall()
     elif what == "ingest":
-        res["ingest"] = ingest_e2e()
+        parallel = "--parallel" in sys.argv
+        res["ingest_parallel" if parallel else "ingest"] = ingest_e2e(parallel=parallel)
     elif what == "hnsw":
         n = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
         d = Path(tempfile.mkdtemp(prefix=f"store_hnsw_{n}_"))
