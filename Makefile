@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEMO_DATA ?= data/demo
+DEMO_DATA ?= data
 SAMPLES := samples
 QUESTION ?= How long has the lighthouse keeper tended the light?
 export HF_HUB_OFFLINE := 1
@@ -24,8 +24,10 @@ setup: $(STAMP)
 models: setup
 	$(BIN)/mgrag setup-models
 
+# the samples go into a new data dir only, so documents deleted later stay deleted; `mgrag ask` reads the same dir
 demo: models
-	$(BIN)/mgrag --data-dir $(DEMO_DATA) ingest $(SAMPLES)
+	@if [ -e $(DEMO_DATA)/catalog.sqlite ]; then echo "$(DEMO_DATA)/ already holds an index: serving it as it is"; \
+	else $(BIN)/mgrag --data-dir $(DEMO_DATA) ingest $(SAMPLES); fi
 	$(BIN)/mgrag --data-dir $(DEMO_DATA) serve
 
 test: models

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from app.context import AppContext
 from app.synth import SynthesisError, make_synthesizer
+from ingest.layout import place_label
 from retrieval.search import Retrieval, Source, check_question, no_retrieval_context, retrieve
 
 log = logging.getLogger(__name__)
@@ -33,11 +34,21 @@ class Citation:
     score: float
     level_scores: dict[int, float] = field(default_factory=dict)
     bm25_level_scores: dict[int, float] = field(default_factory=dict)
+    pages: list[int] | None = None  # [first, last] page of the passage (PDF)
+    headings: list[str] = field(default_factory=list)  # heading path at the passage's start
+    matched_pages: list[int] | None = None
+    doc_hash: str = ""
 
     @classmethod
     def of(cls, s: Source) -> "Citation":
         return cls(s.rank, s.doc_id, s.start, s.end, s.text, s.matched_level, s.matched_start, s.matched_end,
-                   s.matched_text, s.score, dict(s.level_scores), dict(s.bm25_level_scores))
+                   s.matched_text, s.score, dict(s.level_scores), dict(s.bm25_level_scores), s.pages,
+                   list(s.headings), s.matched_pages, s.doc_hash)
+
+    @property
+    def label(self) -> str:
+        """``p. 4–5 · Section › Subsection`` ("" when the document has neither pages nor headings)."""
+        return place_label(self.pages, self.headings)
 
 
 @dataclass
@@ -69,7 +80,8 @@ def cited_numbers(text: str, n_sources: int) -> list[int]:
 
 def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | None = None,
         budget_words: int | None = None, retriever: str | None = None, weights=None, synthesizer=None,
-        no_retrieval_doc: str | None = None) -> Iterator[tuple[str, object]]:
+        no_retrieval_doc: str | None = None, doc_ids=None) -> Iterator[tuple[str, object]]:
+    """Retrieve (among ``doc_ids`` if given), then stream the answer; see the module docstring for the events."""
     s = ctx.settings
     backend = backend or s.synth_backend
     synth, error = synthesizer, None
@@ -87,7 +99,8 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
         question = check_question(question, s.max_question_chars)
         retrieval = _no_retrieval(ctx, question, no_retrieval_doc)
     else:
-        retrieval = retrieve(ctx, question, k=k, budget_words=budget_words, weights=weights, retriever=retriever)
+        retrieval = retrieve(ctx, question, k=k, budget_words=budget_words, weights=weights, retriever=retriever,
+                             doc_ids=doc_ids)
     t1 = time.perf_counter()
     yield "sources", retrieval
     pieces: list[str] = []

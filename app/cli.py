@@ -67,7 +67,7 @@ def cmd_ingest(args) -> int:
     ctx = _writer(_ctx(args))
     report = Ingestor(ctx, progress=not args.quiet).ingest_paths(args.paths)
     _print_report(report)
-    return 1 if report.failed and not report.ok and not any(r.status == "duplicate" for r in report.results) else 0
+    return 1 if report.failed else 0  # a script can tell that some file did not make it
 
 
 def cmd_reingest(args) -> int:
@@ -160,7 +160,7 @@ def cmd_ask(args) -> int:
         for c in final.sources:
             lv = ", ".join(f"L{k}={v:.3f}" for k, v in sorted(c.level_scores.items()))
             mark = "*" if c in final.citations else " "
-            print(f" {mark}[{c.number}] {c.doc_id} chars {c.start}-{c.end} score {c.score:.3f}"
+            print(f" {mark}[{c.number}] {c.doc_id} {c.label or f'chars {c.start}-{c.end}'} score {c.score:.3f}"
                   f" (matched level {c.matched_level}{'; ' + lv if lv else ''})")
         t = final.timings
         ttft = t.get("time_to_first_token_s")
@@ -272,10 +272,55 @@ def cmd_serve(args) -> int:
     return serve(s)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one line (``mgrag ask: error: ...``) and exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _int_at_least(lo: int):
+    def parse(v: str) -> int:
+        try:
+            n = int(v)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {v!r}") from None
+        if n < lo:
+            raise argparse.ArgumentTypeError(f"must be at least {lo}, got {n}")
+        return n
+    parse.__name__ = f"integer >= {lo}"
+    return parse
+
+
+def cmd_users(args) -> int:
+    """Web app accounts: with at least one, `mgrag serve` requires a login and uploads and conversations belong
+    to the user."""
+    import getpass
+
+    from app.settings import Settings
+    from ui.users import Users
+
+    users = Users(Settings(**({"data_dir": args.data_dir} if args.data_dir else {})).data_dir / ".secrets" / "users.sqlite")
+    try:
+        if args.action == "list":
+            print("\n".join(users.names()) or "(no users: the web app needs no login)")
+        elif args.action == "remove":
+            users.remove(args.name)
+            print(f"removed {args.name}")
+        else:
+            pw = sys.stdin.readline().rstrip("\n") if args.password_stdin else getpass.getpass(f"password for {args.name}: ")
+            users.add(args.name, pw)
+            print(f"{args.name} can log in (a running `mgrag serve` requires logins after a restart if it had no users)")
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mgrag", description="MGRAG: chat with your documents (LGMGC + MoG).")
+    p = _Parser(prog="mgrag", description="MGRAG: chat with your documents (LGMGC + MoG).")
     p.add_argument("--data-dir", help="data directory (MGRAG_DATA_DIR)")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
     s = sub.add_parser("ingest", help="ingest files and folders")
     s.add_argument("paths", nargs="+")
@@ -288,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("docs", nargs="*", metavar="DOC", help="documents to rebuild (name or hash prefix); default: all")
     s.add_argument("--chunker", choices=("recursive", "paragraph", "semantic", "lg", "mg", "lgmgc", "ppl", "llamachunk",
                                          "lumber"))
-    s.add_argument("--theta", type=int)
+    s.add_argument("--theta", type=_int_at_least(4))
     s.add_argument("--lg-mode", choices=("exact", "streaming"))
     s.add_argument("--allow-partial", action="store_true", help="switch even if some documents fail")
     s.add_argument("--quiet", action="store_true")
@@ -304,8 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("ask", help="answer a question from the indexed documents")
     s.add_argument("question")
-    s.add_argument("--k", type=int, help="hits per level (MGRAG_TOP_K)")
-    s.add_argument("--budget", type=int, help="context budget in words (MGRAG_CONTEXT_WORDS)")
+    s.add_argument("--k", type=_int_at_least(1), help="hits per level (MGRAG_TOP_K)")
+    s.add_argument("--budget", type=_int_at_least(50), help="context budget in words (MGRAG_CONTEXT_WORDS)")
     s.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), help="MGRAG_RETRIEVER")
     s.add_argument("--backend", choices=("offline", "extractive", "transformers", "openai"), help="MGRAG_SYNTH_BACKEND")
     s.add_argument("--no-retrieval", metavar="DOC", help="baseline: answer from DOC truncated to 3500 words")
@@ -340,8 +385,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="start the web app (MGRAG_UI_HOST:MGRAG_UI_PORT, default 127.0.0.1:7860)")
     s.add_argument("--host", help="address to listen on (MGRAG_UI_HOST)")
-    s.add_argument("--port", type=int, help="port (MGRAG_UI_PORT)")
+    s.add_argument("--port", type=_int_at_least(1), help="port (MGRAG_UI_PORT)")
     s.set_defaults(func=cmd_serve)
+
+    s = sub.add_parser("users", help="web app accounts (with any, the web app requires a login)")
+    s.add_argument("action", choices=("add", "remove", "list"))
+    s.add_argument("name", nargs="?", default="")
+    s.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    s.set_defaults(func=cmd_users)
 
     s = sub.add_parser("settings", help="show the effective settings")
     s.add_argument("--table", action="store_true", help="markdown table of every setting and its default")
@@ -368,6 +419,13 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # a full disk before any document was written
             print(f"error: {e.strerror or e}", file=sys.stderr)
             return 6
+        from pydantic import ValidationError
+
+        if isinstance(e, ValidationError):  # a setting out of range (flag, env var or mgrag.toml): one line each
+            for err in e.errors():
+                where = ".".join(str(x) for x in err["loc"]) or "settings"
+                print(f"error: setting {where}: {err['msg']} (got {err.get('input')!r})", file=sys.stderr)
+            return 2
         from app.models import ModelNotAvailable
 
         if isinstance(e, ModelNotAvailable):

@@ -77,7 +77,7 @@ class AppContext:
     def bm25(self):
         from retrieval.bm25 import Bm25Store
 
-        return Bm25Store(self.settings.data_dir / "bm25")
+        return Bm25Store(self.settings.data_dir / "bm25", doc_of=self.catalog.docs_of_chunks)
 
     @cached_property
     def embedder(self):

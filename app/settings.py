@@ -29,7 +29,11 @@ class Settings(BaseSettings):
     hnsw_min_points: int = Field(250_000, ge=1, description="Edge: a level with more points than this gets an HNSW graph (built after ingestion; exact search costs ~0.09 ms per 1,000 points, BENCHMARKS.md); smaller levels are searched exactly.")
     hnsw_ef: int = Field(256, ge=1, description="Edge: HNSW search breadth (ef) for levels that have a graph (recall@10 0.992 on MiniLM chunks of the dev sets, BENCHMARKS.md).")
     collection_prefix: str = Field("mgrag", description="Prefix of Qdrant collections and aliases.")
-    max_file_mb: float = Field(20.0, description="Files larger than this are refused with a message.")
+    max_file_mb: float = Field(20.0, gt=0, description="Files larger than this are refused with a message.")
+    max_unpacked_mb: float = Field(200.0, gt=0, description="A DOCX whose parts unpack to more than this is refused before it is parsed (decompression bombs).")
+    max_words_per_file: int = Field(4_000_000, ge=1, description="Files whose extracted text has more words are refused.")
+    extract_timeout_s: float = Field(120.0, gt=0, description="Time limit for extracting the text of one PDF, DOCX or HTML file (in a child process).")
+    extract_memory_mb: int = Field(2048, ge=256, description="Memory cap of the child process that extracts one PDF, DOCX or HTML file.")
 
     # chunking
     chunker: Literal["recursive", "paragraph", "semantic", "lg", "mg", "lgmgc", "ppl", "llamachunk", "lumber"] = Field(
@@ -82,6 +86,7 @@ class Settings(BaseSettings):
     ui_host: str = Field("127.0.0.1", description="Address the web app listens on (`mgrag serve`).")
     ui_port: int = Field(7860, ge=1, le=65535, description="Port of the web app.")
     admin_user: str = Field("admin", description="User name of the web app's Admin tab.")
+    answer_links: bool = Field(False, description="Web app: render Markdown links in answers as live links (raw HTML stays escaped, images stay text); off: answers are shown literally.")
     admin_password: SecretStr | None = Field(
         None, description="Password of the Admin tab; unset: `mgrag serve` makes a random one and logs it.")
 

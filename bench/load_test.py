@@ -77,11 +77,12 @@ def _session(url: str, stop: threading.Event, out: list, errors: list, seed: int
 
     rng = random.Random(seed)
     client = Client(url, verbose=False)
+    browser_id = f"load-test-session-{seed:04d}-0123456789"  # each session is its own browser
     while not stop.is_set():
         q = rng.choice(QUESTIONS)
         t0 = time.perf_counter()
         try:
-            history, *_ = client.predict(q, [], 10, 1500, "dense", "extractive", api_name="/ask")
+            history, *_ = client.predict(q, [], 10, 1500, "dense", "extractive", browser_id, api_name="/ask")
             dt = time.perf_counter() - t0
             answer = _text(history[1]) if len(history) > 1 else ""
             if answer.startswith("⚠️") or "backend failed" in answer or len(history) < 3:
@@ -178,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         _wait_up(url, proc)
         from gradio_client import Client
 
-        Client(url, verbose=False).predict(QUESTIONS[0], [], 10, 1500, "dense", "extractive", api_name="/ask")  # warm
+        Client(url, verbose=False).predict(QUESTIONS[0], [], 10, 1500, "dense", "extractive", "load-test-warm-0123456789ab",
+                                           api_name="/ask")  # warm
         stop = threading.Event()
         lat: list[float] = []
         errors: list[str] = []

@@ -48,8 +48,11 @@ class DocumentStore:
     def _path(self, h: str, what: str) -> Path:
         return self.root / h[:2] / f"{h}.{what}"
 
-    def put(self, h: str, data: bytes, text: str) -> None:
-        for what, payload in (("orig", data), ("txt", text.encode("utf-8"))):
+    def put(self, h: str, data: bytes, text: str, layout: dict | None = None) -> None:
+        items = [("orig", data), ("txt", text.encode("utf-8"))]
+        if layout:
+            items.append(("layout.json", json.dumps(layout).encode("utf-8")))
+        for what, payload in items:
             p = self._path(h, what)
             if p.exists():
                 continue
@@ -69,6 +72,16 @@ class DocumentStore:
 
     def has(self, h: str) -> bool:
         return self._path(h, "txt").exists()
+
+    def layout(self, h: str) -> dict | None:
+        """The pages and headings of ``h``'s text (ingest/layout.py), or None when it has none recorded."""
+        p = self._path(h, "layout.json")
+        return json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
+
+    def remove(self, h: str) -> None:
+        """Delete the original and text of ``h`` (when no document refers to it any more)."""
+        for what in ("orig", "txt", "layout.json"):
+            self._path(h, what).unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -94,6 +107,10 @@ class Catalog:
         cols = {r[1] for r in self.db.execute("PRAGMA table_info(indexed)")}
         if "chunking" not in cols:  # per-document chunker and θ (NULL: the generation's), added later
             self.db.execute("ALTER TABLE indexed ADD COLUMN chunking TEXT")
+        if "owner" not in {r[1] for r in self.db.execute("PRAGMA table_info(documents)")}:
+            # who may replace the document: NULL = the shared library (CLI, admin), else the browser or user that
+            # uploaded it in the chat (README "Security")
+            self.db.execute("ALTER TABLE documents ADD COLUMN owner TEXT")
         self._lock = threading.RLock()  # one connection shared by threads (the server): serialise transactions
 
     @contextmanager
@@ -181,9 +198,45 @@ class Catalog:
         return dict(self.db.execute("SELECT id, doc_id FROM chunks WHERE gen=? AND level=?", (gen, level)))
 
     # -- documents ----------------------------------------------------------------------------------
-    def doc_by_hash(self, h: str, gen: int) -> str | None:
-        row = self.db.execute("SELECT doc_id FROM indexed WHERE gen=? AND hash=?", (gen, h)).fetchone()
+    def doc_by_hash(self, h: str, gen: int, owner: str | None = None) -> str | None:
+        """A document of ``gen`` with content ``h`` that ``owner`` can see (the shared library's or its own)."""
+        row = self.db.execute(
+            "SELECT i.doc_id FROM indexed i JOIN documents d ON d.doc_id=i.doc_id WHERE i.gen=? AND i.hash=? "
+            "AND (d.owner IS NULL OR d.owner=?) ORDER BY (d.owner IS NULL) LIMIT 1", (gen, h, owner)).fetchone()
         return row[0] if row else None
+
+    # -- ownership ------------------------------------------------------------------------------------
+    def owner_of(self, doc_id: str) -> tuple[bool, str | None]:
+        """(whether ``doc_id`` exists, its owner: None for the shared library)."""
+        row = self.db.execute("SELECT owner FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+        return (row is not None, row[0] if row else None)
+
+    def allocate_doc_id(self, name: str, owner: str | None) -> str:
+        """The document id an ingest of ``name`` by ``owner`` writes to: ``name`` itself when it is free or already
+        ``owner``'s (a new version), else the first free ``stem (n).ext`` (another owner's document of that name is
+        never replaced)."""
+        exists, current = self.owner_of(name)
+        if not exists or current == owner:
+            return name
+        p = Path(name)
+        stem, suffix = (name[: -len(p.suffix)] if p.suffix else name), p.suffix
+        n = 2
+        while True:
+            cand = f"{stem} ({n}){suffix}"
+            exists, current = self.owner_of(cand)
+            if not exists or current == owner:
+                return cand
+            n += 1
+
+    def visible_doc_ids(self, owner: str | None) -> list[str]:
+        """Documents ``owner`` can search: the shared library's and its own."""
+        return [r[0] for r in self.db.execute(
+            "SELECT doc_id FROM documents WHERE owner IS NULL OR owner=? ORDER BY doc_id", (owner,))]
+
+    def has_hidden_docs(self, owner: str | None) -> bool:
+        """Whether some document is private to another owner (then searches for ``owner`` need a filter)."""
+        return self.db.execute("SELECT 1 FROM documents WHERE owner IS NOT NULL AND owner IS NOT ? LIMIT 1",
+                               (owner,)).fetchone() is not None
 
     def indexed_doc(self, gen: int, doc_id: str):
         return self.db.execute(
@@ -202,6 +255,16 @@ class Catalog:
             out.setdefault(level, []).append(cid)
         return out
 
+    def docs_of_chunks(self, gen: int, ids: Iterable[str]) -> dict[str, str]:
+        """``{chunk id: doc id}`` for chunks of ``gen``."""
+        ids = list(ids)
+        out: dict[str, str] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            out.update(self.db.execute(f'SELECT id, doc_id FROM chunks WHERE gen=? AND id IN ({",".join("?" * len(part))})',
+                                       (gen, *part)).fetchall())
+        return out
+
     def chunks_under(self, gen: int, parent_ids: Iterable[str]) -> list[tuple[str, str, int, int, int, str]]:
         """``(id, doc_id, level, start, end, parent_id)`` of every chunk of ``gen`` under the given parents."""
         pids = list(dict.fromkeys(parent_ids))
@@ -214,19 +277,20 @@ class Catalog:
         return out
 
     def record_indexed(self, gen: int, doc_id: str, name: str, h: str, size: int, kind: str,
-                       chunks: Iterable, seconds: float, chunking: dict | None = None) -> int:
+                       chunks: Iterable, seconds: float, chunking: dict | None = None, owner: str | None = None) -> int:
         """Record a new version (if the hash is new for this doc) and its chunks in ``gen``, in one transaction.
         ``chunking`` (``{"chunker", "theta", "params"}``) is recorded when the document was cut with other parameters
-        than its generation's."""
+        than its generation's. ``owner`` is set when the document is new and never changed afterwards."""
         chunks = list(chunks)
         now = time.time()
         with self.transaction() as db:
             version = self.version_for(doc_id, h)
             db.execute("INSERT OR IGNORE INTO versions VALUES (?,?,?,?,?,?)", (doc_id, version, h, size, kind, now))
             db.execute(
-                "INSERT INTO documents VALUES (?,?,?,?,?) ON CONFLICT(doc_id) DO UPDATE SET "
+                "INSERT INTO documents (doc_id, name, current_version, created, updated, owner) VALUES (?,?,?,?,?,?) "
+                "ON CONFLICT(doc_id) DO UPDATE SET "
                 "current_version=excluded.current_version, updated=excluded.updated, name=excluded.name",
-                (doc_id, name, version, now, now),
+                (doc_id, name, version, now, now, owner),
             )
             db.execute("DELETE FROM chunks WHERE gen=? AND doc_id=?", (gen, doc_id))
             db.executemany(
@@ -242,21 +306,27 @@ class Catalog:
             )
         return version
 
-    def remove_document(self, doc_id: str) -> None:
+    def remove_document(self, doc_id: str) -> list[str]:
+        """Forget ``doc_id`` entirely (chunks, index rows, its versions); returns the content hashes no other
+        document refers to any more, whose originals the caller removes from the store."""
         with self.transaction() as db:
+            hashes = [r[0] for r in db.execute("SELECT DISTINCT hash FROM versions WHERE doc_id=?", (doc_id,))]
             db.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
             db.execute("DELETE FROM indexed WHERE doc_id=?", (doc_id,))
             db.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
-            # versions are kept as history; originals stay in the store (content-addressed, shared)
+            db.execute("DELETE FROM versions WHERE doc_id=?", (doc_id,))
+            return [h for h in hashes if db.execute(
+                "SELECT 1 FROM versions WHERE hash=? UNION SELECT 1 FROM indexed WHERE hash=? LIMIT 1",
+                (h, h)).fetchone() is None]
 
     def documents(self, gen: int | None) -> list[dict]:
         rows = self.db.execute(
             "SELECT d.doc_id, d.name, d.current_version, v.hash, v.size, v.kind, d.updated, "
-            "i.n_l0, i.n_l1, i.n_l2, i.seconds, i.indexed_at, i.chunking FROM documents d "
+            "i.n_l0, i.n_l1, i.n_l2, i.seconds, i.indexed_at, i.chunking, d.owner FROM documents d "
             "JOIN versions v ON v.doc_id=d.doc_id AND v.version=d.current_version "
             "LEFT JOIN indexed i ON i.doc_id=d.doc_id AND i.gen=? ORDER BY d.doc_id", (gen if gen is not None else -1,))
         keys = ("doc_id", "name", "version", "hash", "size", "kind", "updated", "n_l0", "n_l1", "n_l2",
-                "seconds", "indexed_at", "chunking")
+                "seconds", "indexed_at", "chunking", "owner")
         out = [dict(zip(keys, r)) for r in rows]
         for r in out:
             r["chunking"] = json.loads(r["chunking"]) if r["chunking"] else None
@@ -267,7 +337,17 @@ class Catalog:
         row = self.db.execute("SELECT chunking FROM indexed WHERE gen=? AND doc_id=?", (gen, doc_id)).fetchone()
         return json.loads(row[0]) if row and row[0] else None
 
+    def version_of(self, doc_id: str, h: str) -> dict | None:
+        """``{"doc_id", "name", "kind", "version"}`` when ``doc_id`` exists and has (had) content ``h``."""
+        row = self.db.execute(
+            "SELECT d.doc_id, d.name, v.kind, v.version FROM documents d JOIN versions v ON v.doc_id=d.doc_id "
+            "WHERE d.doc_id=? AND v.hash=?", (doc_id, h)).fetchone()
+        return dict(zip(("doc_id", "name", "kind", "version"), row)) if row else None
+
     def find_document(self, ref: str) -> str | None:
+        """The document ``ref`` names: its id, else its (unique) name or hash prefix."""
+        if self.db.execute("SELECT 1 FROM documents WHERE doc_id=?", (ref,)).fetchone():
+            return ref
         row = self.db.execute(
             "SELECT doc_id FROM documents WHERE doc_id=? OR name=? "
             "UNION SELECT doc_id FROM versions WHERE hash LIKE ? || '%' LIMIT 2",

@@ -44,7 +44,8 @@ class StoredPoint:
 
 def _payload(c: Chunk, doc_version: int) -> dict:
     return {"doc_id": c.doc_id, "doc_hash": c.doc_hash, "doc_version": doc_version, "level": c.level,
-            "parent_id": c.parent_id, "start": c.start, "end": c.end, "text": c.text}
+            "parent_id": c.parent_id, "start": c.start, "end": c.end, "text": c.text,
+            **{k: c.meta[k] for k in ("pages", "headings") if k in c.meta}}  # ingest/layout.py
 
 
 def _by_level(chunks: Sequence[Chunk], vectors: np.ndarray) -> dict[int, list[tuple[Chunk, np.ndarray]]]:

@@ -1,8 +1,22 @@
-"""Read documents (txt, md, pdf, docx, html) into text. Every failure is an :class:`IngestError` naming the file."""
+"""Read documents (txt, md, pdf, docx, html) into text. Every failure is an :class:`IngestError` naming the file.
+
+Hostile input is contained (README "Security"):
+
+* only regular files are read (FIFOs, devices and sockets are refused before anything is opened for reading), and
+  never more than the size limit, even if the file grows while it is read;
+* PDF, DOCX and HTML are extracted in a child process (:mod:`ingest.sandbox`) with a memory cap and a time limit;
+  a DOCX whose parts unpack to more than ``max_unpacked_bytes`` is refused before it is parsed;
+* the extracted text is capped in words, NULs and other control characters are removed, and text that is not
+  UTF-8 has its encoding detected (charset-normalizer) instead of being read as Latin-1.
+"""
 from __future__ import annotations
 
 import io
 import logging
+import os
+import re
+import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +24,9 @@ log = logging.getLogger(__name__)
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text", ".rst"}
 SUPPORTED = TEXT_SUFFIXES | {".pdf", ".docx", ".html", ".htm"}
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")  # keeps \t \n \f \r
+_NON_LATIN_SCRIPTS = ("CJK", "HIRAGANA", "KATAKANA", "HANGUL", "CYRILLIC", "GREEK", "ARABIC", "HEBREW", "THAI",
+                      "DEVANAGARI", "ARMENIAN", "GEORGIAN")
 
 
 class IngestError(Exception):
@@ -28,6 +45,31 @@ class LoadedDoc:
     text: str  # the text that is chunked; chunk offsets index into it
     kind: str
     warning: str = ""
+    layout: dict | None = None  # page starts and headings (ingest/layout.py Layout.to_json), offsets into text
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one file may cost to read (settings: ``max_file_mb``, ``max_unpacked_mb``, ``max_words_per_file``,
+    ``extract_timeout_s``, ``extract_memory_mb``)."""
+
+    max_bytes: int | None = None
+    max_unpacked_bytes: int = 200 * 2**20
+    max_words: int = 4_000_000
+    timeout_s: float = 120.0
+    memory_mb: int = 2048
+    sandbox: bool = True  # PDF, DOCX and HTML extracted in a child process
+
+    @classmethod
+    def of(cls, settings) -> "Limits":
+        return cls(max_bytes=int(settings.max_file_mb * 2**20), max_unpacked_bytes=int(settings.max_unpacked_mb * 2**20),
+                   max_words=settings.max_words_per_file, timeout_s=settings.extract_timeout_s,
+                   memory_mb=settings.extract_memory_mb)
+
+
+def _too_big(size: int, max_bytes: int) -> str:
+    return (f"is {size / 2**20:.1f} MB, over the limit of {max_bytes / 2**20:g} MB; "
+            "split it or raise MGRAG_MAX_FILE_MB")
 
 
 def looks_binary(data: bytes) -> bool:
@@ -38,8 +80,22 @@ def looks_binary(data: bytes) -> bool:
     return len(head) > 0 and controls / len(head) > 0.1
 
 
+def _mostly_non_latin(text: str) -> bool:
+    """True when most non-ASCII letters of ``text`` belong to a non-Latin script (CJK, Cyrillic, Greek, …)."""
+    letters = [c for c in text[:20_000] if ord(c) > 127 and c.isalpha()]
+    if not letters:
+        return False
+    other = sum(1 for c in letters if unicodedata.name(c, "").startswith(_NON_LATIN_SCRIPTS))
+    return other > len(letters) / 2
+
+
 def decode_text(name: str, data: bytes) -> tuple[str, str]:
-    """UTF-8 (BOM allowed); UTF-16 with a BOM; otherwise cp1252, then Latin-1, with a warning."""
+    """UTF-8 (BOM allowed); UTF-16 with a BOM; otherwise the encoding charset-normalizer detects when the text is
+    in a non-Latin script (Shift-JIS, GBK, cp1251, …), else cp1252 (then Latin-1), with a warning naming it.
+
+    charset-normalizer alone mistakes short Western European text for cp1250 or cp437, so a Latin-script
+    detection falls back to cp1252, the usual encoding of such files.
+    """
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return data.decode("utf-16"), ""
     if looks_binary(data):
@@ -47,48 +103,162 @@ def decode_text(name: str, data: bytes) -> tuple[str, str]:
     try:
         return data.decode("utf-8-sig"), ""
     except UnicodeDecodeError as e:
-        for enc in ("cp1252", "latin-1"):
-            try:
-                text = data.decode(enc)
-            except UnicodeDecodeError:
-                continue
-            return text, f"not valid UTF-8 (byte {e.start}); decoded as {enc}"
+        bad = e.start
+    try:
+        from charset_normalizer import from_bytes
+
+        best = from_bytes(data).best()
+    except Exception:  # pragma: no cover - detection is a help, never a reason to fail
+        best = None
+    if best is not None and best.encoding not in ("utf_8", "ascii"):
+        text = str(best)
+        if _mostly_non_latin(text):
+            return text, f"not valid UTF-8 (byte {bad}); decoded as {best.encoding} (detected)"
+    for enc in ("cp1252", "latin-1"):
+        try:
+            return data.decode(enc), f"not valid UTF-8 (byte {bad}); decoded as {enc}"
+        except UnicodeDecodeError:
+            continue
     raise IngestError(name, "cannot be decoded as text")  # pragma: no cover - latin-1 decodes any bytes
 
 
-def _pdf_text(name: str, data: bytes) -> str:
+def clean_text(text: str) -> tuple[str, int]:
+    """``text`` without NULs and other control characters (tab, newline, form feed and carriage return kept), and
+    how many were removed."""
+    cleaned, n = _CONTROL_RE.subn("", text)
+    return cleaned, n
+
+
+# -- extractors (run in the sandbox child for pdf, docx and html) --------------------------------------------------
+# Each returns the text and its layout (page starts, headings: ingest/layout.py) as JSON; pieces are cleaned of
+# control characters before they are joined, so the layout's offsets are those of the final text.
+def _join(blocks: list[tuple[str, int, str]]) -> tuple[str, list]:
+    """Blocks ``(text, heading level or 0, kind)`` joined by blank lines, with the headings' offsets."""
+    parts, headings, offset = [], [], 0
+    for text, level, _ in blocks:
+        text = clean_text(text)[0].strip()
+        if not text:
+            continue
+        if parts:
+            offset += 2
+        if level:
+            headings.append((offset, level, " ".join(text.split())[:200]))
+        parts.append(text)
+        offset += len(text)
+    return "\n\n".join(parts), headings
+
+
+def _pdf_outline(reader) -> list[tuple[int, int, str]]:
+    """(page index, level, title) of the PDF's bookmarks (its outline), outermost level 1."""
+    out = []
+
+    def walk(items, level):
+        for it in items:
+            if isinstance(it, list):
+                walk(it, level + 1)
+                continue
+            try:
+                out.append((reader.get_destination_page_number(it), min(level, 6), str(it.title).strip()))
+            except Exception:  # a bookmark without a page: skip it
+                continue
+    try:
+        walk(reader.outline, 1)
+    except Exception:
+        return []
+    return [o for o in out if o[0] is not None and o[0] >= 0 and o[2]]
+
+
+def _pdf_text(name: str, data: bytes) -> tuple[str, dict]:
+    from ingest.layout import Layout, PageCleaner
+
     try:
         from pypdf import PdfReader
-        from pypdf.errors import PdfReadError
+        from pypdf.errors import DependencyError, PdfReadError
     except ImportError as e:  # pragma: no cover
-        raise IngestError(name, "reading PDF needs `pip install pypdf`") from e
+        raise IngestError(name, "reading PDF needs `pip install pypdf[crypto]`") from e
     try:
         reader = PdfReader(io.BytesIO(data))
-        pages = [(p.extract_text() or "").strip() for p in reader.pages]
-    except (PdfReadError, ValueError, KeyError, TypeError) as e:
-        raise IngestError(name, f"is not a readable PDF ({e})") from e
-    text = "\n\n".join(p for p in pages if p)
+        if reader.is_encrypted:
+            try:
+                opened = reader.decrypt("")  # many PDFs are encrypted with an empty user password
+            except DependencyError as e:
+                raise IngestError(name, "is an AES-encrypted PDF and reading it needs `pip install pypdf[crypto]`") from e
+            if not opened:
+                raise IngestError(name, "is a password-protected PDF; remove the password (e.g. `qpdf --decrypt "
+                                        "--password=PW in.pdf out.pdf`) and ingest it again")
+        raw = [clean_text(p.extract_text() or "")[0] for p in reader.pages]
+        outline = _pdf_outline(reader)
+    except IngestError:
+        raise
+    except MemoryError:
+        raise
+    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:
+        raise IngestError(name, f"is not a readable PDF ({e.__class__.__name__}: {str(e)[:120]})") from e
+    cleaner = PageCleaner(raw)
+    pages = [cleaner.clean(p) for p in raw]
+    parts, starts, offset = [], [], 0
+    for p in pages:  # every page gets a start (an empty page starts where the next one does)
+        if parts and p:
+            offset += 2
+        starts.append(offset)
+        if p:
+            parts.append(p)
+            offset += len(p)
+    text = "\n\n".join(parts)
     if not text.strip():
         raise IngestError(
             name, f"PDF has {len(pages)} page(s) but no text layer (scanned?); run OCR on it first (e.g. ocrmypdf)"
         )
-    return text
+    headings = sorted((starts[i], lv, t) for i, lv, t in outline if i < len(starts))
+    return text, Layout(tuple(starts), tuple(headings)).to_json()
 
 
-def _docx_text(name: str, data: bytes) -> str:
+def _check_unpacked_size(name: str, data: bytes, max_unpacked: int) -> None:
+    """Refuse a zip container (DOCX) whose members unpack to more than ``max_unpacked`` bytes, before parsing."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            total = sum(i.file_size for i in z.infolist())
+    except (zipfile.BadZipFile, ValueError, OSError) as e:
+        raise IngestError(name, f"is not a readable DOCX file (not a zip container: {e})") from e
+    if total > max_unpacked:
+        raise IngestError(name, f"unpacks to {total / 2**20:,.0f} MB, over the limit of {max_unpacked / 2**20:g} MB "
+                                "(MGRAG_MAX_UNPACKED_MB); it may be a decompression bomb")
+
+
+def _docx_level(style_name: str) -> int:
+    """The heading level of a paragraph style ("Title" 1, "Heading 2" 2), else 0."""
+    s = (style_name or "").strip().lower()
+    if s == "title":
+        return 1
+    m = re.match(r"heading\s*(\d)", s)
+    return min(int(m.group(1)), 6) if m else 0
+
+
+def _docx_text(name: str, data: bytes, max_unpacked: int = 200 * 2**20) -> tuple[str, dict]:
+    from ingest.layout import Layout
+
     try:
         import docx
     except ImportError as e:  # pragma: no cover
         raise IngestError(name, "reading DOCX needs `pip install python-docx`") from e
+    _check_unpacked_size(name, data, max_unpacked)
     try:
         d = docx.Document(io.BytesIO(data))
+        blocks = [(p.text, _docx_level(p.style.name if p.style is not None else ""), "p") for p in d.paragraphs]
+    except MemoryError:  # the sandbox's memory cap: reported as such
+        raise
     except Exception as e:  # python-docx raises several unrelated types for corrupt files
         raise IngestError(name, f"is not a readable DOCX file ({e.__class__.__name__})") from e
-    return "\n\n".join(p.text.strip() for p in d.paragraphs if p.text.strip())
+    text, headings = _join(blocks)
+    return text, Layout((), tuple(headings)).to_json()
 
 
-def _html_text(name: str, data: bytes) -> str:
+def _html_text(name: str, data: bytes) -> tuple[str, dict]:
     from bs4 import BeautifulSoup
+
+    from ingest.layout import Layout
 
     raw, _ = decode_text(name, data)
     soup = BeautifulSoup(raw, "html.parser")
@@ -100,63 +270,142 @@ def _html_text(name: str, data: bytes) -> str:
             continue  # a container; its children are taken one by one
         t = " ".join(el.get_text(" ").split())
         if t:
-            blocks.append(t)
+            blocks.append((t, int(el.name[1]) if el.name in ("h1", "h2", "h3", "h4", "h5", "h6") else 0, el.name))
     if not blocks:
-        blocks = [" ".join(soup.get_text(" ").split())]
-    return "\n\n".join(b for b in blocks if b)
+        blocks = [(" ".join(soup.get_text(" ").split()), 0, "body")]
+    text, headings = _join(blocks)
+    return text, Layout((), tuple(headings)).to_json()
 
 
-def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None) -> LoadedDoc:
-    """Text of a document given its file name (for the type) and bytes."""
+def _extract(suffix: str, name: str, data: bytes, max_unpacked: int) -> tuple[str, dict]:
+    """The text and layout of a PDF, DOCX or HTML file (the sandbox child's entry point)."""
+    if suffix == ".pdf":
+        return _pdf_text(name, data)
+    if suffix == ".docx":
+        return _docx_text(name, data, max_unpacked)
+    return _html_text(name, data)
+
+
+_KINDS = {".pdf": "pdf", ".docx": "docx", ".html": "html", ".htm": "html"}
+
+
+def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: Limits | None = None) -> LoadedDoc:
+    """Text of a document given its name (for the type; may be a relative path, kept as the document's name) and
+    bytes, within ``limits``."""
+    limits = limits or Limits(max_bytes=max_bytes)
+    if max_bytes is not None and limits.max_bytes is None:
+        limits = Limits(max_bytes=max_bytes, max_unpacked_bytes=limits.max_unpacked_bytes, max_words=limits.max_words,
+                        timeout_s=limits.timeout_s, memory_mb=limits.memory_mb, sandbox=limits.sandbox)
     suffix = Path(name).suffix.lower()
     if suffix not in SUPPORTED:
         raise IngestError(
             name, f"unsupported file type {suffix or '(no extension)'!r}; supported: {', '.join(sorted(SUPPORTED))}"
         )
-    if max_bytes is not None and len(data) > max_bytes:
-        raise IngestError(
-            name,
-            f"is {len(data) / 2**20:.1f} MB, over the limit of {max_bytes / 2**20:.0f} MB; "
-            "split it or raise MGRAG_MAX_FILE_MB",
-        )
+    if limits.max_bytes is not None and len(data) > limits.max_bytes:
+        raise IngestError(name, _too_big(len(data), limits.max_bytes))
     if not data.strip():
         raise IngestError(name, "is empty; nothing to ingest")
-    warning = ""
-    if suffix == ".pdf":
-        text, kind = _pdf_text(name, data), "pdf"
-    elif suffix == ".docx":
-        text, kind = _docx_text(name, data), "docx"
-    elif suffix in (".html", ".htm"):
-        text, kind = _html_text(name, data), "html"
+    warnings = []
+    if suffix in _KINDS:
+        kind = _KINDS[suffix]
+        if limits.sandbox:
+            from ingest.sandbox import SandboxError, run_limited
+
+            try:
+                text, layout = run_limited("ingest.loaders:_extract", (suffix, name, data, limits.max_unpacked_bytes),
+                                           name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
+            except SandboxError as e:
+                raise IngestError(name, e.problem) from e
+        else:
+            text, layout = _extract(suffix, name, data, limits.max_unpacked_bytes)
     else:
+        from ingest.layout import Layout, markdown_headings
+
         text, warning = decode_text(name, data)
         kind = "text"
+        if warning:
+            warnings.append(warning)
+        text, n_controls = clean_text(text)
+        if n_controls:
+            warnings.append(f"removed {n_controls} control character(s) (NUL and the like)")
+        heads = markdown_headings(text) if suffix in (".md", ".markdown", ".rst") else ()
+        layout = Layout((), heads).to_json()
     if not text.strip():
         raise IngestError(name, "contains no text")
-    return LoadedDoc(Path(name).name, data, text, kind, warning)
+    from ingest.sentences import count_words
+
+    n_words = count_words(text)
+    if n_words > limits.max_words:
+        raise IngestError(name, f"has {n_words:,} words, over the limit of {limits.max_words:,} per file "
+                                "(MGRAG_MAX_WORDS_PER_FILE); split it")
+    return LoadedDoc(name, data, text, kind, "; ".join(warnings), layout)
 
 
-def load_file(path: str | Path, *, max_bytes: int | None = None) -> LoadedDoc:
+def read_regular_file(path: str | Path, max_bytes: int | None = None) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``max_bytes``; FIFOs, devices, sockets and folders
+    are refused without blocking (the file is opened non-blocking and checked with fstat before it is read)."""
     path = Path(path)
     try:
-        size = path.stat().st_size
-        if max_bytes is not None and size > max_bytes:
-            raise IngestError(
-                path.name, f"is {size / 2**20:.1f} MB, over the limit of {max_bytes / 2**20:.0f} MB; "
-                "split it or raise MGRAG_MAX_FILE_MB",
-            )
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         raise IngestError(path.name, f"cannot be read ({e.strerror or e})") from e
-    return load_bytes(path.name, data, max_bytes=max_bytes)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            what = ("a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode)
+                    else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                    else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+            raise IngestError(path.name, f"is {what}; only regular files are read")
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise IngestError(path.name, _too_big(st.st_size, max_bytes))
+        chunks, total = [], 0
+        limit = max_bytes + 1 if max_bytes is not None else None
+        while True:
+            part = os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit - total))
+            if not part:
+                break
+            chunks.append(part)
+            total += len(part)
+            if limit is not None and total >= limit:
+                raise IngestError(path.name, _too_big(total, max_bytes) + " (it grew while it was read)")
+        return b"".join(chunks)
+    except OSError as e:
+        raise IngestError(path.name, f"cannot be read ({e.strerror or e})") from e
+    finally:
+        os.close(fd)
+
+
+def load_file(path: str | Path, *, max_bytes: int | None = None, limits: Limits | None = None,
+              name: str | None = None) -> LoadedDoc:
+    """A file on disk, read as :func:`read_regular_file` and extracted as :func:`load_bytes`; ``name`` (default: the
+    file name) is the document's name."""
+    limits = limits or Limits(max_bytes=max_bytes)
+    path = Path(path)
+    name = name or path.name
+    try:
+        data = read_regular_file(path, limits.max_bytes)
+    except IngestError as e:
+        raise IngestError(name, e.problem) from e
+    return load_bytes(name, data, limits=limits)
+
+
+def input_files(paths) -> list[tuple[Path, str]]:
+    """``(path, document name)`` of the files given directly (named by their file name) and of the files under given
+    folders (named by their path relative to that folder, so ``sub1/notes.md`` and ``sub2/notes.md`` are two
+    documents); sorted, hidden files and folders skipped."""
+    out: list[tuple[Path, str]] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                rel = f.relative_to(p)
+                if f.is_dir() or any(x.startswith(".") for x in rel.parts):
+                    continue
+                out.append((f, rel.as_posix()))
+        else:
+            out.append((p, p.name))
+    return out
 
 
 def expand_paths(paths) -> list[Path]:
-    """Files given directly, and the files under given folders (sorted, hidden files skipped)."""
-    out: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and not any(x.startswith(".") for x in f.parts[len(p.parts):])))
-        else:
-            out.append(p)
-    return out
+    """The files of :func:`input_files`, without their names."""
+    return [p for p, _ in input_files(paths)]

@@ -27,7 +27,8 @@ from app.context import AppContext
 from ingest.catalog import Generation
 from ingest.chunkers import NEEDS_LM, build_chunker
 from ingest.chunkers.logits import LGConfig
-from ingest.loaders import IngestError, LoadedDoc, expand_paths, load_bytes, load_file
+from ingest.layout import Layout, chunk_meta
+from ingest.loaders import IngestError, Limits, LoadedDoc, input_files, load_bytes, load_file
 from ingest.types import Chunk, content_hash
 
 log = logging.getLogger(__name__)
@@ -61,18 +62,72 @@ class IngestReport:
         return tuple(sum(r.chunks_per_level[i] for r in self.results if len(r.chunks_per_level) > i) for i in range(n))
 
 
+@dataclass(frozen=True)
+class Step:
+    """Where a batch stands, for progress displays: file ``index`` (0-based) of ``total``, its current phase, the
+    share of that file and of the whole batch done, and an estimate of the time left (None until there is one)."""
+
+    name: str
+    index: int
+    total: int
+    phase: str
+    file_fraction: float
+    fraction: float
+    eta_s: float | None
+
+    def message(self) -> str:
+        eta = "" if self.eta_s is None else (f" · about {self.eta_s / 60:.0f} min left" if self.eta_s >= 90
+                                             else f" · about {max(self.eta_s, 1):.0f} s left")
+        of = f" (file {self.index + 1} of {self.total})" if self.total > 1 else ""
+        return f"{self.name}: {self.phase} {self.file_fraction:.0%}{of}{eta}"
+
+
+class _Tracker:
+    """Turns phase reports within a file into :class:`Step` s (files weigh the same; the estimate extrapolates the
+    time spent so far)."""
+
+    def __init__(self, total: int, fn: Callable[[Step], None], min_interval_s: float = 0.25):
+        self.total, self.fn, self.t0, self.min_interval_s = max(total, 1), fn, time.monotonic(), min_interval_s
+        self.index, self.name, self._phase, self._last = 0, "", "", 0.0
+
+    def file(self, index: int, name: str) -> None:
+        self.index, self.name = index, name
+        self.report("reading", 0.0)
+
+    def report(self, phase: str, file_fraction: float) -> None:
+        now = time.monotonic()
+        if phase == self._phase and now - self._last < self.min_interval_s and 0 < file_fraction < 1:
+            return  # a few updates a second within one phase at most
+        self._phase, self._last = phase, now
+        ff = min(max(file_fraction, 0.0), 1.0)
+        fraction = (self.index + ff) / self.total
+        elapsed = now - self.t0
+        eta = elapsed * (1 - fraction) / fraction if fraction > 0.02 and elapsed > 1 else None
+        self.fn(Step(self.name, self.index, self.total, phase, ff, fraction, eta))
+
+
 class Ingestor:
     def __init__(self, ctx: AppContext, progress: bool = False,
-                 on_progress: Callable[[int, int, str], None] | None = None):
-        """``progress``: tqdm bars (the CLI); ``on_progress(done, total, name)``: per-document callback (the web app)."""
+                 on_progress: Callable[[int, int, str], None] | None = None,
+                 on_step: Callable[[Step], None] | None = None, step_interval_s: float = 0.25):
+        """``progress``: tqdm bars (the CLI); ``on_progress(done, total, name)``: per-document callback;
+        ``on_step(step)``: progress within each file (chunking, embedding, writing) with an estimate (the web app),
+        at most one call per ``step_interval_s`` within a phase."""
         self.ctx = ctx
         self.progress = progress
         self.on_progress = on_progress
+        self.on_step = on_step
+        self.step_interval_s = step_interval_s
+        self._tracker: _Tracker | None = None
         self._warned = False
+
+    def _report(self, phase: str, file_fraction: float) -> None:
+        if self._tracker is not None:
+            self._tracker.report(phase, file_fraction)
 
     # -- generation & chunker ---------------------------------------------------------------------------
     def _chunker_for(self, chunker: str, theta: int, on_window: Callable[[int], None] | None = None,
-                     params: dict | None = None):
+                     params: dict | None = None, on_fraction: Callable[[float], None] | None = None):
         """The chunker of a generation: ``params`` (the generation's recorded ones) win over the settings."""
         s = self.ctx.settings
         params = params or {}
@@ -80,7 +135,9 @@ class Ingestor:
             cfg = LGConfig(theta=theta, mode=params.get("mode", s.lg_mode),
                            min_words=params.get("min_words", min(s.lg_min_words, theta - 1)))
             ch = build_chunker(chunker, theta, scorer=self.ctx.scorer, lg_config=cfg)
-            return dataclasses.replace(ch, on_window=on_window) if on_window else ch
+            hooks = {k: v for k, v in (("on_window", on_window), ("on_fraction", on_fraction))
+                     if v is not None and k in {f.name for f in dataclasses.fields(ch)}}
+            return dataclasses.replace(ch, **hooks) if hooks else ch
         llm = None
         if chunker == "lumber" and s.openai_base_url:
             from app.synth import openai_client
@@ -106,10 +163,19 @@ class Ingestor:
                chunking: dict | None = None) -> tuple[list[Chunk], object]:
         """Chunks and vectors of one document, cut with its own ``chunking`` parameters if it has them, else with
         the generation's."""
+        name = chunking["chunker"] if chunking else gen.chunker
+        lm = name in NEEDS_LM
+        embed_from = 0.8 if lm else 0.1  # the share of a file's time its chunking takes, roughly
+
+        def chunked(f: float) -> None:
+            self._report("chunking (LM windows)", f * embed_from)
+
         if chunking:
-            chunker = self._chunker_for(chunking["chunker"], chunking["theta"], on_window, chunking.get("params"))
+            chunker = self._chunker_for(chunking["chunker"], chunking["theta"], on_window, chunking.get("params"),
+                                        on_fraction=chunked)
         else:
-            chunker = self._chunker_for(gen.chunker, gen.theta, on_window, gen.params)
+            chunker = self._chunker_for(gen.chunker, gen.theta, on_window, gen.params, on_fraction=chunked)
+        self._report("chunking (LM windows)" if lm else "chunking", 0.0)
         if not chunking and chunker.describe() != gen.params and not self._warned:
             self._warned = True
             log.warning("current settings %s differ from the live index's chunking parameters %s; new documents "
@@ -118,11 +184,23 @@ class Ingestor:
         chunks = chunker.chunk_document(doc.text, doc_id, h)
         if not chunks:
             raise IngestError(doc.name, "produced no chunks (no words in the text)")
-        vectors = self.ctx.embedder.embed_passages([c.text for c in chunks])
-        return chunks, vectors
+        layout = Layout.from_json(doc.layout)
+        if layout:  # pages and heading path of every chunk, into its payload
+            chunks = [dataclasses.replace(c, meta={**c.meta, **chunk_meta(layout, c.start, c.end)}) for c in chunks]
+        return chunks, self._embed([c.text for c in chunks], embed_from, 0.97)
+
+    def _embed(self, texts: list[str], start: float, end: float) -> np.ndarray:
+        """Passage vectors, embedded in about twenty blocks so that progress moves within a file."""
+        block = max(64, -(-len(texts) // 20))
+        parts = []
+        for i in range(0, len(texts), block):
+            self._report("embedding", start + (end - start) * i / len(texts))
+            parts.append(np.asarray(self.ctx.embedder.embed_passages(texts[i:i + block]), dtype=np.float32))
+        self._report("writing", end)
+        return np.concatenate(parts) if parts else np.zeros((0, self.ctx.embedder.dim), dtype=np.float32)
 
     def _write(self, gen: Generation, doc: LoadedDoc, doc_id: str, h: str, chunks, vectors, t0: float,
-               chunking: dict | None = None, size: int | None = None) -> None:
+               chunking: dict | None = None, size: int | None = None, owner: str | None = None) -> None:
         """Write points, flush them, then record the document in the catalog; on failure delete what was written.
         The old version's points go last. A ``pending`` row brackets the store writes, so that the consistency
         check on the next open removes the points of a write a crash interrupted (:mod:`ingest.consistency`)."""
@@ -138,7 +216,8 @@ class Ingestor:
             bm25.update(gen.gen, chunks)
             index.flush(gen.gen)
             size = len(doc.data) if size is None else size
-            cat.record_indexed(gen.gen, doc_id, doc.name, h, size, doc.kind, chunks, time.time() - t0, chunking)
+            cat.record_indexed(gen.gen, doc_id, doc.name, h, size, doc.kind, chunks, time.time() - t0, chunking,
+                               owner=owner)
         except BaseException:
             stale = {lv: [i for i in ids if i not in set(old.get(lv, []))] for lv, ids in new_ids.items()}
             try:
@@ -156,42 +235,52 @@ class Ingestor:
         index.flush(gen.gen)
         cat.end_pending(gen.gen, doc_id)
 
-    def ingest_one(self, doc: LoadedDoc, gen: Generation, on_window=None) -> FileResult:
+    def ingest_one(self, doc: LoadedDoc, gen: Generation, on_window=None, owner: str | None = None) -> FileResult:
+        """Ingest one loaded document for ``owner`` (None: the shared library). Its id is its name unless another
+        owner holds a document of that name; then it gets the next free ``name (n).ext`` (nothing of another owner
+        is ever replaced). Content the owner can already see is reported as a duplicate and not written."""
         t0 = time.time()
         h = content_hash(doc.data)
-        doc_id = doc.name
         cat = self.ctx.catalog
-        dup = cat.doc_by_hash(h, gen.gen)
+        doc_id = cat.allocate_doc_id(doc.name, owner)
+        dup = cat.doc_by_hash(h, gen.gen, owner)
         if dup is not None:
             what = "unchanged" if dup == doc_id else f"same content as {dup!r}"
             return FileResult(doc.name, "duplicate", f"{what}; skipped", dup)
         prev = cat.indexed_doc(gen.gen, doc_id)
         chunking = cat.chunking(gen.gen, doc_id) if prev else None  # a new version keeps the document's own θ
-        self.ctx.store.put(h, doc.data, doc.text)
+        self.ctx.store.put(h, doc.data, doc.text, doc.layout)
         chunks, vectors = self._build(doc, doc_id, h, gen, on_window, chunking)
-        self._write(gen, doc, doc_id, h, chunks, vectors, t0, chunking)
+        self._write(gen, doc, doc_id, h, chunks, vectors, t0, chunking, owner=owner)
         counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))
-        msg = doc.warning
+        msg = "; ".join(x for x in (doc.warning, f"stored as {doc_id!r}" if doc_id != doc.name else "") if x)
         return FileResult(doc.name, "updated" if prev else "ingested", msg, doc_id, counts, time.time() - t0)
 
     # -- batches --------------------------------------------------------------------------------------
-    def ingest_paths(self, paths: Iterable[str | Path]) -> IngestReport:
-        files = expand_paths(paths)
-        max_bytes = int(self.ctx.settings.max_file_mb * 2**20)
+    def ingest_paths(self, paths: Iterable[str | Path], owner: str | None = None) -> IngestReport:
+        """Files and folders; a file under a folder is named by its path relative to that folder."""
+        limits = Limits.of(self.ctx.settings)
         items: list[tuple[str, Callable[[], LoadedDoc]]] = []
-        for f in files:
-            if not f.exists():
-                items.append((f.name, _raiser(IngestError(str(f), "no such file or folder"))))
+        for f, name in input_files(paths):
+            if not f.exists() and not f.is_symlink():
+                items.append((name, _raiser(IngestError(str(f), "no such file or folder"))))
             else:
-                items.append((f.name, lambda f=f: load_file(f, max_bytes=max_bytes)))
-        return self._ingest_items(items)
+                items.append((name, lambda f=f, name=name: load_file(f, limits=limits, name=name)))
+        return self._ingest_items(items, owner)
 
-    def ingest_bytes(self, named: Iterable[tuple[str, bytes]]) -> IngestReport:
-        max_bytes = int(self.ctx.settings.max_file_mb * 2**20)
-        return self._ingest_items([(n, lambda n=n, d=d: load_bytes(Path(n).name, d, max_bytes=max_bytes))
-                                   for n, d in named])
+    def ingest_bytes(self, named: Iterable[tuple[str, bytes]], owner: str | None = None) -> IngestReport:
+        limits = Limits.of(self.ctx.settings)
+        return self._ingest_items([(n, lambda n=n, d=d: load_bytes(Path(n).name, d, limits=limits))
+                                   for n, d in named], owner)
 
-    def _ingest_items(self, items: list[tuple[str, Callable[[], LoadedDoc]]]) -> IngestReport:
+    def ingest_loaded(self, docs: Iterable[LoadedDoc | IngestError], owner: str | None = None) -> IngestReport:
+        """Documents already extracted (the web app extracts outside its write lock); an :class:`IngestError` in
+        their place is reported as that file's failure."""
+        return self._ingest_items([(d.name, (lambda d=d: d) if isinstance(d, LoadedDoc) else _raiser(d))
+                                   for d in docs], owner)
+
+    def _ingest_items(self, items: list[tuple[str, Callable[[], LoadedDoc]]], owner: str | None = None
+                      ) -> IngestReport:
         report = IngestReport()
         if not items:
             return report
@@ -199,12 +288,14 @@ class Ingestor:
         report.generation = gen.gen
         run = self.ctx.catalog.start_run("ingest", gen.gen)
         bar, wbar = self._bars(len(items), "documents")
-        for name, load in items:
+        for i, (name, load) in enumerate(items):
+            if self._tracker is not None:
+                self._tracker.file(i, name)
             if bar is not None:
                 bar.set_postfix_str(name[:40])
             try:
                 doc = load()
-                result = self.ingest_one(doc, gen, wbar.update if wbar is not None else None)
+                result = self.ingest_one(doc, gen, owner=owner)
             except IngestError as e:
                 result = FileResult(name, "failed", e.problem)
             except Exception as e:  # a model or store error on one file must not abort the batch
@@ -227,17 +318,27 @@ class Ingestor:
         return report
 
     def _bars(self, total: int, unit: str):
+        """(documents bar, None); the bar within the current file is fed by the tracker (:meth:`_report`)."""
+        self._tracker = _Tracker(total, self.on_step, self.step_interval_s) if self.on_step is not None else None
         if self.on_progress is not None:
             return _CallbackBar(total, self.on_progress), None
         if not self.progress:
             return None, None
         from tqdm.auto import tqdm
 
-        return tqdm(total=total, desc="ingest", unit=unit.rstrip("s"), position=0), tqdm(
-            desc="LM windows", unit="win", position=1, leave=False)
+        docs = tqdm(total=total, desc="ingest", unit=unit.rstrip("s"), position=0)
+        within = tqdm(total=100, desc="file", unit="%", position=1, leave=False, bar_format="{desc} {bar} {n:.0f}%")
 
-    @staticmethod
-    def _close_bars(*bars) -> None:
+        def show(step: Step) -> None:
+            within.set_description_str(f"{step.name[:30]}: {step.phase}")
+            within.n = round(step.file_fraction * 100)
+            within.refresh()
+
+        self._tracker = _Tracker(total, show)
+        return docs, within
+
+    def _close_bars(self, *bars) -> None:
+        self._tracker = None
         for b in bars:
             if b is not None:
                 b.close()
@@ -279,8 +380,10 @@ class Ingestor:
         if selected is not None:  # a document outside the live index (left out by a partial run) stays out
             rows = [r for r in rows if r["n_l0"] is not None or r["doc_id"] in selected]
         bar, wbar = self._bars(len(rows), "documents")
-        for row in rows:
+        for i, row in enumerate(rows):
             t0 = time.time()
+            if self._tracker is not None:
+                self._tracker.file(i, row["name"])
             if bar is not None:
                 bar.set_postfix_str(row["name"][:40])
             try:
@@ -293,10 +396,9 @@ class Ingestor:
                     chunks, vectors = self._copy(live, row["doc_id"], row["hash"])
                 else:
                     text, data = self.ctx.store.text(row["hash"]), self.ctx.store.original(row["hash"])
-                    doc = LoadedDoc(row["name"], data, text, row["kind"])
+                    doc = LoadedDoc(row["name"], data, text, row["kind"], layout=self.ctx.store.layout(row["hash"]))
                     own = selected[row["doc_id"]] if selected is not None else row.get("chunking") if keep_own else None
-                    chunks, vectors = self._build(doc, row["doc_id"], row["hash"], gen, wbar.update if wbar else None,
-                                                  own)
+                    chunks, vectors = self._build(doc, row["doc_id"], row["hash"], gen, None, own)
                 self._write(gen, doc, row["doc_id"], row["hash"], chunks, vectors, t0, own,
                             size=row["size"] if copied else None)
                 counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))
@@ -367,7 +469,8 @@ class Ingestor:
         for p in points:
             pl = p.payload
             ps, pe = spans[pl["parent_id"]]
-            chunks.append(Chunk(pl["text"], pl["start"], pl["end"], pl["level"], ps, pe, doc_id, h))
+            meta = {k: pl[k] for k in ("pages", "headings") if k in pl}
+            chunks.append(Chunk(pl["text"], pl["start"], pl["end"], pl["level"], ps, pe, doc_id, h, meta))
             vectors.append(p.vector)
         if not chunks:
             raise IngestError(doc_id, "has no chunks in the live index to copy")
@@ -381,15 +484,18 @@ class Ingestor:
             raise ValueError(f"no document matches {ref!r}; see `mgrag docs`")
         live = cat.live_generation()
         if live is None:
-            cat.remove_document(doc_id)
+            for h in cat.remove_document(doc_id):  # originals no other document shares
+                self.ctx.store.remove(h)
             return doc_id
         ids = cat.chunk_ids(live.gen, doc_id)
         cat.begin_pending(live.gen, doc_id)  # the catalog forgets it first; a crash after that leaves ghost points
-        cat.remove_document(doc_id)          # that the next open's consistency check removes
+        unshared = cat.remove_document(doc_id)  # that the next open's consistency check removes
         self.ctx.index.delete(live.gen, ids)
         self.ctx.bm25.update(live.gen, [], remove=ids)
         self.ctx.index.flush(live.gen)
         cat.end_pending(live.gen, doc_id)
+        for h in unshared:  # originals no other document shares
+            self.ctx.store.remove(h)
         return doc_id
 
 

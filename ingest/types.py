@@ -5,8 +5,9 @@ import hashlib
 import uuid
 from dataclasses import dataclass, field, replace
 
-# Fixed namespace: point ids are uuid5(namespace, "<doc hash>:<level>:<start>:<end>"), so re-ingesting the
-# same content yields the same ids and overwrites instead of duplicating.
+# Fixed namespace: point ids are uuid5(namespace, "<doc id>\x1f<doc hash>:<level>:<start>:<end>"), so re-ingesting the
+# same document yields the same ids and overwrites instead of duplicating, and two documents with the same content
+# (two owners' private uploads of one file) never share a point.
 MGRAG_NAMESPACE = uuid.UUID("6f1c4b3e-5d1a-4c7e-9a53-2b9f0f1d7a11")
 
 LEVEL_NAMES = ("parent", "half", "quarter")  # level 0 = θ words, 1 = θ/2, 2 = θ/4
@@ -19,9 +20,10 @@ def content_hash(data: bytes | str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def point_id(doc_hash: str, level: int, start: int, end: int) -> str:
-    """Deterministic id of a chunk: uuid5 of document hash, level and offsets."""
-    return str(uuid.uuid5(MGRAG_NAMESPACE, f"{doc_hash}:{level}:{start}:{end}"))
+def point_id(doc_hash: str, level: int, start: int, end: int, doc_id: str = "") -> str:
+    """Deterministic id of a chunk: uuid5 of document id, document hash, level and offsets."""
+    key = f"{doc_hash}:{level}:{start}:{end}"
+    return str(uuid.uuid5(MGRAG_NAMESPACE, f"{doc_id}\x1f{key}" if doc_id else key))
 
 
 @dataclass(frozen=True)
@@ -60,14 +62,14 @@ class Chunk:
     def id(self) -> str:
         if not self.doc_hash:
             raise ValueError("chunk has no doc_hash yet; call with_doc() first")
-        return point_id(self.doc_hash, self.level, self.start, self.end)
+        return point_id(self.doc_hash, self.level, self.start, self.end, self.doc_id)
 
     @property
     def parent_id(self) -> str:
         if not self.doc_hash:
             raise ValueError("chunk has no doc_hash yet; call with_doc() first")
         ps, pe = self.parent_span
-        return point_id(self.doc_hash, 0, ps, pe)
+        return point_id(self.doc_hash, 0, ps, pe, self.doc_id)
 
     @property
     def n_words(self) -> int:

@@ -49,6 +49,7 @@ class Bm25Level:
     ids: list[str]
     counts: list[Counter]
     parents: list[str] | None = None  # parent id of each chunk
+    docs: list[str | None] | None = None  # document id of each chunk (for searches limited to some documents)
     k1: float = 1.5
     b: float = 0.75
     vocab: dict[str, int] = field(default_factory=dict, init=False)
@@ -58,6 +59,9 @@ class Bm25Level:
 
         n = len(self.ids)
         self.n = n
+        codes = {d: i for i, d in enumerate(dict.fromkeys(self.docs or ()))}
+        self._doc_code = codes
+        self._doc_codes = np.array([codes[d] for d in self.docs], dtype=np.int64) if self.docs else None
         if n == 0:
             self.matrix, self.idf = None, np.zeros(0)
             return
@@ -92,14 +96,17 @@ class Bm25Level:
         """The ``k`` best (chunk id, score) pairs with a positive score."""
         return [(self.ids[i], sc) for i, sc in self.top_indices(tokenize(query), k)]
 
-    def top_indices(self, query_tokens: Sequence[str], k: int, allowed: set[str] | None = None
-                    ) -> list[tuple[int, float]]:
-        """The ``k`` best (index, score) pairs with a positive score; ``allowed``: only these chunk ids."""
+    def top_indices(self, query_tokens: Sequence[str], k: int, allowed=None) -> list[tuple[int, float]]:
+        """The ``k`` best (index, score) pairs with a positive score, among the chunks of the documents ``allowed``
+        if given (None: all)."""
         s = self.scores(query_tokens)
-        if allowed is not None and len(s):
-            s = s * np.fromiter((i in allowed for i in self.ids), dtype=bool, count=len(self.ids))
         if len(s) == 0:
             return []
+        if allowed is not None:
+            if self._doc_codes is None:
+                raise ValueError("this BM25 level has no document ids; re-ingest to search within documents")
+            keep = [self._doc_code[d] for d in allowed if d in self._doc_code]
+            s = np.where(np.isin(self._doc_codes, keep), s, 0.0)
         k = min(k, len(s))
         idx = np.argpartition(-s, k - 1)[:k]
         idx = idx[np.argsort(-s[idx], kind="stable")]
@@ -109,8 +116,10 @@ class Bm25Level:
 class Bm25Store:
     """Per-generation, per-level BM25 state on disk with an in-process cache of built indexes."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, doc_of=None):
+        """``doc_of(gen, chunk_ids) -> {chunk id: doc id}`` fills in the documents of chunks stored without one."""
         self.root = Path(root)
+        self.doc_of = doc_of
         self._cache: dict[tuple[int, int], tuple[float, Bm25Level]] = {}
         self._lock = threading.Lock()
 
@@ -147,7 +156,7 @@ class Bm25Store:
                 for cid in (remove or {}).get(level, []):
                     state.pop(cid, None)
                 for c in by_level.get(level, []):
-                    state[c.id] = (c.parent_id, Counter(tokenize(c.text)))
+                    state[c.id] = (c.parent_id, Counter(tokenize(c.text)), getattr(c, "doc_id", None))
                 self._write(gen, level, state)
 
     def retain(self, gen: int, keep: dict[int, set[str]]) -> int:
@@ -172,7 +181,11 @@ class Bm25Store:
             if hit and hit[0] == mtime:
                 return hit[1]
         state = self._read(gen, level)
-        built = Bm25Level(list(state.keys()), [v[1] for v in state.values()], [v[0] for v in state.values()])
+        docs = [v[2] if len(v) > 2 else None for v in state.values()]
+        if self.doc_of is not None and any(d is None for d in docs):  # written before documents were recorded
+            found = self.doc_of(gen, [k for k, d in zip(state, docs) if d is None])
+            docs = [d if d is not None else found.get(k) for k, d in zip(state, docs)]
+        built = Bm25Level(list(state.keys()), [v[1] for v in state.values()], [v[0] for v in state.values()], docs)
         with self._lock:
             self._cache[(gen, level)] = (mtime, built)
         return built

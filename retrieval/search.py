@@ -38,9 +38,20 @@ class Source:
     matched_text: str
     level_scores: dict[int, float] = field(default_factory=dict)  # best dense score per level
     bm25_level_scores: dict[int, float] = field(default_factory=dict)
+    pages: list[int] | None = None  # [first, last] page of the passage (PDF), from its payload
+    headings: list[str] = field(default_factory=list)  # heading path at the passage's start
+    matched_pages: list[int] | None = None  # pages of the matched child
+    doc_hash: str = ""  # the content hash of the document version the passage comes from
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
+
+    def with_payload(self, payload: dict, matched_payload: dict) -> "Source":
+        """The fields that come straight from the points' payloads: pages, heading path, content hash."""
+        self.pages, self.headings = payload.get("pages"), list(payload.get("headings") or [])
+        self.matched_pages = matched_payload.get("pages")
+        self.doc_hash = payload.get("doc_hash", "")
+        return self
 
 
 @dataclass
@@ -84,8 +95,8 @@ def _rrf(rankings: list[list[str]], k: int) -> dict[str, float]:
 
 def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words: int | None = None,
              weights=None, retriever: str | None = None, selection: str | None = None,
-             doc_ids: list[str] | None = None) -> Retrieval:
-    """``doc_ids``: search only these documents (a payload-index filter in the store, a mask over BM25); None: all."""
+             doc_ids=None) -> Retrieval:
+    """The sources for ``question``; ``doc_ids`` limits the search to those documents (None: all)."""
     s = ctx.settings
     question = check_question(question, s.max_question_chars)
     k = k or s.top_k
@@ -138,9 +149,7 @@ def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words:
         qt = tokenize(question)
         for level in range(live.n_levels):
             lv = ctx.bm25.level(live.gen, level)
-            allowed = None if doc_ids is None else {
-                i for i, d in ctx.catalog.level_chunk_ids(live.gen, level).items() if d in set(doc_ids)}
-            for i, score in lv.top_indices(qt, k, allowed):
+            for i, score in lv.top_indices(qt, k, allowed=doc_ids):
                 cid, parent = lv.ids[i], (lv.parents[i] if lv.parents else lv.ids[i])
                 bm25_hits.append(Hit(cid, parent, level, score))
                 b = bm25_levels.setdefault(parent, {})
@@ -185,7 +194,7 @@ def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words:
         hp = payloads.get(hit.id, pl)
         sources.append(Source(len(sources) + 1, pl["doc_id"], pid, pl["start"], pl["end"], pl["text"], float(score),
                               hit.level, hp["start"], hp["end"], hp["text"], dense_levels.get(pid, {}),
-                              bm25_levels.get(pid, {})))
+                              bm25_levels.get(pid, {})).with_payload(pl, hp))
     timings["assemble_s"] = time.perf_counter() - t
     timings["total_s"] = sum(timings.values())
     return Retrieval(question, sources, w, retriever, timings, len(ranked), router_note, selection)
@@ -211,7 +220,7 @@ def _mog_sources(ctx: AppContext, live, hits: list[Hit], w: list[float], payload
         pl, hp = payloads[uid], payloads.get(hit.id, payloads[uid])
         sources.append(Source(len(sources) + 1, pl["doc_id"], uid, pl["start"], pl["end"], pl["text"], float(score),
                               hit.level, hp["start"], hp["end"], hp["text"], dense_levels.get(hit.parent_id, {}),
-                              bm25_levels.get(hit.parent_id, {})))
+                              bm25_levels.get(hit.parent_id, {})).with_payload(pl, hp))
     return sources, len(ranked)
 
 

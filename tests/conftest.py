@@ -10,6 +10,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import pytest
 
+from tests.browser_fixtures import browser, page  # noqa: F401  (fixtures for tests/ui and tests/security)
+
 CORPUS = [
     "The cat sat on the mat. It was a sunny day.\n\nDogs bark at night. Birds sing in the morning!",
     "Qdrant stores vectors. Chunks have parents. Children cover their parent exactly.",

@@ -4,14 +4,16 @@
 calls :meth:`UiService` methods that check the session's admin token server side, so hiding the admin panel is
 only cosmetic: a direct API call without a login gets "admin login required".
 """
-from __future__ import annotations
 
+import functools
+import html
 import logging
 import os
 import secrets
+from pathlib import Path
 
 from ui import render
-from ui.service import AdminRequired, UiService
+from ui.service import AdminRequired, UiService, browser_owner, new_browser_id
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +33,48 @@ CHUNKERS = ("lgmgc", "mg", "lg", "recursive", "paragraph", "semantic", "ppl", "l
 def _error(e: Exception):
     import gradio as gr
 
-    return gr.Error(str(e), print_exception=False)
+    return gr.Error(html.escape(str(e)), print_exception=False)
+
+
+def _client_host(request) -> str:
+    try:
+        return request.client.host or ""
+    except AttributeError:
+        return ""
+
+
+class _SessionIds:
+    """Browser ids handed to page sessions that had none yet, so the load event and an event racing it agree."""
+
+    def __init__(self, size: int = 50_000):
+        import threading
+        from collections import OrderedDict
+
+        self._ids: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+        self.size = size
+
+    def get(self, session: str) -> str:
+        with self._lock:
+            if session not in self._ids:
+                self._ids[session] = new_browser_id()
+                while len(self._ids) > self.size:
+                    self._ids.popitem(last=False)
+            return self._ids[session]
+
+
+def _remove_uploads(paths, root) -> None:
+    """Delete the upload cache files Gradio handed over (their text is in the document store now, or they were
+    refused), so nothing stays downloadable by its URL."""
+    for p in paths or []:
+        try:
+            real = Path(p).resolve()
+            if real.is_relative_to(root) and real.is_file():
+                real.unlink()
+                if real.parent != root and not any(real.parent.iterdir()):
+                    real.parent.rmdir()
+        except OSError:
+            log.warning("could not remove the upload %s", p)
 
 
 def build_app(service: UiService):
@@ -43,48 +86,113 @@ def build_app(service: UiService):
     s = service.ctx.settings
 
     # -- chat handlers ---------------------------------------------------------------------------------------
-    def on_upload(paths, progress=gr.Progress()):
+    session_ids = _SessionIds()
+
+    def browser_id_of(browser_id, request):
+        """The browser's id: the one it stored; a page that has none yet (its first load, or an event that raced
+        the load) gets one id per page session, the same for every event of that session, which the page then
+        stores. A malformed id (an API client's) is refused."""
+        if browser_id:
+            browser_owner(browser_id)  # ValueError if malformed
+            return browser_id
+        return session_ids.get(getattr(request, "session_hash", None) or "")
+
+    def owner_of(browser_id, request=None):
+        """Who owns what this visitor uploads and asks: the logged-in user when the admin has configured users,
+        else the browser."""
+        user = getattr(request, "username", None)
+        if user:
+            return "user:" + user
+        try:
+            return browser_owner(browser_id_of(browser_id, request))
+        except ValueError as e:
+            raise _error(e) from e
+
+    def reader_of(browser_id, request=None):
+        """The owner whose documents a question may search (a malformed id: the shared library only)."""
+        try:
+            return owner_of(browser_id, request)
+        except gr.Error:
+            return None
+
+    def on_load(browser_id, request: gr.Request):
+        """A browser without a (valid) id gets one; it keeps it in its local storage."""
+        try:
+            return browser_id_of(browser_id, request)
+        except ValueError:
+            return new_browser_id()
+
+    def mine(browser_id, request: gr.Request):
+        owner = reader_of(browser_id, request)
+        return gr.update(choices=service.own_documents(owner) if owner else [], value=[])
+
+    def on_upload(paths, browser_id, request: gr.Request, progress=gr.Progress()):
         if not paths:
-            return gr.update(), None
-        progress((0, len(paths)), desc="ingesting")
+            return gr.update(), None, gr.update(), gr.update()
+        try:
+            browser_id = browser_id_of(browser_id, request)
+        except ValueError as e:
+            _remove_uploads(paths, service.upload_root)
+            raise _error(e) from e
+        try:
+            owner = owner_of(browser_id, request)
+            progress(0.0, desc="reading the files")
 
-        def cb(done, total, name):
-            progress((done, total), desc=f"ingesting {name}" if name else "ingesting", unit="files")
+            def step(st):  # moves within each file: chunking (LM windows), embedding, writing; with an estimate
+                progress(st.fraction, desc=st.message())
 
-        rows = service.ingest_files(paths, progress=cb)
+            rows = service.ingest_files(paths, owner=owner, on_step=step)
+        finally:
+            _remove_uploads(paths, service.upload_root)
         df = pd.DataFrame(rows, columns=["name", "status", "message", "chunks"])
         n_ok = sum(r["status"] in ("ingested", "updated") for r in rows)
         bad = [r for r in rows if r["status"] in ("failed", "refused")]
         if bad:
-            gr.Warning(f"{len(bad)} file(s) not ingested: " + "; ".join(f"{r['name']}: {r['message']}" for r in bad))
+            gr.Warning(html.escape(f"{len(bad)} file(s) not ingested: "
+                                   + "; ".join(f"{r['name']}: {r['message']}" for r in bad)))
         if n_ok:
             gr.Info(f"{n_ok} document(s) ingested and searchable")
-        return df, None
+        return df, None, mine(browser_id, request), browser_id
 
-    def on_ask(question, history, answers, k, budget, retriever, backend):
+    def on_delete_mine(browser_id, selected, request: gr.Request):
+        try:
+            deleted = service.delete_own(owner_of(browser_id, request), list(selected or []))
+        except ValueError as e:
+            raise _error(e) from e
+        gr.Info(html.escape(f"Deleted {', '.join(deleted)}"))
+        return mine(browser_id, request)
+
+    allow_links = getattr(s, "answer_links", False)
+
+    def shown(text):  # answer and user text render literally: no HTML, no live link or image from a document
+        return render.answer_markdown(text, allow_links)
+
+    def on_ask(question, history, answers, k, budget, retriever, backend, browser_id, request: gr.Request):
         history = list(history or [])
         answers = list(answers or [])
         question = (question or "").strip()
-        history.append({"role": "user", "content": question})
+        history.append({"role": "user", "content": render.plain_text_markdown(question)})
         history.append({"role": "assistant", "content": ""})
         yield history, answers, gr.update(), gr.update(), ""
         text = ""
         try:
+            owner = reader_of(browser_id, request)
             for kind, value in service.ask(question, k=int(k), budget_words=int(budget), retriever=retriever,
-                                           backend=backend):
+                                           backend=backend, owner=owner):
                 if kind == "token":
                     text += value
-                    history[-1] = {"role": "assistant", "content": text}
+                    history[-1] = {"role": "assistant", "content": shown(text)}
                     yield history, answers, gr.update(), gr.update(), ""
                 elif kind == "done":
                     a = value.to_dict()
                     answers.append(a)
                     if a["error"]:
                         text += f"\n\n⚠️ the {a['backend']} backend failed: {a['error']} (the sources were still retrieved)"
-                    history[-1] = {"role": "assistant", "content": text or "(no answer)"}
+                    history[-1] = {"role": "assistant", "content": shown(text) if text else "(no answer)"}
                     cited = {c["number"] for c in a["citations"]}
                     t = a["timings"]
-                    body = (render.weight_bars(a["weights"]) + render.sources_html(a["sources"], cited)
+                    links = {x["number"]: u for x in a["sources"] if (u := service.view_link(x))}
+                    body = (render.weight_bars(a["weights"]) + render.sources_html(a["sources"], cited, links)
                             + f'<div class="mg-scores">{a["backend"]} via {a["retriever"]}: retrieval '
                               f'{t["retrieval_s"] * 1000:.0f} ms, total {t["total_s"]:.2f} s</div>')
                     history.append({"role": "assistant", "content": body,
@@ -97,7 +205,7 @@ def build_app(service: UiService):
 
             if not isinstance(e, (ValueError, EmptyIndexError)):
                 log.exception("answering failed")
-            history[-1] = {"role": "assistant", "content": f"⚠️ {e}"}
+            history[-1] = {"role": "assistant", "content": "⚠️ " + render.plain_text_markdown(str(e))}
             yield history, answers, gr.update(), gr.update(), ""
 
     # -- evaluate handlers -----------------------------------------------------------------------------------
@@ -108,15 +216,17 @@ def build_app(service: UiService):
             idx = len(answers) - 1
         return answers[int(idx)]
 
-    def on_pick(answers, idx, k):
+    def on_pick(answers, idx, k, browser_id, request: gr.Request):
         a = pick(answers, idx)
         if a is None:
             return "*Ask a question on the Chat tab first.*", gr.update(choices=[], value=[]), None, ""
-        hits = service.level_hits(a["question"], k=int(k), retriever=a["retriever"] if a["retriever"] != "none" else "dense")
+        hits = service.level_hits(a["question"], k=int(k), retriever=a["retriever"] if a["retriever"] != "none" else "dense",
+                                  owner=reader_of(browser_id, request))
         df = pd.DataFrame(hits, columns=["retriever", "level", "rank", "score", "document", "chars", "text"])
         choices = [(f"[{x['number']}] {x['doc_id']}", x["number"]) for x in a["sources"]]
         cited = [c["number"] for c in a["citations"]]
-        md = f"**Q:** {a['question']}\n\n**A:** {a['text'] or '(no answer)'}"
+        md = (f"**Q:** {render.plain_text_markdown(a['question'])}\n\n"
+              f"**A:** {shown(a['text']) if a['text'] else '(no answer)'}")
         return md, gr.update(choices=choices, value=cited), df, render.sources_html(a["sources"], set(cited))
 
     def on_f1(answers, idx, reference):
@@ -127,28 +237,29 @@ def build_app(service: UiService):
             return "F1: enter a reference answer"
         return f"F1: {qa_f1_score(a['text'], reference):.3f}"
 
-    def on_save(answers, idx, reference, rating, comment, relevant):
+    def on_save(answers, idx, reference, rating, comment, relevant, browser_id, request: gr.Request):
         a = pick(answers, idx)
         try:
             eid, f1, n_ev = service.evaluate(a, reference=reference, rating=rating or None, comment=comment,
-                                             relevant=[int(x) for x in (relevant or [])])
+                                             relevant=[int(x) for x in (relevant or [])],
+                                             owner=owner_of(browser_id, request))
         except ValueError as e:
             raise _error(e) from e
         f1s = f"; F1 {f1:.3f}" if f1 is not None else ""
         return f"Saved evaluation #{eid}{f1s}; {n_ev} evidence span(s)."
 
-    def on_export():
-        path, n = service.export_feedback()
-        gr.Info(f"{n} evaluation(s) exported")
+    def on_export(browser_id, request: gr.Request):
+        path, n = service.export_feedback(owner=owner_of(browser_id, request))
+        gr.Info(f"{n} of your evaluation(s) exported")
         return str(path), f"{n} record(s) in {path.name} (bench format: id, question, doc_id, answers, evidence)"
 
-    def on_bench(set_name, upload, k, progress=gr.Progress()):
+    def on_bench(set_name, upload, k, browser_id, request: gr.Request, progress=gr.Progress()):
         ref = upload or set_name
         if not ref:
             raise gr.Error("choose a bench set or upload a questions.jsonl")
         progress(None, desc="running the benchmark")
         try:
-            res = service.run_benchmark(ref, k=int(k))
+            res = service.run_benchmark(ref, k=int(k), owner=reader_of(browser_id, request))
         except (ValueError, FileNotFoundError) as e:
             raise _error(e) from e
         note = f"{res['n_questions']} question(s) over the live index"
@@ -156,36 +267,39 @@ def build_app(service: UiService):
             note += f"; skipped (not in the index): {', '.join(res['skipped_docs'][:8])}"
         if res.get("mismatched_docs"):
             note += f"; skipped (text differs from the set's): {', '.join(res['mismatched_docs'][:8])}"
+        note = render.plain_text_markdown(note)
         return pd.DataFrame(render.bench_table(res), columns=["metric", "value"]), render.bench_figure(res), note
 
     # -- admin handlers (each checks the token server side) ----------------------------------------------------
     def admin(fn):
+        """Admin and refusal errors as a message on the page (the wrapper keeps the signature and annotations, so
+        Gradio still injects ``gr.Request`` and ``gr.Progress``)."""
+        @functools.wraps(fn)
         def wrapped(*args, **kw):
             try:
                 return fn(*args, **kw)
-            except AdminRequired as e:
+            except (AdminRequired, ValueError) as e:
                 raise _error(e) from e
-            except ValueError as e:
-                raise _error(e) from e
-        wrapped.__name__ = fn.__name__
-        wrapped.__signature__ = __import__("inspect").signature(fn)
         return wrapped
 
     def docs_outputs(token):
         live, rows = service.documents(token)
-        cols = ["document", "size (KB)", "version", "parents", "θ/2", "θ/4", "ingest s", "indexed", "parameters"]
+        cols = ["document", "owner", "size (KB)", "version", "parents", "θ/2", "θ/4", "ingest s", "indexed",
+                "parameters"]
         head = (f"Live index: generation {live['gen']}, chunker **{live['chunker']}**, θ = {live['theta']}"
                 if live else "No index yet.")
         return pd.DataFrame(rows, columns=cols), gr.update(choices=[r["document"] for r in rows], value=[]), head
 
     @admin
-    def on_login(user, password):
+    def on_login(user, password, request: gr.Request):
         try:
-            token = service.login(user, password)
+            token = service.login(user, password, _client_host(request))
         except AdminRequired as e:
-            return "", gr.update(visible=False), f"⚠️ {e}", gr.update(), gr.update(), gr.update()
+            return ("", gr.update(visible=False), f"⚠️ {e}", gr.update(), gr.update(), gr.update(), gr.update(),
+                    gr.update(), gr.update(), gr.update())
         df, sel, head = docs_outputs(token)
-        return token, gr.update(visible=True), f"Logged in as {user}.", df, sel, head
+        return (token, gr.update(visible=True), f"Logged in as {render.plain_text_markdown(user)}.", df, sel, head,
+                *llm_fields(token), users_text(token))
 
     @admin
     def on_docs(token):
@@ -195,25 +309,26 @@ def build_app(service: UiService):
     def on_delete(token, selected):
         deleted = service.delete(token, list(selected or []))
         df, sel, head = docs_outputs(token)
-        return df, sel, head, f"Deleted {', '.join(deleted)}."
+        return df, sel, head, render.plain_text_markdown(f"Deleted {', '.join(deleted)}.")
 
     @admin
     def on_reingest(token, selected, chunker, theta, which, progress=gr.Progress()):
         service.auth.check(token)
-        progress((0, 1), desc="re-ingesting")
+        progress(0.0, desc="re-ingesting")
 
-        def cb(done, total, name):
-            progress((done, max(total, 1)), desc=f"re-ingesting {name}" if name else "re-ingesting", unit="docs")
+        def cb(st):
+            progress(st.fraction, desc="re-ingesting " + st.message())
 
         docs = list(selected or []) if which == "selected" else None
         if which == "selected" and not docs:
             raise ValueError("select the documents to re-ingest (or choose all)")
-        report = service.reingest(token, docs, chunker or None, int(theta) if theta else None, progress=cb)
+        report = service.reingest(token, docs, chunker or None, int(theta) if theta else None, on_step=cb)
         failed = report.failed
         msg = (f"Re-ingested {len(report.ok)} document(s) into generation {report.generation}."
                if not failed else
                f"{len(failed)} document(s) failed ({'; '.join(f'{r.name}: {r.message}' for r in failed)})"
                + ("; the live index is unchanged" if docs is None else ""))
+        msg = render.plain_text_markdown(msg)
         df, sel, head = docs_outputs(token)
         return df, sel, head, msg
 
@@ -236,16 +351,83 @@ def build_app(service: UiService):
                 f"Trained on {rep['n_questions']} question(s): validation loss {h['best_val']:.4f} at epoch "
                 f"{h['best_epoch']} of {len(h['train'])}; the chat now uses it.")
 
+    # -- answer backends and the LLM endpoint ------------------------------------------------------------------------
+    def backend_menu(current=None):
+        """The chat's backend menu: the backends that can run here; a note says why each other one cannot."""
+        status = service.backends()
+        ok = [b for b, why in status.items() if why is None]
+        default = service.ctx.settings.synth_backend
+        value = current if current in ok else default if default in ok else ok[0]
+        note = "\n".join(f"- **{b}** cannot run: {render.plain_text_markdown(why)}" for b, why in status.items() if why)
+        return gr.update(choices=ok, value=value), note
+
+    def llm_fields(token):
+        e = service.llm_endpoint(token)
+        hint = "a key is stored (type a new one to replace it)" if e["key_set"] else "API key (if the server needs one)"
+        return (gr.update(value=e["base_url"]), gr.update(value="", placeholder=hint),
+                gr.update(value=e["model"] or None, choices=[e["model"]] if e["model"] else []))
+
+    @admin
+    def on_llm_list(token, url, key):
+        try:
+            models = service.llm_models(token, url, key or None)
+        except ValueError as e:
+            return gr.update(), "⚠️ " + render.plain_text_markdown(str(e))
+        return (gr.update(choices=models, value=models[0] if models else None),
+                render.plain_text_markdown(f"{len(models)} model(s): {', '.join(models[:12])}"))
+
+    @admin
+    def on_llm_test(token, url, model, key):
+        try:
+            return "✅ " + render.plain_text_markdown(service.llm_test(token, url, model or "", key or None))
+        except ValueError as e:
+            return "⚠️ " + render.plain_text_markdown(str(e))
+
+    @admin
+    def on_llm_save(token, url, model, key, current_backend):
+        e = service.set_llm(token, url, model or "", key or None)
+        menu, note = backend_menu(current_backend)
+        if e["base_url"]:
+            msg = (render.plain_text_markdown(f"Saved: {e['base_url']} · model {e['model'] or 'default'}"
+                                              f"{' · key stored' if e['key_set'] else ''}.")
+                   + " The chat's **openai** backend uses it from the next question.")
+        else:
+            msg = "Endpoint removed."
+        hint = "a key is stored (type a new one to replace it)" if e["key_set"] else "API key (if the server needs one)"
+        return msg, gr.update(value="", placeholder=hint), menu, note
+
+    def users_text(token):
+        names = service.user_names(token)
+        if not names:
+            return "No users: the web app needs no login; uploads and chats belong to each browser."
+        note = "" if getattr(service, "logins_required", False) else (
+            " **Restart `mgrag serve`** to require logins: it started without users.")
+        return render.plain_text_markdown("Users: " + ", ".join(names) + ".") + note
+
+    @admin
+    def on_user_add(token, name, password):
+        service.add_user(token, name, password)
+        return users_text(token), gr.update(value="")
+
+    @admin
+    def on_user_remove(token, name):
+        service.remove_user(token, (name or "").strip())
+        return users_text(token), gr.update(value="")
+
     # -- layout ---------------------------------------------------------------------------------------------
     with gr.Blocks(title="MGRAG") as demo:
         answers_state = gr.State([])
+        # a random id kept in this browser's local storage (encrypted with a secret from the data dir): documents
+        # uploaded from it belong to it, and only it (and the admin) can search, replace or delete them
+        browser = gr.BrowserState(None, storage_key="mgrag_browser", secret=service.state_secret())
         token_state = gr.State("")
         gr.Markdown("## MGRAG: chat with your documents")
         with gr.Tabs():
             with gr.Tab("Chat", id="chat"):
                 with gr.Row():
                     with gr.Column(scale=3):
-                        chatbot = gr.Chatbot(label="Answers", height=520, elem_id="chatbot", buttons=["copy"])
+                        chatbot = gr.Chatbot(label="Answers", height=520, elem_id="chatbot", buttons=["copy"],
+                                             sanitize_html=True, allow_tags=False, latex_delimiters=[])
                         with gr.Row():
                             question = gr.Textbox(placeholder="Ask a question about your documents…", show_label=False,
                                                   scale=5, elem_id="question", max_lines=4)
@@ -258,6 +440,11 @@ def build_app(service: UiService):
                                         file_count="multiple", type="filepath", elem_id="upload")
                         upload_report = gr.Dataframe(headers=["name", "status", "message", "chunks"],
                                                      label="Last upload", interactive=False, elem_id="upload-report")
+                        with gr.Accordion("Your uploads", open=False, elem_id="my-docs"):
+                            my_docs = gr.CheckboxGroup([], label="only this browser (and the admin) can search them",
+                                                       elem_id="my-docs-select")
+                            delete_mine_btn = gr.Button("Delete selected", variant="stop", size="sm",
+                                                        elem_id="delete-mine")
                         with gr.Accordion("Session settings", open=False, elem_id="session-settings"):
                             k_in = gr.Slider(1, 50, value=s.top_k, step=1, label="k: hits per level")
                             budget_in = gr.Slider(50, 5000, value=s.context_words, step=50,
@@ -265,6 +452,7 @@ def build_app(service: UiService):
                             retriever_in = gr.Radio(["dense", "bm25", "hybrid"], value=s.retriever, label="retriever")
                             backend_in = gr.Dropdown(list(BACKENDS), value=s.synth_backend, label="backend",
                                                      elem_id="backend")
+                            backend_note = gr.Markdown(elem_id="backend-note")
             with gr.Tab("Admin", id="admin"):
                 with gr.Row(elem_id="admin-login"):
                     user_in = gr.Textbox(label="user", value="", scale=1, elem_id="admin-user")
@@ -286,6 +474,29 @@ def build_app(service: UiService):
                                              elem_id="reingest-theta")
                         reingest_btn = gr.Button("Re-ingest", variant="primary", scale=0, elem_id="reingest")
                     admin_msg = gr.Markdown(elem_id="admin-msg")
+                    with gr.Accordion("LLM endpoint (OpenAI-compatible: Ollama, llama.cpp server, vLLM, …)", open=True,
+                                      elem_id="llm-admin"):
+                        with gr.Row():
+                            llm_url = gr.Textbox(label="base URL", placeholder="http://127.0.0.1:11434/v1", scale=3,
+                                                 elem_id="llm-url")
+                            llm_key = gr.Textbox(label="API key (kept on the server; empty keeps the stored one)",
+                                                 type="password", scale=2, elem_id="llm-key")
+                        with gr.Row():
+                            llm_list_btn = gr.Button("List models", scale=0, elem_id="llm-list")
+                            llm_model = gr.Dropdown([], label="model", allow_custom_value=True, scale=2,
+                                                    elem_id="llm-model")
+                            llm_test_btn = gr.Button("Test connection", scale=0, elem_id="llm-test")
+                            llm_save_btn = gr.Button("Save", variant="primary", scale=0, elem_id="llm-save")
+                        llm_msg = gr.Markdown(elem_id="llm-msg")
+                    with gr.Accordion("Users (with any, every visitor logs in; uploads and chats belong to the user)",
+                                      open=False, elem_id="users-admin"):
+                        users_md = gr.Markdown(elem_id="users-list")
+                        with gr.Row():
+                            user_name_in = gr.Textbox(label="user name", scale=2, elem_id="user-name")
+                            user_pw_in = gr.Textbox(label="password (8 characters or more)", type="password", scale=2,
+                                                    elem_id="user-password")
+                            user_add_btn = gr.Button("Add / set password", scale=0, elem_id="user-add")
+                            user_remove_btn = gr.Button("Remove", variant="stop", scale=0, elem_id="user-remove")
                     with gr.Row():
                         stats_btn = gr.Button("Index statistics", scale=0, elem_id="stats")
                         train_sets = gr.CheckboxGroup(["feedback"] + service.bench_sets(), value=["feedback"],
@@ -329,24 +540,40 @@ def build_app(service: UiService):
                     bench_plot = gr.Plot(label="metrics")
 
         # -- events ---------------------------------------------------------------------------------------------
-        files.upload(on_upload, [files], [upload_report, files], api_name="upload", concurrency_limit=4)
-        ask_args = dict(fn=on_ask, inputs=[question, chatbot, answers_state, k_in, budget_in, retriever_in, backend_in],
+        demo.load(on_load, [browser], [browser], api_visibility="private").then(
+            mine, [browser], [my_docs], api_visibility="private").then(
+            backend_menu, [backend_in], [backend_in, backend_note], api_visibility="private")
+        llm_list_btn.click(on_llm_list, [token_state, llm_url, llm_key], [llm_model, llm_msg], api_name="admin_llm_models")
+        llm_test_btn.click(on_llm_test, [token_state, llm_url, llm_model, llm_key], [llm_msg], api_name="admin_llm_test")
+        llm_save_btn.click(on_llm_save, [token_state, llm_url, llm_model, llm_key, backend_in],
+                           [llm_msg, llm_key, backend_in, backend_note], api_name="admin_llm_save")
+        files.upload(on_upload, [files, browser], [upload_report, files, my_docs, browser], api_name="upload",
+                     concurrency_limit=4)
+        delete_mine_btn.click(on_delete_mine, [browser, my_docs], [my_docs], api_name="delete_upload")
+        ask_args = dict(fn=on_ask, inputs=[question, chatbot, answers_state, k_in, budget_in, retriever_in, backend_in,
+                                           browser],
                         outputs=[chatbot, answers_state, weights_plot, answer_pick, question], concurrency_limit=None)
         ask_btn.click(api_name="ask", **ask_args)
         question.submit(api_visibility="private", **ask_args)
         pick_out = [answer_md, relevant_in, hits_df, eval_sources]
-        answer_pick.change(on_pick, [answers_state, answer_pick, eval_k], pick_out, api_visibility="private")
-        eval_k.release(on_pick, [answers_state, answer_pick, eval_k], pick_out, api_visibility="private")
+        answer_pick.change(on_pick, [answers_state, answer_pick, eval_k, browser], pick_out, api_visibility="private")
+        eval_k.release(on_pick, [answers_state, answer_pick, eval_k, browser], pick_out, api_visibility="private")
         reference_in.change(on_f1, [answers_state, answer_pick, reference_in], [f1_md], api_visibility="private")
-        save_btn.click(on_save, [answers_state, answer_pick, reference_in, rating_in, comment_in, relevant_in],
+        save_btn.click(on_save, [answers_state, answer_pick, reference_in, rating_in, comment_in, relevant_in, browser],
                        [eval_msg], api_name="save_evaluation")
-        export_btn.click(on_export, [], [export_file, eval_msg], api_name="export_feedback")
-        bench_btn.click(on_bench, [bench_set, bench_file, bench_k], [bench_df, bench_plot, bench_note],
+        export_btn.click(on_export, [browser], [export_file, eval_msg], api_name="export_feedback")
+        bench_btn.click(on_bench, [bench_set, bench_file, bench_k, browser], [bench_df, bench_plot, bench_note],
                         api_name="benchmark")
 
-        login_btn.click(on_login, [user_in, pw_in], [token_state, admin_panel, login_msg, docs_df, selected, live_md],
+        login_out = [token_state, admin_panel, login_msg, docs_df, selected, live_md, llm_url, llm_key, llm_model,
+                     users_md]
+        user_add_btn.click(on_user_add, [token_state, user_name_in, user_pw_in], [users_md, user_pw_in],
+                           api_name="admin_user_add")
+        user_remove_btn.click(on_user_remove, [token_state, user_name_in], [users_md, user_pw_in],
+                              api_name="admin_user_remove")
+        login_btn.click(on_login, [user_in, pw_in], login_out,
                         api_name="admin_login")
-        pw_in.submit(on_login, [user_in, pw_in], [token_state, admin_panel, login_msg, docs_df, selected, live_md],
+        pw_in.submit(on_login, [user_in, pw_in], login_out,
                      api_visibility="private")
         refresh_btn.click(on_docs, [token_state], [docs_df, selected, live_md], api_name="admin_docs")
         delete_btn.click(on_delete, [token_state, selected], [docs_df, selected, live_md, admin_msg],
@@ -368,17 +595,83 @@ def launch(service: UiService, *, host: str | None = None, port: int | None = No
     tmp = (s.data_dir / "tmp" / "gradio").resolve()
     tmp.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("GRADIO_TEMP_DIR", str(tmp))
+    service.upload_root = Path(os.environ["GRADIO_TEMP_DIR"]).resolve()  # the only folder uploads are read from
     demo = build_app(service)
     demo.queue(default_concurrency_limit=8, max_size=256)
+    auth = service.users.check if service.users else None  # accounts made by the admin: everyone logs in
+    service.logins_required = auth is not None
     app, url, _ = demo.launch(server_name=host or s.ui_host, server_port=port or s.ui_port, prevent_thread_lock=True,
                               max_file_size=int(s.max_file_mb * 2**20), quiet=True, show_error=True,
-                              footer_links=["api"], css=render_css(), max_threads=64)
+                              footer_links=["api"], css=render_css(), max_threads=64, auth=auth,
+                              auth_message="MGRAG: log in with the account your admin gave you.")
+    add_viewer_routes(app, service)
     if block:
         try:
             demo.block_thread()
         finally:
             demo.close()
     return demo, url
+
+
+def add_viewer_routes(app, service: UiService) -> None:
+    """``/mgrag/view/TOKEN`` (the viewer page), ``/mgrag/page/TOKEN`` (a PDF page as PNG, highlights drawn) and
+    ``/mgrag/original/TOKEN`` (the original file). Tokens are minted per answer (:meth:`UiService.view_link`)."""
+    from fastapi.responses import HTMLResponse, Response
+
+    from ingest.layout import Layout, page_span, place_label
+    from ui.viewer import render_pdf_page, view_page
+
+    def opened(token: str):
+        try:
+            return service.open_view(token)
+        except ValueError as e:
+            return Response(html.escape(str(e)), status_code=404, media_type="text/plain")
+
+    def highlights(view, text):
+        spans = [(view.start, view.end, "passage")] + ([(*view.matched, "child")] if view.matched else [])
+        return [(text[s:e], k) for s, e, k in spans + [(s, e, "support") for s, e in view.support]]
+
+    def page_view(token: str, page: int | None = None):
+        got = opened(token)
+        if isinstance(got, Response):
+            return got
+        view, row, text, data = got
+        lay = Layout.from_json(service.ctx.store.layout(view.hash))
+        label = place_label(page_span(lay, view.start, view.end), [])
+        n_pages, page_url = None, None
+        if row["kind"] == "pdf" and lay.pages:
+            from dataclasses import replace
+
+            view = replace(view, page=page or view.page or 1)
+            n_pages = len(lay.pages)
+            page_url = f"../page/{token}?page={view.page}"
+        return HTMLResponse(view_page(view, text, row["kind"], n_pages, page_url, f"../original/{token}", label))
+
+    def page_png(token: str, page: int = 1):
+        got = opened(token)
+        if isinstance(got, Response):
+            return got
+        view, row, text, data = got
+        if row["kind"] != "pdf":
+            return Response("not a PDF", status_code=404, media_type="text/plain")
+        png, _ = render_pdf_page(data, page, highlights(view, text))
+        return Response(png, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
+
+    def original(token: str):
+        got = opened(token)
+        if isinstance(got, Response):
+            return got
+        view, row, _, data = got
+        types = {"pdf": "application/pdf", "html": "text/plain; charset=utf-8", "text": "text/plain; charset=utf-8",
+                 "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}
+        name = Path(row["name"]).name.replace('"', "")
+        return Response(data, media_type=types.get(row["kind"], "application/octet-stream"),
+                        headers={"Content-Disposition": f'attachment; filename="{name}"',
+                                 "X-Content-Type-Options": "nosniff"})
+
+    app.add_api_route("/mgrag/view/{token}", page_view, methods=["GET"])
+    app.add_api_route("/mgrag/page/{token}", page_png, methods=["GET"])
+    app.add_api_route("/mgrag/original/{token}", original, methods=["GET"])
 
 
 def render_css() -> str:

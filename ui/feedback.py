@@ -21,6 +21,7 @@ CREATE TABLE IF NOT EXISTS evaluations (
     evidence TEXT NOT NULL, weights TEXT);
 """
 RATINGS = ("good", "bad", None)
+EVERYONE = object()  # owner argument of rows/export: every owner's evaluations (the admin's router training)
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Evaluation:
     backend: str = ""
     retriever: str = ""
     weights: list[float] = field(default_factory=list)
+    owner: str | None = None  # the browser or user that made it; exports show a caller only their own
 
     def __post_init__(self) -> None:
         if self.rating not in RATINGS:
@@ -55,21 +57,28 @@ class FeedbackStore:
         self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.executescript(SCHEMA)
+        if "owner" not in {r[1] for r in self.db.execute("PRAGMA table_info(evaluations)")}:
+            self.db.execute("ALTER TABLE evaluations ADD COLUMN owner TEXT")
 
     def add(self, ev: Evaluation) -> int:
         with self._lock:
             cur = self.db.execute(
                 "INSERT INTO evaluations (created, question, answer, backend, retriever, rating, comment, reference, "
-                "f1, doc_id, evidence, weights) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                "f1, doc_id, evidence, weights, owner) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (time.time(), ev.question, ev.answer, ev.backend, ev.retriever, ev.rating, ev.comment, ev.reference,
-                 ev.f1, ev.doc_id, json.dumps(ev.evidence, ensure_ascii=False), json.dumps(ev.weights)))
+                 ev.f1, ev.doc_id, json.dumps(ev.evidence, ensure_ascii=False), json.dumps(ev.weights), ev.owner))
             return int(cur.lastrowid)
 
-    def rows(self) -> list[dict]:
+    def rows(self, owner=EVERYONE) -> list[dict]:
+        """Every evaluation, or only ``owner``'s."""
         keys = ("id", "created", "question", "answer", "backend", "retriever", "rating", "comment", "reference",
-                "f1", "doc_id", "evidence", "weights")
+                "f1", "doc_id", "evidence", "weights", "owner")
+        q = f"SELECT {', '.join(keys)} FROM evaluations"
         with self._lock:
-            rows = self.db.execute(f"SELECT {', '.join(keys)} FROM evaluations ORDER BY id").fetchall()
+            if owner is EVERYONE:
+                rows = self.db.execute(q + " ORDER BY id").fetchall()
+            else:
+                rows = self.db.execute(q + " WHERE owner IS ? ORDER BY id", (owner,)).fetchall()
         out = []
         for r in rows:
             d = dict(zip(keys, r))
@@ -78,11 +87,11 @@ class FeedbackStore:
             out.append(d)
         return out
 
-    def training_records(self) -> list[dict]:
+    def training_records(self, owner=EVERYONE) -> list[dict]:
         """Evaluations usable as router training data, in the bench-set format: those with a document and at least
         one evidence span. A reference answer, when given, is the record's answer."""
         out = []
-        for r in self.rows():
+        for r in self.rows(owner):
             if not r["doc_id"] or not r["evidence"]:
                 continue
             out.append({"id": f"feedback-{r['id']}", "question": r["question"], "doc_id": r["doc_id"],
@@ -90,8 +99,14 @@ class FeedbackStore:
                         "evidence": [{"text": e["text"], "start": e["start"], "end": e["end"]} for e in r["evidence"]]})
         return out
 
-    def export_jsonl(self, path: Path) -> int:
-        recs = self.training_records()
+    def forget_document(self, doc_id: str) -> int:
+        """Drop the evidence (quotes of the document) of evaluations of a deleted document; ratings stay."""
+        with self._lock:
+            return self.db.execute("UPDATE evaluations SET evidence='[]', doc_id='' WHERE doc_id=?",
+                                   (doc_id,)).rowcount
+
+    def export_jsonl(self, path: Path, owner=EVERYONE) -> int:
+        recs = self.training_records(owner)
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(path.suffix + ".tmp")

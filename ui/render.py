@@ -3,6 +3,9 @@ No Gradio here, so each piece is tested alone."""
 from __future__ import annotations
 
 import html
+import re
+
+from ingest.layout import place_label
 
 LEVEL_NAMES = {0: "θ", 1: "θ/2", 2: "θ/4"}
 
@@ -26,6 +29,32 @@ def _esc(text: str) -> str:
     return html.escape(text).replace("\n", "<br>")
 
 
+_MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:$])")
+_AUTOLINK = re.compile(r"(?i)\b(https?|ftp|file|mailto|javascript|data)(\\?:)|\b(www)(\\?\.)")
+
+
+def plain_text_markdown(text: str) -> str:
+    r"""``text`` (an answer, a question, an error message: anything a document or a user wrote) as Markdown that
+    renders literally: HTML escaped, Markdown punctuation backslash-escaped (no link, image, heading or emphasis
+    can form), and URL schemes broken with a word joiner (U+2060) so no autolink becomes live. Line breaks are kept.
+
+    >>> print(plain_text_markdown('<img src=x> ![t](http://e.vil/p.png) [1]').replace("\u2060", "^"))
+    &lt;img src=x&gt; \!\[t\]\(http^\://e\.vil/p\.png\) \[1\]
+    """
+    escaped = _MD_PUNCT.sub(r"\\\1", html.escape(text or "", quote=False))
+    return _AUTOLINK.sub(lambda m: f"{m.group(1)}\u2060{m.group(2)}" if m.group(1) else f"{m.group(3)}\u2060{m.group(4)}",
+                         escaped)
+
+
+def answer_markdown(text: str, allow_links: bool = False) -> str:
+    """An answer as chat Markdown. By default everything is literal (:func:`plain_text_markdown`); with
+    ``allow_links`` (setting ``answer_links``) Markdown links stay live, but raw HTML is still escaped and images
+    are shown as text, so a document cannot make a reader's browser fetch anything."""
+    if not allow_links:
+        return plain_text_markdown(text)
+    return html.escape(text or "", quote=False).replace("![", "!\\[")
+
+
 def is_uniform(weights) -> bool:
     w = list(weights or [])
     return not w or max(w) - min(w) < 1e-9
@@ -46,10 +75,11 @@ def weight_bars(weights) -> str:
     return f'<div class="mg-weights"><strong>Router weights</strong>{note}{rows}</div>'
 
 
-def sources_html(sources: list[dict], cited: set[int] | None = None) -> str:
+def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict[int, str] | None = None) -> str:
     """Every source of an answer: document, the parent passage with its matched child highlighted, per-level
-    scores (dense and BM25)."""
+    scores (dense and BM25), and a link that opens it in the viewer (``links``: source number → URL)."""
     cited = cited or set()
+    links = links or {}
     parts = []
     for s in sources:
         dense = ", ".join(f"{level_name(int(lv))} {v:.3f}" for lv, v in sorted(s.get("level_scores", {}).items(),
@@ -58,9 +88,14 @@ def sources_html(sources: list[dict], cited: set[int] | None = None) -> str:
                                                                           key=lambda x: int(x[0])))
         scores = " · ".join(x for x in (f"dense: {dense}" if dense else "", f"BM25: {bm25}" if bm25 else "") if x)
         star = " ★ cited" if s["number"] in cited else ""
+        place = place_label(s.get("pages"), s.get("headings"))
+        where = html.escape(place) if place else f'chars {s["start"]}–{s["end"]}'
+        if s["number"] in links:
+            where += (f' · <a class="mg-open" href="{html.escape(links[s["number"]])}" target="_blank" '
+                      f'rel="noopener">open ↗</a>')
         parts.append(
             f'<div class="mg-source"><div class="mg-src-head"><strong>[{s["number"]}] {html.escape(s["doc_id"])}</strong>'
-            f' chars {s["start"]}–{s["end"]} · score {s["score"]:.3f} · matched {level_name(s["matched_level"])}'
+            f' · {where} · score {s["score"]:.3f} · matched {level_name(s["matched_level"])}'
             f'{star}</div><div class="mg-scores">{scores}</div>'
             f'<div class="mg-passage">{highlight(s["parent_text"], s["start"], s["end"], s["matched_start"], s["matched_end"])}'
             f'</div></div>')

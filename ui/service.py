@@ -8,9 +8,11 @@ live index, so chat keeps answering meanwhile. Admin actions check a server-issu
 """
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
+import os
 import re
 import secrets
 import threading
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.context import AppContext
-from ingest.loaders import SUPPORTED
+from ingest.loaders import SUPPORTED, IngestError
 
 log = logging.getLogger(__name__)
 
@@ -38,26 +40,88 @@ class UploadRefused(ValueError):
         self.name, self.problem = name, problem
 
 
+# -- who is asking ---------------------------------------------------------------------------------------------
+_BROWSER_ID = re.compile(r"^[A-Za-z0-9_-]{22,128}$")
+ADMIN = object()  # the owner argument of an admin action: sees and may change every document
+
+
+def new_browser_id() -> str:
+    """A random id a browser keeps in its local storage; documents uploaded from it belong to it."""
+    return secrets.token_urlsafe(24)
+
+
+def browser_owner(browser_id: str | None) -> str:
+    """The owner key of a browser id (a hash: the id itself, a bearer secret, is never stored), or ValueError for a
+    missing or malformed id."""
+    if not isinstance(browser_id, str) or not _BROWSER_ID.match(browser_id):
+        raise ValueError("this browser has no valid id yet: reload the page (API clients: pass a random string of "
+                         "22 to 128 letters, digits, - or _ as the browser id, the same one on every call)")
+    return "browser:" + hashlib.sha256(browser_id.encode()).hexdigest()[:32]
+
+
+class LoginThrottle:
+    """Failed admin logins per client: after ``free`` failures within ``window_s``, each further attempt is refused
+    for ``base_s * 2 ** (failures - free)`` seconds (at most ``max_s``), without checking the password, so guessing
+    costs time; a success clears the client's count."""
+
+    def __init__(self, free: int = 5, base_s: float = 2.0, max_s: float = 900.0, window_s: float = 900.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.free, self.base_s, self.max_s, self.window_s, self.clock = free, base_s, max_s, window_s, clock
+        self._fails: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def wait_s(self, client: str) -> float:
+        """Seconds ``client`` must wait before its next attempt (0: go ahead)."""
+        now = self.clock()
+        with self._lock:
+            fails = [t for t in self._fails.get(client, []) if now - t < self.window_s]
+            self._fails[client] = fails
+            if len(fails) < self.free:
+                return 0.0
+            until = fails[-1] + min(self.max_s, self.base_s * 2 ** (len(fails) - self.free))
+            return max(0.0, until - now)
+
+    def failed(self, client: str) -> None:
+        with self._lock:
+            self._fails.setdefault(client, []).append(self.clock())
+            if len(self._fails) > 10_000:  # a flood of addresses: forget the oldest
+                for k in list(self._fails)[:5_000]:
+                    del self._fails[k]
+
+    def succeeded(self, client: str) -> None:
+        with self._lock:
+            self._fails.pop(client, None)
+
+
 # -- admin login ------------------------------------------------------------------------------------------------
 class AdminAuth:
     """Credentials from the settings; a successful login gets a random token, valid for ``ttl_s``, which every
     admin call must present. Comparisons are constant-time."""
 
-    def __init__(self, user: str, password: str | None, ttl_s: float = 12 * 3600):
+    def __init__(self, user: str, password: str | None, ttl_s: float = 12 * 3600,
+                 throttle: LoginThrottle | None = None):
         self.user = user
         self.password = password
         self.ttl_s = ttl_s
+        self.throttle = throttle or LoginThrottle()
         self._tokens: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def login(self, user: str, password: str) -> str:
+    def login(self, user: str, password: str, client: str = "") -> str:
+        """A session token for the right credentials. ``client`` (the caller's address) is throttled after repeated
+        failures: while it waits, every attempt is refused, the right password included."""
         if not self.password:
             raise AdminRequired("admin is disabled: set MGRAG_ADMIN_PASSWORD and restart `mgrag serve`")
+        wait = self.throttle.wait_s(client)
+        if wait > 0:
+            raise AdminRequired(f"too many failed logins; try again in {wait:.0f} s")
         ok_user = hmac.compare_digest((user or "").encode(), self.user.encode())
         ok_pw = hmac.compare_digest((password or "").encode(), self.password.encode())
         if not (ok_user and ok_pw):
-            time.sleep(0.2)  # slow down guessing
+            self.throttle.failed(client)
+            log.warning("failed admin login from %s", client or "(unknown client)")
             raise AdminRequired("wrong user name or password")
+        self.throttle.succeeded(client)
         token = secrets.token_urlsafe(32)
         with self._lock:
             self._tokens[token] = time.time() + self.ttl_s
@@ -110,12 +174,19 @@ class JobState:
 
 
 class UiService:
-    def __init__(self, ctx: AppContext, admin_password: str | None = None):
+    def __init__(self, ctx: AppContext, admin_password: str | None = None, upload_root: str | Path | None = None):
+        """``upload_root``: the only folder uploads are read from (Gradio's upload cache; default ``GRADIO_TEMP_DIR``
+        or ``data_dir/tmp/gradio``, where :func:`ui.app.launch` puts it)."""
         self.ctx = ctx
         s = ctx.settings
         pw = admin_password if admin_password is not None else (
             s.admin_password.get_secret_value() if s.admin_password else None)
         self.auth = AdminAuth(s.admin_user, pw)
+        root = upload_root or os.environ.get("GRADIO_TEMP_DIR") or s.data_dir / "tmp" / "gradio"
+        self.upload_root = Path(root).resolve()
+        saved = self._read_llm()
+        if saved:  # the endpoint the admin set on the Admin tab wins over mgrag.toml and the environment
+            self._apply_llm(saved)
         self.write_lock = threading.Lock()
         self.job = JobState()
         self._feedback = None
@@ -131,7 +202,9 @@ class UiService:
                 self._feedback = FeedbackStore(self.ctx.settings.data_dir / "feedback.sqlite")
             return self._feedback
 
-    def _ingestor(self, progress: Progress | None):
+    def _ingestor(self, progress: Progress | None, on_step=None):
+        """An Ingestor reporting per document to ``progress(done, total, name)`` and within each file to
+        ``on_step(step)`` (:class:`ingest.pipeline.Step`), and to :attr:`job` for the admin's displays."""
         from ingest.pipeline import Ingestor
 
         def on(done: int, total: int, name: str) -> None:
@@ -139,7 +212,12 @@ class UiService:
             if progress is not None:
                 progress(done, total, name)
 
-        return Ingestor(self.ctx, on_progress=on)
+        def step(st) -> None:
+            self.job.message = st.message()
+            if on_step is not None:
+                on_step(st)
+
+        return Ingestor(self.ctx, on_progress=on, on_step=step)
 
     def _writing(self, kind: str):
         service = self
@@ -158,45 +236,193 @@ class UiService:
 
         return _Guard()
 
+    # -- ownership -----------------------------------------------------------------------------------------------
+    def doc_filter(self, owner, scope: list[str] | None = None) -> list[str] | None:
+        """The documents ``owner`` may search (the shared library and its own uploads), limited to ``scope`` when
+        one is chosen; None when that is every document (no scope, and no one else has private uploads or the
+        caller is the admin)."""
+        cat = self.ctx.catalog
+        allowed = None if owner is ADMIN or not cat.has_hidden_docs(owner) else cat.visible_doc_ids(owner)
+        if scope:
+            allowed = [d for d in scope if allowed is None or d in allowed]
+        return allowed
+
+    def searchable_documents(self, owner) -> list[str]:
+        """Every document ``owner`` may search (the choices of a conversation's scope)."""
+        cat = self.ctx.catalog
+        return [r["doc_id"] for r in cat.documents(None)] if owner is ADMIN else cat.visible_doc_ids(owner)
+
+    def own_documents(self, owner: str) -> list[str]:
+        """The documents ``owner`` uploaded."""
+        return [r["doc_id"] for r in self.ctx.catalog.documents(None) if r["owner"] == owner]
+
+    def delete_own(self, owner: str, doc_ids: list[str]) -> list[str]:
+        """Delete documents ``owner`` uploaded; another owner's or the shared library's are refused (an admin
+        action)."""
+        if not doc_ids:
+            raise ValueError("select the documents to delete")
+        for d in doc_ids:
+            exists, who = self.ctx.catalog.owner_of(d)
+            if not exists:
+                raise ValueError(f"no document {d!r}")
+            if who != owner:
+                raise ValueError(f"{d!r} is not one of your uploads; only the admin can delete it")
+        from ingest.pipeline import Ingestor
+
+        return self._delete(doc_ids)
+
+    def _delete(self, doc_ids: list[str]) -> list[str]:
+        """Delete documents everywhere they are kept: points, BM25, catalog rows and versions, originals no other
+        document shares, and the evidence quoted from them in evaluations."""
+        from ingest.pipeline import Ingestor
+
+        with self._writing("delete"):
+            deleted = [Ingestor(self.ctx).delete(d) for d in doc_ids]
+        for d in deleted:
+            self.feedback.forget_document(d)
+            self.conversations.forget_document(d)
+        return deleted
+
+    @property
+    def users(self):
+        """The web app's user accounts (:class:`ui.users.Users`); with any, `mgrag serve` requires a login."""
+        from ui.users import Users
+
+        if getattr(self, "_users", None) is None:
+            self._users = Users(self.ctx.settings.data_dir / ".secrets" / "users.sqlite")
+        return self._users
+
+    @property
+    def conversations(self):
+        """Conversations kept server side (:class:`ui.conversations.ConversationStore`)."""
+        from ui.conversations import ConversationStore
+
+        if getattr(self, "_conversations", None) is None:
+            self._conversations = ConversationStore(self.ctx.settings.data_dir / "conversations.sqlite")
+        return self._conversations
+
+    def user_names(self, token: str) -> list[str]:
+        self.auth.check(token)
+        return self.users.names()
+
+    def add_user(self, token: str, name: str, password: str) -> list[str]:
+        self.auth.check(token)
+        self.users.add((name or "").strip(), password or "")
+        return self.users.names()
+
+    def remove_user(self, token: str, name: str) -> list[str]:
+        self.auth.check(token)
+        self.users.remove(name)
+        return self.users.names()
+
+    @property
+    def view_tokens(self):
+        from ui.viewer import ViewTokens
+
+        if getattr(self, "_view_tokens", None) is None:
+            self._view_tokens = ViewTokens(self.state_secret())
+        return self._view_tokens
+
+    def view_link(self, source: dict, support: list[tuple[int, int]] | None = None) -> str | None:
+        """The viewer path (relative to the app's root) of one source of an answer (a Citation as a dict): its
+        document at the page of the matched passage, the passage, the child and the supporting sentences marked."""
+        from ui.viewer import View
+
+        if not source.get("doc_hash") or source.get("matched_level", 0) < 0:
+            return None
+        pages = source.get("matched_pages") or source.get("pages")
+        view = View(source["doc_id"], source["doc_hash"], source["start"], source["end"],
+                    (source["matched_start"], source["matched_end"]), tuple(tuple(x) for x in support or ()),
+                    pages[0] if pages else None)
+        return "mgrag/view/" + self.view_tokens.mint(view)
+
+    def open_view(self, token: str):
+        """(view, version row, text, original bytes) of a viewer token, or ValueError (bad, expired, or the
+        document is gone)."""
+        view = self.view_tokens.check(token)
+        row = self.ctx.catalog.version_of(view.doc_id, view.hash)
+        if row is None or not self.ctx.store.has(view.hash):
+            raise ValueError("this document is no longer in the library")
+        return view, row, self.ctx.store.text(view.hash), self.ctx.store.original(view.hash)
+
+    def state_secret(self) -> str:
+        """A random secret kept in the data dir (mode 0600) that encrypts what the browser stores (its id), stable
+        across restarts so a browser keeps its uploads."""
+        p = self.ctx.settings.data_dir / ".secrets" / "browser_state.key"
+        if not p.exists():
+            p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = p.with_suffix(f".{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_urlsafe(32))
+            os.replace(tmp, p)
+        return p.read_text().strip()
+
     # -- chat ----------------------------------------------------------------------------------------------------
+    def _read_upload(self, path: Path, name: str) -> bytes:
+        """The bytes of an uploaded file, which must lie inside the upload folder once every symlink is resolved."""
+        from ingest.loaders import read_regular_file
+
+        try:
+            real = Path(path).resolve(strict=True)
+        except (OSError, RuntimeError) as e:
+            raise UploadRefused(name, "cannot be read (the upload is gone)") from e
+        if not real.is_relative_to(self.upload_root):
+            log.warning("refused an upload outside the upload folder %s: %s", self.upload_root, path)
+            raise UploadRefused(name, "is not a file uploaded to this server; refused")
+        try:
+            return read_regular_file(real, int(self.ctx.settings.max_file_mb * 2**20))
+        except IngestError as e:
+            raise UploadRefused(name, e.problem) from e
+
     def ingest_files(self, paths: list[str | Path], progress: Progress | None = None,
-                     names: list[str] | None = None) -> list[dict]:
-        """Ingest uploaded files (already on disk, e.g. Gradio's upload cache). Returns one row per file:
-        name, status, message, chunks per level. A refused or failing file is reported; the rest still ingests."""
-        max_bytes = int(self.ctx.settings.max_file_mb * 2**20)
+                     names: list[str] | None = None, owner: str | None = None, on_step=None) -> list[dict]:
+        """Ingest uploaded files (in the upload folder: Gradio's upload cache) for ``owner`` (a browser or user; None:
+        the shared library). Returns one row per file: name, status, message, chunks per level. A refused or
+        failing file is reported; the rest still ingests. The text is extracted (in a child process with limits)
+        before the write lock is taken, so one slow or hostile file does not hold up other users' uploads."""
+        from ingest.loaders import Limits, load_bytes
+
+        limits = Limits.of(self.ctx.settings)
         rows: dict[int, dict] = {}
-        accepted: list[tuple[int, str, bytes]] = []
+        loaded: list[tuple[int, object]] = []
         for i, p in enumerate(paths):
             p = Path(p)
             name = names[i] if names else p.name
             try:
                 name = check_upload_name(name)
-                size = p.stat().st_size
-                if size > max_bytes:
-                    raise UploadRefused(name, f"is {size / 2**20:.1f} MB, over the limit of "
-                                              f"{self.ctx.settings.max_file_mb:g} MB; split it or raise MGRAG_MAX_FILE_MB")
-                accepted.append((i, name, p.read_bytes()))
+                data = self._read_upload(p, name)
             except UploadRefused as e:
                 rows[i] = {"name": e.name, "status": "refused", "message": e.problem, "chunks": ""}
-            except OSError as e:
-                rows[i] = {"name": name, "status": "failed", "message": f"cannot be read ({e.strerror or e})",
-                           "chunks": ""}
-        if accepted:
+                continue
+            if progress is not None:
+                progress(0, len(paths), f"reading {name}")
+            try:
+                loaded.append((i, load_bytes(name, data, limits=limits)))
+            except IngestError as e:
+                loaded.append((i, e))
+        if loaded:
             with self._writing("upload"):
-                report = self._ingestor(progress).ingest_bytes([(n, d) for _, n, d in accepted])
-            for (i, _, _), r in zip(accepted, report.results):
+                report = self._ingestor(progress, on_step).ingest_loaded([d for _, d in loaded], owner=owner)
+            for (i, _), r in zip(loaded, report.results):
                 rows[i] = {"name": r.name, "status": r.status, "message": r.message,
                            "chunks": "/".join(str(c) for c in r.chunks_per_level)}
         return [rows[i] for i in sorted(rows)]
 
     def ask(self, question: str, *, k: int | None = None, budget_words: int | None = None,
-            retriever: str | None = None, backend: str | None = None) -> Iterator[tuple[str, object]]:
-        """:func:`app.answer.ask`, retried once if retrieval failed because a re-ingestion switched the index
-        under it (the old generation's collections dropped between reading the live generation and searching)."""
+            retriever: str | None = None, backend: str | None = None, owner=ADMIN,
+            scope: list[str] | None = None) -> Iterator[tuple[str, object]]:
+        """:func:`app.answer.ask` over the documents ``owner`` may search (within ``scope`` if given), retried once
+        if retrieval failed because a re-ingestion switched the index under it (the old generation's collections
+        dropped between reading the live generation and searching)."""
         from app.answer import ask
         from retrieval.search import EmptyIndexError
 
-        kw = dict(k=k, budget_words=budget_words, retriever=retriever, backend=backend)
+        docs = self.doc_filter(owner, scope)
+        if docs is not None and not docs:
+            raise ValueError("none of the documents this conversation is limited to can be searched any more; "
+                             "choose others under 'Search in'")
+        kw = dict(k=k, budget_words=budget_words, retriever=retriever, backend=backend, doc_ids=docs)
         for attempt in (1, 2):
             gen = self.ctx.catalog.live_generation()
             events = ask(self.ctx, question, **kw)
@@ -216,8 +442,9 @@ class UiService:
             return
 
     # -- evaluation ----------------------------------------------------------------------------------------------
-    def level_hits(self, question: str, k: int = 5, retriever: str = "dense") -> list[dict]:
-        """The chunks retrieved at every level for ``question``, best first per level, with their scores."""
+    def level_hits(self, question: str, k: int = 5, retriever: str = "dense", owner=ADMIN) -> list[dict]:
+        """The chunks retrieved at every level for ``question`` among ``owner``'s searchable documents, best first
+        per level, with their scores."""
         from retrieval.bm25 import tokenize
         from retrieval.search import check_question
 
@@ -226,10 +453,11 @@ class UiService:
         if live is None:
             return []
         rows = []
+        docs = self.doc_filter(owner)
         if retriever in ("dense", "hybrid"):
             qv = self.ctx.embedder.embed_queries([q])[0]
             for level in range(live.n_levels):
-                for rank, p in enumerate(self.ctx.index.search(level, qv, k), 1):
+                for rank, p in enumerate(self.ctx.index.search(level, qv, k, doc_ids=docs), 1):
                     pl = p.payload
                     rows.append({"retriever": "dense", "level": level, "rank": rank, "score": round(float(p.score), 4),
                                  "document": pl["doc_id"], "chars": f"{pl['start']}-{pl['end']}", "text": pl["text"]})
@@ -237,7 +465,7 @@ class UiService:
             qt = tokenize(q)
             for level in range(live.n_levels):
                 lv = self.ctx.bm25.level(live.gen, level)
-                top = lv.top_indices(qt, k)
+                top = lv.top_indices(qt, k, allowed=docs)
                 found = {str(p.id): p.payload for p in self.ctx.index.retrieve(level, [lv.ids[i] for i, _ in top])}
                 for rank, (i, score) in enumerate(top, 1):
                     pl = found.get(lv.ids[i])
@@ -248,7 +476,7 @@ class UiService:
         return rows
 
     def evaluate(self, answer: dict, *, reference: str = "", rating: str | None = None, comment: str = "",
-                 relevant: list[int] | None = None) -> tuple[int, float | None, int]:
+                 relevant: list[int] | None = None, owner: str | None = None) -> tuple[int, float | None, int]:
         """Store an evaluation of ``answer`` (an :class:`~app.answer.Answer` as a dict). ``relevant``: the numbers
         of the sources that hold the answer (default: the cited ones when rated good). Their matched passages
         become the evidence, restricted to the first relevant source's document. Returns (id, F1, n evidence)."""
@@ -276,12 +504,18 @@ class UiService:
                 evidence.append(e)
         ev = Evaluation(answer.get("question", ""), answer.get("text", ""), rating or None, comment or "", reference,
                         f1, doc_id, evidence, answer.get("backend", ""), answer.get("retriever", ""),
-                        list(answer.get("weights") or []))
+                        list(answer.get("weights") or []), owner=owner)
         return self.feedback.add(ev), f1, len(evidence)
 
-    def export_feedback(self, path: Path | None = None) -> tuple[Path, int]:
-        path = Path(path or self.ctx.settings.data_dir / "exports" / "feedback.jsonl")
-        return path, self.feedback.export_jsonl(path)
+    def export_feedback(self, path: Path | None = None, owner=ADMIN) -> tuple[Path, int]:
+        """Evaluations with evidence as bench-format JSONL: the caller's own (``owner``), or everyone's for the
+        admin (router training). Each owner's export has its own file."""
+        if owner is ADMIN:
+            path = Path(path or self.ctx.settings.data_dir / "exports" / "feedback.jsonl")
+            return path, self.feedback.export_jsonl(path)
+        key = hashlib.sha256(str(owner).encode()).hexdigest()[:16]
+        path = Path(path or self.ctx.settings.data_dir / "exports" / key / "feedback.jsonl")
+        return path, self.feedback.export_jsonl(path, owner=owner)
 
     def bench_sets(self) -> list[str]:
         from app.evaluation.bench import BENCH_DIR
@@ -290,15 +524,18 @@ class UiService:
             return []
         return sorted(p.name for p in BENCH_DIR.iterdir() if (p / "questions.jsonl").is_file())
 
-    def live_chunks(self) -> tuple[dict[str, str], dict[str, list]]:
-        """(text per document, chunks per document) of the live index, from the catalog and the document store."""
+    def live_chunks(self, owner=ADMIN) -> tuple[dict[str, str], dict[str, list]]:
+        """(text per document, chunks per document) of the live index among ``owner``'s searchable documents, from
+        the catalog and the document store."""
         from ingest.types import Chunk
 
         cat = self.ctx.catalog
         live = cat.live_generation()
         if live is None:
             return {}, {}
-        docs = {r["doc_id"]: r for r in cat.documents(live.gen) if r["n_l0"] is not None}
+        allowed = self.doc_filter(owner)
+        docs = {r["doc_id"]: r for r in cat.documents(live.gen) if r["n_l0"] is not None
+                and (allowed is None or r["doc_id"] in allowed)}
         with cat._lock:
             rows = cat.db.execute('SELECT id, doc_id, level, start, "end", parent_id FROM chunks WHERE gen=?',
                                   (live.gen,)).fetchall()
@@ -315,13 +552,13 @@ class UiService:
         return texts, chunks
 
     def run_benchmark(self, set_ref: str | Path, *, k: int = 20, budget_words: int | None = None,
-                      max_questions: int = 200) -> dict:
+                      max_questions: int = 200, owner=ADMIN) -> dict:
         """Retrieval metrics of a bench set over the live index (its chunks, embedded in memory). Questions whose
         document is not in the index are skipped and counted. ``set_ref``: a set name under ``../shared/bench``,
         a set's folder, or an uploaded ``questions.jsonl`` whose ``doc_id``s name documents in the index."""
         from app.evaluation.bench import BenchSet, Evidence, Question, evaluate_retrieval, load_set
 
-        texts, chunks = self.live_chunks()
+        texts, chunks = self.live_chunks(owner)
         if not chunks:
             raise ValueError("the index is empty; ingest the bench set's documents first")
         by_stem = {Path(d).stem: d for d in texts} | {d: d for d in texts}
@@ -359,9 +596,89 @@ class UiService:
         res["mismatched_docs"] = sorted(mismatched)
         return res
 
+    # -- the LLM endpoint (Admin tab) --------------------------------------------------------------------------------
+    @property
+    def _llm_path(self) -> Path:
+        return self.ctx.settings.data_dir / ".secrets" / "llm.json"
+
+    def _read_llm(self) -> dict | None:
+        p = self._llm_path
+        return json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
+
+    def _apply_llm(self, cfg: dict) -> None:
+        self.ctx.settings = self.ctx.settings.model_copy(update={
+            "openai_base_url": cfg.get("base_url") or None, "openai_model": cfg.get("model") or "default",
+            "openai_api_key": cfg.get("api_key") or None})
+
+    def backends(self) -> dict[str, str | None]:
+        """Every answer backend: None when it can run here, else why not (no model is loaded to tell)."""
+        from app.synth.status import backend_status
+
+        return backend_status(self.ctx.settings)
+
+    def llm_endpoint(self, token: str) -> dict:
+        """The OpenAI-compatible endpoint in use: base URL, model, and whether a key is set (never the key)."""
+        self.auth.check(token)
+        s = self.ctx.settings
+        return {"base_url": s.openai_base_url or "", "model": s.openai_model if s.openai_base_url else "",
+                "key_set": bool(s.openai_api_key)}
+
+    def _key_for(self, base_url: str, api_key: str | None) -> str | None:
+        """The key typed in, else the stored one when it is for the same endpoint."""
+        if api_key:
+            return api_key
+        s = self.ctx.settings
+        same = (base_url or "").rstrip("/") == (s.openai_base_url or "").rstrip("/")
+        return s.openai_api_key if same else None
+
+    def llm_models(self, token: str, base_url: str, api_key: str | None = None) -> list[str]:
+        """The models the endpoint serves (``GET /v1/models``), or ValueError naming what failed."""
+        from app.synth import SynthesisError
+        from app.synth.openai_compat import list_models
+
+        self.auth.check(token)
+        try:
+            return list_models(base_url, self._key_for(base_url, api_key))
+        except SynthesisError as e:
+            raise ValueError(str(e)) from e
+
+    def llm_test(self, token: str, base_url: str, model: str, api_key: str | None = None) -> str:
+        """List the models and ask ``model`` for a few tokens; what worked, or ValueError naming the failed step."""
+        from app.synth import SynthesisError
+        from app.synth.openai_compat import check_endpoint
+
+        self.auth.check(token)
+        try:
+            return check_endpoint(base_url, model, self._key_for(base_url, api_key),
+                                  timeout=self.ctx.settings.llm_read_timeout_s)
+        except SynthesisError as e:
+            raise ValueError(str(e)) from e
+
+    def set_llm(self, token: str, base_url: str, model: str, api_key: str | None = None,
+                clear_key: bool = False) -> dict:
+        """Save the endpoint for this server (``data_dir/.secrets/llm.json``, mode 0600) and use it from the next
+        question on; an empty ``api_key`` keeps the stored one (for the same endpoint), ``clear_key`` drops it. An
+        empty base URL removes the endpoint."""
+        self.auth.check(token)
+        base_url = (base_url or "").strip().rstrip("/")
+        if base_url and not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"{base_url!r} is not an http:// or https:// address")
+        key = None if clear_key else self._key_for(base_url, (api_key or "").strip() or None)
+        cfg = {"base_url": base_url, "model": (model or "").strip(), "api_key": key}
+        p = self._llm_path
+        p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = p.with_suffix(f".{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(cfg, f)
+        os.replace(tmp, p)
+        self._apply_llm(cfg)
+        log.info("LLM endpoint set to %s (model %s)", base_url or "(none)", cfg["model"] or "-")
+        return self.llm_endpoint(token)
+
     # -- admin ---------------------------------------------------------------------------------------------------
-    def login(self, user: str, password: str) -> str:
-        return self.auth.login(user, password)
+    def login(self, user: str, password: str, client: str = "") -> str:
+        return self.auth.login(user, password, client)
 
     def documents(self, token: str) -> tuple[dict | None, list[dict]]:
         self.auth.check(token)
@@ -372,7 +689,8 @@ class UiService:
                 "parents": r["n_l0"] or 0, "θ/2": r["n_l1"] or 0, "θ/4": r["n_l2"] or 0,
                 "ingest s": round(r["seconds"] or 0.0, 2),
                 "indexed": time.strftime("%Y-%m-%d %H:%M", time.localtime(r["indexed_at"])) if r["indexed_at"] else "",
-                "parameters": json.dumps(_own_params(r["chunking"]) or params, ensure_ascii=False, sort_keys=True)}
+                "parameters": json.dumps(_own_params(r["chunking"]) or params, ensure_ascii=False, sort_keys=True),
+                "owner": "library" if r["owner"] is None else r["owner"].split(":")[0] + " " + r["owner"][-6:]}
                for r in rows]
         return ({"gen": live.gen, **params} if live else None), out
 
@@ -380,13 +698,10 @@ class UiService:
         self.auth.check(token)
         if not doc_ids:
             raise ValueError("select the documents to delete")
-        from ingest.pipeline import Ingestor
-
-        with self._writing("delete"):
-            return [Ingestor(self.ctx).delete(d) for d in doc_ids]
+        return self._delete(doc_ids)
 
     def reingest(self, token: str, doc_ids: list[str] | None = None, chunker: str | None = None,
-                 theta: int | None = None, progress: Progress | None = None):
+                 theta: int | None = None, progress: Progress | None = None, on_step=None):
         """All documents (``doc_ids`` None or empty): a new generation with ``chunker``/``theta``, built beside the
         live one and switched atomically. Some documents: the same, but only those are re-chunked, with
         ``chunker``/``theta`` if given (recorded for those documents only) or with their own; the others' chunks
@@ -399,7 +714,7 @@ class UiService:
             raise ValueError(f"θ must be between 4 and 100000 words, got {theta}")
         theta = int(theta) if theta else None
         with self._writing("reingest"):
-            ing = self._ingestor(progress)
+            ing = self._ingestor(progress, on_step)
             if doc_ids:
                 return ing.reingest(chunker or None, theta, only=doc_ids)
             return ing.reingest(chunker, theta)

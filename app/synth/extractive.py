@@ -43,10 +43,13 @@ class ExtractiveSynthesizer:
         return np.stack(out)
 
     def select(self, question: str, sources: Sequence) -> list[tuple[str, int]]:
+        from app.synth.guard import looks_like_instruction
+
         cands: list[tuple[str, int, int]] = []
         for src in sources:
             for s, e in split_sentences(src.text, max_words=80):
-                cands.append((src.text[s:e], src.rank, s))
+                if not looks_like_instruction(src.text[s:e]):  # a document's orders to an AI are never an answer
+                    cands.append((src.text[s:e], src.rank, s))
         if not cands:
             return []
         q = self.embedder.embed_queries([question])[0]

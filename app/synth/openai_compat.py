@@ -59,7 +59,7 @@ class OpenAICompatSynthesizer:
             with self._client() as client, client.stream("POST", self.url, json=body) as r:
                 if r.status_code != 200:
                     r.read()
-                    raise SynthesisError(f"{self.url} answered HTTP {r.status_code}: {r.text[:200]!r}")
+                    raise SynthesisError(_status_problem(self.url, r.status_code, r.text))
                 if "application/json" in r.headers.get("content-type", ""):  # server ignored stream=true
                     r.read()
                     yield _content_of(self.url, r.text, streamed=False)
@@ -96,3 +96,68 @@ def _content_of(url: str, data: str, streamed: bool) -> str:
         return part.get("content") or ""
     except (json.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError) as e:
         raise SynthesisError(f"{url} returned a response that is not chat-completions JSON: {data[:120]!r}") from e
+
+
+def _explain(url: str, e: Exception) -> str:
+    """What failed talking to ``url``, in words a user can act on."""
+    import httpx
+
+    if isinstance(e, httpx.ConnectError):
+        cause = str(e).lower()
+        if "name or service" in cause or "nodename" in cause or "getaddrinfo" in cause:
+            return f"cannot resolve the host of {url}: check the address"
+        return f"cannot connect to {url}: nothing is listening there (is the server running? is the port right?)"
+    if isinstance(e, httpx.TimeoutException):
+        return f"{url} did not answer in time ({e.__class__.__name__})"
+    if isinstance(e, httpx.UnsupportedProtocol):
+        return f"{url} is not an http:// or https:// address"
+    return f"{url} failed: {e.__class__.__name__}: {e}"
+
+
+def _status_problem(url: str, code: int, body: str) -> str:
+    if code in (401, 403):
+        return f"{url} refused the API key (HTTP {code}): check the key"
+    if code == 404:
+        return (f"{url} was not found (HTTP 404): the base URL should end in /v1 (e.g. http://127.0.0.1:11434/v1 "
+                "for Ollama), or the model name is wrong")
+    return f"{url} answered HTTP {code}: {body[:160]!r}"
+
+
+def list_models(base_url: str, api_key: str | None = None, timeout: float = 10.0) -> list[str]:
+    """The model ids an OpenAI-compatible endpoint serves (``GET {base_url}/models``); :class:`SynthesisError`
+    naming what failed (address, connection, key, path, protocol)."""
+    import httpx
+
+    base = (base_url or "").strip().rstrip("/")
+    if not base:
+        raise SynthesisError("enter the endpoint's base URL, e.g. http://127.0.0.1:11434/v1 (Ollama)")
+    url = f"{base}/models"
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        r = httpx.get(url, headers=headers, timeout=timeout)
+    except httpx.HTTPError as e:
+        raise SynthesisError(_explain(url, e)) from e
+    if r.status_code != 200:
+        raise SynthesisError(_status_problem(url, r.status_code, r.text))
+    try:
+        ids = [m["id"] for m in r.json()["data"]]
+    except (ValueError, KeyError, TypeError) as e:
+        raise SynthesisError(f"{url} did not answer with an OpenAI model list: {r.text[:120]!r}") from e
+    return sorted(ids)
+
+
+def check_endpoint(base_url: str, model: str, api_key: str | None = None, timeout: float = 30.0) -> str:
+    """Lists the endpoint's models and asks ``model`` for a few tokens; returns what worked, or raises
+    :class:`SynthesisError` naming the step that failed."""
+    t0 = time.monotonic()
+    models = list_models(base_url, api_key, timeout=min(timeout, 10.0))
+    if not model:
+        raise SynthesisError(f"the endpoint serves {len(models)} model(s); pick one ({', '.join(models[:5])})")
+    if models and model not in models:
+        raise SynthesisError(f"model {model!r} is not among the endpoint's models: {', '.join(models[:8])}")
+    synth = OpenAICompatSynthesizer(base_url, model, api_key, connect_timeout=5.0, read_timeout=timeout,
+                                    total_timeout=timeout, max_tokens=8)
+    reply = synth.complete([{"role": "user", "content": "Reply with the word: ready"}], max_tokens=8).strip()
+    if not reply:
+        raise SynthesisError(f"model {model!r} answered with nothing")
+    return f"connected: {len(models)} model(s) listed; {model} answered {reply[:40]!r} in {time.monotonic() - t0:.1f} s"

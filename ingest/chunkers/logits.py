@@ -51,7 +51,8 @@ class LogitsGuidedChunker(Chunker):
 
     scorer: object = field(compare=False)
     config: LGConfig = LGConfig()
-    on_window: Callable[[int], None] | None = field(default=None, compare=False)  # progress callback
+    on_window: Callable[[int], None] | None = field(default=None, compare=False)  # progress: one call per window
+    on_fraction: Callable[[float], None] | None = field(default=None, compare=False)  # progress: share of words done
     name = "lg"
 
     def _spans(self, text: str) -> list[tuple[int, int]]:
@@ -60,25 +61,30 @@ class LogitsGuidedChunker(Chunker):
         if not sentences:
             return []
         words = [count_words(text[s:e]) for s, e in sentences]
+        before = [0]
+        for w in words:
+            before.append(before[-1] + w)
         doc = self.scorer.tokenize(text, sentences)
         if self.config.mode == "streaming":
             probs = self.scorer.stream_probs(doc)
 
             def score(i: int, j: int):
-                self._tick()
+                self._tick(before[i] / max(before[-1], 1))
                 return probs[i:j]
         else:
 
             def score(i: int, j: int):
-                self._tick()
+                self._tick(before[i] / max(before[-1], 1))
                 return self.scorer.window_probs(doc, i, j)
 
         breaks = lg_breaks(words, theta, score, self.config.min_rest, self.config.min_words)
         return spans_from_breaks(sentences, breaks)
 
-    def _tick(self) -> None:
+    def _tick(self, fraction: float) -> None:
         if self.on_window is not None:
             self.on_window(1)
+        if self.on_fraction is not None:
+            self.on_fraction(fraction)
 
     def describe(self) -> dict:
         s = self.scorer

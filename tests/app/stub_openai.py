@@ -22,9 +22,14 @@ class StubOpenAI:
     ``reply=None`` answers with :func:`echo_reply` (the first sentence of source [1]).
     """
 
-    def __init__(self, reply: str = "The keeper has tended the light for twenty-two years [1].", mode: str = "ok"):
+    def __init__(self, reply: str = "The keeper has tended the light for twenty-two years [1].", mode: str = "ok",
+                 models: tuple[str, ...] = ("stub-llm", "stub-llm-large"), api_key: str | None = None,
+                 strict_models: bool = False):
         self.reply = reply
         self.mode = mode
+        self.models = list(models)
+        self.api_key = api_key  # when set, requests without "Bearer <api_key>" get HTTP 401
+        self.strict_models = strict_models  # when set, a chat request for a model not in ``models`` gets HTTP 404
         self.requests: list[dict] = []
         stub = self
 
@@ -32,9 +37,34 @@ class StubOpenAI:
             def log_message(self, *a):
                 pass
 
+            def _authorised(self) -> bool:
+                if stub.api_key and self.headers.get("Authorization") != f"Bearer {stub.api_key}":
+                    self._send(401, "application/json", b'{"error": {"message": "invalid api key"}}')
+                    return False
+                return True
+
+            def do_GET(self):
+                stub.requests.append({"path": self.path, "auth": self.headers.get("Authorization")})
+                if not self._authorised():
+                    return
+                if self.path.rstrip("/").endswith("/v1/models"):
+                    data = {"object": "list", "data": [{"id": m, "object": "model"} for m in stub.models]}
+                    self._send(200, "application/json", json.dumps(data).encode())
+                else:
+                    self._send(404, "text/plain", b"not found")
+
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                if not self._authorised():
+                    return
+                if not self.path.rstrip("/").endswith("/v1/chat/completions"):
+                    self._send(404, "text/plain", b"not found")
+                    return
+                if stub.strict_models and body.get("model") not in stub.models:
+                    self._send(404, "application/json",
+                               json.dumps({"error": {"message": f"model {body.get('model')!r} not found"}}).encode())
+                    return
                 reply = stub.reply if stub.reply is not None else echo_reply(body)
                 if stub.mode == "error":
                     self._send(500, "application/json", b'{"error": "model crashed"}')

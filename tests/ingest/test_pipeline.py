@@ -276,3 +276,24 @@ def test_failed_selected_reingest_leaves_live_index_whole(make_ctx, write):
     with pytest.raises(ValueError, match="no such documents: zzz"):
         Ingestor(ctx).reingest(theta=12, only=["zzz"])
     assert ctx.catalog.live_generation().gen == g1.gen
+
+
+def test_progress_moves_within_one_large_file(make_ctx, write):
+    """Steps within one file: chunking (LM windows) then embedding, each advancing, ending at writing; the batch
+    fraction grows with them and an estimate of the time left appears."""
+    from ingest.pipeline import Ingestor
+
+    steps = []
+    ctx = make_ctx(chunker="lgmgc", theta=40)
+    text = " ".join(f"Sentence number {i} talks about harbour number {i % 7}." for i in range(250))
+    Ingestor(ctx, on_step=steps.append, step_interval_s=0).ingest_paths([write("big.txt", text)])
+    phases = [s.phase for s in steps]
+    assert phases[0] == "reading" and "chunking (LM windows)" in phases and "embedding" in phases
+    assert phases[-1] == "writing"
+    lm = [s.file_fraction for s in steps if s.phase == "chunking (LM windows)"]
+    emb = [s.file_fraction for s in steps if s.phase == "embedding"]
+    assert len(set(lm)) >= 3 and lm == sorted(lm) and max(lm) < min(emb)
+    assert len(set(emb)) >= 3 and emb == sorted(emb)
+    fractions = [s.fraction for s in steps]
+    assert fractions == sorted(fractions) and all(0 <= f <= 1 for f in fractions)
+    assert steps[-1].message().startswith("big.txt: writing 97%")

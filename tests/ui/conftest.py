@@ -4,7 +4,6 @@ to keep a re-ingestion running while a test chats."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import sys
 import threading
@@ -14,8 +13,7 @@ from pathlib import Path
 import pytest
 
 ADMIN_PASSWORD = "test-admin-pw"
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+from tests.browser_fixtures import ARTIFACTS, CHROMIUM  # noqa: F401  (the browser fixtures are in tests/conftest.py)
 
 KEEPER = ("# Lighthouse log\n\nThe survey team reached the northern lighthouse on the third morning. "
           "The keeper, Mrs. Alder, has tended the light for twenty-two years. She logs the weather at dawn.\n\n"
@@ -43,11 +41,17 @@ class GatedEmbedder:
         self.gate = threading.Event()
         self.gate.set()
         self.waiting = threading.Event()
+        self.delay_s = 0.0  # seconds each ingestion call waits (a slow embedder, to watch progress move)
 
     def embed_passages(self, texts):
-        if not self.gate.is_set() and _called_from_ingestion():
-            self.waiting.set()
-            self.gate.wait(60)
+        if _called_from_ingestion():
+            if not self.gate.is_set():
+                self.waiting.set()
+                self.gate.wait(60)
+            if self.delay_s:
+                import time
+
+                time.sleep(self.delay_s)
         return self.inner.embed_passages(texts)
 
     def embed_queries(self, texts):
@@ -92,8 +96,10 @@ def ui_server(tmp_path_factory):
     docs = root / "seed"
     docs.mkdir()
     (docs / "keeper.md").write_text(KEEPER, encoding="utf-8")
-    rows = service.ingest_files([docs / "keeper.md"])
-    assert rows[0]["status"] == "ingested", rows
+    from ingest.pipeline import Ingestor
+
+    report = Ingestor(ctx).ingest_paths([docs / "keeper.md"])  # the shared library, as `mgrag ingest` makes it
+    assert report.results[0].status == "ingested", report.results
     demo, url = launch(service, host="127.0.0.1", port=free_port(), block=False)
     yield Server(url.rstrip("/"), service, emb, data, root)
     emb.gate.set()
@@ -103,31 +109,3 @@ def ui_server(tmp_path_factory):
         os.environ.pop("GRADIO_TEMP_DIR", None)
     else:
         os.environ["GRADIO_TEMP_DIR"] = old_tmp
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is missing on CI; .ci/run installs it with `apt-get install -y chromium`")
-        pytest.skip(f"no Chromium at {CHROMIUM}: `apt-get install -y chromium` to run the browser tests")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("playwright is missing: pip install -e '.[dev]'")
-        pytest.skip("playwright is not installed: pip install -e '.[dev]'")
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = ctx.new_page()
-    pg.set_default_timeout(30_000)
-    yield pg
-    ctx.close()

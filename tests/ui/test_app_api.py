@@ -12,6 +12,11 @@ ADMIN_CALLS = {
     "/admin_reingest": ([], "recursive", 20, "all"),
     "/admin_stats": (),
     "/admin_train_router": (["feedback"],),
+    "/admin_llm_models": ("http://127.0.0.1:9/v1", ""),
+    "/admin_llm_test": ("http://127.0.0.1:9/v1", "m", ""),
+    "/admin_llm_save": ("http://127.0.0.1:9/v1", "m", "sk-x", "extractive"),
+    "/admin_user_add": ("mallory", "a-long-password"),
+    "/admin_user_remove": ("mallory",),
 }
 
 
@@ -45,15 +50,18 @@ def test_admin_login_wrong_password_then_right(ui_server, client):
     assert "keeper.md" in str(table) and "Live index" in head
 
 
+BROWSER = "api-test-browser-id-0123456789"
+
+
 def test_ask_over_the_api(ui_server, client):
     history, _, _, _ = client.predict("How long has the keeper tended the light?", [], 5, 800, "dense", "extractive",
-                                      api_name="/ask")
+                                      BROWSER, api_name="/ask")
     text = str(history)
     assert "twenty-two years" in text and "Sources (" in text
 
 
 def test_empty_question_gets_a_message(ui_server, client):
-    history, _, _, _ = client.predict("   ", [], 5, 800, "dense", "extractive", api_name="/ask")
+    history, _, _, _ = client.predict("   ", [], 5, 800, "dense", "extractive", BROWSER, api_name="/ask")
     assert "the question is empty" in str(history)
 
 

@@ -4,6 +4,7 @@ test-artifacts/."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pytest
@@ -87,6 +88,67 @@ def test_upload_ask_streamed_answer_and_sources(ui_server, page, tmp_path):
     page.screenshot(path=str(ARTIFACTS / "chat.png"), full_page=True)
 
 
+def test_pdf_citation_with_its_page_opens_the_viewer_there(ui_server, page, tmp_path):
+    from tests.ingest.test_layout import BODY
+    from tests.pdfgen import make_pdf
+
+    pdf = tmp_path / "harbour-report.pdf"
+    pdf.write_bytes(make_pdf(BODY, header="Harbour Authority Annual Report 2024",
+                             outline=[("Meetings", 0), ("Fees", 1), ("Operations", 2), ("Lighthouse", 3)]))
+    _open(page, ui_server.url)
+    page.locator("#upload input[type=file]").set_input_files([str(pdf)])
+    _see(page.locator("#upload-report"), "ingested")
+    _ask(page, "How much do visiting yachts pay a night at the harbour?")
+    _wait_sources(page, 1)
+    chat = page.locator("#chatbot")
+    chat.get_by_text("Sources (").first.click()
+    page.locator("#chatbot .title.expanded").first.wait_for()
+    source = chat.locator(".mg-source").filter(has_text="harbour-report.pdf").first
+    head = source.locator(".mg-src-head")
+    from playwright.sync_api import expect
+
+    expect(head).to_contain_text(__import__("re").compile(r"p\. 2(–\d)? · Fees"), timeout=30_000)
+    with page.expect_popup() as popup:
+        head.locator("a.mg-open").click()
+    viewer = popup.value
+    viewer.wait_for_load_state()
+    _see(viewer.locator(".mg-page"), "page 2 of 4")
+    assert viewer.locator(".mg-page img").evaluate("img => img.complete && img.naturalWidth > 0")
+    cited = " ".join(source.locator(".mg-passage").inner_text().split())
+    marked = " ".join(viewer.locator("mark.mg-passage").first.inner_text().split())
+    assert cited[:60] == marked[:60] and viewer.locator("mark.mg-child").count() >= 1
+    viewer.screenshot(path=str(ARTIFACTS / "viewer.png"), full_page=True)
+    viewer.close()
+
+
+def test_upload_progress_moves_within_one_large_file(ui_server, page, tmp_path):
+    """A slow embedder (1 s per block) makes one file take seconds; the progress text under the upload shows the
+    phase within the file and changes as it goes, with an estimate of the time left."""
+    big = tmp_path / "ledger.md"
+    big.write_text(" ".join(f"Entry {i}: the ferry {i % 9} carried {i * 3 % 50} passengers on day {i}."
+                            for i in range(750)), encoding="utf-8")
+    assert big.stat().st_size < 50_000  # under the test server's upload limit
+    _open(page, ui_server.url)
+    ui_server.embedder.delay_s = 1.0
+    try:
+        page.locator("#upload input[type=file]").set_input_files([str(big)])
+        seen = []  # the progress messages shown, in order ("ledger.md: embedding 40% · about 3 s left")
+        for _ in range(300):
+            text = page.locator("#upload-report").inner_text()
+            m = re.search(r"ledger\.md: [^\n]*?\d+%[^\n-]*", text)
+            if m and m.group(0).strip() not in seen:
+                seen.append(m.group(0).strip())
+            if "ingested" in text:
+                break
+            page.wait_for_timeout(100)
+    finally:
+        ui_server.embedder.delay_s = 0.0
+    _see(page.locator("#upload-report"), "ingested")
+    embedding = [int(re.search(r"embedding (\d+)%", t).group(1)) for t in seen if "embedding" in t]
+    assert len(set(embedding)) >= 2 and embedding == sorted(embedding), seen  # moved within the one file
+    assert any("left" in t for t in seen), seen
+
+
 def test_admin_requires_login_then_reingests(ui_server, page):
     _open(page, ui_server.url, "Admin")
     assert not page.locator("#admin-panel").is_visible()
@@ -107,6 +169,45 @@ def test_admin_requires_login_then_reingests(ui_server, page):
     page.locator("#stats").click()
     page.locator("#stats-plot img").first.wait_for()
     page.screenshot(path=str(ARTIFACTS / "admin.png"), full_page=True)
+
+
+def test_llm_endpoint_set_in_the_admin_tab_then_used_by_the_chat(ui_server, page):
+    from tests.app.stub_openai import StubOpenAI
+
+    with StubOpenAI(api_key="sk-browser-secret") as stub:  # answers "… twenty-two years [1]."
+        _open(page, ui_server.url)
+        page.locator("#session-settings").click()
+        note = page.locator("#backend-note")
+        _see(note, "openai cannot run: no endpoint")
+        _open(page, ui_server.url, "Admin")
+        _login(page, ADMIN_PASSWORD)
+        page.locator("#llm-url textarea").fill(stub.base_url)
+        page.locator("#llm-key input").fill("sk-wrong")
+        page.locator("#llm-list").click()
+        _see(page.locator("#llm-msg"), "refused the API key (HTTP 401)")
+        page.locator("#llm-key input").fill("sk-browser-secret")
+        page.locator("#llm-list").click()
+        _see(page.locator("#llm-msg"), "2 model(s): stub-llm, stub-llm-large")
+        page.locator("#llm-test").click()
+        _see(page.locator("#llm-msg"), "connected: 2 model(s) listed; stub-llm answered")
+        page.locator("#llm-save").click()
+        _see(page.locator("#llm-msg"), "Saved:")
+        page.screenshot(path=str(ARTIFACTS / "admin-llm.png"), full_page=True)
+        assert "sk-browser-secret" not in page.content()
+        # the chat now offers the openai backend and answers through the endpoint
+        page.get_by_role("tab", name="Chat").click()
+        page.locator("#session-settings").click()
+        page.locator("#backend input").click()
+        page.get_by_role("option", name="openai").click()
+        _ask(page, "How long has the keeper tended the light?")
+        _wait_sources(page, 1)
+        assert "twenty-two years" in page.locator("#chatbot").inner_text()
+        chat_calls = [r for r in stub.requests if r["path"].endswith("/chat/completions")]
+        assert chat_calls and chat_calls[-1]["auth"] == "Bearer sk-browser-secret"
+        assert chat_calls[-1]["body"]["model"] == "stub-llm"
+        assert "sk-browser-secret" not in page.content()
+    svc = ui_server.service
+    svc.set_llm(svc.login("admin", ADMIN_PASSWORD), "", "")  # the other tests run without an endpoint
 
 
 def test_reingestion_while_a_chat_runs(ui_server, page, browser):
@@ -158,7 +259,8 @@ def test_evaluation_saved_and_exported(ui_server, page):
     page.screenshot(path=str(ARTIFACTS / "evaluate.png"), full_page=True)
     rows = ui_server.service.feedback.rows()
     assert any(r["comment"] == "correct, cites the log" and r["rating"] == "good" for r in rows)
-    path = ui_server.data_dir / "exports" / "feedback.jsonl"
+    # the export holds this browser's evaluations only, in a file of its own
+    path = max((ui_server.data_dir / "exports").glob("*/feedback.jsonl"), key=lambda p: p.stat().st_mtime)
     recs = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
     assert recs and recs[-1]["answers"] == ["twenty-two years"] and recs[-1]["doc_id"] == "keeper.md"
     assert set(recs[-1]) == {"id", "question", "doc_id", "answers", "evidence"}

@@ -14,7 +14,7 @@ TEXT = ("The keeper, Mrs. Alder, has tended the light for twenty-two years. She 
 @pytest.fixture
 def svc(make_ctx):
     ctx = make_ctx(chunker="recursive", theta=20, synth_backend="extractive", max_file_mb=0.01)
-    return UiService(ctx, admin_password="pw")
+    return UiService(ctx, admin_password="pw", upload_root=ctx.settings.data_dir.parent)
 
 
 def _files(tmp_path):
@@ -230,8 +230,9 @@ def test_benchmark_over_the_live_index_from_uploaded_questions(svc, write, tmp_p
         svc.run_benchmark(bad)
 
 
-def test_train_router_from_evaluations(make_ctx, write):
-    svc = UiService(make_ctx(chunker="mg", theta=24, synth_backend="extractive"), admin_password="pw")
+def test_train_router_from_evaluations(make_ctx, write, tmp_path):
+    svc = UiService(make_ctx(chunker="mg", theta=24, synth_backend="extractive"), admin_password="pw",
+                    upload_root=tmp_path)
     tok = svc.login("admin", "pw")
     with pytest.raises(ValueError, match="no evaluations with evidence yet"):
         svc.train_router(tok, ["feedback"])

@@ -1,0 +1,111 @@
+"""Pages and headings: PDF page boundaries (running headers, footers and page numbers removed before chunking, the
+outline as headings), Markdown/HTML/DOCX headings, and each chunk's pages and heading path in its payload."""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from ingest.layout import Layout, PageCleaner, cite_label, heading_path, markdown_headings, page_span
+from ingest.loaders import load_bytes
+from tests.pdfgen import make_pdf
+
+BODY = [
+    ["The harbour authority met four times this year.", "It approved the new crane for the east quay.",
+     "Dredging of the channel began in March."],
+    ["Berth fees rose by three percent in April.", "Visiting yachts pay forty euros a night.",
+     "Fishing boats registered here pay no berth fee."],
+    ["The lock gates open at six every morning.", "They close at ten at night in winter.",
+     "A pilot is required for ships over ninety metres."],
+    ["The lighthouse was automated in 1998.", "Its lamp is inspected every month.",
+     "The old cottage of the keeper is now a museum."],
+]
+
+
+def _pdf(**kw) -> bytes:
+    return make_pdf(BODY, header="Harbour Authority Annual Report 2024", **kw)
+
+
+def test_pdf_pages_lose_running_header_footer_and_page_numbers():
+    doc = load_bytes("report.pdf", _pdf(footer="Page {n} of {total}"))
+    assert "Annual Report 2024" not in doc.text and "Page 2 of 4" not in doc.text
+    for lines in BODY:
+        for line in lines:
+            assert line in doc.text
+    lay = Layout.from_json(doc.layout)
+    assert len(lay.pages) == 4 and lay.pages[0] == 0
+    for n, lines in enumerate(BODY, 1):
+        at = doc.text.index(lines[1])
+        assert page_span(lay, at, at + len(lines[1])) == (n, n)
+
+
+@pytest.mark.parametrize("footer", ["{n}", "- {n} -", "Page {n}"])
+def test_bare_page_numbers_are_removed(footer):
+    doc = load_bytes("r.pdf", make_pdf(BODY, header=None, footer=footer))
+    assert not any(line.strip() in {"1", "2", "- 3 -", "Page 4"} for line in doc.text.splitlines())
+
+
+def test_a_line_on_a_few_pages_only_is_kept():
+    pages = [list(p) for p in BODY]
+    pages[0].insert(0, "Confidential draft")  # first line of one page out of four: not a running header
+    doc = load_bytes("r.pdf", make_pdf(pages, header=None, footer=None))
+    assert "Confidential draft" in doc.text
+
+
+def test_page_cleaner_needs_a_line_on_half_the_pages():
+    pages = ["Report 2024\nA\nB", "Report 2024\nC\nD", "Other\nE\nF", "Report 2024\nG\nH"]
+    assert [PageCleaner(pages).clean(p).splitlines()[0] for p in pages] == ["A", "C", "Other", "G"]
+
+
+def test_pdf_outline_becomes_headings_and_a_citation_label():
+    doc = load_bytes("report.pdf", _pdf(outline=[("Meetings", 0), ("Fees", 1), ("Operations", 2)]))
+    lay = Layout.from_json(doc.layout)
+    at = doc.text.index("Visiting yachts")
+    assert heading_path(lay, at) == ["Fees"]
+    end = doc.text.index("close at ten")
+    assert cite_label(lay, at, end) == "p. 2–3 · Fees"
+
+
+def test_markdown_headings_with_setext_and_code_fences():
+    text = "# Harbour\n\nIntro.\n\n## Fees\n\nForty euros.\n\n```\n# not a heading\n```\n\nHours\n-----\n\nSix."
+    heads = markdown_headings(text)
+    assert [(lv, t) for _, lv, t in heads] == [(1, "Harbour"), (2, "Fees"), (2, "Hours")]
+    assert heading_path(Layout((), heads), text.index("Forty")) == ["Harbour", "Fees"]
+    assert heading_path(Layout((), heads), text.index("Six")) == ["Harbour", "Hours"]
+
+
+def test_html_and_docx_headings():
+    html = b"<h1>Harbour</h1><p>Intro text.</p><h2>Fees</h2><p>Forty euros a night.</p>"
+    doc = load_bytes("h.html", html)
+    assert heading_path(Layout.from_json(doc.layout), doc.text.index("Forty")) == ["Harbour", "Fees"]
+
+    import docx
+
+    d = docx.Document()
+    d.add_heading("Harbour", level=1)
+    d.add_paragraph("Intro text.")
+    d.add_heading("Fees", level=2)
+    d.add_paragraph("Forty euros a night.")
+    buf = io.BytesIO()
+    d.save(buf)
+    doc = load_bytes("d.docx", buf.getvalue())
+    assert heading_path(Layout.from_json(doc.layout), doc.text.index("Forty")) == ["Harbour", "Fees"]
+
+
+def test_chunks_carry_pages_and_headings_in_their_payload(make_ctx, write):
+    from app.answer import answer
+    from ingest.pipeline import Ingestor
+
+    ctx = make_ctx(chunker="mg", theta=24, synth_backend="extractive")
+    Ingestor(ctx).ingest_paths([write("report.pdf", _pdf(outline=[("Meetings", 0), ("Fees", 1), ("Operations", 2)]))])
+    points = [p.payload for lv in range(3) for p in ctx.index.points(ctx.catalog.live_gen(), lv)]
+    assert points and all(len(p["pages"]) == 2 and p["pages"][0] <= p["pages"][1] for p in points)
+    fees = [p for p in points if "Visiting yachts" in p["text"] and p["level"] == 2]
+    assert fees and fees[0]["pages"] == [2, 2] and fees[0]["headings"] == ["Fees"]
+    a = answer(ctx, "How much do visiting yachts pay a night?", backend="extractive")
+    src = next(s for s in a.sources if "Visiting yachts" in s.parent_text)
+    assert src.pages[0] <= 2 <= src.pages[1] and "p. " in src.label
+    # a re-ingestion keeps them (from the stored layout)
+    Ingestor(ctx).reingest(theta=30)
+    again = [p.payload for p in ctx.index.points(ctx.catalog.live_gen(), 2) if "Visiting yachts" in p.payload["text"]]
+    assert again[0]["pages"] == [2, 2]

@@ -1,0 +1,134 @@
+"""Decompression and XML bombs, slow files: extraction runs in a child process with a memory cap and a time limit,
+a DOCX that unpacks past ``max_unpacked_mb`` is refused before it is parsed, extracted text is capped in words, and
+the text is extracted before the write lock is taken, so one bad file cannot stall other users' uploads."""
+from __future__ import annotations
+
+import io
+import threading
+import time
+import zipfile
+
+import pytest
+
+from ingest.loaders import IngestError, Limits, load_bytes
+from ingest.sandbox import SandboxError, run_limited
+
+PARA = b"<w:p><w:r><w:t>All work and no play makes Jack a dull boy.</w:t></w:r></w:p>"
+
+
+def _docx(body: bytes | None = None, *, repeat: int = 1, doctype: bytes = b"") -> bytes:
+    """A valid DOCX (python-docx's template) whose document body is ``body`` repeated ``repeat`` times, written as a
+    stream so a bomb of hundreds of MB never sits in memory here."""
+    import docx
+
+    buf = io.BytesIO()
+    docx.Document().save(buf)
+    src = zipfile.ZipFile(io.BytesIO(buf.getvalue()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        for item in src.infolist():
+            if item.filename != "word/document.xml":
+                z.writestr(item, src.read(item))
+                continue
+            with z.open("word/document.xml", "w", force_zip64=True) as f:
+                f.write(b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n' + doctype)
+                f.write(b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>')
+                block = (body or PARA) * min(repeat, 1000)
+                for _ in range(max(1, repeat // 1000)):
+                    f.write(block)
+                f.write(b"</w:body></w:document>")
+    return out.getvalue()
+
+
+def _sleep(seconds: float) -> str:  # a sandbox target that never finishes in time
+    time.sleep(seconds)
+    return "late"
+
+
+def _allocate(mb: int) -> int:  # a sandbox target that wants more memory than it may have
+    blob = bytearray(mb * 2**20)
+    return len(blob)
+
+
+def test_a_normal_docx_is_read_in_the_sandbox():
+    doc = load_bytes("ok.docx", _docx(repeat=3))
+    assert doc.kind == "docx" and doc.text.count("Jack a dull boy") == 3
+
+
+def test_docx_bomb_is_refused_before_parsing():
+    data = _docx(repeat=4_000_000)  # ~300 MB of XML in a zip of about a megabyte
+    assert len(data) < 5 * 2**20
+    with pytest.raises(IngestError, match=r"bomb.docx: unpacks to \d+ MB, over the limit of 200 MB "
+                                          r"\(MGRAG_MAX_UNPACKED_MB\); it may be a decompression bomb"):
+        load_bytes("bomb.docx", data, limits=Limits(max_bytes=20 * 2**20))
+
+
+def test_a_file_that_needs_too_much_memory_is_stopped_by_the_memory_cap():
+    with pytest.raises(SandboxError, match="needed more than 300 MB"):
+        run_limited("tests.security.test_bombs:_allocate", (2000,), name="x", timeout_s=60, memory_mb=300)
+
+
+def test_a_docx_bomb_under_the_unpacked_cap_is_stopped_by_the_memory_cap():
+    data = _docx(repeat=4_000_000)
+    limits = Limits(max_bytes=20 * 2**20, max_unpacked_bytes=10**10, memory_mb=400, timeout_s=120)
+    with pytest.raises(IngestError, match=r"bomb.docx: extraction (needed more than 400 MB|crashed)"):
+        load_bytes("bomb.docx", data, limits=limits)
+
+
+def test_extraction_has_a_time_limit():
+    t = time.monotonic()
+    with pytest.raises(SandboxError, match=r"extraction took longer than 1 s \(MGRAG_EXTRACT_TIMEOUT_S\)"):
+        run_limited("tests.security.test_bombs:_sleep", (60,), name="slow.pdf", timeout_s=1, memory_mb=1024)
+    assert time.monotonic() - t < 30  # the child was killed, not waited for
+
+
+def test_xml_entity_bomb_in_a_docx_is_not_expanded():
+    laughs = (b'<!DOCTYPE lolz [<!ENTITY lol "lol">'
+              + b"".join(b'<!ENTITY lol%d "%s">' % (i, (b"&lol%d;" % (i - 1) if i > 1 else b"&lol;") * 10)
+                         for i in range(1, 10)) + b"]>")
+    body = b"<w:p><w:r><w:t>&lol9;</w:t></w:r></w:p>"
+    limits = Limits(max_bytes=20 * 2**20, memory_mb=512, timeout_s=60)
+    try:
+        doc = load_bytes("laughs.docx", _docx(body, doctype=laughs), limits=limits)
+    except IngestError as e:  # refused as unreadable or empty: either way bounded by the child's limits
+        assert "laughs.docx" in str(e)
+    else:
+        assert len(doc.text) < 10_000  # 10**9 "lol"s were not expanded
+
+
+def test_text_over_the_word_cap_is_refused():
+    with pytest.raises(IngestError, match=r"long.txt: has 5,000 words, over the limit of 1,000 per file "
+                                          r"\(MGRAG_MAX_WORDS_PER_FILE\); split it"):
+        load_bytes("long.txt", ("word " * 5000).encode(), limits=Limits(max_words=1000))
+
+
+def test_extraction_happens_outside_the_write_lock(make_ctx, tmp_path, monkeypatch):
+    """A slow file is extracted while another user's upload takes the write lock and finishes."""
+    import ingest.loaders
+    from ui.service import UiService
+
+    svc = UiService(make_ctx(chunker="recursive", theta=20, synth_backend="extractive"), upload_root=tmp_path)
+    real = ingest.loaders.load_bytes
+    release, slow_started, seen_locked = threading.Event(), threading.Event(), []
+
+    def load(name, data, **kw):
+        seen_locked.append(svc.write_lock.locked())
+        if name == "slow.md":
+            slow_started.set()
+            assert release.wait(30)
+        return real(name, data, **kw)
+
+    monkeypatch.setattr(ingest.loaders, "load_bytes", load)
+    for name, text in (("slow.md", "The slow file talks about herons. Herons wade."),
+                       ("fast.md", "The fast file talks about otters. Otters swim.")):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    rows = {}
+    t = threading.Thread(target=lambda: rows.update(slow=svc.ingest_files([tmp_path / "slow.md"], owner="b:1")))
+    t.start()
+    assert slow_started.wait(30)
+    rows["fast"] = svc.ingest_files([tmp_path / "fast.md"], owner="b:2")  # done while slow.md is still extracting
+    assert rows["fast"][0]["status"] == "ingested" and "slow" not in rows
+    release.set()
+    t.join(30)
+    assert rows["slow"][0]["status"] == "ingested"
+    assert seen_locked == [False, False]

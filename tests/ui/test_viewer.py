@@ -1,0 +1,79 @@
+"""The source viewer: signed links, the marked text around a passage, a PDF page rendered with its highlights, and
+the routes (a bad or tampered link, a deleted document, the original served as a download)."""
+from __future__ import annotations
+
+import io
+
+import httpx
+import pytest
+
+from tests.ingest.test_layout import BODY
+from tests.pdfgen import make_pdf
+from ui.viewer import View, ViewTokens, marked_text, render_pdf_page
+
+
+def test_tokens_round_trip_and_refuse_tampering_and_expiry():
+    t = ViewTokens("secret")
+    v = View("a.pdf", "ab" * 32, 10, 50, (20, 30), ((22, 28),), 2)
+    tok = t.mint(v)
+    got = t.check(tok)
+    assert (got.doc_id, got.start, got.matched, got.support, got.page) == ("a.pdf", 10, (20, 30), ((22, 28),), 2)
+    raw, sig = tok.split(".")
+    with pytest.raises(ValueError, match="not valid"):
+        t.check(raw[:-2] + "xx." + sig)
+    with pytest.raises(ValueError, match="not valid"):
+        ViewTokens("other secret").check(tok)
+    old = ViewTokens("secret", ttl_s=-1).mint(v)
+    with pytest.raises(ValueError, match="expired"):
+        t.check(old)
+
+
+def test_marked_text_marks_passage_child_and_support_and_escapes():
+    text = "<b>Intro</b>. The fee is forty euros. It is paid at the gate. The end."
+    s = text.index("The fee")
+    e = text.index(" The end")
+    v = View("d", "h", s, e, (s, text.index(" It is")), ((text.index("forty"), text.index("forty") + 12),))
+    out = marked_text(text, v)
+    assert "&lt;b&gt;Intro&lt;/b&gt;" in out
+    assert '<mark class="mg-support">forty euros.</mark>' in out
+    assert out.count('class="mg-child"') >= 1 and out.count('class="mg-passage"') >= 1
+
+
+def _green_pixels(png: bytes) -> int:
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(png)).convert("RGB")
+    return sum(1 for r, g, b in img.getdata() if g > 200 and r < 215 and b < 215 and g - r > 25)
+
+
+def test_pdf_page_is_rendered_with_the_supporting_sentence_boxed():
+    pdf = make_pdf(BODY, header="Harbour Authority Annual Report 2024")
+    plain, n = render_pdf_page(pdf, 2, [])
+    marked, _ = render_pdf_page(pdf, 2, [("Visiting yachts pay forty euros a night.", "support")])
+    assert n == 4 and plain[:8] == b"\x89PNG\r\n\x1a\n"
+    assert _green_pixels(plain) == 0 and _green_pixels(marked) > 500
+    elsewhere, _ = render_pdf_page(pdf, 3, [("Visiting yachts pay forty euros a night.", "support")])
+    assert _green_pixels(elsewhere) == 0  # not on page 3
+
+
+def test_viewer_routes(ui_server, tmp_path):
+    from ingest.pipeline import Ingestor
+
+    svc = ui_server.service
+    p = tmp_path / "viewer-report.pdf"
+    p.write_bytes(make_pdf(BODY, header="Harbour Authority Annual Report 2024", outline=[("Fees", 1)]))
+    Ingestor(svc.ctx).ingest_paths([p])
+    a = next(v for k, v in svc.ask("How much do visiting yachts pay a night?", backend="extractive") if k == "done")
+    src = next(s for s in a.to_dict()["sources"] if s["doc_id"] == "viewer-report.pdf")
+    link = svc.view_link(src, [(src["matched_start"], src["matched_end"])])
+    page = httpx.get(f"{ui_server.url}/{link}")
+    assert page.status_code == 200 and "viewer-report.pdf" in page.text and "page 2 of 4" in page.text
+    img = httpx.get(f"{ui_server.url}/{link.replace('/view/', '/page/')}?page=2")
+    assert img.status_code == 200 and img.headers["content-type"] == "image/png" and _green_pixels(img.content) > 100
+    orig = httpx.get(f"{ui_server.url}/{link.replace('/view/', '/original/')}")
+    assert orig.content == p.read_bytes() and "attachment" in orig.headers["content-disposition"]
+    bad = httpx.get(f"{ui_server.url}/{link[:-3]}abc")
+    assert bad.status_code == 404 and "not valid" in bad.text
+    Ingestor(svc.ctx).delete("viewer-report.pdf")
+    gone = httpx.get(f"{ui_server.url}/{link}")
+    assert gone.status_code == 404 and "no longer in the library" in gone.text  # the link was valid, the doc is gone

@@ -1,0 +1,173 @@
+"""The source viewer: a cited passage opened in its original document, at its page, with the supporting sentence
+and the matched child highlighted.
+
+A link in the Sources panel carries a signed token (:class:`ViewTokens`: HMAC of the document, its content hash,
+the spans to highlight and an expiry) minted for an answer the reader was allowed to see, so the viewer needs no
+login of its own and opens nothing else. PDFs are shown as the rendered page (pypdfium2) with the spans boxed on
+it; every format also gets the text around the passage with the spans marked. Rendering is pure (bytes in, HTML
+or PNG out); :func:`add_routes` mounts it on the web app.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import html
+import io
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+
+COLORS = {"passage": (253, 230, 138), "child": (249, 115, 22), "support": (34, 197, 94)}
+
+
+@dataclass(frozen=True)
+class View:
+    doc_id: str
+    hash: str
+    start: int  # the passage (the cited parent)
+    end: int
+    matched: tuple[int, int] | None = None  # the child that matched the question
+    support: tuple[tuple[int, int], ...] = ()  # the sentences behind the answer
+    page: int | None = None  # 1-based page to open (PDF)
+    exp: float = field(default=0.0)
+
+
+class ViewTokens:
+    """Signs and checks viewer tokens with a server secret; a token lives ``ttl_s`` seconds."""
+
+    def __init__(self, secret: str, ttl_s: float = 7 * 24 * 3600):
+        self.key = hashlib.sha256(("mgrag-viewer:" + secret).encode()).digest()
+        self.ttl_s = ttl_s
+
+    def mint(self, view: View) -> str:
+        body = dict(asdict(view), exp=time.time() + self.ttl_s)
+        raw = base64.urlsafe_b64encode(json.dumps(body, separators=(",", ":")).encode()).decode().rstrip("=")
+        sig = base64.urlsafe_b64encode(hmac.new(self.key, raw.encode(), hashlib.sha256).digest()[:18]).decode()
+        return f"{raw}.{sig}"
+
+    def check(self, token: str) -> View:
+        """The view of a valid, unexpired token; ValueError otherwise."""
+        try:
+            raw, sig = token.split(".")
+        except ValueError:
+            raise ValueError("not a viewer link") from None
+        want = base64.urlsafe_b64encode(hmac.new(self.key, raw.encode(), hashlib.sha256).digest()[:18]).decode()
+        if not hmac.compare_digest(sig, want):
+            raise ValueError("this viewer link is not valid")
+        d = json.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
+        if d["exp"] < time.time():
+            raise ValueError("this viewer link has expired; ask the question again")
+        d["matched"] = tuple(d["matched"]) if d.get("matched") else None
+        d["support"] = tuple(tuple(s) for s in d.get("support") or ())
+        return View(**d)
+
+
+# -- text ---------------------------------------------------------------------------------------------------------
+def marked_text(text: str, view: View, context_chars: int = 1200) -> str:
+    """The text around the passage as HTML: the passage, the matched child and the supporting sentences each in
+    their own ``<mark>``; everything escaped."""
+    lo = max(0, view.start - context_chars)
+    hi = min(len(text), view.end + context_chars)
+    spans = [(view.start, view.end, "passage")]
+    if view.matched:
+        spans.append((*view.matched, "child"))
+    spans += [(s, e, "support") for s, e in view.support]
+    cuts = sorted({lo, hi, *(max(lo, min(hi, x)) for s, e, _ in spans for x in (s, e))})
+    out = ["…" if lo > 0 else ""]
+    for a, b in zip(cuts, cuts[1:]):
+        if a == b:
+            continue
+        kinds = [k for s, e, k in spans if s <= a and b <= e]
+        piece = html.escape(text[a:b])
+        for k in ("support", "child", "passage"):  # the most specific innermost, so its colour shows
+            if k in kinds:
+                piece = f'<mark class="mg-{k}"{" id=mg-first" if k == "passage" and a == view.start else ""}>{piece}</mark>'
+        out.append(piece)
+    out.append("…" if hi < len(text) else "")
+    return "".join(out)
+
+
+# -- PDF ----------------------------------------------------------------------------------------------------------
+def _find(page_text: str, snippet: str) -> tuple[int, int] | None:
+    """Where ``snippet`` (extracted by pypdf) lies in pdfium's text of the page: words in order, any whitespace."""
+    words = re.findall(r"\S+", snippet)
+    if not words:
+        return None
+    for n in (len(words), min(len(words), 12), min(len(words), 6)):  # the whole, else its beginning
+        m = re.search(r"\s+".join(re.escape(w) for w in words[:n]), page_text)
+        if m:
+            return m.start(), m.end()
+    return None
+
+
+def render_pdf_page(data: bytes, page: int, highlights: list[tuple[str, str]], scale: float = 1.6) -> tuple[bytes, int]:
+    """PNG of page ``page`` (1-based) with each ``(snippet, kind)`` boxed in its colour where it is found on the
+    page; and the number of pages."""
+    import pypdfium2 as pdfium
+    from PIL import Image, ImageDraw
+
+    pdf = pdfium.PdfDocument(data)
+    try:
+        n = len(pdf)
+        page = min(max(1, page), n)
+        pg = pdf[page - 1]
+        img = pg.render(scale=scale).to_pil().convert("RGBA")
+        overlay = Image.new("RGBA", img.size, (0, 0, 0, 0))
+        draw = ImageDraw.Draw(overlay)
+        tp = pg.get_textpage()
+        text = tp.get_text_range()
+        height = pg.get_size()[1]
+        boxes = []  # each line of a snippet separately: a passage may begin on the previous page
+        for snippet, kind in highlights:
+            for line in snippet.splitlines():
+                found = _find(text, line) if len(line.split()) >= 3 or line == snippet else None
+                if found:
+                    boxes.append((found, kind))
+        for found, kind in boxes:
+            r, g, b = COLORS[kind]
+            for i in range(*found):
+                x0, y0, x1, y1 = tp.get_charbox(i)
+                if x1 <= x0:
+                    continue
+                box = (x0 * scale - 1, (height - y1) * scale - 2, x1 * scale + 1, (height - y0) * scale + 2)
+                draw.rectangle(box, fill=(r, g, b, 90 if kind == "passage" else 120))
+        out = io.BytesIO()
+        Image.alpha_composite(img, overlay).convert("RGB").save(out, format="PNG", optimize=True)
+        return out.getvalue(), n
+    finally:
+        pdf.close()
+
+
+# -- the page -----------------------------------------------------------------------------------------------------
+PAGE_CSS = """
+body {font-family: system-ui, sans-serif; margin: 0; background: #f4f4f5; color: #18181b;}
+header {padding: 10px 16px; background: #fff; border-bottom: 1px solid #e4e4e7; position: sticky; top: 0;}
+main {display: flex; gap: 16px; padding: 16px; align-items: flex-start;}
+.mg-page img {max-width: 100%; box-shadow: 0 1px 4px #0003; background: #fff;}
+.mg-text {flex: 1; background: #fff; padding: 12px 16px; white-space: pre-wrap; line-height: 1.5; max-width: 70ch;}
+mark.mg-passage {background: #fde68a;} mark.mg-child {background: #fdba74;} mark.mg-support {background: #86efac;}
+.legend span {padding: 0 6px; margin-right: 8px;} a {color: #c2410c;}
+"""
+
+
+def view_page(view: View, text: str, kind: str, n_pages: int | None, page_url: str | None, original_url: str,
+              label: str = "") -> str:
+    """The viewer's HTML: header, the rendered page (PDF) and the marked text."""
+    pages = ""
+    if page_url and view.page:
+        nav = []
+        if view.page > 1:
+            nav.append(f'<a href="?page={view.page - 1}">← p. {view.page - 1}</a>')
+        if n_pages and view.page < n_pages:
+            nav.append(f'<a href="?page={view.page + 1}">p. {view.page + 1} →</a>')
+        pages = (f'<section class="mg-page"><div>page {view.page}{f" of {n_pages}" if n_pages else ""} '
+                 f'{" · ".join(nav)}</div><img alt="page {view.page}" src="{html.escape(page_url)}"></section>')
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(view.doc_id)}</title>
+<style>{PAGE_CSS}</style></head><body><header><strong>{html.escape(view.doc_id)}</strong>
+{(" · " + html.escape(label)) if label else ""} · <a href="{html.escape(original_url)}">download the original</a>
+<div class="legend"><span style="background:#86efac">supporting sentence</span><span style="background:#fdba74">the chunk that
+matched the question</span><span style="background:#fde68a">cited source</span></div></header>
+<main>{pages}<div class="mg-text">{marked_text(text, view)}</div></main>
+<script>document.getElementById("mg-first")?.scrollIntoView({{block: "center"}});</script></body></html>"""
