@@ -37,8 +37,10 @@ class DataDirBusy(RuntimeError):
 
 
 def _command() -> str:
-    argv = [Path(sys.argv[0]).name] + sys.argv[1:3] if sys.argv and sys.argv[0] else []
-    return " ".join(argv)[:120] or "python"
+    """The holder's command line, shortened (``mgrag --data-dir data serve``)."""
+    argv = [Path(sys.argv[0]).name] + sys.argv[1:] if sys.argv and sys.argv[0] else []
+    line = " ".join(argv) or "python"
+    return line if len(line) <= 80 else line[:77] + "..."
 
 
 def holder(data_dir: Path) -> dict | None:
