@@ -28,7 +28,7 @@ from app.evaluation import bench as B
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: the Qdrant Edge store (issue 12); an index of the older store is rebuilt
 FOLLOWUPS = B.ROOT / "bench" / "data" / "followups.jsonl"
 
 
