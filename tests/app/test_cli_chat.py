@@ -42,7 +42,14 @@ def test_chat_json_turns_follow_up_and_reset(tmp_path, monkeypatch, capsys):
 
 
 def test_chat_plain_text_in_a_subprocess(tmp_path, monkeypatch):
-    data = _setup(tmp_path, monkeypatch)
+    monkeypatch.setenv("MGRAG_EMBEDDER", "hashing")
+    monkeypatch.setenv("MGRAG_CHUNKER", "recursive")
+    monkeypatch.setenv("MGRAG_THETA", "40")
+    (tmp_path / "a.md").write_text(A, encoding="utf-8")
+    data = str(tmp_path / "data")
+    # ingest in its own process too: an embedded store is opened by one process at a time
+    subprocess.run([sys.executable, "-m", "app.cli", "--data-dir", data, "ingest", "--quiet", str(tmp_path / "a.md")],
+                   check=True, capture_output=True, timeout=120)
     out = subprocess.run([sys.executable, "-m", "app.cli", "--data-dir", data, "chat", "--backend", "extractive"],
                          input="How long has the keeper tended the light?\nWhat does she log?\n", text=True,
                          capture_output=True, timeout=120)
