@@ -82,7 +82,7 @@ def _session(url: str, stop: threading.Event, out: list, errors: list, seed: int
         q = rng.choice(QUESTIONS)
         t0 = time.perf_counter()
         try:
-            history, *_ = client.predict(q, [], 10, 1500, "dense", "extractive", browser_id, api_name="/ask")
+            history, *_ = client.predict(q, [], 10, 1500, "dense", "extractive", browser_id, None, [], api_name="/ask")
             dt = time.perf_counter() - t0
             answer = _text(history[1]) if len(history) > 1 else ""
             if answer.startswith("⚠️") or "backend failed" in answer or len(history) < 3:
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         from gradio_client import Client
 
         Client(url, verbose=False).predict(QUESTIONS[0], [], 10, 1500, "dense", "extractive", "load-test-warm-0123456789ab",
-                                           api_name="/ask")  # warm
+                                           None, [], api_name="/ask")  # warm
         stop = threading.Event()
         lat: list[float] = []
         errors: list[str] = []

@@ -171,7 +171,57 @@ def build_app(service: UiService):
     def shown(text):  # answer and user text render literally: no HTML, no live link or image from a document
         return render.answer_markdown(text, allow_links)
 
-    def on_ask(question, history, answers, conversation, k, budget, retriever, backend, browser_id,
+    def answer_messages(a: dict, draft: str = "") -> list[dict]:
+        """The chat messages of a finished answer: the reply (or the backend's failure), then its sources (or the
+        closest passages of an abstention) as a collapsible message with viewer links."""
+        reply = a["text"]
+        if a["error"]:
+            reply = (draft + f"\n\n⚠️ the {a['backend']} backend failed: {a['error']} (the sources were still "
+                             "retrieved)")
+        cited = {c["number"] for c in a["citations"]}
+        t = a["timings"]
+        links = {x["number"]: u for x in a["sources"]
+                 if (u := service.view_link(x, [(y["start"], y["end"]) for y in x.get("support") or ()]))}
+        searched = (f'<div class="mg-scores">searched for: {html.escape(a["query"])}</div>'
+                    if a.get("rewrite", "none") != "none" else "")
+        body = (searched + render.weight_bars(a["weights"])
+                + render.sources_html(a["sources"], cited, links, abstained=a.get("abstained", False))
+                + f'<div class="mg-scores">{a["backend"]} via {a["retriever"]}: retrieval '
+                  f'{t["retrieval_s"] * 1000:.0f} ms, total {t["total_s"]:.2f} s</div>')
+        title = (f"Closest passages ({len(a['sources'])})" if a.get("abstained")
+                 else f"Sources ({len(a['sources'])})")
+        return [{"role": "assistant", "content": shown(reply) if reply else "(no answer)"},
+                {"role": "assistant", "content": body, "metadata": {"title": title, "status": "done"}}]
+
+    def memory_of(turns: list[dict]) -> list[dict]:
+        """The conversation memory (plain turns) of stored ``{"question", "answer"}`` turns."""
+        out = []
+        for t in turns:
+            out += [{"role": "user", "content": t["question"], "query": t["answer"].get("query", t["question"])},
+                    {"role": "assistant", "content": t["answer"].get("text", "")}]
+        return out
+
+    def conversation_list(owner, current=None):
+        items = service.conversations.list(owner) if owner else []
+        return gr.update(choices=[(c["title"], c["id"]) for c in items],
+                         value=current if any(c["id"] == current for c in items) else None)
+
+    def remember(owner, conv_id, question, a, scope):
+        """Store the turn in the conversation (a new one for the first question); its id and the updated list."""
+        if not owner:
+            return conv_id, gr.update()
+        from ui.conversations import ConversationNotFound
+
+        try:
+            if not conv_id:
+                raise ConversationNotFound(conv_id)
+            service.conversations.add_turn(owner, conv_id, question, a)
+        except ConversationNotFound:
+            conv_id = service.conversations.create(owner, title=question, scope=list(scope or []))
+            service.conversations.add_turn(owner, conv_id, question, a)
+        return conv_id, conversation_list(owner, conv_id)
+
+    def on_ask(question, history, answers, conversation, k, budget, retriever, backend, browser_id, conv_id, scope,
                request: gr.Request):
         """Stream one turn: what is happening while the user waits (retrieving, N sources, generating), the model's
         draft as soon as its first token exists, then the reply checked against the sources (an abstention says
@@ -183,56 +233,123 @@ def build_app(service: UiService):
         question = (question or "").strip()
         history.append({"role": "user", "content": render.plain_text_markdown(question)})
         history.append({"role": "assistant", "content": "⏳ *retrieving…*"})
-        yield history, answers, conversation, gr.update(), gr.update(), ""
+        same = gr.update()
+        yield history, answers, conversation, same, same, "", conv_id, same
         text = ""
         try:
             owner = reader_of(browser_id, request)
             for kind, value in service.ask(question, k=int(k), budget_words=int(budget), retriever=retriever,
-                                           backend=backend, owner=owner, history=conversation):
+                                           backend=backend, owner=owner, history=conversation,
+                                           scope=list(scope or []) or None):
                 if kind == "status" and not text:
                     history[-1] = {"role": "assistant", "content": f"⏳ *{render.plain_text_markdown(value)}…*"}
-                    yield history, answers, conversation, gr.update(), gr.update(), ""
+                    yield history, answers, conversation, same, same, "", conv_id, same
                 elif kind == "token":
                     text += value
                     history[-1] = {"role": "assistant", "content": shown(text)}
-                    yield history, answers, conversation, gr.update(), gr.update(), ""
+                    yield history, answers, conversation, same, same, "", conv_id, same
                 elif kind == "done":
                     a = value.to_dict()
                     answers.append(a)
-                    reply = a["text"]
-                    if a["error"]:
-                        reply = (text + f"\n\n⚠️ the {a['backend']} backend failed: {a['error']} (the sources were "
-                                        "still retrieved)")
-                    history[-1] = {"role": "assistant", "content": shown(reply) if reply else "(no answer)"}
-                    cited = {c["number"] for c in a["citations"]}
-                    t = a["timings"]
-                    links = {x["number"]: u for x in a["sources"]
-                             if (u := service.view_link(x, [(y["start"], y["end"]) for y in x.get("support") or ()]))}
-                    searched = (f'<div class="mg-scores">searched for: {html.escape(a["query"])}</div>'
-                                if a["rewrite"] != "none" else "")
-                    body = (searched + render.weight_bars(a["weights"])
-                            + render.sources_html(a["sources"], cited, links, abstained=a["abstained"])
-                            + f'<div class="mg-scores">{a["backend"]} via {a["retriever"]}: retrieval '
-                              f'{t["retrieval_s"] * 1000:.0f} ms, total {t["total_s"]:.2f} s</div>')
-                    title = (f"Closest passages ({len(a['sources'])})" if a["abstained"]
-                             else f"Sources ({len(a['sources'])})")
-                    history.append({"role": "assistant", "content": body,
-                                    "metadata": {"title": title, "status": "done"}})
-                    conversation += [{"role": "user", "content": question, "query": a["query"]},
-                                     {"role": "assistant", "content": a["text"]}]
+                    history[-1:] = answer_messages(a, draft=text)
+                    conversation += memory_of([{"question": question, "answer": a}])
+                    conv_id, listing = remember(owner, conv_id, question, a, scope)
                     choices = [(render.answer_label(i, x), i) for i, x in enumerate(answers)]
                     yield (history, answers, conversation, render.weight_bars(a["weights"]),
-                           gr.update(choices=choices, value=len(answers) - 1), "")
+                           gr.update(choices=choices, value=len(answers) - 1), "", conv_id, listing)
         except Exception as e:  # question refused, empty index, …: say so in the chat
             from retrieval.search import EmptyIndexError
 
             if not isinstance(e, (ValueError, EmptyIndexError)):
                 log.exception("answering failed")
             history[-1] = {"role": "assistant", "content": "⚠️ " + render.plain_text_markdown(str(e))}
-            yield history, answers, conversation, gr.update(), gr.update(), ""
+            yield history, answers, conversation, gr.update(), gr.update(), "", conv_id, gr.update()
 
-    def on_new_conversation():
-        return [], []
+    # -- conversations, scope and session settings, kept across reloads ------------------------------------------
+    def open_conversation(owner, conv_id):
+        """(chatbot, answers, memory, scope, conversation id) of a stored conversation, or of a new one."""
+        from ui.conversations import ConversationNotFound
+
+        try:
+            conv = service.conversations.get(owner, conv_id) if owner and conv_id else None
+        except ConversationNotFound:
+            conv = None
+        if conv is None:
+            return [], [], [], [], None
+        history, answers = [], []
+        for t in conv["turns"]:
+            history.append({"role": "user", "content": render.plain_text_markdown(t["question"])})
+            history += answer_messages(t["answer"])
+            answers.append(t["answer"])
+        return history, answers, memory_of(conv["turns"]), conv["scope"], conv["id"]
+
+    def scope_choices(owner, value=()):
+        docs = service.searchable_documents(owner) if owner else []
+        return gr.update(choices=docs, value=[d for d in value or () if d in docs])
+
+    def on_restore(browser_id, conv_id, saved, shown_now, request: gr.Request):
+        """A (re)loaded page: this browser's conversations, the one it had open, and its session settings. A
+        question asked while the page was still loading is not overwritten."""
+        owner = reader_of(browser_id, request)
+        keep = gr.update
+        if shown_now:
+            return (keep(), keep(), keep(), keep(), conversation_list(owner, conv_id), scope_choices(owner),
+                    keep(), keep(), keep(), None)
+        history, answers, memory, scope, conv_id = open_conversation(owner, conv_id)
+        saved = saved if isinstance(saved, dict) else {}
+        return (history, answers, memory, conv_id, conversation_list(owner, conv_id), scope_choices(owner, scope),
+                keep(value=saved["k"]) if "k" in saved else keep(),
+                keep(value=saved["budget"]) if "budget" in saved else keep(),
+                keep(value=saved["retriever"]) if "retriever" in saved else keep(),
+                saved.get("backend"))
+
+    def on_pick_conversation(conv_id, browser_id, request: gr.Request):
+        owner = reader_of(browser_id, request)
+        history, answers, memory, scope, conv_id = open_conversation(owner, conv_id)
+        return history, answers, memory, conv_id, scope_choices(owner, scope), gr.update(value=None)
+
+    def on_new_conversation(browser_id, request: gr.Request):
+        owner = reader_of(browser_id, request)
+        return [], [], [], None, conversation_list(owner), scope_choices(owner)
+
+    def on_rename_conversation(conv_id, title, browser_id, request: gr.Request):
+        owner = owner_of(browser_id, request)
+        if not conv_id:
+            raise gr.Error("open a conversation first")
+        try:
+            service.conversations.rename(owner, conv_id, title)
+        except (KeyError, ValueError) as e:
+            raise _error(e) from e
+        return conversation_list(owner, conv_id), ""
+
+    def on_delete_conversation(conv_id, browser_id, request: gr.Request):
+        owner = owner_of(browser_id, request)
+        if conv_id:
+            try:
+                service.conversations.delete(owner, conv_id)
+            except KeyError as e:
+                raise _error(e) from e
+        return [], [], [], None, conversation_list(owner), scope_choices(owner)
+
+    def on_scope(scope, conv_id, browser_id, request: gr.Request):
+        """A conversation's scope is kept with it (a new conversation takes it on its first question)."""
+        owner = reader_of(browser_id, request)
+        if owner and conv_id:
+            try:
+                service.conversations.set_scope(owner, conv_id, list(scope or []))
+            except KeyError:
+                pass
+
+    def pick_choices(answers):
+        answers = answers or []
+        return gr.update(choices=[(render.answer_label(i, x), i) for i, x in enumerate(answers)],
+                         value=len(answers) - 1 if answers else None)
+
+    def refresh_scope(browser_id, scope, request: gr.Request):
+        return scope_choices(reader_of(browser_id, request), scope)
+
+    def on_settings(k, budget, retriever, backend):
+        return {"k": int(k), "budget": int(budget), "retriever": retriever, "backend": backend}
 
     # -- evaluate handlers -----------------------------------------------------------------------------------
     def pick(answers, idx):
@@ -447,11 +564,23 @@ def build_app(service: UiService):
         # a random id kept in this browser's local storage (encrypted with a secret from the data dir): documents
         # uploaded from it belong to it, and only it (and the admin) can search, replace or delete them
         browser = gr.BrowserState(None, storage_key="mgrag_browser", secret=service.state_secret())
+        current = gr.BrowserState(None, storage_key="mgrag_conversation", secret=service.state_secret())
+        saved_settings = gr.BrowserState({}, storage_key="mgrag_settings", secret=service.state_secret())
+        saved_backend = gr.State(None)
         token_state = gr.State("")
         gr.Markdown("## MGRAG: chat with your documents")
         with gr.Tabs():
             with gr.Tab("Chat", id="chat"):
                 with gr.Row():
+                    with gr.Column(scale=1, min_width=200, elem_id="conversations-panel"):
+                        new_btn = gr.Button("+ New conversation", size="sm", elem_id="new-conversation")
+                        conv_list = gr.Radio([], label="Conversations", elem_id="conversations")
+                        with gr.Accordion("Rename or delete", open=False, elem_id="conversation-edit"):
+                            rename_in = gr.Textbox(show_label=False, placeholder="new title", elem_id="rename-title")
+                            with gr.Row():
+                                rename_btn = gr.Button("Rename", size="sm", elem_id="rename-conversation")
+                                delete_conv_btn = gr.Button("Delete", size="sm", variant="stop",
+                                                            elem_id="delete-conversation")
                     with gr.Column(scale=3):
                         chatbot = gr.Chatbot(label="Answers", height=520, elem_id="chatbot", buttons=["copy"],
                                              sanitize_html=True, allow_tags=False, latex_delimiters=[])
@@ -459,7 +588,6 @@ def build_app(service: UiService):
                             question = gr.Textbox(placeholder="Ask a question about your documents…", show_label=False,
                                                   scale=5, elem_id="question", max_lines=4)
                             ask_btn = gr.Button("Ask", variant="primary", scale=1, elem_id="ask")
-                            new_btn = gr.Button("New conversation", scale=0, elem_id="new-conversation")
                         weights_plot = gr.HTML("<em>Router weights of the last question appear here.</em>",
                                                elem_id="weights-plot")
                     with gr.Column(scale=2):
@@ -468,6 +596,8 @@ def build_app(service: UiService):
                                         file_count="multiple", type="filepath", elem_id="upload")
                         upload_report = gr.Dataframe(headers=["name", "status", "message", "chunks"],
                                                      label="Last upload", interactive=False, elem_id="upload-report")
+                        scope_in = gr.CheckboxGroup([], label="Search in (this conversation; none ticked: all your "
+                                                              "documents)", elem_id="scope")
                         with gr.Accordion("Your uploads", open=False, elem_id="my-docs"):
                             my_docs = gr.CheckboxGroup([], label="only this browser (and the admin) can search them",
                                                        elem_id="my-docs-select")
@@ -568,23 +698,44 @@ def build_app(service: UiService):
                     bench_plot = gr.Plot(label="metrics")
 
         # -- events ---------------------------------------------------------------------------------------------
+        restored = [chatbot, answers_state, conversation_state, current, conv_list, scope_in, k_in, budget_in,
+                    retriever_in, saved_backend]
         demo.load(on_load, [browser], [browser], api_visibility="private").then(
             mine, [browser], [my_docs], api_visibility="private").then(
-            backend_menu, [backend_in], [backend_in, backend_note], api_visibility="private")
+            on_restore, [browser, current, saved_settings, chatbot], restored, api_visibility="private").then(
+            backend_menu, [saved_backend], [backend_in, backend_note], api_visibility="private").then(
+            lambda answers: pick_choices(answers), [answers_state], [answer_pick], api_visibility="private")
+        fresh = [chatbot, answers_state, conversation_state, current, conv_list, scope_in]
+        new_btn.click(on_new_conversation, [browser], fresh, api_visibility="private")
+        conv_list.input(on_pick_conversation, [conv_list, browser],
+                        [chatbot, answers_state, conversation_state, current, scope_in, rename_in],
+                        api_visibility="private").then(
+            lambda answers: pick_choices(answers), [answers_state], [answer_pick], api_visibility="private")
+        rename_btn.click(on_rename_conversation, [current, rename_in, browser], [conv_list, rename_in],
+                         api_name="rename_conversation")
+        delete_conv_btn.click(on_delete_conversation, [current, browser], fresh, api_name="delete_conversation")
+        scope_in.input(on_scope, [scope_in, current, browser], [], api_visibility="private")
+        for control in (k_in, budget_in):
+            control.release(on_settings, [k_in, budget_in, retriever_in, backend_in], [saved_settings],
+                            api_visibility="private")
+        for control in (retriever_in, backend_in):
+            control.input(on_settings, [k_in, budget_in, retriever_in, backend_in], [saved_settings],
+                          api_visibility="private")
         llm_list_btn.click(on_llm_list, [token_state, llm_url, llm_key], [llm_model, llm_msg], api_name="admin_llm_models")
         llm_test_btn.click(on_llm_test, [token_state, llm_url, llm_model, llm_key], [llm_msg], api_name="admin_llm_test")
         llm_save_btn.click(on_llm_save, [token_state, llm_url, llm_model, llm_key, backend_in],
                            [llm_msg, llm_key, backend_in, backend_note], api_name="admin_llm_save")
         files.upload(on_upload, [files, browser], [upload_report, files, my_docs, browser], api_name="upload",
-                     concurrency_limit=4)
-        delete_mine_btn.click(on_delete_mine, [browser, my_docs], [my_docs], api_name="delete_upload")
+                     concurrency_limit=4).then(refresh_scope, [browser, scope_in], [scope_in], api_visibility="private")
+        delete_mine_btn.click(on_delete_mine, [browser, my_docs], [my_docs], api_name="delete_upload").then(
+            refresh_scope, [browser, scope_in], [scope_in], api_visibility="private")
         ask_args = dict(fn=on_ask, inputs=[question, chatbot, answers_state, conversation_state, k_in, budget_in,
-                                           retriever_in, backend_in, browser],
-                        outputs=[chatbot, answers_state, conversation_state, weights_plot, answer_pick, question],
+                                           retriever_in, backend_in, browser, current, scope_in],
+                        outputs=[chatbot, answers_state, conversation_state, weights_plot, answer_pick, question,
+                                 current, conv_list],
                         concurrency_limit=None)
         ask_btn.click(api_name="ask", **ask_args)
         question.submit(api_visibility="private", **ask_args)
-        new_btn.click(on_new_conversation, [], [chatbot, conversation_state], api_visibility="private")
         pick_out = [answer_md, relevant_in, hits_df, eval_sources]
         answer_pick.change(on_pick, [answers_state, answer_pick, eval_k, browser], pick_out, api_visibility="private")
         eval_k.release(on_pick, [answers_state, answer_pick, eval_k, browser], pick_out, api_visibility="private")

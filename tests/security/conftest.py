@@ -82,7 +82,7 @@ def upload(client, path, browser_id):
 
 
 def ask(client, question, browser_id, retriever="dense"):
-    history, _, _, _ = client.predict(question, [], 5, 800, retriever, "extractive", browser_id, api_name="/ask")
+    history, *_ = client.predict(question, [], 5, 800, retriever, "extractive", browser_id, None, [], api_name="/ask")
     return str(history)
 
 

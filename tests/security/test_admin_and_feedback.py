@@ -12,7 +12,7 @@ from ui.service import AdminAuth, AdminRequired, LoginThrottle
 
 
 def _save(client, browser_id, question):
-    client.predict(question, [], 5, 800, "dense", "extractive", browser_id, api_name="/ask")
+    client.predict(question, [], 5, 800, "dense", "extractive", browser_id, None, [], api_name="/ask")
     return client.predict(None, "", "good", "from " + browser_id[:9], [], browser_id, api_name="/save_evaluation")
 
 

@@ -47,7 +47,7 @@ def test_uploads_and_conversations_belong_to_the_user(users_server, tmp_path):
 
     def ask(c):
         history, *_ = c.predict("Who is on the night watch on Fridays?", [], 5, 800, "dense", "extractive", None,
-                                api_name="/ask")
+                                None, [], api_name="/ask")
         return str(history)
 
     assert "roster.md" in ask(ines_2)  # the same user on another browser

@@ -54,14 +54,14 @@ BROWSER = "api-test-browser-id-0123456789"
 
 
 def test_ask_over_the_api(ui_server, client):
-    history, _, _, _ = client.predict("How long has the keeper tended the light?", [], 5, 800, "dense", "extractive",
-                                      BROWSER, api_name="/ask")
+    history, *_ = client.predict("How long has the keeper tended the light?", [], 5, 800, "dense", "extractive",
+                                      BROWSER, None, [], api_name="/ask")
     text = str(history)
     assert "twenty-two years" in text and "Sources (" in text
 
 
 def test_empty_question_gets_a_message(ui_server, client):
-    history, _, _, _ = client.predict("   ", [], 5, 800, "dense", "extractive", BROWSER, api_name="/ask")
+    history, *_ = client.predict("   ", [], 5, 800, "dense", "extractive", BROWSER, None, [], api_name="/ask")
     assert "the question is empty" in str(history)
 
 

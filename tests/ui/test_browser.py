@@ -288,9 +288,10 @@ def test_router_trained_from_the_admin_tab(ui_server, page):
     page.locator("#loss-plot img").first.wait_for()
     assert (ui_server.data_dir / "router" / "config.json").exists()
     page.screenshot(path=str(ARTIFACTS / "admin-router.png"), full_page=True)
-    _open(page, ui_server.url)
-    _ask(page, "How long has the keeper tended the light?")
+    _open(page, ui_server.url)  # the reload reopens this browser's conversation: its first answer is there
     _wait_sources(page, 1)
+    _ask(page, "How long has the keeper tended the light?")
+    _wait_sources(page, 2)
     weights = page.locator("#weights-plot").inner_text()
     assert "θ/4" in weights and "uniform" not in weights
 
@@ -324,3 +325,58 @@ def test_two_turn_conversation_with_the_supporting_sentence_highlighted(ui_serve
     expect(chat.get_by_text("Closest passages (")).to_have_count(1, timeout=30_000)
     text = chat.inner_text()
     assert "The documents do not say" in text and "★ cited" not in text
+
+
+def test_a_conversation_scoped_to_one_document(ui_server, page, tmp_path):
+    """Ticking one document under "Search in" limits the conversation's questions to it (and the choice is kept
+    with the conversation)."""
+    notes = tmp_path / "orchard-notes.md"
+    notes.write_text(ORCHARD.replace("# Orchard notes", "# Orchard notes (scoped)"), encoding="utf-8")
+    _open(page, ui_server.url)
+    page.locator("#new-conversation").click()
+    page.locator("#upload input[type=file]").set_input_files([str(notes)])
+    _see(page.locator("#upload-report"), "ingested")
+    scope = page.locator("#scope")
+    _see(scope, "orchard-notes.md")
+    scope.get_by_label("orchard-notes.md").check()
+    _ask(page, "How long has the keeper tended the light?")
+    from playwright.sync_api import expect
+
+    chat = page.locator("#chatbot")
+    expect(chat.get_by_text(re.compile(r"(Sources|Closest passages) \(")).first).to_be_visible(timeout=30_000)
+    chat.get_by_text(re.compile(r"(Sources|Closest passages) \(")).last.click()
+    heads = " ".join(chat.locator(".mg-src-head").all_inner_texts())
+    assert "orchard-notes.md" in heads and "keeper.md" not in heads
+    page.screenshot(path=str(ARTIFACTS / "chat-scoped.png"), full_page=True)
+    stored = ui_server.service.conversations.db.execute(  # the conversation was stored with its scope
+        "SELECT scope FROM conversations WHERE scope LIKE '%orchard-notes.md%'").fetchall()
+    assert stored
+
+
+def test_a_reload_keeps_the_conversation_and_the_session_settings(ui_server, page):
+    _open(page, ui_server.url)
+    page.locator("#new-conversation").click()
+    page.locator("#session-settings").click()
+    page.locator("#session-settings").get_by_label("bm25").check()
+    _ask(page, "What does the lamp burn?")
+    _wait_sources(page, 1)
+    first = page.locator("#chatbot").inner_text()
+    assert "paraffin" in first
+    _see(page.locator("#conversations"), "What does the lamp burn?")
+    page.reload()
+    page.get_by_role("tab", name="Chat").click()
+    _see(page.locator("#chatbot"), "paraffin")
+    _see(page.locator("#conversations"), "What does the lamp burn?")
+    page.locator("#session-settings").click()
+    assert page.locator("#session-settings").get_by_label("bm25").is_checked()
+    # and a follow-up in the reopened conversation is understood from its stored turns: its search names the lamp
+    _ask(page, "How often is it wound?")
+    from playwright.sync_api import expect
+
+    chat = page.locator("#chatbot")
+    replies = chat.get_by_text(re.compile(r"^(Sources|Closest passages) \("))
+    expect(replies).to_have_count(2, timeout=30_000)
+    replies.last.click()
+    _see(chat, "searched for: How often is it wound?")
+    assert "lamp" in chat.locator(".mg-scores", has_text="searched for").last.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "chat-reloaded.png"), full_page=True)
