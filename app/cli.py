@@ -26,6 +26,9 @@ def _settings(args):
     return Settings(**overrides)
 
 
+_opened: list = []  # contexts a command opened; main() closes them (the store and the writer lock)
+
+
 def _ctx(args):
     from app.context import AppContext
 
@@ -34,7 +37,9 @@ def _ctx(args):
                         format="%(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "transformers", "sentence_transformers", "huggingface_hub"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    return AppContext(s)
+    ctx = AppContext(s)
+    _opened.append(ctx)
+    return ctx
 
 
 def _writer(ctx):
@@ -146,6 +151,17 @@ def _print_sources(final, out=None) -> None:
             print(f"      supporting sentence, chars {x['start']}-{x['end']}: {x['text'][:160]}", file=out)
 
 
+def _scope(ctx, refs: list[str] | None) -> list[str] | None:
+    """The documents named by ``--doc`` (id, name or hash prefix), or None for all; ValueError for an unknown one."""
+    if not refs:
+        return None
+    ids = [ctx.catalog.find_document(r) for r in refs]
+    unknown = [r for r, d in zip(refs, ids) if d is None]
+    if unknown:
+        raise ValueError(f"no document matches {', '.join(map(repr, unknown))}; see `mgrag docs`")
+    return ids
+
+
 def _run_turn(ctx, question: str, args, history=None):
     """One question: the draft streamed to stdout (unless --json), then the checked reply when it differs.
     Returns the final Answer."""
@@ -154,7 +170,7 @@ def _run_turn(ctx, question: str, args, history=None):
     final, streamed = None, False
     for kind, value in ask(ctx, question, backend=args.backend, k=args.k, budget_words=args.budget,
                            retriever=args.retriever, no_retrieval_doc=getattr(args, "no_retrieval", None),
-                           history=history):
+                           history=history, doc_ids=_scope(ctx, getattr(args, "doc", None))):
         if kind == "status" and not args.json and sys.stderr.isatty():
             print(f"[{value}]", file=sys.stderr)
         elif kind == "token" and not args.json:
@@ -435,14 +451,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), help="MGRAG_RETRIEVER")
     s.add_argument("--backend", choices=("offline", "extractive", "transformers", "openai"), help="MGRAG_SYNTH_BACKEND")
     s.add_argument("--no-retrieval", metavar="DOC", help="baseline: answer from DOC truncated to 3500 words")
+    s.add_argument("--doc", action="append", metavar="DOC",
+                   help="search only this document (id, name or hash prefix; repeat for several)")
     s.add_argument("--json", action="store_true", help="print the whole answer object as JSON")
     s.set_defaults(func=cmd_ask)
 
     s = sub.add_parser("chat", help="a conversation: one question per line on stdin, follow-ups understood")
-    s.add_argument("--k", type=int, help="hits per level (MGRAG_TOP_K)")
-    s.add_argument("--budget", type=int, help="context budget in words (MGRAG_CONTEXT_WORDS)")
+    s.add_argument("--k", type=_int_at_least(1), help="hits per level (MGRAG_TOP_K)")
+    s.add_argument("--budget", type=_int_at_least(50), help="context budget in words (MGRAG_CONTEXT_WORDS)")
     s.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), help="MGRAG_RETRIEVER")
     s.add_argument("--backend", choices=("offline", "extractive", "transformers", "openai"), help="MGRAG_SYNTH_BACKEND")
+    s.add_argument("--doc", action="append", metavar="DOC",
+                   help="search only this document (id, name or hash prefix; repeat for several)")
     s.add_argument("--json", action="store_true", help="one JSON answer object per line for each turn")
     s.set_defaults(func=cmd_chat)
 
@@ -526,6 +546,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
         raise
+    finally:
+        while _opened:  # a command run in-process (tests, scripts) leaves the data dir free for the next one
+            _opened.pop().close()
 
 
 if __name__ == "__main__":

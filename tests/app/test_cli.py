@@ -15,3 +15,21 @@ def test_ingest_exits_1_when_any_file_fails(tmp_path, capsys, monkeypatch):
     assert rc == 1 and "FAILED     empty.md: is empty; nothing to ingest" in out
     assert "1 ingested, 0 unchanged/duplicate, 1 failed" in out
     assert main(["--data-dir", data, "ingest", "--quiet", str(tmp_path / "good.md")]) == 0  # a duplicate is fine
+
+
+def test_ask_with_doc_searches_only_that_document(tmp_path, capsys, monkeypatch):
+    import json
+
+    monkeypatch.setenv("MGRAG_EMBEDDER", "hashing")
+    monkeypatch.setenv("MGRAG_CHUNKER", "recursive")
+    (tmp_path / "ferry.md").write_text("The ferry leaves at noon from the east pier. It returns at six.", encoding="utf-8")
+    (tmp_path / "bakery.md").write_text("The bakery opens at five. The ferry crew buys rye bread there.", encoding="utf-8")
+    data = str(tmp_path / "data")
+    assert main(["--data-dir", data, "ingest", "--quiet", str(tmp_path / "ferry.md"), str(tmp_path / "bakery.md")]) == 0
+    capsys.readouterr()
+    rc = main(["--data-dir", data, "ask", "--backend", "extractive", "--doc", "bakery.md", "--json",
+               "When does the ferry leave?"])
+    answer = json.loads(capsys.readouterr().out)
+    assert rc == 0 and {s["doc_id"] for s in answer["sources"]} == {"bakery.md"}
+    assert main(["--data-dir", data, "ask", "--doc", "nope.md", "When?"]) == 2
+    assert "no document matches 'nope.md'" in capsys.readouterr().err
