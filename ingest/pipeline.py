@@ -330,9 +330,8 @@ class Ingestor:
         within = tqdm(total=100, desc="file", unit="%", position=1, leave=False, bar_format="{desc} {bar} {n:.0f}%")
 
         def show(step: Step) -> None:
-            within.set_description_str(f"{step.name[:30]}: {step.phase}")
             within.n = round(step.file_fraction * 100)
-            within.refresh()
+            within.set_description_str(f"{step.name[:30]}: {step.phase}")
 
         self._tracker = _Tracker(total, show)
         return docs, within
