@@ -185,7 +185,8 @@ def build_app(service: UiService):
         searched = (f'<div class="mg-scores">searched for: {html.escape(a["query"])}</div>'
                     if a.get("rewrite", "none") != "none" else "")
         body = (searched + render.weight_bars(a["weights"])
-                + render.sources_html(a["sources"], cited, links, abstained=a.get("abstained", False))
+                + render.sources_html(a["sources"], cited, links, abstained=a.get("abstained", False),
+                                      floor=service.ctx.settings.source_floor if a["retriever"] == "dense" else 0.0)
                 + f'<div class="mg-scores">{a["backend"]} via {a["retriever"]}: retrieval '
                   f'{t["retrieval_s"] * 1000:.0f} ms, total {t["total_s"]:.2f} s</div>')
         title = (f"Closest passages ({len(a['sources'])})" if a.get("abstained")

@@ -98,14 +98,16 @@ def weight_bars(weights) -> str:
 
 
 def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict[int, str] | None = None,
-                 abstained: bool = False) -> str:
+                 abstained: bool = False, floor: float = 0.0) -> str:
     """Every source of an answer: document, the parent passage with its matched child highlighted and the
     sentences that support the answer highlighted apart, per-level scores (dense and BM25), and a link that opens
     it in the viewer (``links``: source number → URL). For an abstention the passages are the closest ones, and
-    nothing is marked as cited."""
+    nothing is marked as cited. Uncited sources scoring under ``floor`` × the top score are folded away under
+    "N more below the relevance floor" (setting ``source_floor``, measured in BENCHMARKS.md)."""
     cited = set() if abstained else (cited or set())
     links = links or {}
-    parts = []
+    parts, folded = [], []
+    top = max((float(s["score"]) for s in sources), default=0.0)
     if abstained:
         parts.append('<div class="mg-abstain"><em>None of these passages supports an answer; they are the closest '
                      'ones found.</em></div>')
@@ -123,12 +125,16 @@ def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict
         if s["number"] in links:
             where += (f' · <a class="mg-open" href="{html.escape(links[s["number"]])}" target="_blank" '
                       f'rel="noopener">open ↗</a>')
-        parts.append(
+        below = floor > 0 and top > 0 and s["number"] not in cited and float(s["score"]) < floor * top
+        (folded if below else parts).append(
             f'<div class="mg-source"><div class="mg-src-head"><strong>[{s["number"]}] {html.escape(s["doc_id"])}</strong>'
             f' · {where} · score {s["score"]:.3f} · matched {level_name(s["matched_level"])}'
             f'{star}{note}</div><div class="mg-scores">{scores}</div>'
             f'<div class="mg-passage">{highlight(s["parent_text"], s["start"], s["end"], s["matched_start"], s["matched_end"], support)}'
             f'</div></div>')
+    if folded:
+        parts.append(f'<details class="mg-folded"><summary>{len(folded)} more passage(s) below the relevance floor'
+                     f'</summary>{"".join(folded)}</details>')
     return "".join(parts) or "<em>no sources</em>"
 
 

@@ -63,3 +63,17 @@ def test_sources_html_shows_support_and_abstention_without_citation():
 def test_highlight_support_ending_inside_the_child():
     out = render.highlight("abcdef", 0, 6, 1, 5, [(0, 3)])
     assert out == '<mark class="mg-support">a</mark><mark class="mg-support mg-match">bc</mark><mark>de</mark>f'
+
+
+def test_sources_under_the_relevance_floor_are_folded_unless_cited():
+    from ui.render import sources_html
+
+    def src(n, score):
+        return {"number": n, "doc_id": f"d{n}.md", "start": 0, "end": 10, "score": score, "matched_level": 0,
+                "matched_start": 0, "matched_end": 10, "parent_text": f"passage {n}", "level_scores": {}}
+
+    out = sources_html([src(1, 0.9), src(2, 0.8), src(3, 0.5), src(4, 0.4)], cited={4}, floor=0.8)
+    shown, folded = out.split('<details class="mg-folded">')
+    assert "[1] d1.md" in shown and "[2] d2.md" in shown and "[4] d4.md" in shown  # cited: always shown
+    assert "1 more passage(s) below the relevance floor" in folded and "[3] d3.md" in folded
+    assert "<details" not in sources_html([src(1, 0.9), src(3, 0.5)], floor=0.0)
