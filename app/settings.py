@@ -45,7 +45,7 @@ class Settings(BaseSettings):
     lg_batch_size: int = Field(4, ge=1, description="Blocks per forward pass in streaming mode.")
     lg_block_tokens: int = Field(1024, ge=64, description="Streaming block length in tokens.")
     lg_context_tokens: int = Field(64, ge=0, description="Streaming: preceding tokens re-read before each block.")
-    torch_threads: int | None = Field(None, description="torch CPU threads (default: torch's choice).")
+    torch_threads: int | None = Field(None, description="torch CPU threads (default: measured when the LM loads: 1 thread or one per core, whichever runs the LM faster now).")
 
     # embedding
     embedder: str = Field("all-MiniLM-L6-v2", description="sentence-transformers model: the shipped MiniLM alias or a local folder; 'hashing' for tests.")

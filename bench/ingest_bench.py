@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     # (b), (c) LGMGC exact and streaming
     chunks = {}
     for mode in ("exact", "streaming"):
-        sentences_mod._cached.cache_clear()  # each mode pays its own segmentation, as a fresh ingest would
+        sentences_mod.clear_caches()  # each mode pays its own segmentation, as a fresh ingest would
         chunker = build_chunker("lgmgc", args.theta, scorer=scorer, lg_config=LGConfig(theta=args.theta, mode=mode))
         tp0, fp0 = scorer.tokens_processed, scorer.forward_passes
         m0, c0 = monitor.mark(), common.cpu_seconds()

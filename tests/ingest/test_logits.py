@@ -136,3 +136,28 @@ def test_boundary_token_must_be_single_token(tiny_lm):
 def test_lg_config_validated(kw, msg):
     with pytest.raises(ValueError, match=msg):
         LGConfig(theta=300, **kw)
+
+
+def test_pick_threads_prefers_fewer_unless_more_clearly_pay():
+    from ingest.lm import pick_threads
+
+    assert pick_threads({1: 200.0, 2: 2.5}) == 1  # a contended machine: the second thread only waits
+    assert pick_threads({1: 200.0, 2: 380.0}) == 2
+    assert pick_threads({1: 200.0, 2: 215.0}) == 1  # within the margin: keep one
+    with pytest.raises(ValueError, match="at least one measured rate"):
+        pick_threads({})
+
+
+def test_choose_threads_measures_or_obeys_the_setting(tiny_lm):
+    from ingest.lm import choose_threads
+
+    _, model = tiny_lm
+    before = torch.get_num_threads()
+    try:
+        n, note = choose_threads(model, 1)
+        assert (n, torch.get_num_threads()) == (1, 1) and "MGRAG_TORCH_THREADS" in note
+        n, note = choose_threads(model, None)
+        assert torch.get_num_threads() == n and n >= 1
+        assert "measured" in note or "one core" in note
+    finally:
+        torch.set_num_threads(before)
