@@ -45,25 +45,35 @@ class History:
         return dict(self.__dict__)
 
 
+def loss_fn_for(head: str):
+    """BCE per level against soft labels (MoG, sigmoid head); cross-entropy against a target distribution over the
+    candidate weightings (choice head)."""
+    if head == "choice":
+        return lambda logits, y: -(y * torch.log_softmax(logits, dim=-1)).sum(dim=-1).mean()
+    return nn.BCEWithLogitsLoss()
+
+
 def bce_loss(model: MoGRouter, x: torch.Tensor, y: torch.Tensor) -> float:
+    """The training loss of ``model`` on ``(x, y)`` (BCE or, for a choice router, cross-entropy)."""
     model.eval()
     with torch.no_grad():
-        return float(nn.functional.binary_cross_entropy_with_logits(model(x), y))
+        return float(loss_fn_for(model.config.head)(model(x), y))
 
 
 def train_router(config: RouterConfig, x_train, y_train, x_val=None, y_val=None, *,
                  train_config: TrainConfig = TrainConfig(), progress: bool = False) -> tuple[MoGRouter, History]:
-    """Train a router on query vectors ``x`` ``(n, dim)`` and soft labels ``y`` ``(n, n_levels)``.
+    """Train a router on inputs ``x`` ``(n, in_dim)`` (:func:`router.model.router_inputs`) and labels ``y``
+    ``(n, n_out)``: soft labels per level (sigmoid head) or a distribution over the candidates (choice head).
 
     Without a validation set, the training loss decides early stopping (and the last best epoch is kept).
     """
     tc = train_config
     x = torch.as_tensor(np.asarray(x_train, dtype=np.float32))
     y = torch.as_tensor(np.asarray(y_train, dtype=np.float32))
-    if x.ndim != 2 or x.shape[1] != config.dim:
-        raise ValueError(f"query vectors must have shape (n, {config.dim}), got {tuple(x.shape)}")
-    if y.shape != (x.shape[0], config.n_levels):
-        raise ValueError(f"soft labels must have shape ({x.shape[0]}, {config.n_levels}), got {tuple(y.shape)}")
+    if x.ndim != 2 or x.shape[1] != config.in_dim:
+        raise ValueError(f"router inputs must have shape (n, {config.in_dim}), got {tuple(x.shape)}")
+    if y.shape != (x.shape[0], config.n_out):
+        raise ValueError(f"labels must have shape ({x.shape[0]}, {config.n_out}), got {tuple(y.shape)}")
     if len(x) == 0:
         raise ValueError("no training examples")
     has_val = x_val is not None and len(x_val) > 0
@@ -74,7 +84,7 @@ def train_router(config: RouterConfig, x_train, y_train, x_val=None, y_val=None,
     gen = torch.Generator().manual_seed(tc.seed)
     model = MoGRouter(config)
     opt = torch.optim.Adam(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
-    loss_fn = nn.BCEWithLogitsLoss()
+    loss_fn = loss_fn_for(config.head)
     hist = History()
     best_state = {k: v.clone() for k, v in model.state_dict().items()}
     epochs = range(tc.max_epochs)
