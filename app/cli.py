@@ -252,6 +252,52 @@ def _int_at_least(lo: int):
     return parse
 
 
+def document_text(ctx, ref: str) -> tuple[str, str]:
+    """``(name, text)`` of an ingested document (id, name or hash prefix) or, failing that, of a readable file."""
+    from pathlib import Path
+
+    doc_id = ctx.catalog.find_document(ref) if ctx.settings.catalog_path.exists() else None
+    if doc_id is not None:
+        row = next(r for r in ctx.catalog.documents(None) if r["doc_id"] == doc_id)
+        return row["name"], ctx.store.text(row["hash"])
+    if Path(ref).is_file():
+        from ingest.loaders import load_file
+
+        doc = load_file(ref, max_bytes=int(ctx.settings.max_file_mb * 2**20))
+        return Path(ref).name, doc.text
+    raise ValueError(f"{ref}: no ingested document has this id, name or hash prefix (see `mgrag docs`), and it is "
+                     "not a readable file")
+
+
+def cmd_inspect(args) -> int:
+    from pathlib import Path
+
+    from app.inspect import inspect_text, render_html, render_png
+
+    ctx = _ctx(args)
+    try:
+        name, text = document_text(ctx, args.doc)
+        words = None
+        if args.words:
+            a, _, b = args.words.partition(":")
+            if not (a.isdigit() and b.isdigit() and int(a) < int(b)):
+                raise ValueError(f"--words takes FROM:TO in words, e.g. 0:2000, got {args.words!r}")
+            words = (int(a), int(b))
+        ins = inspect_text(ctx, text, name, theta=args.theta, question=args.question)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = "inspect-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).stem)[:80]
+    png, page = out / f"{stem}.png", out / f"{stem}.html"
+    render_png(ins, png, words=words)
+    page.write_text(render_html(ins), encoding="utf-8")
+    print(json.dumps(ins.summary(), indent=1, ensure_ascii=False, default=str))
+    print(f"wrote {png} and {page}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mgrag", description="MGRAG: chat with your documents (LGMGC + MoG).")
     p.add_argument("--data-dir", help="data directory (MGRAG_DATA_DIR)")
@@ -307,6 +353,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--quiet", action="store_true", help="no progress bars")
     s.set_defaults(func=cmd_train_router)
+
+    s = sub.add_parser("inspect", help="the chunk inspector: boundary probabilities, the cuts of LG, recursive and "
+                                       "MG, and a question's matches, as a PNG and an HTML page")
+    s.add_argument("doc", help="an ingested document (id, name or hash prefix) or a file")
+    s.add_argument("--question", help="show which chunks of each level match it, with their weighted scores")
+    s.add_argument("--theta", type=_int_at_least(8), help="θ in words (default MGRAG_THETA)")
+    s.add_argument("--lg-mode", choices=("exact", "streaming"))
+    s.add_argument("--words", help="word range of the plot, FROM:TO (default the first 3,000 words)")
+    s.add_argument("--out", default=".", help="folder for inspect-<doc>.png and .html (default: here)")
+    s.set_defaults(func=cmd_inspect)
 
     s = sub.add_parser("setup-models", help="provision the offline models (once)")
     s.set_defaults(func=cmd_setup_models)

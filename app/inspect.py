@@ -70,6 +70,15 @@ class Inspection:
         """Character offsets where the chunker's parents end (the last one excluded)."""
         return [c.end for c in self.parents(chunker)][:-1]
 
+    def top_parents(self, chunker: str, n: int = 3) -> list[dict]:
+        """The first ``n`` parents of the chunker's ranking, each with the match that ranked it."""
+        best: dict[int, Match] = {}
+        for m in self.matches.get(chunker, []):
+            if m.rank and m.rank <= n and (m.rank not in best or m.weighted > best[m.rank].weighted):
+                best[m.rank] = m
+        return [{"rank": r, "parent": list(m.parent), "matched": LEVEL_NAMES[m.level], "score": round(m.score, 3),
+                 "weighted": round(m.weighted, 3)} for r, m in sorted(best.items())]
+
     def summary(self) -> dict:
         from ingest.sentences import count_words
 
@@ -83,9 +92,7 @@ class Inspection:
             out["question"] = self.question
             out["weights"] = [round(w, 3) for w in self.weights]
             out["router"] = self.router
-            out["top parents"] = {c: [(m.parent, round(m.weighted, 3), LEVEL_NAMES[m.level]) for m in
-                                      sorted((m for m in ms if m.rank == i), key=lambda m: -m.weighted)[:1]
-                                      for i in range(1, 4)] for c, ms in self.matches.items()}
+            out["top parents"] = {c: self.top_parents(c) for c in self.matches}
         return out
 
 
@@ -230,7 +237,8 @@ def render_png(ins: Inspection, path: str | Path | None = None, *, words: tuple[
     ax.set_ylabel("p(boundary) after the sentence")
     ax.set_title(f"{ins.name}: boundary probabilities and cuts (θ = {ins.theta}"
                  + (f"; question: {ins.question[:80]}" if ins.question else "") + ")", fontsize=10)
-    ax.legend(fontsize=7, ncol=4, loc="lower right")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, ncol=4, loc="lower right")
     ax.grid(alpha=0.25)
     # bands: one row per chunker and level; the question's matches coloured by weighted score
     best = max((m.weighted for ms in ins.matches.values() for m in ms), default=1.0) or 1.0
