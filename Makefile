@@ -46,6 +46,9 @@ bench-extra: models
 	$(BIN)/python bench/boundary_signal.py
 	$(BIN)/python bench/ingest_bench.py
 	$(BIN)/python bench/retrieval_latency.py
+	$(BIN)/python bench/store_bench.py synthetic
+	$(BIN)/python bench/store_bench.py recall
+	$(BIN)/python bench/store_bench.py ingest
 
 clean:
 	rm -rf $(VENV) data

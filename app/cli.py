@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import sys
@@ -36,6 +37,13 @@ def _ctx(args):
     return AppContext(s)
 
 
+def _writer(ctx):
+    """Take the data dir's writer lock now, before any model loads: a second writer stops at once with a one-line
+    message (:mod:`app.datalock`); the store is opened and checked (:mod:`ingest.consistency`)."""
+    ctx.writer_lock()
+    return ctx
+
+
 def _print_report(report, out=None) -> None:
     out = out or sys.stdout
     for r in report.results:
@@ -56,7 +64,7 @@ def _print_report(report, out=None) -> None:
 def cmd_ingest(args) -> int:
     from ingest.pipeline import Ingestor
 
-    ctx = _ctx(args)
+    ctx = _writer(_ctx(args))
     report = Ingestor(ctx, progress=not args.quiet).ingest_paths(args.paths)
     _print_report(report)
     return 1 if report.failed else 0  # a script can tell that some file did not make it
@@ -65,7 +73,7 @@ def cmd_ingest(args) -> int:
 def cmd_reingest(args) -> int:
     from ingest.pipeline import Ingestor
 
-    ctx = _ctx(args)
+    ctx = _writer(_ctx(args))
     ing = Ingestor(ctx, progress=not args.quiet)
     if args.docs:  # some documents re-chunked (with their own chunker/θ if given), the rest copied; atomic switch
         ids = [ctx.catalog.find_document(ref) for ref in args.docs]
@@ -93,6 +101,7 @@ def cmd_reingest(args) -> int:
 
 
 def cmd_docs(args) -> int:
+    """Reads the catalog only (SQLite, safe beside a running writer such as `mgrag serve`); no store, no lock."""
     ctx = _ctx(args)
     live = ctx.catalog.live_generation()
     rows = ctx.catalog.documents(live.gen if live else None)
@@ -115,7 +124,7 @@ def cmd_docs(args) -> int:
 def cmd_delete(args) -> int:
     from ingest.pipeline import Ingestor
 
-    ctx = _ctx(args)
+    ctx = _writer(_ctx(args))
     try:
         doc_id = Ingestor(ctx).delete(args.doc)
     except ValueError as e:
@@ -130,6 +139,8 @@ def cmd_ask(args) -> int:
     from retrieval.search import EmptyIndexError
 
     ctx = _ctx(args)
+    if ctx.embedded:  # an embedded store opens in one process at a time: say so before loading any model
+        ctx.writer_lock()
     final = None
     try:
         for kind, value in ask(ctx, args.question, backend=args.backend, k=args.k, budget_words=args.budget,
@@ -184,7 +195,7 @@ def cmd_train_router(args) -> int:
     from router.pipeline import train_from_index
     from router.train import TrainConfig
 
-    ctx = _ctx(args)
+    ctx = _writer(_ctx(args))
     out = args.out or str(ctx.settings.data_dir / "router")
     try:
         tc = TrainConfig(lr=args.lr, max_epochs=args.epochs, patience=args.patience, seed=args.seed)
@@ -200,6 +211,33 @@ def cmd_train_router(args) -> int:
           f"{' (stopped early)' if h['stopped_early'] else ''}; a constant router predicting the mean training label "
           f"scores {rep['val_bce_of_label_prior'] or float('nan'):.4f}; {rep['seconds']:.0f} s")
     print(f"saved {out}/config.json + model.safetensors, loss curves {out}/loss.png")
+    return 0
+
+
+def cmd_export_index(args, client=None) -> int:
+    """Copy the live generation to a Qdrant server (``ingest/export.py``); ``client`` injects a qdrant-client."""
+    from ingest.export import export_live, state_path
+    from ingest.index import ClientIndex, make_client
+
+    ctx = _writer(_ctx(args))
+    s = ctx.settings
+    if s.qdrant_url and s.qdrant_url == args.to:
+        print("error: the index already lives on that server (MGRAG_QDRANT_URL)", file=sys.stderr)
+        return 2
+    target = ClientIndex(client or make_client(args.to, args.api_key, s.qdrant_path), ctx.catalog.live_gen,
+                         s.collection_prefix, owns_client=client is None)
+    try:
+        rep = export_live(ctx.catalog, ctx.index, target, state_path(s.data_dir, args.to), batch=args.batch,
+                          progress=not args.quiet)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        target.close()
+    per = ", ".join(f"L{lv} {n}" for lv, n in rep.points.items())
+    print(f"exported generation {rep.gen} to {args.to}: {per} points ({rep.sent} sent by this run"
+          f"{', resumed' if rep.resumed else ''}); aliases {s.collection_prefix}_L* point at it. "
+          f"Serve it with MGRAG_QDRANT_URL={args.to} and this data dir.")
     return 0
 
 
@@ -228,7 +266,9 @@ def cmd_serve(args) -> int:
     from ui.app import serve
 
     overrides = {k: v for k, v in {"ui_host": args.host, "ui_port": args.port}.items() if v is not None}
-    s = _ctx(args).settings.model_copy(update=overrides)
+    ctx = _ctx(args)
+    ctx.writer_lock(open_index=False)  # before any model loads; the app's own context (same process) opens the store
+    s = ctx.settings.model_copy(update=overrides)
     return serve(s)
 
 
@@ -298,6 +338,31 @@ def cmd_inspect(args) -> int:
     return 0
 
 
+def cmd_users(args) -> int:
+    """Web app accounts: with at least one, `mgrag serve` requires a login and uploads and conversations belong
+    to the user."""
+    import getpass
+
+    from app.settings import Settings
+    from ui.users import Users
+
+    users = Users(Settings(**({"data_dir": args.data_dir} if args.data_dir else {})).data_dir / ".secrets" / "users.sqlite")
+    try:
+        if args.action == "list":
+            print("\n".join(users.names()) or "(no users: the web app needs no login)")
+        elif args.action == "remove":
+            users.remove(args.name)
+            print(f"removed {args.name}")
+        else:
+            pw = sys.stdin.readline().rstrip("\n") if args.password_stdin else getpass.getpass(f"password for {args.name}: ")
+            users.add(args.name, pw)
+            print(f"{args.name} can log in (a running `mgrag serve` requires logins after a restart if it had no users)")
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mgrag", description="MGRAG: chat with your documents (LGMGC + MoG).")
     p.add_argument("--data-dir", help="data directory (MGRAG_DATA_DIR)")
@@ -364,6 +429,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default=".", help="folder for inspect-<doc>.png and .html (default: here)")
     s.set_defaults(func=cmd_inspect)
 
+    s = sub.add_parser("export-index", help="copy the live index to a Qdrant server (resumable)")
+    s.add_argument("--to", required=True, metavar="URL", help="Qdrant server, e.g. http://localhost:6333")
+    s.add_argument("--api-key", help="API key of that server")
+    s.add_argument("--batch", type=int, default=512, help="points per request")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_export_index)
+
     s = sub.add_parser("setup-models", help="provision the offline models (once)")
     s.set_defaults(func=cmd_setup_models)
 
@@ -371,6 +443,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--host", help="address to listen on (MGRAG_UI_HOST)")
     s.add_argument("--port", type=_int_at_least(1), help="port (MGRAG_UI_PORT)")
     s.set_defaults(func=cmd_serve)
+
+    s = sub.add_parser("users", help="web app accounts (with any, the web app requires a login)")
+    s.add_argument("action", choices=("add", "remove", "list"))
+    s.add_argument("name", nargs="?", default="")
+    s.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    s.set_defaults(func=cmd_users)
 
     s = sub.add_parser("settings", help="show the effective settings")
     s.add_argument("--table", action="store_true", help="markdown table of every setting and its default")
@@ -389,6 +467,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:
+        from app.datalock import DataDirBusy
+
+        if isinstance(e, DataDirBusy):
+            print(f"error: {e}", file=sys.stderr)
+            return 5
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # a full disk before any document was written
+            print(f"error: {e.strerror or e}", file=sys.stderr)
+            return 6
         from pydantic import ValidationError
 
         if isinstance(e, ValidationError):  # a setting out of range (flag, env var or mgrag.toml): one line each

@@ -10,27 +10,56 @@ log = logging.getLogger(__name__)
 
 
 class AppContext:
-    def __init__(self, settings: Settings | None = None, *, embedder=None, scorer=None, client=None):
+    def __init__(self, settings: Settings | None = None, *, embedder=None, scorer=None, client=None, index=None):
+        """``client``: a qdrant-client instance to store in (e.g. ``QdrantClient(":memory:")`` standing in for a
+        server); ``index``: an open index shared with another context on the same data dir (it stays theirs)."""
         self.settings = settings or Settings()
+        self._client = client
+        self._lock = None
+        self.check_report = None
         if embedder is not None:
             self.__dict__["embedder"] = embedder
         if scorer is not None:
             self.__dict__["scorer"] = scorer
-        if client is not None:
-            self.__dict__["client"] = client
+        if index is not None:
+            self.__dict__["index"] = index
+            self._shared_index = True
 
-    @cached_property
-    def client(self):
-        from ingest.index import make_client
+    @property
+    def embedded(self) -> bool:
+        """The store lives in the data dir (Qdrant Edge or local mode), not on a server."""
+        return self._client is None and not self.settings.qdrant_url
 
-        s = self.settings
-        return make_client(s.qdrant_url, s.qdrant_api_key, s.qdrant_path)
+    def writer_lock(self, open_index: bool = True):
+        """Take this data dir's writer lock (once; :class:`app.datalock.DataDirBusy` if another process has it)
+        and open the index, which runs the consistency check before anything is written. Writers call it before
+        loading any model; opening an embedded store takes the lock too. ``open_index=False``: the lock only
+        (another context of this process opens the store)."""
+        self._acquire()
+        if open_index:
+            self.index  # noqa: B018 - opened now: the check runs before this writer changes anything
+        return self._lock
+
+    def _acquire(self) -> None:
+        if self._lock is None:
+            from app.datalock import acquire
+
+            self._lock = acquire(self.settings.data_dir)
 
     @cached_property
     def index(self):
-        from ingest.index import QdrantIndex
+        """The vector store (:mod:`ingest.index`). Embedded stores are opened under the writer lock; whoever holds
+        the lock runs the consistency check (:mod:`ingest.consistency`) once on open."""
+        from ingest.index import open_index
 
-        return QdrantIndex(self.client, self.settings.collection_prefix)
+        if self.embedded:
+            self._acquire()
+        idx = open_index(self.settings, self.catalog.live_gen, client=self._client)
+        if self._lock is not None:
+            from ingest.consistency import check
+
+            self.check_report = check(self.catalog, idx, self.bm25, self.settings.data_dir, own_store=self.embedded)
+        return idx
 
     @cached_property
     def catalog(self):
@@ -88,8 +117,11 @@ class AppContext:
                             context_tokens=s.lg_context_tokens)
 
     def close(self) -> None:
-        if "client" in self.__dict__:
+        if "index" in self.__dict__ and not getattr(self, "_shared_index", False):
             try:
-                self.client.close()
+                self.__dict__.pop("index").close()
             except Exception:  # pragma: no cover - closing is best effort
-                pass
+                log.exception("closing the index failed")
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None

@@ -22,8 +22,12 @@ class Settings(BaseSettings):
     # storage
     data_dir: Path = Field(Path("data"), description="Originals, catalog (SQLite) and embedded Qdrant live here.")
     cache_dir: Path = Field(default_factory=_default_cache, description="Converted models (Gemma safetensors).")
-    qdrant_url: str | None = Field(None, description="Qdrant server URL; unset = embedded local mode in data_dir.")
+    qdrant_url: str | None = Field(None, description="Qdrant server URL; unset = the embedded engine (qdrant_engine) in data_dir.")
     qdrant_api_key: str | None = Field(None, description="API key for the Qdrant server.")
+    qdrant_engine: Literal["edge", "local"] = Field(
+        "edge", description="Embedded store when no server URL is set: edge (Qdrant Edge shards in data_dir/edge) or local (qdrant-client's local mode in data_dir/qdrant, slow above ~20k points).")
+    hnsw_min_points: int = Field(250_000, ge=1, description="Edge: a level with more points than this gets an HNSW graph (built after ingestion; exact search costs ~0.09 ms per 1,000 points, BENCHMARKS.md); smaller levels are searched exactly.")
+    hnsw_ef: int = Field(256, ge=1, description="Edge: HNSW search breadth (ef) for levels that have a graph (recall@10 0.992 on MiniLM chunks of the dev sets, BENCHMARKS.md).")
     collection_prefix: str = Field("mgrag", description="Prefix of Qdrant collections and aliases.")
     max_file_mb: float = Field(20.0, gt=0, description="Files larger than this are refused with a message.")
     max_unpacked_mb: float = Field(200.0, gt=0, description="A DOCX whose parts unpack to more than this is refused before it is parsed (decompression bombs).")
@@ -119,6 +123,10 @@ class Settings(BaseSettings):
     @property
     def qdrant_path(self) -> Path:
         return self.data_dir / "qdrant"
+
+    @property
+    def edge_path(self) -> Path:
+        return self.data_dir / "edge"
 
     @property
     def catalog_path(self) -> Path:

@@ -53,11 +53,9 @@ def chroma_ctx(data_dir: Path):
 
 def synthetic_ctx(data_dir: Path, n_chunks: int, dim: int):
     """An index of ``n_chunks`` random unit vectors split 1:2:4 over three levels, with text payloads."""
-    from qdrant_client import models
-
     from app.context import AppContext
     from app.settings import Settings
-    from ingest.embed import load_embedder
+    from ingest.index import StoredPoint
     from retrieval.bm25 import Bm25Store
 
     ctx = AppContext(Settings(data_dir=data_dir, chunker="mg"))
@@ -75,6 +73,7 @@ def synthetic_ctx(data_dir: Path, n_chunks: int, dim: int):
             def __init__(self, id, level, text, parent_id):
                 self.id, self.level, self.text, self.parent_id = id, level, text, parent_id
 
+        rows: list[tuple] = []
         parent_ids = [str(uuid.uuid5(uuid.NAMESPACE_URL, f"p{i}")) for i in range(n_par)]
         for level, n in enumerate(sizes):
             words = 300 >> level
@@ -85,16 +84,22 @@ def synthetic_ctx(data_dir: Path, n_chunks: int, dim: int):
                 pid = parent_ids[min(i // (2 ** level), n_par - 1)]
                 cid = pid if level == 0 else str(uuid.uuid5(uuid.NAMESPACE_URL, f"{level}:{i}"))
                 text = " ".join(rng.choice(vocab, size=words // 4))
-                batch.append(models.PointStruct(id=cid, vector=vecs[i].tolist(), payload={
+                batch.append(StoredPoint(cid, {
                     "doc_id": f"doc{i // 500}", "doc_hash": "x", "doc_version": 1, "level": level, "parent_id": pid,
-                    "start": 0, "end": len(text), "text": text}))
+                    "start": 0, "end": len(text), "text": text}, vector=vecs[i]))
                 bm.append(C(cid, level, text, pid))
                 if len(batch) == 1000:
-                    ctx.client.upsert(index.collection(gen, level), points=batch, wait=True)
+                    index.upsert_points(gen, level, batch)
+                    rows += [(gen, p.id, p.payload["doc_id"], level, 0, p.payload["end"], p.payload["parent_id"]) for p in batch]
                     batch = []
             if batch:
-                ctx.client.upsert(index.collection(gen, level), points=batch, wait=True)
+                index.upsert_points(gen, level, batch)
+                rows += [(gen, p.id, p.payload["doc_id"], level, 0, p.payload["end"], p.payload["parent_id"])
+                         for p in batch]
             Bm25Store.update(ctx.bm25, gen, bm)
+        with cat.transaction() as db:  # the catalog owns the points (the consistency check on open keeps them)
+            db.executemany("INSERT OR REPLACE INTO chunks VALUES (?,?,?,?,?,?,?)", rows)
+        index.flush(gen)
         index.switch(gen, 3)
         cat.set_generation_status(gen, "live")
     return ctx

@@ -68,14 +68,8 @@ def index_vectors(ctx) -> dict[str, np.ndarray]:
     live = ctx.catalog.live_generation()
     out: dict[str, np.ndarray] = {}
     for level in range(live.n_levels):
-        offset = None
-        while True:
-            pts, offset = ctx.client.scroll(ctx.index.alias(level), limit=2048, offset=offset, with_vectors=True,
-                                            with_payload=["text"])
-            for p in pts:
-                out[p.payload["text"]] = np.asarray(p.vector, dtype=np.float32)
-            if offset is None:
-                break
+        for p in ctx.index.points(live.gen, level, with_vectors=True):
+            out[p.payload["text"]] = p.vector
     return out
 
 

@@ -30,6 +30,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     start INTEGER NOT NULL, "end" INTEGER NOT NULL, parent_id TEXT NOT NULL, PRIMARY KEY (gen, id));
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(gen, doc_id);
 CREATE INDEX IF NOT EXISTS chunks_parent ON chunks(gen, parent_id);
+CREATE TABLE IF NOT EXISTS pending (
+    gen INTEGER NOT NULL, doc_id TEXT NOT NULL, started REAL, PRIMARY KEY (gen, doc_id));
 CREATE TABLE IF NOT EXISTS runs (
     run_id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT, gen INTEGER, started REAL, finished REAL,
     status TEXT, n_ok INTEGER, n_failed INTEGER, detail TEXT);
@@ -56,8 +58,11 @@ class DocumentStore:
                 continue
             p.parent.mkdir(parents=True, exist_ok=True)
             tmp = p.with_suffix(p.suffix + f".{os.getpid()}.tmp")
-            tmp.write_bytes(payload)
-            os.replace(tmp, p)
+            try:
+                tmp.write_bytes(payload)
+                os.replace(tmp, p)
+            finally:
+                tmp.unlink(missing_ok=True)
 
     def original(self, h: str) -> bytes:
         return self._path(h, "orig").read_bytes()
@@ -130,6 +135,11 @@ class Catalog:
             "SELECT gen, chunker, theta, params, embedder, dim, n_levels, status FROM generations "
             "WHERE status='live' ORDER BY gen DESC LIMIT 1").fetchone())
 
+    def live_gen(self) -> int | None:
+        """The live generation's number (what the store searches; one indexed lookup)."""
+        row = self.db.execute("SELECT gen FROM generations WHERE status='live' ORDER BY gen DESC LIMIT 1").fetchone()
+        return row[0] if row else None
+
     def generation(self, gen: int) -> Generation | None:
         return self._gen(self.db.execute(
             "SELECT gen, chunker, theta, params, embedder, dim, n_levels, status FROM generations WHERE gen=?",
@@ -161,6 +171,31 @@ class Catalog:
         with self.transaction() as db:
             db.execute("DELETE FROM chunks WHERE gen=?", (gen,))
             db.execute("DELETE FROM indexed WHERE gen=?", (gen,))
+            db.execute("DELETE FROM pending WHERE gen=?", (gen,))
+
+    # -- store writes in flight (the consistency check on open finishes or undoes them) ----------------------
+    def begin_pending(self, gen: int, doc_id: str) -> None:
+        """Mark ``doc_id`` in ``gen`` as being written to the store, before its first point is written."""
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO pending VALUES (?,?,?)", (gen, doc_id, time.time()))
+
+    def end_pending(self, gen: int, doc_id: str) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM pending WHERE gen=? AND doc_id=?", (gen, doc_id))
+
+    def pending(self) -> list[tuple[int, str]]:
+        return self.db.execute("SELECT gen, doc_id FROM pending ORDER BY gen, doc_id").fetchall()
+
+    def drop_pending(self, gen: int) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM pending WHERE gen=?", (gen,))
+
+    def chunk_counts(self, gen: int) -> dict[int, int]:
+        return dict(self.db.execute("SELECT level, COUNT(*) FROM chunks WHERE gen=? GROUP BY level", (gen,)))
+
+    def level_chunk_ids(self, gen: int, level: int) -> dict[str, str]:
+        """chunk id -> doc id of every chunk of one level of ``gen``."""
+        return dict(self.db.execute("SELECT id, doc_id FROM chunks WHERE gen=? AND level=?", (gen, level)))
 
     # -- documents ----------------------------------------------------------------------------------
     def doc_by_hash(self, h: str, gen: int, owner: str | None = None) -> str | None:

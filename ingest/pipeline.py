@@ -1,4 +1,4 @@
-"""Ingestion: files -> text -> chunks (all levels) -> embeddings -> Qdrant, recorded in the catalog.
+"""Ingestion: files -> text -> chunks (all levels) -> embeddings -> the vector store, recorded in the catalog.
 
 Guarantees:
 * a file is read, chunked and embedded completely **before** anything is written; a failure at any step is
@@ -6,12 +6,15 @@ Guarantees:
 * a write that fails half-way is rolled back (the points written are deleted) and the catalog is untouched;
 * ingesting the same content twice is a no-op (reported as a duplicate); a changed file of the same name
   becomes a new version that replaces the old one's chunks;
-* re-ingestion builds a new index generation beside the live one and switches the aliases atomically; if
-  anything fails the live index stays as it was.
+* re-ingestion builds a new index generation beside the live one and switches atomically (the catalog's
+  transaction names the live generation); if anything fails the live index stays as it was;
+* a process killed anywhere leaves nothing the next writer's consistency check does not repair
+  (:mod:`ingest.consistency`): points are flushed before the catalog records them, under a ``pending`` row.
 """
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -142,15 +145,15 @@ class Ingestor:
         return build_chunker(chunker, theta, embedder=self.ctx.embedder if chunker == "semantic" else None, llm=llm)
 
     def live_generation(self, create: bool = True) -> Generation | None:
-        cat = self.ctx.catalog
+        cat, index = self.ctx.catalog, self.ctx.index  # the index first: its consistency check runs on open
         live = cat.live_generation()
         if live is not None or not create:
             return live
         s = self.ctx.settings
         ch = self._chunker_for(s.chunker, s.theta)
         gen = cat.new_generation(s.chunker, s.theta, ch.describe(), s.embedder, self.ctx.embedder.dim, ch.n_levels)
-        self.ctx.index.create_generation(gen, self.ctx.embedder.dim, ch.n_levels)
-        self.ctx.index.switch(gen, ch.n_levels)
+        index.create_generation(gen, self.ctx.embedder.dim, ch.n_levels)
+        index.switch(gen, ch.n_levels)
         cat.set_generation_status(gen, "live")
         return cat.live_generation()
 
@@ -197,16 +200,20 @@ class Ingestor:
 
     def _write(self, gen: Generation, doc: LoadedDoc, doc_id: str, h: str, chunks, vectors, t0: float,
                chunking: dict | None = None, size: int | None = None, owner: str | None = None) -> None:
-        """Write points, then the catalog; on failure delete what was written. Old version's points go last."""
+        """Write points, flush them, then record the document in the catalog; on failure delete what was written.
+        The old version's points go last. A ``pending`` row brackets the store writes, so that the consistency
+        check on the next open removes the points of a write a crash interrupted (:mod:`ingest.consistency`)."""
         cat, index = self.ctx.catalog, self.ctx.index
         old = cat.chunk_ids(gen.gen, doc_id)
         new_ids: dict[int, list[str]] = {}
         for c in chunks:
             new_ids.setdefault(c.level, []).append(c.id)
         bm25 = self.ctx.bm25
+        cat.begin_pending(gen.gen, doc_id)
         try:
             index.upsert(gen.gen, chunks, vectors, cat.version_for(doc_id, h))
             bm25.update(gen.gen, chunks)
+            index.flush(gen.gen)
             size = len(doc.data) if size is None else size
             cat.record_indexed(gen.gen, doc_id, doc.name, h, size, doc.kind, chunks, time.time() - t0, chunking,
                                owner=owner)
@@ -215,13 +222,17 @@ class Ingestor:
             try:
                 index.delete(gen.gen, stale)
                 bm25.update(gen.gen, [], remove=stale)
-            except Exception:  # pragma: no cover - best effort; ids are deterministic, a retry overwrites
-                log.exception("rollback of %s failed", doc.name)
+                index.flush(gen.gen)
+                cat.end_pending(gen.gen, doc_id)
+            except Exception:  # the pending row stays: the next open's consistency check finishes the rollback
+                log.exception("rollback of %s failed; the next start removes its points", doc.name)
             raise
         keep = {i for ids in new_ids.values() for i in ids}
         obsolete = {lv: [i for i in ids if i not in keep] for lv, ids in old.items()}
         index.delete(gen.gen, obsolete)
         bm25.update(gen.gen, [], remove=obsolete)
+        index.flush(gen.gen)
+        cat.end_pending(gen.gen, doc_id)
 
     def ingest_one(self, doc: LoadedDoc, gen: Generation, on_window=None, owner: str | None = None) -> FileResult:
         """Ingest one loaded document for ``owner`` (None: the shared library). Its id is its name unless another
@@ -287,14 +298,22 @@ class Ingestor:
             except IngestError as e:
                 result = FileResult(name, "failed", e.problem)
             except Exception as e:  # a model or store error on one file must not abort the batch
-                log.exception("ingesting %s failed", name)
+                if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+                    log.error("ingesting %s failed: %s", name, e)  # a full disk: the message says it all
+                else:
+                    log.exception("ingesting %s failed", name)
                 result = FileResult(name, "failed", f"{e.__class__.__name__}: {e}")
             report.results.append(result)
             if bar is not None:
                 bar.update(1)
         self._close_bars(bar, wbar)
-        self.ctx.catalog.finish_run(run, "done" if not report.failed else "partial", len(report.ok),
-                                    len(report.failed), {"failed": {r.name: r.message for r in report.failed}})
+        try:
+            if report.ok:
+                self.ctx.index.optimize(gen.gen)  # an HNSW graph for the levels that grew past hnsw_min_points
+            self.ctx.catalog.finish_run(run, "done" if not report.failed else "partial", len(report.ok),
+                                        len(report.failed), {"failed": {r.name: r.message for r in report.failed}})
+        except Exception:  # e.g. a full disk: the documents are recorded (or rolled back); keep the report
+            log.exception("finishing the ingestion run failed")
         return report
 
     def _bars(self, total: int, unit: str):
@@ -350,8 +369,9 @@ class Ingestor:
         probe = self._chunker_for(chunker, theta, params=live.params if live and selected is not None else None)
         gen_id = cat.new_generation(chunker, theta, probe.describe(), s.embedder, self.ctx.embedder.dim, probe.n_levels)
         gen = cat.generation(gen_id)
-        for orphan in index.orphan_collections([g.gen for g in cat.generations("live")] + [gen_id]):
-            self.ctx.client.delete_collection(orphan)  # left by a crashed earlier re-ingestion
+        made_here = {g.gen for g in cat.generations()} - {g.gen for g in cat.generations("live")} - {gen_id}
+        for orphan in index.generations() & made_here:
+            index.drop_generation(orphan)  # left by a failed earlier re-ingestion (never another data dir's)
         index.create_generation(gen_id, self.ctx.embedder.dim, probe.n_levels)
         run = cat.start_run("reingest", gen_id)
         report = IngestReport(generation=gen_id)
@@ -398,6 +418,8 @@ class Ingestor:
             cat.finish_run(run, "failed", len(report.ok), len(report.failed),
                            {"failed": {r.name: r.message for r in report.failed}})
             return report
+        index.optimize(gen_id)
+        index.flush(gen_id)
         old_levels = live.n_levels if live else 3
         index.switch(gen_id, probe.n_levels, old_levels)
         cat.set_generation_status(gen_id, "live")
@@ -440,8 +462,7 @@ class Ingestor:
     def _copy(self, live: Generation, doc_id: str, h: str) -> tuple[list[Chunk], np.ndarray]:
         """A document's chunks and vectors as they are in the live generation (for a re-ingestion of others)."""
         ids = self.ctx.catalog.chunk_ids(live.gen, doc_id)
-        points = [p for lv in sorted(ids) for p in self.ctx.client.retrieve(
-            self.ctx.index.collection(live.gen, lv), ids=ids[lv], with_payload=True, with_vectors=True)]
+        points = [p for lv in sorted(ids) for p in self.ctx.index.retrieve(lv, ids[lv], gen=live.gen, with_vectors=True)]
         spans = {p.id: (p.payload["start"], p.payload["end"]) for p in points if p.payload["level"] == 0}
         chunks, vectors = [], []
         for p in points:
@@ -461,11 +482,18 @@ class Ingestor:
         if doc_id is None:
             raise ValueError(f"no document matches {ref!r}; see `mgrag docs`")
         live = cat.live_generation()
-        if live is not None:
-            ids = cat.chunk_ids(live.gen, doc_id)
-            self.ctx.index.delete(live.gen, ids)
-            self.ctx.bm25.update(live.gen, [], remove=ids)
-        for h in cat.remove_document(doc_id):  # originals no other document shares
+        if live is None:
+            for h in cat.remove_document(doc_id):  # originals no other document shares
+                self.ctx.store.remove(h)
+            return doc_id
+        ids = cat.chunk_ids(live.gen, doc_id)
+        cat.begin_pending(live.gen, doc_id)  # the catalog forgets it first; a crash after that leaves ghost points
+        unshared = cat.remove_document(doc_id)  # that the next open's consistency check removes
+        self.ctx.index.delete(live.gen, ids)
+        self.ctx.bm25.update(live.gen, [], remove=ids)
+        self.ctx.index.flush(live.gen)
+        cat.end_pending(live.gen, doc_id)
+        for h in unshared:  # originals no other document shares
             self.ctx.store.remove(h)
         return doc_id
 

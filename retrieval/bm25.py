@@ -137,9 +137,12 @@ class Bm25Store:
         p = self.path(gen, level)
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_suffix(f".{os.getpid()}.tmp")
-        with tmp.open("wb") as f:
-            pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, p)
+        try:
+            with tmp.open("wb") as f:
+                pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, p)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def update(self, gen: int, add: Iterable, remove: dict[int, list[str]] | None = None) -> None:
         """Add chunks (with id, level, text, parent_id) and remove ids, level by level; one write per level."""
@@ -155,6 +158,20 @@ class Bm25Store:
                 for c in by_level.get(level, []):
                     state[c.id] = (c.parent_id, Counter(tokenize(c.text)), getattr(c, "doc_id", None))
                 self._write(gen, level, state)
+
+    def retain(self, gen: int, keep: dict[int, set[str]]) -> int:
+        """Remove every chunk of ``gen`` whose id is not in ``keep[level]`` (the consistency check); how many."""
+        removed = 0
+        with self._lock:
+            for level, ids in keep.items():
+                state = self._read(gen, level)
+                stale = [cid for cid in state if cid not in ids]
+                for cid in stale:
+                    del state[cid]
+                if stale:
+                    self._write(gen, level, state)
+                    removed += len(stale)
+        return removed
 
     def level(self, gen: int, level: int) -> Bm25Level:
         p = self.path(gen, level)

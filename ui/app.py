@@ -4,8 +4,8 @@
 calls :meth:`UiService` methods that check the session's admin token server side, so hiding the admin panel is
 only cosmetic: a direct API call without a login gets "admin login required".
 """
-from __future__ import annotations
 
+import functools
 import html
 import logging
 import os
@@ -98,6 +98,11 @@ def build_app(service: UiService):
         return session_ids.get(getattr(request, "session_hash", None) or "")
 
     def owner_of(browser_id, request=None):
+        """Who owns what this visitor uploads and asks: the logged-in user when the admin has configured users,
+        else the browser."""
+        user = getattr(request, "username", None)
+        if user:
+            return "user:" + user
         try:
             return browser_owner(browser_id_of(browser_id, request))
         except ValueError as e:
@@ -106,8 +111,8 @@ def build_app(service: UiService):
     def reader_of(browser_id, request=None):
         """The owner whose documents a question may search (a malformed id: the shared library only)."""
         try:
-            return browser_owner(browser_id_of(browser_id, request))
-        except ValueError:
+            return owner_of(browser_id, request)
+        except gr.Error:
             return None
 
     def on_load(browser_id, request: gr.Request):
@@ -117,12 +122,9 @@ def build_app(service: UiService):
         except ValueError:
             return new_browser_id()
 
-    def mine(browser_id):
-        try:
-            docs = service.own_documents(browser_owner(browser_id))
-        except ValueError:
-            docs = []
-        return gr.update(choices=docs, value=[])
+    def mine(browser_id, request: gr.Request):
+        owner = reader_of(browser_id, request)
+        return gr.update(choices=service.own_documents(owner) if owner else [], value=[])
 
     def on_upload(paths, browser_id, request: gr.Request, progress=gr.Progress()):
         if not paths:
@@ -133,7 +135,7 @@ def build_app(service: UiService):
             _remove_uploads(paths, service.upload_root)
             raise _error(e) from e
         try:
-            owner = owner_of(browser_id)
+            owner = owner_of(browser_id, request)
             progress(0.0, desc="reading the files")
 
             def step(st):  # moves within each file: chunking (LM windows), embedding, writing; with an estimate
@@ -150,15 +152,15 @@ def build_app(service: UiService):
                                    + "; ".join(f"{r['name']}: {r['message']}" for r in bad)))
         if n_ok:
             gr.Info(f"{n_ok} document(s) ingested and searchable")
-        return df, None, mine(browser_id), browser_id
+        return df, None, mine(browser_id, request), browser_id
 
-    def on_delete_mine(browser_id, selected):
+    def on_delete_mine(browser_id, selected, request: gr.Request):
         try:
-            deleted = service.delete_own(owner_of(browser_id), list(selected or []))
+            deleted = service.delete_own(owner_of(browser_id, request), list(selected or []))
         except ValueError as e:
             raise _error(e) from e
         gr.Info(html.escape(f"Deleted {', '.join(deleted)}"))
-        return mine(browser_id)
+        return mine(browser_id, request)
 
     allow_links = getattr(s, "answer_links", False)
 
@@ -214,12 +216,12 @@ def build_app(service: UiService):
             idx = len(answers) - 1
         return answers[int(idx)]
 
-    def on_pick(answers, idx, k, browser_id):
+    def on_pick(answers, idx, k, browser_id, request: gr.Request):
         a = pick(answers, idx)
         if a is None:
             return "*Ask a question on the Chat tab first.*", gr.update(choices=[], value=[]), None, ""
         hits = service.level_hits(a["question"], k=int(k), retriever=a["retriever"] if a["retriever"] != "none" else "dense",
-                                  owner=reader_of(browser_id))
+                                  owner=reader_of(browser_id, request))
         df = pd.DataFrame(hits, columns=["retriever", "level", "rank", "score", "document", "chars", "text"])
         choices = [(f"[{x['number']}] {x['doc_id']}", x["number"]) for x in a["sources"]]
         cited = [c["number"] for c in a["citations"]]
@@ -235,28 +237,29 @@ def build_app(service: UiService):
             return "F1: enter a reference answer"
         return f"F1: {qa_f1_score(a['text'], reference):.3f}"
 
-    def on_save(answers, idx, reference, rating, comment, relevant, browser_id):
+    def on_save(answers, idx, reference, rating, comment, relevant, browser_id, request: gr.Request):
         a = pick(answers, idx)
         try:
             eid, f1, n_ev = service.evaluate(a, reference=reference, rating=rating or None, comment=comment,
-                                             relevant=[int(x) for x in (relevant or [])], owner=owner_of(browser_id))
+                                             relevant=[int(x) for x in (relevant or [])],
+                                             owner=owner_of(browser_id, request))
         except ValueError as e:
             raise _error(e) from e
         f1s = f"; F1 {f1:.3f}" if f1 is not None else ""
         return f"Saved evaluation #{eid}{f1s}; {n_ev} evidence span(s)."
 
-    def on_export(browser_id):
-        path, n = service.export_feedback(owner=owner_of(browser_id))
+    def on_export(browser_id, request: gr.Request):
+        path, n = service.export_feedback(owner=owner_of(browser_id, request))
         gr.Info(f"{n} of your evaluation(s) exported")
         return str(path), f"{n} record(s) in {path.name} (bench format: id, question, doc_id, answers, evidence)"
 
-    def on_bench(set_name, upload, k, browser_id, progress=gr.Progress()):
+    def on_bench(set_name, upload, k, browser_id, request: gr.Request, progress=gr.Progress()):
         ref = upload or set_name
         if not ref:
             raise gr.Error("choose a bench set or upload a questions.jsonl")
         progress(None, desc="running the benchmark")
         try:
-            res = service.run_benchmark(ref, k=int(k), owner=reader_of(browser_id))
+            res = service.run_benchmark(ref, k=int(k), owner=reader_of(browser_id, request))
         except (ValueError, FileNotFoundError) as e:
             raise _error(e) from e
         note = f"{res['n_questions']} question(s) over the live index"
@@ -269,15 +272,14 @@ def build_app(service: UiService):
 
     # -- admin handlers (each checks the token server side) ----------------------------------------------------
     def admin(fn):
+        """Admin and refusal errors as a message on the page (the wrapper keeps the signature and annotations, so
+        Gradio still injects ``gr.Request`` and ``gr.Progress``)."""
+        @functools.wraps(fn)
         def wrapped(*args, **kw):
             try:
                 return fn(*args, **kw)
-            except AdminRequired as e:
+            except (AdminRequired, ValueError) as e:
                 raise _error(e) from e
-            except ValueError as e:
-                raise _error(e) from e
-        wrapped.__name__ = fn.__name__
-        wrapped.__signature__ = __import__("inspect").signature(fn)
         return wrapped
 
     def docs_outputs(token):
@@ -294,10 +296,10 @@ def build_app(service: UiService):
             token = service.login(user, password, _client_host(request))
         except AdminRequired as e:
             return ("", gr.update(visible=False), f"⚠️ {e}", gr.update(), gr.update(), gr.update(), gr.update(),
-                    gr.update(), gr.update())
+                    gr.update(), gr.update(), gr.update())
         df, sel, head = docs_outputs(token)
         return (token, gr.update(visible=True), f"Logged in as {render.plain_text_markdown(user)}.", df, sel, head,
-                *llm_fields(token))
+                *llm_fields(token), users_text(token))
 
     @admin
     def on_docs(token):
@@ -394,6 +396,24 @@ def build_app(service: UiService):
         hint = "a key is stored (type a new one to replace it)" if e["key_set"] else "API key (if the server needs one)"
         return msg, gr.update(value="", placeholder=hint), menu, note
 
+    def users_text(token):
+        names = service.user_names(token)
+        if not names:
+            return "No users: the web app needs no login; uploads and chats belong to each browser."
+        note = "" if getattr(service, "logins_required", False) else (
+            " **Restart `mgrag serve`** to require logins: it started without users.")
+        return render.plain_text_markdown("Users: " + ", ".join(names) + ".") + note
+
+    @admin
+    def on_user_add(token, name, password):
+        service.add_user(token, name, password)
+        return users_text(token), gr.update(value="")
+
+    @admin
+    def on_user_remove(token, name):
+        service.remove_user(token, (name or "").strip())
+        return users_text(token), gr.update(value="")
+
     # -- layout ---------------------------------------------------------------------------------------------
     with gr.Blocks(title="MGRAG") as demo:
         answers_state = gr.State([])
@@ -468,6 +488,15 @@ def build_app(service: UiService):
                             llm_test_btn = gr.Button("Test connection", scale=0, elem_id="llm-test")
                             llm_save_btn = gr.Button("Save", variant="primary", scale=0, elem_id="llm-save")
                         llm_msg = gr.Markdown(elem_id="llm-msg")
+                    with gr.Accordion("Users (with any, every visitor logs in; uploads and chats belong to the user)",
+                                      open=False, elem_id="users-admin"):
+                        users_md = gr.Markdown(elem_id="users-list")
+                        with gr.Row():
+                            user_name_in = gr.Textbox(label="user name", scale=2, elem_id="user-name")
+                            user_pw_in = gr.Textbox(label="password (8 characters or more)", type="password", scale=2,
+                                                    elem_id="user-password")
+                            user_add_btn = gr.Button("Add / set password", scale=0, elem_id="user-add")
+                            user_remove_btn = gr.Button("Remove", variant="stop", scale=0, elem_id="user-remove")
                     with gr.Row():
                         stats_btn = gr.Button("Index statistics", scale=0, elem_id="stats")
                         train_sets = gr.CheckboxGroup(["feedback"] + service.bench_sets(), value=["feedback"],
@@ -536,7 +565,12 @@ def build_app(service: UiService):
         bench_btn.click(on_bench, [bench_set, bench_file, bench_k, browser], [bench_df, bench_plot, bench_note],
                         api_name="benchmark")
 
-        login_out = [token_state, admin_panel, login_msg, docs_df, selected, live_md, llm_url, llm_key, llm_model]
+        login_out = [token_state, admin_panel, login_msg, docs_df, selected, live_md, llm_url, llm_key, llm_model,
+                     users_md]
+        user_add_btn.click(on_user_add, [token_state, user_name_in, user_pw_in], [users_md, user_pw_in],
+                           api_name="admin_user_add")
+        user_remove_btn.click(on_user_remove, [token_state, user_name_in], [users_md, user_pw_in],
+                              api_name="admin_user_remove")
         login_btn.click(on_login, [user_in, pw_in], login_out,
                         api_name="admin_login")
         pw_in.submit(on_login, [user_in, pw_in], login_out,
@@ -564,9 +598,12 @@ def launch(service: UiService, *, host: str | None = None, port: int | None = No
     service.upload_root = Path(os.environ["GRADIO_TEMP_DIR"]).resolve()  # the only folder uploads are read from
     demo = build_app(service)
     demo.queue(default_concurrency_limit=8, max_size=256)
+    auth = service.users.check if service.users else None  # accounts made by the admin: everyone logs in
+    service.logins_required = auth is not None
     app, url, _ = demo.launch(server_name=host or s.ui_host, server_port=port or s.ui_port, prevent_thread_lock=True,
                               max_file_size=int(s.max_file_mb * 2**20), quiet=True, show_error=True,
-                              footer_links=["api"], css=render_css(), max_threads=64)
+                              footer_links=["api"], css=render_css(), max_threads=64, auth=auth,
+                              auth_message="MGRAG: log in with the account your admin gave you.")
     add_viewer_routes(app, service)
     if block:
         try:

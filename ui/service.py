@@ -237,13 +237,20 @@ class UiService:
         return _Guard()
 
     # -- ownership -----------------------------------------------------------------------------------------------
-    def doc_filter(self, owner) -> list[str] | None:
-        """The documents ``owner`` may search (the shared library and its own uploads), or None when that is every
-        document (no one else has private uploads, or the caller is the admin)."""
+    def doc_filter(self, owner, scope: list[str] | None = None) -> list[str] | None:
+        """The documents ``owner`` may search (the shared library and its own uploads), limited to ``scope`` when
+        one is chosen; None when that is every document (no scope, and no one else has private uploads or the
+        caller is the admin)."""
         cat = self.ctx.catalog
-        if owner is ADMIN or not cat.has_hidden_docs(owner):
-            return None
-        return cat.visible_doc_ids(owner)
+        allowed = None if owner is ADMIN or not cat.has_hidden_docs(owner) else cat.visible_doc_ids(owner)
+        if scope:
+            allowed = [d for d in scope if allowed is None or d in allowed]
+        return allowed
+
+    def searchable_documents(self, owner) -> list[str]:
+        """Every document ``owner`` may search (the choices of a conversation's scope)."""
+        cat = self.ctx.catalog
+        return [r["doc_id"] for r in cat.documents(None)] if owner is ADMIN else cat.visible_doc_ids(owner)
 
     def own_documents(self, owner: str) -> list[str]:
         """The documents ``owner`` uploaded."""
@@ -273,7 +280,40 @@ class UiService:
             deleted = [Ingestor(self.ctx).delete(d) for d in doc_ids]
         for d in deleted:
             self.feedback.forget_document(d)
+            self.conversations.forget_document(d)
         return deleted
+
+    @property
+    def users(self):
+        """The web app's user accounts (:class:`ui.users.Users`); with any, `mgrag serve` requires a login."""
+        from ui.users import Users
+
+        if getattr(self, "_users", None) is None:
+            self._users = Users(self.ctx.settings.data_dir / ".secrets" / "users.sqlite")
+        return self._users
+
+    @property
+    def conversations(self):
+        """Conversations kept server side (:class:`ui.conversations.ConversationStore`)."""
+        from ui.conversations import ConversationStore
+
+        if getattr(self, "_conversations", None) is None:
+            self._conversations = ConversationStore(self.ctx.settings.data_dir / "conversations.sqlite")
+        return self._conversations
+
+    def user_names(self, token: str) -> list[str]:
+        self.auth.check(token)
+        return self.users.names()
+
+    def add_user(self, token: str, name: str, password: str) -> list[str]:
+        self.auth.check(token)
+        self.users.add((name or "").strip(), password or "")
+        return self.users.names()
+
+    def remove_user(self, token: str, name: str) -> list[str]:
+        self.auth.check(token)
+        self.users.remove(name)
+        return self.users.names()
 
     @property
     def view_tokens(self):
@@ -370,14 +410,19 @@ class UiService:
         return [rows[i] for i in sorted(rows)]
 
     def ask(self, question: str, *, k: int | None = None, budget_words: int | None = None,
-            retriever: str | None = None, backend: str | None = None, owner=ADMIN) -> Iterator[tuple[str, object]]:
-        """:func:`app.answer.ask` over the documents ``owner`` may search, retried once if retrieval failed because
-        a re-ingestion switched the index under it (the old generation's collections dropped between reading the
-        live generation and searching)."""
+            retriever: str | None = None, backend: str | None = None, owner=ADMIN,
+            scope: list[str] | None = None) -> Iterator[tuple[str, object]]:
+        """:func:`app.answer.ask` over the documents ``owner`` may search (within ``scope`` if given), retried once
+        if retrieval failed because a re-ingestion switched the index under it (the old generation's collections
+        dropped between reading the live generation and searching)."""
         from app.answer import ask
         from retrieval.search import EmptyIndexError
 
-        kw = dict(k=k, budget_words=budget_words, retriever=retriever, backend=backend, doc_ids=self.doc_filter(owner))
+        docs = self.doc_filter(owner, scope)
+        if docs is not None and not docs:
+            raise ValueError("none of the documents this conversation is limited to can be searched any more; "
+                             "choose others under 'Search in'")
+        kw = dict(k=k, budget_words=budget_words, retriever=retriever, backend=backend, doc_ids=docs)
         for attempt in (1, 2):
             gen = self.ctx.catalog.live_generation()
             events = ask(self.ctx, question, **kw)

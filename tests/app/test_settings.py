@@ -74,3 +74,26 @@ def test_server_mode_selected_by_url(tmp_path):
     local.close()
     s = Settings(qdrant_url="http://qdrant:6333")
     assert s.server_mode
+
+
+def test_the_engine_setting_picks_the_store(tmp_path, monkeypatch):
+    """Edge is the embedded default; `qdrant_engine=local` selects qdrant-client's local mode; a URL a server."""
+    from ingest.index import ClientIndex, EdgeIndex, open_index
+
+    s = Settings(data_dir=tmp_path / "d")
+    assert s.qdrant_engine == "edge"
+    edge = open_index(s, lambda: None)
+    assert isinstance(edge, EdgeIndex) and edge.root == tmp_path / "d" / "edge"
+    local = open_index(Settings(data_dir=tmp_path / "d", qdrant_engine="local"), lambda: None)
+    assert isinstance(local, ClientIndex) and (tmp_path / "d" / "qdrant").exists()
+    local.close()
+    import ingest.index
+
+    made = []
+    monkeypatch.setattr(ingest.index, "make_client", lambda url, key, path: made.append((url, key)) or object())
+    remote = open_index(Settings(data_dir=tmp_path / "e", qdrant_url="http://qdrant:6333", qdrant_api_key="k"),
+                        lambda: None)  # no connection is attempted here
+    assert isinstance(remote, ClientIndex) and made == [("http://qdrant:6333", "k")]
+    assert not (tmp_path / "e" / "edge").exists()
+    with pytest.raises(ValueError, match="qdrant_engine"):
+        Settings(qdrant_engine="chroma")

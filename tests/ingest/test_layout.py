@@ -98,7 +98,7 @@ def test_chunks_carry_pages_and_headings_in_their_payload(make_ctx, write):
 
     ctx = make_ctx(chunker="mg", theta=24, synth_backend="extractive")
     Ingestor(ctx).ingest_paths([write("report.pdf", _pdf(outline=[("Meetings", 0), ("Fees", 1), ("Operations", 2)]))])
-    points = [p.payload for lv in range(3) for p in ctx.client.scroll(ctx.index.alias(lv), limit=1000)[0]]
+    points = [p.payload for lv in range(3) for p in ctx.index.points(ctx.catalog.live_gen(), lv)]
     assert points and all(len(p["pages"]) == 2 and p["pages"][0] <= p["pages"][1] for p in points)
     fees = [p for p in points if "Visiting yachts" in p["text"] and p["level"] == 2]
     assert fees and fees[0]["pages"] == [2, 2] and fees[0]["headings"] == ["Fees"]
@@ -107,5 +107,5 @@ def test_chunks_carry_pages_and_headings_in_their_payload(make_ctx, write):
     assert src.pages[0] <= 2 <= src.pages[1] and "p. " in src.label
     # a re-ingestion keeps them (from the stored layout)
     Ingestor(ctx).reingest(theta=30)
-    again = [p.payload for p in ctx.client.scroll(ctx.index.alias(2), limit=1000)[0] if "Visiting yachts" in p.payload["text"]]
+    again = [p.payload for p in ctx.index.points(ctx.catalog.live_gen(), 2) if "Visiting yachts" in p.payload["text"]]
     assert again[0]["pages"] == [2, 2]

@@ -33,9 +33,9 @@ def test_ingest_twice_changes_nothing(make_ctx, write):
     live = ctx.catalog.live_generation()
     ids = ctx.catalog.chunk_ids(live.gen, "a.txt")
     assert sum(len(v) for v in ids.values()) * 2 == sum(before)
-    parents = {p.id for p in ctx.client.scroll(ctx.index.alias(0), limit=10_000)[0]}
+    parents = {p.id for p in ctx.index.points(live.gen, 0)}
     for lv in (1, 2):
-        for p in ctx.client.scroll(ctx.index.alias(lv), limit=10_000)[0]:
+        for p in ctx.index.points(live.gen, lv):
             assert p.payload["parent_id"] in parents
 
 
@@ -69,9 +69,7 @@ def test_reingest_switches_atomically(make_ctx, write):
     assert not r.failed
     g2 = ctx.catalog.live_generation()
     assert g2.gen == g1.gen + 1 and g2.chunker == "recursive" and g2.n_levels == 1
-    assert ctx.index.live_collections()[ctx.index.alias(0)] == ctx.index.collection(g2.gen, 0)
-    assert ctx.index.alias(1) not in ctx.index.live_collections()
-    assert not ctx.client.collection_exists(ctx.index.collection(g1.gen, 0))  # old generation dropped
+    assert ctx.index.generations() == {g2.gen} and ctx.index.levels(g2.gen) == [0]  # old generation dropped
     # and back to three levels
     Ingestor(ctx).reingest(chunker="mg", theta=40)
     assert len(counts(ctx)) == 3
@@ -90,7 +88,7 @@ def test_failed_reingest_leaves_live_index_whole_and_searchable(make_ctx, write)
     assert [x.status for x in r.results] == ["ingested", "failed"]
     assert ctx.catalog.live_generation().gen == g1.gen
     assert counts(ctx) == before
-    assert not ctx.client.collection_exists(ctx.index.collection(g1.gen + 1, 0))
+    assert ctx.index.generations() == {g1.gen}
     hits = ctx.index.search(0, ctx.embedder.embed_queries(["cow"])[0], 3)
     assert hits and any("cow" in h.payload["text"] for h in hits)
 
@@ -190,7 +188,7 @@ def test_pdf_docx_html_with_text(make_ctx, write):
                         "<p>Html paragraph here.</p></body></html>"),
     ])
     assert [r.status for r in report.results] == ["ingested"] * 3
-    texts = {p.payload["doc_id"]: p.payload["text"] for p in ctx.client.scroll(ctx.index.alias(0), limit=100)[0]}
+    texts = {p.payload["doc_id"]: p.payload["text"] for p in ctx.index.points(ctx.catalog.live_gen(), 0)}
     assert "Hello from a PDF" in texts["t.pdf"]
     assert "Docx paragraph one" in texts["t.docx"]
     assert "Html paragraph here." in texts["t.html"] and "var x" not in texts["t.html"]
@@ -214,7 +212,7 @@ def test_single_10000_word_sentence(make_ctx, write):
     ctx = make_ctx(theta=300)
     text = " ".join(f"w{i}" for i in range(10_000)) + "."
     assert run_batch(ctx, write, "long.txt", text)[0] == "ingested"
-    pts = ctx.client.scroll(ctx.index.alias(0), limit=10_000)[0]
+    pts = list(ctx.index.points(ctx.catalog.live_gen(), 0))
     mine = [p for p in pts if p.payload["doc_id"] == "long.txt"]
     assert all(len(p.payload["text"].split()) <= 300 for p in mine)
     assert sum(len(p.payload["text"].split()) for p in mine) == 10_000
@@ -224,7 +222,7 @@ def test_cjk_text(make_ctx, write):
     ctx = make_ctx(theta=40)
     text = "这是第一句。这是第二句！我们在测试中文。" * 20
     assert run_batch(ctx, write, "zh.txt", text)[0] == "ingested"
-    pts = [p for p in ctx.client.scroll(ctx.index.alias(0), limit=1000)[0] if p.payload["doc_id"] == "zh.txt"]
+    pts = [p for p in ctx.index.points(ctx.catalog.live_gen(), 0) if p.payload["doc_id"] == "zh.txt"]
     assert len(pts) > 1 and all(text[p.payload["start"]:p.payload["end"]] == p.payload["text"] for p in pts)
 
 
@@ -274,7 +272,7 @@ def test_failed_selected_reingest_leaves_live_index_whole(make_ctx, write):
     assert ctx.catalog.live_generation().gen == g1.gen and counts(ctx) == before
     assert {d: ctx.catalog.chunk_ids(g1.gen, d) for d in ("a.txt", "b.txt")} == ids_before
     assert ctx.catalog.chunking(g1.gen, "a.txt") is None
-    assert not ctx.client.collection_exists(ctx.index.collection(g1.gen + 1, 0))
+    assert ctx.index.generations() == {g1.gen}
     with pytest.raises(ValueError, match="no such documents: zzz"):
         Ingestor(ctx).reingest(theta=12, only=["zzz"])
     assert ctx.catalog.live_generation().gen == g1.gen

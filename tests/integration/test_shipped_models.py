@@ -54,9 +54,9 @@ def test_ingest_samples_twice_and_ask(real_ctx):
     counts = [real_ctx.index.count(live.gen, lv) for lv in range(3)]
     assert counts[0] < counts[1] < counts[2]
     by_name = {p.name: p.read_text(encoding="utf-8") for p in SAMPLES.iterdir()}
-    parents = {p.id: p.payload for p in real_ctx.client.scroll(real_ctx.index.alias(0), limit=1000)[0]}
+    parents = {p.id: p.payload for p in real_ctx.index.points(live.gen, 0)}
     for lv in (1, 2):
-        for p in real_ctx.client.scroll(real_ctx.index.alias(lv), limit=1000)[0]:
+        for p in real_ctx.index.points(live.gen, lv):
             pl = p.payload
             par = parents[pl["parent_id"]]
             assert par["start"] <= pl["start"] < pl["end"] <= par["end"]

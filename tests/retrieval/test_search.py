@@ -49,7 +49,7 @@ def test_qdrant_path_equals_reference(make_ctx, write):
     qv = ctx.embedder.embed_queries([q])[0]
     hits = []
     for lv in range(live.n_levels):
-        for p in ctx.client.scroll(ctx.index.alias(lv), limit=10_000, with_vectors=True)[0]:
+        for p in ctx.index.points(live.gen, lv, with_vectors=True):
             hits.append(Hit(str(p.id), p.payload["parent_id"], lv, float(np.dot(qv, p.vector))))
     ref = rank_parents(hits)
     assert [s.parent_id for s in res.sources] == [p for p, _, _ in ref]
@@ -110,3 +110,20 @@ def test_no_retrieval_context_truncates_at_sentence():
     ctx = no_retrieval_context(text, 3500)
     assert len(ctx.split()) <= 3500 and ctx.endswith(".") and text.startswith(ctx)
     assert len(ctx.split()) > 3490
+
+
+@pytest.mark.parametrize("retriever", ["dense", "bm25", "hybrid"])
+def test_doc_ids_scope_the_search_to_those_documents(make_ctx, write, retriever):
+    ctx = make_ctx(theta=40)
+    other = DOC.replace("charlie", "echo").replace("Topic", "Subject")
+    Ingestor(ctx).ingest_paths([write("t.txt", DOC), write("u.txt", other), write("v.txt", DOC.replace("yak", "gnu"))])
+    q = "Where is the elk of topic charlie?"
+    everywhere = retrieve(ctx, q, k=50, budget_words=10_000, retriever=retriever)
+    assert {s.doc_id for s in everywhere.sources} == {"t.txt", "u.txt", "v.txt"}
+    for scope in (["u.txt"], ["t.txt", "v.txt"]):
+        res = retrieve(ctx, q, k=50, budget_words=10_000, retriever=retriever, doc_ids=scope)
+        assert res.sources and {s.doc_id for s in res.sources} <= set(scope)
+        # the scoped ranking is the global ranking restricted to those documents (dense: exact search)
+        if retriever == "dense":
+            assert [s.parent_id for s in res.sources] == [s.parent_id for s in everywhere.sources if s.doc_id in scope]
+    assert retrieve(ctx, q, retriever=retriever, doc_ids=["nope.txt"]).sources == []

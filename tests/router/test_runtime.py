@@ -41,7 +41,7 @@ def ingested(make_ctx, write, tmp_path):
             Ingestor(ctx).ingest_paths([write("t.txt", DOC)])
             base.append(ctx)
         b = base[0]
-        return AppContext(b.settings.model_copy(update=settings), embedder=b.embedder, client=b.client)
+        return AppContext(b.settings.model_copy(update=settings), embedder=b.embedder, index=b.index)
     return make
 
 
@@ -166,7 +166,7 @@ def test_train_router_cli_end_to_end(ingested, tmp_path, capsys, monkeypatch):
     rep = json.loads((folder / "training.json").read_text())
     assert rep["labels"]["train"]["n"] + rep["labels"]["val"]["n"] + rep["labels"]["test"]["n"] == 40
     # `mgrag ask` then uses it (the index's own router), and prints the weights
-    ctx2 = AppContext(ctx.settings, embedder=ctx.embedder, client=ctx.client)
+    ctx2 = AppContext(ctx.settings, embedder=ctx.embedder, index=ctx.index)
     monkeypatch.setattr(cli, "_ctx", lambda args: ctx2)
     assert cli.main(["ask", Q, "--backend", "extractive"]) == 0
     out = capsys.readouterr().out

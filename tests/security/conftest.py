@@ -30,8 +30,9 @@ class SecServer:
     upload_root: Path
 
 
-@pytest.fixture(scope="module")
-def sec_server(tmp_path_factory):
+def serve(root, users: dict[str, str] | None = None):
+    """A running app on a fresh data dir under ``root`` (generator: yields a :class:`SecServer`, then stops it);
+    ``users`` (name: password) are created before it starts, so it requires logins."""
     from app.context import AppContext
     from app.settings import Settings
     from ingest.embed import HashingEmbedder
@@ -39,7 +40,6 @@ def sec_server(tmp_path_factory):
     from ui.app import launch
     from ui.service import UiService
 
-    root = tmp_path_factory.mktemp("sec")
     data = root / "data"
     old_tmp = os.environ.get("GRADIO_TEMP_DIR")
     if old_tmp is None:  # another app in this process (the UI tests') keeps its upload folder: Gradio has one
@@ -48,6 +48,8 @@ def sec_server(tmp_path_factory):
                         synth_backend="extractive", top_k=5)
     ctx = AppContext(settings, embedder=HashingEmbedder(dim=64))
     service = UiService(ctx, admin_password=ADMIN_PASSWORD)
+    for name, pw in (users or {}).items():
+        service.users.add(name, pw)
     (root / "library").mkdir()
     (root / "library" / "harbour.md").write_text(LIBRARY, encoding="utf-8")
     Ingestor(ctx).ingest_paths([root / "library" / "harbour.md"])
@@ -57,6 +59,11 @@ def sec_server(tmp_path_factory):
     ctx.close()
     if old_tmp is None:
         os.environ.pop("GRADIO_TEMP_DIR", None)
+
+
+@pytest.fixture(scope="module")
+def sec_server(tmp_path_factory):
+    yield from serve(tmp_path_factory.mktemp("sec"))
 
 
 @pytest.fixture

@@ -121,3 +121,17 @@ def test_cli_names_files_by_their_path_in_the_folder(make_ctx, tmp_path):
     docs = {r["doc_id"]: ctx.store.text(r["hash"]) for r in ctx.catalog.documents(None)}
     assert docs == {"sub1/notes.md": A_TEXT, "sub2/notes.md": B_TEXT}
     assert [r.status for r in Ingestor(ctx).ingest_paths([root]).results] == ["duplicate", "duplicate"]
+
+
+def test_a_scope_limits_the_search_and_never_widens_it(svc, tmp_path):
+    _up(svc, tmp_path, "tides.md", A_TEXT, BROWSER_A)
+    _up(svc, tmp_path, "fees.md", B_TEXT, BROWSER_A)
+    _up(svc, tmp_path, "secret.md", "The other browser's mooring code is 4471.\n", BROWSER_B)
+    owner = browser_owner(BROWSER_A)
+    q = "How much does a visiting yacht pay a night?"
+    scoped = next(v for k, v in svc.ask(q, backend="extractive", owner=owner, scope=["tides.md"]) if k == "sources")
+    assert {s.doc_id for s in scoped.sources} == {"tides.md"}
+    assert svc.doc_filter(owner, ["tides.md", "secret.md"]) == ["tides.md"]  # another's document stays out
+    with pytest.raises(ValueError, match="none of the documents this conversation is limited to"):
+        list(svc.ask(q, backend="extractive", owner=owner, scope=["secret.md"]))
+    assert set(svc.searchable_documents(owner)) == {"tides.md", "fees.md"}

@@ -15,6 +15,8 @@ ADMIN_CALLS = {
     "/admin_llm_models": ("http://127.0.0.1:9/v1", ""),
     "/admin_llm_test": ("http://127.0.0.1:9/v1", "m", ""),
     "/admin_llm_save": ("http://127.0.0.1:9/v1", "m", "sk-x", "extractive"),
+    "/admin_user_add": ("mallory", "a-long-password"),
+    "/admin_user_remove": ("mallory",),
 }
 
 

@@ -1,0 +1,110 @@
+"""Conversations kept server side (``data_dir/conversations.sqlite``): each belongs to one owner (a browser, or a
+user when the admin has configured users), has a title, the documents its questions are limited to (its scope),
+and its turns (the question and the whole answer object). A reload of the page lists them and reopens the last one.
+Every call names the owner, and another owner's conversation is "not found" (its existence is not revealed)."""
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY, owner TEXT NOT NULL, title TEXT NOT NULL, scope TEXT NOT NULL DEFAULT '[]',
+    created REAL NOT NULL, updated REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS conversations_owner ON conversations(owner, updated);
+CREATE TABLE IF NOT EXISTS turns (
+    conv_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE, n INTEGER NOT NULL, question TEXT NOT NULL,
+    answer TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (conv_id, n));
+"""
+MAX_TITLE = 80
+
+
+class ConversationNotFound(KeyError):
+    def __str__(self) -> str:
+        return "no such conversation (it was deleted, or it is not yours)"
+
+
+def title_of(question: str) -> str:
+    """A conversation's default title: its first question, on one line, at most 80 characters."""
+    q = " ".join((question or "").split())
+    return q if len(q) <= MAX_TITLE else q[: MAX_TITLE - 1].rstrip() + "…"
+
+
+class ConversationStore:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.executescript(SCHEMA)
+        self._lock = threading.Lock()
+
+    def _own(self, owner: str, conv_id: str) -> None:
+        row = self.db.execute("SELECT owner FROM conversations WHERE id=?", (conv_id or "",)).fetchone()
+        if row is None or row[0] != owner:
+            raise ConversationNotFound(conv_id)
+
+    def create(self, owner: str, title: str = "", scope: list[str] | None = None) -> str:
+        conv_id = secrets.token_urlsafe(12)
+        now = time.time()
+        with self._lock:
+            self.db.execute("INSERT INTO conversations VALUES (?,?,?,?,?,?)",
+                            (conv_id, owner, title_of(title), json.dumps(list(scope or [])), now, now))
+        return conv_id
+
+    def list(self, owner: str, limit: int = 200) -> list[dict]:
+        """The owner's conversations, the most recently used first: id, title, updated, number of turns."""
+        rows = self.db.execute(
+            "SELECT c.id, c.title, c.updated, COUNT(t.n) FROM conversations c LEFT JOIN turns t ON t.conv_id=c.id "
+            "WHERE c.owner=? GROUP BY c.id ORDER BY c.updated DESC LIMIT ?", (owner, limit)).fetchall()
+        return [{"id": i, "title": t or "New chat", "updated": u, "turns": n} for i, t, u, n in rows]
+
+    def get(self, owner: str, conv_id: str) -> dict:
+        """id, title, scope and turns (``{"question", "answer"}``, in order) of one of the owner's conversations."""
+        self._own(owner, conv_id)
+        title, scope = self.db.execute("SELECT title, scope FROM conversations WHERE id=?", (conv_id,)).fetchone()
+        turns = [{"question": q, "answer": json.loads(a)} for q, a in self.db.execute(
+            "SELECT question, answer FROM turns WHERE conv_id=? ORDER BY n", (conv_id,))]
+        return {"id": conv_id, "title": title or "New chat", "scope": json.loads(scope), "turns": turns}
+
+    def add_turn(self, owner: str, conv_id: str, question: str, answer: dict) -> int:
+        """Append a turn (the first one titles an untitled conversation); returns its number."""
+        with self._lock:
+            self._own(owner, conv_id)
+            n = self.db.execute("SELECT COALESCE(MAX(n), 0) + 1 FROM turns WHERE conv_id=?", (conv_id,)).fetchone()[0]
+            self.db.execute("INSERT INTO turns VALUES (?,?,?,?,?)",
+                            (conv_id, n, question, json.dumps(answer, default=str), time.time()))
+            self.db.execute("UPDATE conversations SET updated=?, title=CASE WHEN title='' THEN ? ELSE title END "
+                            "WHERE id=?", (time.time(), title_of(question), conv_id))
+        return n
+
+    def rename(self, owner: str, conv_id: str, title: str) -> None:
+        title = title_of(title)
+        if not title:
+            raise ValueError("a conversation needs a title")
+        with self._lock:
+            self._own(owner, conv_id)
+            self.db.execute("UPDATE conversations SET title=? WHERE id=?", (title, conv_id))
+
+    def set_scope(self, owner: str, conv_id: str, scope: list[str]) -> None:
+        with self._lock:
+            self._own(owner, conv_id)
+            self.db.execute("UPDATE conversations SET scope=? WHERE id=?", (json.dumps(list(scope or [])), conv_id))
+
+    def delete(self, owner: str, conv_id: str) -> None:
+        with self._lock:
+            self._own(owner, conv_id)
+            self.db.execute("DELETE FROM conversations WHERE id=?", (conv_id,))
+
+    def forget_document(self, doc_id: str) -> None:
+        """A deleted document leaves every conversation's scope."""
+        with self._lock:
+            for cid, scope in self.db.execute("SELECT id, scope FROM conversations WHERE scope LIKE ?",
+                                              (f'%{json.dumps(doc_id)[1:-1]}%',)).fetchall():
+                kept = [d for d in json.loads(scope) if d != doc_id]
+                self.db.execute("UPDATE conversations SET scope=? WHERE id=?", (json.dumps(kept), cid))
