@@ -200,13 +200,18 @@ def cmd_train_router(args) -> int:
     try:
         tc = TrainConfig(lr=args.lr, max_epochs=args.epochs, patience=args.patience, seed=args.seed)
         rep = train_from_index(ctx, args.questions, out, similarity=args.similarity, encoder=args.encoder,
-                               hidden=tuple(args.hidden), train_config=tc, progress=not args.quiet)
+                               hidden=tuple(args.hidden), train_config=tc, progress=not args.quiet,
+                               labels=args.labels, inputs=args.inputs)
     except (QuestionsFileError, RouterError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     h, lab = rep["history"], rep["labels"]
-    print(f"trained on {lab['train']['n']} questions (validation {lab['val']['n']}, held out {lab['test']['n']}); "
-          f"best level in the training labels: {lab['train']['best_level']}")
+    if isinstance(lab, dict):
+        print(f"trained on {lab['train']['n']} questions (validation {lab['val']['n']}, held out {lab['test']['n']}); "
+              f"best level in the training labels: {lab['train']['best_level']}")
+    else:
+        print(f"trained on {rep['n_train']} questions (validation {rep['n_val']}); {lab} labels, inputs "
+              f"{'+'.join(rep['inputs'])}")
     print(f"validation BCE {h['best_val']:.4f} at epoch {h['best_epoch']} of {len(h['train'])}"
           f"{' (stopped early)' if h['stopped_early'] else ''}; a constant router predicting the mean training label "
           f"scores {rep['val_bce_of_label_prior'] or float('nan'):.4f}; {rep['seconds']:.0f} s")
@@ -412,6 +417,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--encoder", help="query encoder: default the index's embedder (shared with retrieval); "
                                      "or a RoBERTa model, e.g. roberta-base (MoG's choice; must be available offline)")
     s.add_argument("--hidden", type=int, nargs="+", default=[128], help="MLP hidden layer sizes")
+    s.add_argument("--labels", choices=("mog", "retrieval"), default="mog",
+                   help="mog: MoG's soft labels (best BM25 snippet per level vs the label); retrieval: the level that "
+                        "alone ranks the evidence best in the dense search")
+    s.add_argument("--inputs", type=lambda v: tuple(x.strip() for x in v.split(",") if x.strip()), default=("query",),
+                   help="what the router reads: query (the query vector), profile (the score profile of each "
+                        "level's search), or query,profile")
     s.add_argument("--lr", type=float, default=1e-3)
     s.add_argument("--epochs", type=int, default=300, help="most epochs (early stopping on the validation split)")
     s.add_argument("--patience", type=int, default=30)

@@ -67,7 +67,7 @@ class Settings(BaseSettings):
     no_retrieval_words: int = Field(3500, ge=50, description="No-retrieval baseline: the document truncated to this many words.")
     max_question_chars: int = Field(2000, ge=10, description="Longer questions are refused with a message.")
     context_words: int = Field(1500, ge=50, description="Context budget handed to the synthesizer, in words.")
-    router: str = Field("default", description="MoG router weighting the levels per question: 'default' (DATA_DIR/router if trained there, else the shipped router/default), 'none' (uniform weights) or a router folder.")
+    router: str = Field("none", description="Router weighting the levels per question: 'none' (uniform weights; the default, since no router beat them on held-out questions, see README), 'default' (DATA_DIR/router if trained there, else the shipped router/default) or a router folder.")
     router_selection: Literal["max", "mog"] = Field(
         "max", description="max: weighted level scores, parent = max over its children (the design card); mog: MoG's selection (App. A).")
 

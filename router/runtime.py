@@ -87,7 +87,7 @@ def load_runtime(setting: str | None, data_dir: str | Path | None = None) -> tup
     """``(runtime or None, note)`` for the ``MGRAG_ROUTER`` setting; the note says what weights will be used."""
     s = (setting or "").strip()
     if s.lower() in ("", "none", "uniform"):
-        return None, "uniform (MGRAG_ROUTER=none)"
+        return None, "uniform (MGRAG_ROUTER=none: no router beat uniform weights on held-out questions)"
     explicit = s.lower() != "default"
     path = Path(s).expanduser() if explicit else DEFAULT_ROUTER_DIR
     if not explicit and data_dir is not None and (Path(data_dir) / "router" / "config.json").is_file():
