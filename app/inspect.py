@@ -216,7 +216,8 @@ def render_png(ins: Inspection, path: str | Path | None = None, *, words: tuple[
         return float(np.searchsorted(starts, off))
 
     lo, hi = words or (0, min(len(starts), 3000))
-    n_bands = 3 * len(ins.chunks)
+    bands = [(name, level) for name, chunks in ins.chunks.items() for level in sorted({c.level for c in chunks})]
+    n_bands = len(bands)
     fig, (ax, bx) = plt.subplots(2, 1, figsize=(14, 4.2 + 0.28 * n_bands), sharex=True,
                                  gridspec_kw={"height_ratios": [2.2, 0.35 * n_bands]})
     ends = np.array([x(e) for _, e in ins.sentences])
@@ -242,31 +243,30 @@ def render_png(ins: Inspection, path: str | Path | None = None, *, words: tuple[
     ax.grid(alpha=0.25)
     # bands: one row per chunker and level; the question's matches coloured by weighted score
     best = max((m.weighted for ms in ins.matches.values() for m in ms), default=1.0) or 1.0
-    row = 0
     labels = []
-    for name, chunks in ins.chunks.items():
+    for row, (name, level) in enumerate(bands):
+        chunks = ins.chunks[name]
         match_at = {(m.level, m.start, m.end): m for m in ins.matches.get(name, [])}
-        for level in range(3):
-            y = n_bands - 1 - row
-            for c in chunks:
-                if c.level != level:
-                    continue
-                x0, x1 = x(c.start), x(c.end)
-                if x1 < lo or x0 > hi:
-                    continue
-                m = match_at.get((c.level, c.start, c.end))
-                face = plt.get_cmap("YlOrRd")(0.25 + 0.75 * m.weighted / best) if m else "#f4f6f7"
-                bx.add_patch(Rectangle((x0, y + 0.1), max(x1 - x0, 0.5), 0.8, facecolor=face,
-                                       edgecolor=COLORS.get(name, "k"), lw=0.6))
-                if m and m.rank and m.rank <= 5:
-                    bx.text((x0 + x1) / 2, y + 0.5, f"#{m.rank} {m.weighted:.2f}", ha="center", va="center",
-                            fontsize=6)
-            labels.append(f"{name} {LEVEL_NAMES[level]}")
-            row += 1
+        y = n_bands - 1 - row
+        for c in chunks:
+            if c.level != level:
+                continue
+            x0, x1 = x(c.start), x(c.end)
+            if x1 < lo or x0 > hi:
+                continue
+            m = match_at.get((c.level, c.start, c.end))
+            face = plt.get_cmap("YlOrRd")(0.25 + 0.75 * m.weighted / best) if m else "#f4f6f7"
+            bx.add_patch(Rectangle((x0, y + 0.1), max(x1 - x0, 0.5), 0.8, facecolor=face,
+                                   edgecolor=COLORS.get(name, "k"), lw=0.6))
+            if m and m.rank and m.rank <= 5:
+                bx.text((x0 + x1) / 2, y + 0.5, f"#{m.rank} {m.weighted:.2f}", ha="center", va="center",
+                        fontsize=6)
+        labels.append(f"{name} {LEVEL_NAMES[level]}")
     bx.set_ylim(0, n_bands)
     bx.set_yticks([n_bands - 1 - i + 0.5 for i in range(len(labels))], labels, fontsize=7)
     bx.set_xlim(lo, hi)
-    bx.set_xlabel("words into the document")
+    bx.set_xlabel("words into the document" + ("   (a matched chunk: #rank of its parent, weighted score)"
+                                                if ins.matches else ""))
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
