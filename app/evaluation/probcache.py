@@ -101,6 +101,13 @@ class CachedScorer:
         return doc.inner
 
     def _save(self, doc: CachedDoc) -> None:
+        if doc.path.exists():  # another process may have added entries since this one read the file: keep them
+            with np.load(doc.path) as z:
+                for k in z.files:
+                    if k == "stream" and doc.stream is None:
+                        doc.stream = z[k]
+                    elif k.startswith("w") and int(k[1:]) not in doc.windows:
+                        doc.windows[int(k[1:])] = z[k]
         arrays = {f"w{i}": a for i, a in doc.windows.items()}
         if doc.stream is not None:
             arrays["stream"] = doc.stream
