@@ -1,16 +1,21 @@
-"""Question answering: retrieve, then stream an answer from a synthesizer, with citations and timings.
+"""Question answering: rewrite a follow-up, retrieve, generate, check the answer against its sources.
 
-``ask()`` yields events so callers can stream: ``("sources", Retrieval)`` first, then ``("token", str)`` pieces,
-then ``("done", Answer)``. If the LLM fails, the answer carries the error and the retrieved sources anyway.
+``ask()`` yields events so callers can stream: ``("status", str)`` while it works (retrieving, N sources,
+generating, checking), ``("sources", Retrieval)``, then ``("token", str)`` pieces of the model's draft as they
+are produced, then ``("done", Answer)``. The Answer's ``text`` is the reply to show: the draft with only the
+citations its sources support, or an abstention ("the documents do not say") with no citation when the context
+or the cited source does not support it (:mod:`app.grounding`). Each cited source carries the sentences that
+support the answer, with document offsets. If the LLM fails, the answer carries the error and the sources anyway.
 """
 from __future__ import annotations
 
 import logging
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 
+from app import grounding as G
 from app.context import AppContext
 from app.synth import SynthesisError, make_synthesizer
 from ingest.layout import place_label
@@ -38,6 +43,8 @@ class Citation:
     headings: list[str] = field(default_factory=list)  # heading path at the passage's start
     matched_pages: list[int] | None = None
     doc_hash: str = ""
+    # the sentences of this source that support the answer: document offsets, text, support score
+    support: list[dict] = field(default_factory=list)
 
     @classmethod
     def of(cls, s: Source) -> "Citation":
@@ -63,6 +70,11 @@ class Answer:
     timings: dict[str, float]
     error: str | None = None
     router: str = ""  # where the weights came from: the trained router, or why they are uniform
+    query: str = ""  # the standalone search query (the question itself unless a follow-up was rewritten)
+    rewrite: str = "none"  # how the query was made: none, rules or llm
+    abstained: bool = False  # the reply says the documents do not answer it (no citation)
+    draft: str = ""  # the model's output before grounding
+    grounding: dict = field(default_factory=dict)  # scores and thresholds behind the verdict
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -78,12 +90,93 @@ def cited_numbers(text: str, n_sources: int) -> list[int]:
     return seen
 
 
+def synth_sources(sources: Sequence[Source], budget_words: int | None) -> list[Source]:
+    """The sources a small model reads: the first ones, in rank order, while they fit ``budget_words`` (one that
+    would overflow is skipped, as the context is assembled); all of them when there is no budget."""
+    if not budget_words:
+        return list(sources)
+    from ingest.sentences import count_words
+
+    out, used = [], 0
+    for s in sources:
+        n = count_words(s.text)
+        if used + n <= budget_words:
+            out.append(s)
+            used += n
+    return out or list(sources[:1])
+
+
+def _is_chat(synth) -> bool:
+    return getattr(synth, "name", "") == "openai" or bool(getattr(synth, "chat", False))
+
+
+def _rewriter(ctx: AppContext, synth, mode: str):
+    """The LLM rewrite function for ``mode`` (None: the rules)."""
+    if mode == "none" or mode == "rules":
+        return None
+    if mode == "auto" and not (_is_chat(synth) and getattr(synth, "name", "") != "offline"):
+        return None
+    if synth is None or not hasattr(synth, "complete"):
+        return None
+    return lambda messages: synth.complete(messages, 64)
+
+
+class Grounder:
+    """The grounding checks of one context (sentence vectors computed once, shared with the extractive backend)."""
+
+    def __init__(self, ctx: AppContext, question: str, sources: Sequence[Source]):
+        s = ctx.settings
+        self.floors = G.floors_for(s.embedder, s.context_floor, s.support_floor)
+        self.vectors = _sentence_vectors(ctx)
+        self.question = question
+        self.sentences = G.source_sentences(sources)
+        self.svecs = self.vectors.passages([x.text for x in self.sentences])
+        self.qvec = self.vectors.query(question)
+        # how well the closest sentence matches the question: the support score of a question-only claim
+        self.about = G.score_sentences(question, "", self.sentences, self.svecs, self.qvec)
+        self.context_score = max((x.score for x in self.about), default=0.0)
+
+    def scored(self, claim: str) -> list[G.SentenceSupport]:
+        cvec = self.vectors.query(f"{self.question} {G.strip_citations(claim)}")
+        return G.score_sentences(self.question, claim, self.sentences, self.svecs, cvec)
+
+    def verdict(self, draft: str, n_sources: int) -> G.Verdict:
+        claims = G.split_claims(draft)
+        if len(claims) > 1 and all(len(G.answer_terms(c)) <= 1 for c in claims):
+            claims = [draft]  # a list of short items is one claim
+        rows = [(c, cited_numbers(c, n_sources), self.scored(c)) for c in claims]
+        return G.ground(self.question, draft, rows, self.floors.support)
+
+    def closest(self, k: int = 2, floor: float | None = None) -> list[G.SentenceSupport]:
+        """The ``k`` sentences closest to the question that pass the context floor (what the hybrid style
+        quotes)."""
+        floor = self.floors.context if floor is None else floor
+        return sorted((x for x in self.about if x.score >= floor), key=lambda x: -x.score)[:k]
+
+
+def _sentence_vectors(ctx: AppContext) -> G.SentenceVectors:
+    """One sentence-vector cache per context and embedder, shared with the extractive backend."""
+    synth = make_synthesizer("extractive", ctx)
+    return synth.vectors
+
+
 def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | None = None,
         budget_words: int | None = None, retriever: str | None = None, weights=None, synthesizer=None,
-        no_retrieval_doc: str | None = None, doc_ids=None) -> Iterator[tuple[str, object]]:
-    """Retrieve (among ``doc_ids`` if given), then stream the answer; see the module docstring for the events."""
+        no_retrieval_doc: str | None = None, doc_ids=None, history: Sequence[dict] | None = None,
+        grounded: bool | None = None, style: str | None = None, rewrite_mode: str | None = None,
+        synth_budget_words: int | None = None, context_floor: float | None = None) -> Iterator[tuple[str, object]]:
+    """Answer ``question`` (a follow-up when ``history`` holds the conversation's earlier turns), retrieving among
+    ``doc_ids`` if given; see the module doc for the events. ``grounded``, ``style``, ``rewrite_mode`` and
+    ``synth_budget_words`` override the settings ``grounding``, ``answer_style``, ``rewrite`` and the offline
+    model's ``offline_context_words``; ``context_floor`` the floor below which nothing is generated (the benchmark
+    lowers it to calibrate)."""
+    from app.conversation import rewrite
+
     s = ctx.settings
     backend = backend or s.synth_backend
+    grounded = s.grounding if grounded is None else grounded
+    style = style or s.answer_style
+    history = list(history or [])
     synth, error = synthesizer, None
     if synth is None:  # load models before the clock starts, so timings measure answering, not loading
         try:
@@ -92,42 +185,123 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
             raise
         except Exception as e:  # a model that cannot load: the sources are still retrieved and returned
             error = f"{e.__class__.__name__}: {e}"
-    if (retriever or s.retriever) != "bm25":
+    if (retriever or s.retriever) != "bm25" or grounded:
         ctx.embedder  # noqa: B018 - load before timing
+    kind = getattr(synth, "name", None) or backend  # what answers: a given synthesizer, else the backend's
+    if style == "auto":  # a small model answers too seldom on its own (BENCHMARKS.md, "Answers")
+        style = "hybrid" if kind == "offline" else "generated"
     t0 = time.perf_counter()
+    question = check_question(question, s.max_question_chars)
+    query, how = question, "none"
+    if history and no_retrieval_doc is None:
+        yield "status", "rewriting the follow-up"
+        query, how = rewrite(question, history, _rewriter(ctx, synth, rewrite_mode or s.rewrite))
+    t_rw = time.perf_counter()
+    yield "status", "retrieving"
     if no_retrieval_doc is not None:
-        question = check_question(question, s.max_question_chars)
         retrieval = _no_retrieval(ctx, question, no_retrieval_doc)
     else:
-        retrieval = retrieve(ctx, question, k=k, budget_words=budget_words, weights=weights, retriever=retriever,
+        retrieval = retrieve(ctx, query, k=k, budget_words=budget_words, weights=weights, retriever=retriever,
                              doc_ids=doc_ids)
     t1 = time.perf_counter()
     yield "sources", retrieval
+    if synth_budget_words is None and backend == "offline":
+        synth_budget_words = s.offline_context_words
+    read = synth_sources(retrieval.sources, synth_budget_words)
+    # a chat model reads the conversation and the question as asked; a completion model the standalone query
+    synth_q = question if (_is_chat(synth) and how != "llm") else query
+    grounder = None
+    gmeta: dict = {"grounded": grounded, "style": style, "sources_read": len(read)}
+    if grounded and read:
+        grounder = Grounder(ctx, query, read)
+        if context_floor is not None:
+            grounder.floors = G.Floors(context_floor, grounder.floors.support)
+        gmeta.update(context_score=grounder.context_score, context_floor=grounder.floors.context,
+                     support_floor=grounder.floors.support)
+    below = grounder is not None and grounder.context_score < grounder.floors.context
     pieces: list[str] = []
     t_first = None
-    try:
-        for piece in (synth.stream(retrieval.question, retrieval.sources) if synth is not None else ()):
-            if t_first is None:
-                t_first = time.perf_counter()
-            pieces.append(piece)
-            yield "token", piece
-    except SynthesisError as e:
-        error = str(e)
-    except Exception as e:  # a model that cannot load, or crashes: keep the sources, report the cause
-        from app.models import ModelNotAvailable
+    if below:
+        yield "status", f"{len(retrieval.sources)} sources; none is about the question"
+    elif synth is not None:
+        yield "status", f"{len(retrieval.sources)} sources; generating"
+        try:
+            for piece in synth.stream(synth_q, read, history=history):
+                if t_first is None:
+                    t_first = time.perf_counter()
+                pieces.append(piece)
+                yield "token", piece
+        except SynthesisError as e:
+            error = str(e)
+        except Exception as e:  # a model that cannot load, or crashes: keep the sources, report the cause
+            from app.models import ModelNotAvailable
 
-        if not isinstance(e, ModelNotAvailable):
-            log.exception("synthesizer %s failed", backend)
-        error = f"{e.__class__.__name__}: {e}"
+            if not isinstance(e, ModelNotAvailable):
+                log.exception("synthesizer %s failed", backend)
+            error = f"{e.__class__.__name__}: {e}"
     t2 = time.perf_counter()
-    text = "".join(pieces).strip()
+    draft = "".join(pieces).strip()
     sources = [Citation.of(x) for x in retrieval.sources]
-    cites = [sources[n - 1] for n in cited_numbers(text, len(sources))]
-    timings = {**{f"retrieval_{k}": v for k, v in retrieval.timings.items()}, "retrieval_s": t1 - t0,
-               "generation_s": t2 - t1, "time_to_first_token_s": (t_first - t1) if t_first else None,
-               "total_s": t2 - t0}
-    yield "done", Answer(retrieval.question, text, backend, retrieval.retriever, cites, sources, retrieval.weights,
-                         timings, error, retrieval.router)
+    if grounder is not None and not error:
+        yield "status", "checking the answer against the sources"
+        text, cited, abstained = _grounded_reply(grounder, draft, len(read), below, style, kind, sources, gmeta)
+    else:
+        text, abstained = draft, bool(draft) and G.is_abstention(draft)
+        cited = cited_numbers(text, len(sources))
+    cites = [sources[n - 1] for n in cited]
+    t3 = time.perf_counter()
+    timings = {**{f"retrieval_{k}": v for k, v in retrieval.timings.items()}, "rewrite_s": t_rw - t0,
+               "retrieval_s": t1 - t_rw, "generation_s": t2 - t1,
+               "time_to_first_token_s": (t_first - t0) if t_first else None, "grounding_s": t3 - t2,
+               "total_s": t3 - t0}
+    yield "done", Answer(question, text, backend, retrieval.retriever, cites, sources, retrieval.weights, timings,
+                         error, retrieval.router, query, how, abstained, draft, gmeta)
+
+
+def _grounded_reply(g: Grounder, draft: str, n_read: int, below: bool, style: str, backend: str,
+                    sources: list[Citation], meta: dict) -> tuple[str, list[int], bool]:
+    """The reply text, the cited source numbers, and whether it abstains; fills each cited source's support."""
+    if below:
+        meta["reason"] = (f"no context sentence is close to the question (best {g.context_score:.2f} < floor "
+                          f"{g.floors.context:.2f})")
+        return G.ABSTAIN_TEXT, [], True
+    if backend == "extractive":  # its sentences are their own support
+        v = _extractive_verdict(g, draft, n_read)
+    else:
+        v = g.verdict(draft, n_read)
+    meta.update(reason=v.reason, dropped_claims=v.dropped)
+    if style == "hybrid" and backend != "extractive":
+        quoted = [x for x in g.closest(2) if not any(x.sentence == y.sentence for ys in v.support.values() for y in ys)]
+        head = "" if v.abstained else v.text
+        if not quoted and v.abstained:
+            return G.ABSTAIN_TEXT, [], True
+        support = {n: list(xs) for n, xs in v.support.items()}
+        for x in quoted:
+            support.setdefault(x.sentence.source, []).append(x)
+        body = " ".join(f"“{x.sentence.text}” [{x.sentence.source}]" for x in quoted)
+        text = (head + ("\n\n" if head and body else "") + body).strip()
+        v = G.Verdict(False, text, cited_numbers(text, n_read), support)
+    if v.abstained:
+        return G.ABSTAIN_TEXT, [], True
+    for n, xs in v.support.items():
+        sources[n - 1].support = [{"start": x.sentence.start, "end": x.sentence.end, "text": x.sentence.text,
+                                   "score": round(x.score, 4)} for x in xs]
+    meta["support_score"] = max((x.score for xs in v.support.values() for x in xs), default=None)
+    return v.text, v.cited, False
+
+
+def _extractive_verdict(g: Grounder, draft: str, n_read: int) -> G.Verdict:
+    """The extractive answer's quoted sentences, each supported by itself (kept when it is in its source)."""
+    support: dict[int, list[G.SentenceSupport]] = {}
+    by_text = {(x.source, x.text): x for x in g.sentences}
+    for m in re.finditer(r"(.+?) \[(\d+)\]", draft):
+        n, sent = int(m.group(2)), m.group(1).strip()
+        x = by_text.get((n, sent))
+        if x is not None:
+            support.setdefault(n, []).append(G.SentenceSupport(x, 1.0, 1.0, 1.0, 1.0))
+    if not support:
+        return G.Verdict(True, G.ABSTAIN_TEXT, [], {}, "nothing to quote")
+    return G.Verdict(False, draft, cited_numbers(draft, n_read), support)
 
 
 def answer(ctx: AppContext, question: str, **kw) -> Answer:

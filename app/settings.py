@@ -73,11 +73,24 @@ class Settings(BaseSettings):
 
     # answering
     synth_backend: Literal["offline", "extractive", "transformers", "openai"] = Field(
-        "offline", description="Synthesizer: offline (shipped Gemma-270M base), extractive (no LLM), transformers, openai.")
+        "extractive", description="Synthesizer: extractive (no LLM; the default by measurement, BENCHMARKS.md \"Answers\"), offline (a shipped small model), transformers, openai.")
     synth_model: str = Field("meta-llama/Meta-Llama-3-8B-Instruct", description="Chat model for the transformers backend (local folder or local HF cache).")
     synth_4bit: bool | None = Field(None, description="Load the chat model in 4-bit (bitsandbytes); default: when CUDA is present.")
     max_new_tokens: int = Field(256, ge=1, description="Answer length limit for chat backends, in tokens.")
-    offline_max_new_tokens: int = Field(96, ge=1, description="Answer length limit for the offline Gemma backend.")
+    offline_max_new_tokens: int = Field(96, ge=1, description="Answer length limit for the offline backend.")
+    offline_model: Literal["gemma3-270m", "qwen2.5-coder-0.5b-instruct"] = Field(
+        "gemma3-270m", description="The offline backend's model: the shipped Gemma-3-270M base (completion prompt) or Qwen2.5-Coder-0.5B-Instruct (brief chat prompt).")
+    offline_context_words: int | None = Field(
+        500, ge=50, description="Context budget of the offline model in words (the first sources up to it; None: context_words). 500 measured no worse than 1500 for Gemma at a third of the time.")
+    answer_style: Literal["auto", "generated", "hybrid"] = Field(
+        "auto", description="generated: the model's answer, grounded; hybrid: the supporting sentences as the answer, led by the generated one only when a source supports it; auto: hybrid for the offline backend's small model, generated for the others (measured).")
+    grounding: bool = Field(True, description="Check answers against their sources: abstain when the context or the cited source does not support them.")
+    context_floor: float | None = Field(
+        None, description="Abstain when no context sentence is this close to the question (cosine; None: the measured value for the embedder).")
+    support_floor: float | None = Field(
+        None, description="A claim needs a source sentence with at least this support score (None: the measured value for the embedder).")
+    rewrite: Literal["auto", "rules", "llm", "none"] = Field(
+        "auto", description="Follow-up to standalone query: rules (offline), llm (the chat backend rewrites), auto (llm for chat backends, else rules), none.")
     openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.")
     openai_model: str = Field("default", description="Model name sent to the OpenAI-compatible endpoint.")
     openai_api_key: str | None = Field(None, description="API key for the endpoint (sent as a bearer token).")

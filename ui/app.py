@@ -23,6 +23,10 @@ CSS = """
 .mg-scores {font-size: 0.8em; color: #666;}
 .mg-passage {font-size: 0.85em; white-space: pre-wrap;}
 .mg-passage mark {background: #fde68a;}
+.mg-passage mark.mg-support {background: #bbf7d0; border-bottom: 2px solid #16a34a;}
+.mg-passage mark.mg-support.mg-match {background: #bbf7d0; box-shadow: inset 0 -0.35em #fde68a;}
+.mg-support-key {background: #bbf7d0; border-bottom: 2px solid #16a34a; padding: 0 2px;}
+.mg-abstain {font-size: 0.9em; margin: 4px 0;}
 .mg-weights {font-size: 0.85em; margin-top: 4px;}
 .mg-wlab {display: inline-block; width: 3em;}
 """
@@ -167,38 +171,57 @@ def build_app(service: UiService):
     def shown(text):  # answer and user text render literally: no HTML, no live link or image from a document
         return render.answer_markdown(text, allow_links)
 
-    def on_ask(question, history, answers, k, budget, retriever, backend, browser_id, request: gr.Request):
+    def on_ask(question, history, answers, conversation, k, budget, retriever, backend, browser_id,
+               request: gr.Request):
+        """Stream one turn: what is happening while the user waits (retrieving, N sources, generating), the model's
+        draft as soon as its first token exists, then the reply checked against the sources (an abstention says
+        so plainly and shows the closest passages, uncited) with the supporting sentences highlighted. The turns
+        of the conversation (a plain list, ``conversation``) let a follow-up be understood."""
         history = list(history or [])
         answers = list(answers or [])
+        conversation = list(conversation or [])
         question = (question or "").strip()
         history.append({"role": "user", "content": render.plain_text_markdown(question)})
-        history.append({"role": "assistant", "content": ""})
-        yield history, answers, gr.update(), gr.update(), ""
+        history.append({"role": "assistant", "content": "⏳ *retrieving…*"})
+        yield history, answers, conversation, gr.update(), gr.update(), ""
         text = ""
         try:
             owner = reader_of(browser_id, request)
             for kind, value in service.ask(question, k=int(k), budget_words=int(budget), retriever=retriever,
-                                           backend=backend, owner=owner):
-                if kind == "token":
+                                           backend=backend, owner=owner, history=conversation):
+                if kind == "status" and not text:
+                    history[-1] = {"role": "assistant", "content": f"⏳ *{render.plain_text_markdown(value)}…*"}
+                    yield history, answers, conversation, gr.update(), gr.update(), ""
+                elif kind == "token":
                     text += value
                     history[-1] = {"role": "assistant", "content": shown(text)}
-                    yield history, answers, gr.update(), gr.update(), ""
+                    yield history, answers, conversation, gr.update(), gr.update(), ""
                 elif kind == "done":
                     a = value.to_dict()
                     answers.append(a)
+                    reply = a["text"]
                     if a["error"]:
-                        text += f"\n\n⚠️ the {a['backend']} backend failed: {a['error']} (the sources were still retrieved)"
-                    history[-1] = {"role": "assistant", "content": shown(text) if text else "(no answer)"}
+                        reply = (text + f"\n\n⚠️ the {a['backend']} backend failed: {a['error']} (the sources were "
+                                        "still retrieved)")
+                    history[-1] = {"role": "assistant", "content": shown(reply) if reply else "(no answer)"}
                     cited = {c["number"] for c in a["citations"]}
                     t = a["timings"]
-                    links = {x["number"]: u for x in a["sources"] if (u := service.view_link(x))}
-                    body = (render.weight_bars(a["weights"]) + render.sources_html(a["sources"], cited, links)
+                    links = {x["number"]: u for x in a["sources"]
+                             if (u := service.view_link(x, [(y["start"], y["end"]) for y in x.get("support") or ()]))}
+                    searched = (f'<div class="mg-scores">searched for: {html.escape(a["query"])}</div>'
+                                if a["rewrite"] != "none" else "")
+                    body = (searched + render.weight_bars(a["weights"])
+                            + render.sources_html(a["sources"], cited, links, abstained=a["abstained"])
                             + f'<div class="mg-scores">{a["backend"]} via {a["retriever"]}: retrieval '
                               f'{t["retrieval_s"] * 1000:.0f} ms, total {t["total_s"]:.2f} s</div>')
+                    title = (f"Closest passages ({len(a['sources'])})" if a["abstained"]
+                             else f"Sources ({len(a['sources'])})")
                     history.append({"role": "assistant", "content": body,
-                                    "metadata": {"title": f"Sources ({len(a['sources'])})", "status": "done"}})
+                                    "metadata": {"title": title, "status": "done"}})
+                    conversation += [{"role": "user", "content": question, "query": a["query"]},
+                                     {"role": "assistant", "content": a["text"]}]
                     choices = [(render.answer_label(i, x), i) for i, x in enumerate(answers)]
-                    yield (history, answers, render.weight_bars(a["weights"]),
+                    yield (history, answers, conversation, render.weight_bars(a["weights"]),
                            gr.update(choices=choices, value=len(answers) - 1), "")
         except Exception as e:  # question refused, empty index, …: say so in the chat
             from retrieval.search import EmptyIndexError
@@ -206,7 +229,10 @@ def build_app(service: UiService):
             if not isinstance(e, (ValueError, EmptyIndexError)):
                 log.exception("answering failed")
             history[-1] = {"role": "assistant", "content": "⚠️ " + render.plain_text_markdown(str(e))}
-            yield history, answers, gr.update(), gr.update(), ""
+            yield history, answers, conversation, gr.update(), gr.update(), ""
+
+    def on_new_conversation():
+        return [], []
 
     # -- evaluate handlers -----------------------------------------------------------------------------------
     def pick(answers, idx):
@@ -440,6 +466,7 @@ def build_app(service: UiService):
     # -- layout ---------------------------------------------------------------------------------------------
     with gr.Blocks(title="MGRAG") as demo:
         answers_state = gr.State([])
+        conversation_state = gr.State([])  # the turns of the current conversation (plain dicts, storable as is)
         # a random id kept in this browser's local storage (encrypted with a secret from the data dir): documents
         # uploaded from it belong to it, and only it (and the admin) can search, replace or delete them
         browser = gr.BrowserState(None, storage_key="mgrag_browser", secret=service.state_secret())
@@ -455,6 +482,7 @@ def build_app(service: UiService):
                             question = gr.Textbox(placeholder="Ask a question about your documents…", show_label=False,
                                                   scale=5, elem_id="question", max_lines=4)
                             ask_btn = gr.Button("Ask", variant="primary", scale=1, elem_id="ask")
+                            new_btn = gr.Button("New conversation", scale=0, elem_id="new-conversation")
                         weights_plot = gr.HTML("<em>Router weights of the last question appear here.</em>",
                                                elem_id="weights-plot")
                     with gr.Column(scale=2):
@@ -588,11 +616,13 @@ def build_app(service: UiService):
         files.upload(on_upload, [files, browser], [upload_report, files, my_docs, browser], api_name="upload",
                      concurrency_limit=4)
         delete_mine_btn.click(on_delete_mine, [browser, my_docs], [my_docs], api_name="delete_upload")
-        ask_args = dict(fn=on_ask, inputs=[question, chatbot, answers_state, k_in, budget_in, retriever_in, backend_in,
-                                           browser],
-                        outputs=[chatbot, answers_state, weights_plot, answer_pick, question], concurrency_limit=None)
+        ask_args = dict(fn=on_ask, inputs=[question, chatbot, answers_state, conversation_state, k_in, budget_in,
+                                           retriever_in, backend_in, browser],
+                        outputs=[chatbot, answers_state, conversation_state, weights_plot, answer_pick, question],
+                        concurrency_limit=None)
         ask_btn.click(api_name="ask", **ask_args)
         question.submit(api_visibility="private", **ask_args)
+        new_btn.click(on_new_conversation, [], [chatbot, conversation_state], api_visibility="private")
         pick_out = [answer_md, relevant_in, hits_df, eval_sources]
         answer_pick.change(on_pick, [answers_state, answer_pick, eval_k, browser], pick_out, api_visibility="private")
         eval_k.release(on_pick, [answers_state, answer_pick, eval_k, browser], pick_out, api_visibility="private")

@@ -14,13 +14,35 @@ def level_name(level: int) -> str:
     return LEVEL_NAMES.get(level, f"L{level}")
 
 
-def highlight(parent_text: str, start: int, end: int, matched_start: int, matched_end: int) -> str:
-    """The parent passage as HTML with the matched child (document offsets) inside ``<mark>``. A child outside
-    the parent (or none) leaves the passage unmarked."""
+def highlight(parent_text: str, start: int, end: int, matched_start: int, matched_end: int,
+              support: list[tuple[int, int]] | None = None) -> str:
+    """The parent passage as HTML with the matched child (document offsets) inside ``<mark>`` and the sentences
+    that support the answer inside ``<mark class="mg-support">`` (both: ``class="mg-support mg-match"``). A
+    span outside the parent (or empty) is not marked."""
+    n = len(parent_text)
+    spans: list[tuple[int, int, str]] = []
     a, b = matched_start - start, matched_end - start
-    if not (0 <= a <= b <= len(parent_text)) or a == b:
+    if 0 <= a < b <= n:
+        spans.append((a, b, "match"))
+    for s_, e_ in support or ():
+        a, b = s_ - start, e_ - start
+        if 0 <= a < b <= n:
+            spans.append((a, b, "support"))
+    if not spans:
         return _esc(parent_text)
-    return _esc(parent_text[:a]) + "<mark>" + _esc(parent_text[a:b]) + "</mark>" + _esc(parent_text[b:])
+    cuts = sorted({0, n, *(x for a, b, _ in spans for x in (a, b))})
+    out = []
+    for a, b in zip(cuts, cuts[1:]):
+        kinds = {k for s_, e_, k in spans if s_ <= a and b <= e_}
+        piece = _esc(parent_text[a:b])
+        if not kinds:
+            out.append(piece)
+        elif kinds == {"match"}:
+            out.append(f"<mark>{piece}</mark>")
+        else:
+            cls = "mg-support mg-match" if "match" in kinds else "mg-support"
+            out.append(f'<mark class="{cls}">{piece}</mark>')
+    return "".join(out)
 
 
 def _esc(text: str) -> str:
@@ -75,12 +97,18 @@ def weight_bars(weights) -> str:
     return f'<div class="mg-weights"><strong>Router weights</strong>{note}{rows}</div>'
 
 
-def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict[int, str] | None = None) -> str:
-    """Every source of an answer: document, the parent passage with its matched child highlighted, per-level
-    scores (dense and BM25), and a link that opens it in the viewer (``links``: source number → URL)."""
-    cited = cited or set()
+def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict[int, str] | None = None,
+                 abstained: bool = False) -> str:
+    """Every source of an answer: document, the parent passage with its matched child highlighted and the
+    sentences that support the answer highlighted apart, per-level scores (dense and BM25), and a link that opens
+    it in the viewer (``links``: source number → URL). For an abstention the passages are the closest ones, and
+    nothing is marked as cited."""
+    cited = set() if abstained else (cited or set())
     links = links or {}
     parts = []
+    if abstained:
+        parts.append('<div class="mg-abstain"><em>None of these passages supports an answer; they are the closest '
+                     'ones found.</em></div>')
     for s in sources:
         dense = ", ".join(f"{level_name(int(lv))} {v:.3f}" for lv, v in sorted(s.get("level_scores", {}).items(),
                                                                            key=lambda x: int(x[0])))
@@ -88,6 +116,8 @@ def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict
                                                                           key=lambda x: int(x[0])))
         scores = " · ".join(x for x in (f"dense: {dense}" if dense else "", f"BM25: {bm25}" if bm25 else "") if x)
         star = " ★ cited" if s["number"] in cited else ""
+        support = [] if abstained else [(x["start"], x["end"]) for x in s.get("support") or ()]
+        note = " · <span class=\"mg-support-key\">supporting sentence</span>" if support else ""
         place = place_label(s.get("pages"), s.get("headings"))
         where = html.escape(place) if place else f'chars {s["start"]}–{s["end"]}'
         if s["number"] in links:
@@ -96,8 +126,8 @@ def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict
         parts.append(
             f'<div class="mg-source"><div class="mg-src-head"><strong>[{s["number"]}] {html.escape(s["doc_id"])}</strong>'
             f' · {where} · score {s["score"]:.3f} · matched {level_name(s["matched_level"])}'
-            f'{star}</div><div class="mg-scores">{scores}</div>'
-            f'<div class="mg-passage">{highlight(s["parent_text"], s["start"], s["end"], s["matched_start"], s["matched_end"])}'
+            f'{star}{note}</div><div class="mg-scores">{scores}</div>'
+            f'<div class="mg-passage">{highlight(s["parent_text"], s["start"], s["end"], s["matched_start"], s["matched_end"], support)}'
             f'</div></div>')
     return "".join(parts) or "<em>no sources</em>"
 

@@ -411,10 +411,11 @@ class UiService:
 
     def ask(self, question: str, *, k: int | None = None, budget_words: int | None = None,
             retriever: str | None = None, backend: str | None = None, owner=ADMIN,
-            scope: list[str] | None = None) -> Iterator[tuple[str, object]]:
-        """:func:`app.answer.ask` over the documents ``owner`` may search (within ``scope`` if given), retried once
-        if retrieval failed because a re-ingestion switched the index under it (the old generation's collections
-        dropped between reading the live generation and searching)."""
+            scope: list[str] | None = None, history: list[dict] | None = None) -> Iterator[tuple[str, object]]:
+        """:func:`app.answer.ask` over the documents ``owner`` may search (within ``scope`` if given; ``history``:
+        the conversation's earlier turns), retried once if retrieval failed because a re-ingestion switched the
+        index under it (the old generation's collections dropped between reading the live generation and
+        searching)."""
         from app.answer import ask
         from retrieval.search import EmptyIndexError
 
@@ -422,12 +423,16 @@ class UiService:
         if docs is not None and not docs:
             raise ValueError("none of the documents this conversation is limited to can be searched any more; "
                              "choose others under 'Search in'")
-        kw = dict(k=k, budget_words=budget_words, retriever=retriever, backend=backend, doc_ids=docs)
+        kw = dict(k=k, budget_words=budget_words, retriever=retriever, backend=backend, doc_ids=docs, history=history)
         for attempt in (1, 2):
             gen = self.ctx.catalog.live_generation()
             events = ask(self.ctx, question, **kw)
-            try:
-                first = next(events)
+            first: list = []
+            try:  # up to the retrieval: the status events before it are passed on after it succeeded
+                for ev in events:
+                    first.append(ev)
+                    if ev[0] == "sources":
+                        break
             except (ValueError, EmptyIndexError):
                 raise
             except Exception:
@@ -437,7 +442,7 @@ class UiService:
                     time.sleep(0.05)
                     continue
                 raise
-            yield first
+            yield from first
             yield from events
             return
 

@@ -238,6 +238,76 @@ def cmd_report(args) -> int:
     return 0
 
 
+DEFAULT_ANSWER_CANDIDATES = ("qwen-500", "hybrid-qwen-500", "gemma-500", "hybrid-gemma-500", "extractive",
+                             "openai-stub", "gemma-1500", "gemma-1500-ungrounded")
+
+
+def cmd_answers(args) -> int:
+    """``mgrag bench answers``: see app/evaluation/answers.py."""
+    import json
+
+    from app.evaluation import bench as B
+    from app.evaluation.answers import CANDIDATES, answers_section, answers_table, followups_table, run_answers
+    from app.evaluation.harness import BenchError, write_results
+    from app.settings import Settings
+
+    out = _results_dir(args)
+    if args.report:
+        res = json.loads((out / "answers.json").read_text(encoding="utf-8"))
+        for extra in args.merge or ():  # configurations measured by another run (its command is kept with them)
+            other = json.loads(Path(extra).read_text(encoding="utf-8"))
+            for name, c in other["candidates"].items():
+                res["candidates"][name] = {**c, "command": other.get("command"), "seconds": other.get("seconds"),
+                                           "load": other.get("load")}
+            res.setdefault("merged", []).append({"command": other.get("command"), "seconds": other.get("seconds"),
+                                                 "load": other.get("load"), "candidates": list(other["candidates"])})
+        if args.rescore:
+            from app.evaluation.answers import rescore
+
+            rescore(res, Settings())
+        if args.merge or args.rescore:
+            write_results("answers.json", res, out)
+    else:
+        bad = [c for c in args.candidates + [args.followups_with] if c and c not in CANDIDATES]
+        if bad:
+            raise BenchError(f"unknown configuration(s) {', '.join(bad)}; choose from {', '.join(CANDIDATES)}")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        kw = {"data_dir": args.data_dir} if getattr(args, "data_dir", None) else {}
+        if args.threads:
+            import torch
+
+            torch.set_num_threads(args.threads)
+            kw["torch_threads"] = args.threads
+        res = run_answers(Settings(**kw), args.candidates, followups_with=args.followups_with or None,
+                          llm_rewrite=not args.no_llm_rewrite, max_questions=args.max_questions, fresh=args.fresh,
+                          timing=args.timing,
+                          progress=None if args.quiet else print,
+                          checkpoint=lambda r: write_results("answers.partial.json", r, out))
+        res["command"] = _answers_command(args)
+        path = write_results("answers.json", res, out)
+        print(f"wrote {path}")
+    print(answers_table(res))
+    if "followups" in res:
+        print(followups_table(res))
+    if args.write_section or args.report:
+        B.write_section("answers", answers_section(res, res.get("command") or _answers_command(args)))
+    return 0
+
+
+def _answers_command(args) -> str:
+    parts = ["mgrag bench answers", "--candidates " + ",".join(args.candidates)]
+    if args.followups_with:
+        parts.append(f"--followups-with {args.followups_with}")
+    if args.threads:
+        parts.append(f"--threads {args.threads}")
+    if args.max_questions:
+        parts.append(f"--max-questions {args.max_questions}")
+    if args.timing != 5:
+        parts.append(f"--timing {args.timing}")
+    return " ".join(parts)
+
+
 def add_bench_parser(sub) -> None:
     from app.evaluation.harness import ALL_CHUNKERS, DEFAULT_CHUNKERS, DEFAULT_THETAS, PROFILES
 
@@ -278,6 +348,30 @@ def add_bench_parser(sub) -> None:
     s.add_argument("--backend", default="offline", choices=("offline", "extractive", "transformers", "openai"))
     s.add_argument("--bench-dir", help="the folder holding the sets (default ../shared/bench)")
     s.set_defaults(func=cmd_all)
+
+    s = bsub.add_parser("answers", help="answer quality, abstention, cited hallucinations and follow-ups per "
+                                        "answering configuration")
+    s.add_argument("--candidates", type=_csv, default=list(DEFAULT_ANSWER_CANDIDATES),
+                   help="configurations (app/evaluation/answers.py CANDIDATES)")
+    s.add_argument("--followups-with", default="qwen-500",
+                   help="the configuration that answers the follow-ups' first turns ('' to skip the follow-ups)")
+    s.add_argument("--no-llm-rewrite", action="store_true", help="measure only the rule-based follow-up rewrite")
+    s.add_argument("--threads", type=int, help="torch threads (1: one core's worth, for a shared machine)")
+    s.add_argument("--max-questions", type=int, help="only the first N answerable questions (and their "
+                                                     "unanswerable twins)")
+    s.add_argument("--results-dir", help="where answers.json goes (default bench/results)")
+    s.add_argument("--fresh", action="store_true", help="generate again instead of reading the drafts cached by an "
+                                                        "earlier run (~/.cache/mgrag/bench/answers)")
+    s.add_argument("--write-section", action="store_true", help="also update the 'answers' section of BENCHMARKS.md")
+    s.add_argument("--report", action="store_true", help="re-render the table from bench/results/answers.json")
+    s.add_argument("--merge", action="append", metavar="ANSWERS.json",
+                   help="with --report: add the configurations of another run's results (e.g. slow ones run beside)")
+    s.add_argument("--rescore", action="store_true", help="with --report: recompute the citation metrics from the "
+                                                          "replies (the same retrieval finds their sources again)")
+    s.add_argument("--timing", type=int, default=5, help="time the offline configurations side by side on the first "
+                                                          "N answerable questions, generating afresh (0: skip)")
+    s.add_argument("--quiet", action="store_true")
+    s.set_defaults(func=cmd_answers)
 
     s = bsub.add_parser("report", help="re-render BENCHMARKS.md's sections from bench/results/*.json")
     s.add_argument("--results-dir", help="where the JSON results are (default bench/results)")

@@ -43,7 +43,7 @@ def make_synthesizer(name: str, ctx):
     if name == "offline":
         from app.synth.hf import load_offline_synthesizer
 
-        return kept(("offline", s.lm_model, s.offline_max_new_tokens, s.llm_total_timeout_s),
+        return kept(("offline", s.offline_model, s.lm_model, s.offline_max_new_tokens, s.llm_total_timeout_s),
                     lambda: load_offline_synthesizer(ctx, max_new_tokens=s.offline_max_new_tokens,
                                                      total_timeout=s.llm_total_timeout_s))
     raise ValueError(f"unknown synthesizer backend {name!r}; choose one of {', '.join(BACKENDS)}")

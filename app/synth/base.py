@@ -13,6 +13,16 @@ SYSTEM_PROMPT = (
 )
 
 
+# For small instruct models (Qwen2.5-0.5B): with SYSTEM_PROMPT they answered with bare markers ("[1] [2]"); this
+# brief form puts the answer itself first. Without the short example it went back to bare markers; with a name as
+# the example it once answered with that name (which grounding then refuses, as any unsupported answer).
+BRIEF_SYSTEM_PROMPT = (
+    "Answer the question from the numbered sources only. Reply with the answer itself first, in a few words, "
+    "then the number of the source that says it in square brackets, like: in 1911 [2]. Never reply with a source "
+    "number alone. If the sources do not contain the answer, reply exactly: I cannot find it in the documents."
+)
+
+
 class SynthesisError(RuntimeError):
     """The LLM failed (down, slow, bad response); the message says which and what to check."""
 
@@ -20,8 +30,9 @@ class SynthesisError(RuntimeError):
 class Synthesizer(Protocol):
     name: str
 
-    def stream(self, question: str, sources: Sequence) -> Iterator[str]:
-        """Yield the answer in pieces as they are produced."""
+    def stream(self, question: str, sources: Sequence, history: Sequence | None = None) -> Iterator[str]:
+        """Yield the answer in pieces as they are produced. ``history``: the conversation's earlier turns
+        (``{"role", "content"}``), which chat backends receive; ``question`` is then the last turn."""
         ...
 
 
@@ -36,10 +47,16 @@ def format_sources(sources: Sequence) -> str:
     return "\n\n".join(f"[{s.rank}] (from {s.doc_id})\n{source_text(s.text)}" for s in sources)
 
 
-def build_messages(question: str, sources: Sequence) -> list[dict]:
-    """Chat messages: system instructions, then the numbered sources and the question."""
-    user = f"Sources:\n\n{format_sources(sources)}\n\nQuestion: {question}\nAnswer with citations:"
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+def build_messages(question: str, sources: Sequence, history: Sequence | None = None,
+                   system: str = SYSTEM_PROMPT, cue: str = "Answer with citations:") -> list[dict]:
+    """Chat messages: system instructions, the conversation's earlier turns (citation markers removed, so the
+    numbers of an earlier context are not mistaken for this one's), then the numbered sources and the question."""
+    from app.grounding import strip_citations
+
+    user = f"Sources:\n\n{format_sources(sources)}\n\nQuestion: {question}\n{cue}"
+    turns = [{"role": t["role"], "content": strip_citations(str(t.get("content", "")))}
+             for t in (history or ()) if t.get("role") in ("user", "assistant") and t.get("content")]
+    return [{"role": "system", "content": system}, *turns, {"role": "user", "content": user}]
 
 
 def build_completion_prompt(question: str, sources: Sequence) -> str:

@@ -1,46 +1,26 @@
 """Extractive backend (no LLM): the context sentences closest to the question, each with its citation."""
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from app.grounding import SentenceVectors
 from ingest.sentences import split_sentences
 
 
 class ExtractiveSynthesizer:
     name = "extractive"
 
-    def __init__(self, embedder, max_sentences: int = 3, cache_size: int = 20_000):
+    def __init__(self, embedder, max_sentences: int = 3, cache_size: int = 20_000, vectors=None):
         self.embedder = embedder
         self.max_sentences = max_sentences
-        # sentence vectors of recent contexts (LRU): the same passages come back question after question, and
-        # embedding them again was most of this backend's cost under concurrent load
-        self.cache_size = cache_size
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
+        # sentence vectors of recent contexts (LRU), shared with grounding: embedding the same passages again
+        # was most of this backend's cost under concurrent load
+        self.vectors = vectors if vectors is not None else SentenceVectors(embedder, cache_size)
 
     def _passage_vectors(self, texts: list[str]) -> np.ndarray:
-        with self._lock:
-            missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if missing:
-            vecs = np.asarray(self.embedder.embed_passages(missing), dtype=np.float32)
-            with self._lock:
-                self._cache.update(zip(missing, vecs))
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
-        with self._lock:
-            out = []
-            for t in texts:
-                v = self._cache.get(t)
-                if v is None:  # evicted meanwhile by another thread's insert: embed it again
-                    v = np.asarray(self.embedder.embed_passages([t]), dtype=np.float32)[0]
-                else:
-                    self._cache.move_to_end(t)
-                out.append(v)
-        return np.stack(out)
+        return self.vectors.passages(texts)
 
     def select(self, question: str, sources: Sequence) -> list[tuple[str, int]]:
         from app.synth.guard import looks_like_instruction
@@ -58,7 +38,7 @@ class ExtractiveSynthesizer:
         picked = sorted(order.tolist(), key=lambda i: (cands[i][1], cands[i][2]))  # source order, then text order
         return [(cands[i][0], cands[i][1]) for i in picked]
 
-    def stream(self, question: str, sources: Sequence) -> Iterator[str]:
+    def stream(self, question: str, sources: Sequence, history: Sequence | None = None) -> Iterator[str]:
         picked = self.select(question, sources)
         if not picked:
             yield "I cannot find an answer in the documents."

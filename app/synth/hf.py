@@ -10,7 +10,8 @@ from collections.abc import Iterator, Sequence
 
 import re
 
-from app.synth.base import SynthesisError, attribute, build_completion_prompt, build_messages
+from app.synth.base import (BRIEF_SYSTEM_PROMPT, SYSTEM_PROMPT, SynthesisError, attribute, build_completion_prompt,
+                            build_messages)
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +23,7 @@ class HFSynthesizer:
 
     def __init__(self, tokenizer, model, *, chat: bool, max_new_tokens: int = 256, stops: Sequence[str] = (),
                  total_timeout: float = 120.0, max_prompt_tokens: int | None = None, name: str = "transformers",
-                 attribute_uncited: bool = False):
+                 attribute_uncited: bool = False, system_prompt: str = SYSTEM_PROMPT):
         self.tokenizer = tokenizer
         self.model = model
         self.chat = chat
@@ -32,28 +33,44 @@ class HFSynthesizer:
         self.max_prompt_tokens = max_prompt_tokens
         self.name = name
         self.attribute_uncited = attribute_uncited
+        self.system_prompt = system_prompt
         self._lock = threading.Lock()  # one generation at a time per loaded model
 
-    def prompt_ids(self, question: str, sources: Sequence):
+    def prompt_ids(self, question: str, sources: Sequence, history: Sequence | None = None, messages=None):
         import torch
 
-        if self.chat:
+        if self.chat or messages is not None:
             if not getattr(self.tokenizer, "chat_template", None):
                 raise SynthesisError(
                     "this model has no chat template; use the offline backend for base models or set MGRAG_SYNTH_MODEL "
                     "to an instruction-tuned model")
-            ids = self.tokenizer.apply_chat_template(build_messages(question, sources), add_generation_prompt=True,
-                                                     return_tensors="pt", return_dict=True)["input_ids"]
+            cue = "Short answer, then [source number]:" if self.system_prompt == BRIEF_SYSTEM_PROMPT \
+                else "Answer with citations:"
+            msgs = messages if messages is not None else build_messages(question, sources, history,
+                                                                        self.system_prompt, cue)
+            ids = self.tokenizer.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt",
+                                                     return_dict=True)["input_ids"]
         else:
             ids = self.tokenizer(build_completion_prompt(question, sources), return_tensors="pt")["input_ids"]
         if self.max_prompt_tokens and ids.shape[1] > self.max_prompt_tokens:
             ids = torch.cat([ids[:, :1], ids[:, -(self.max_prompt_tokens - 1):]], dim=1)  # keep BOS + the end
         return ids
 
-    def stream(self, question: str, sources: Sequence) -> Iterator[str]:
+    def complete(self, messages: list[dict], max_tokens: int = 64) -> str:
+        """One greedy completion of chat ``messages`` (the follow-up rewrite), not streamed."""
+        import torch
+
+        ids = self.prompt_ids("", (), messages=messages).to(self.model.device)
+        with self._lock, torch.no_grad():
+            out = self.model.generate(input_ids=ids, attention_mask=ids.new_ones(ids.shape), max_new_tokens=max_tokens,
+                                      do_sample=False, max_time=self.total_timeout,
+                                      pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)
+        return self.tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+
+    def stream(self, question: str, sources: Sequence, history: Sequence | None = None) -> Iterator[str]:
         from transformers import TextIteratorStreamer
 
-        ids = self.prompt_ids(question, sources).to(self.model.device)
+        ids = self.prompt_ids(question, sources, history if self.chat else None).to(self.model.device)
         streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True,
                                         timeout=self.total_timeout)
         error: list[BaseException] = []
@@ -139,11 +156,23 @@ def load_chat_synthesizer(model_id: str, *, max_new_tokens: int = 256, load_in_4
                          stops=(), name="transformers")
 
 
-def load_offline_synthesizer(ctx, *, max_new_tokens: int = 96, total_timeout: float = 120.0) -> HFSynthesizer:
-    """The shipped Gemma-3-270M base with a completion prompt; shares the chunker's model when it is the same."""
-    from app.models import DEFAULT_LM, load_causal_lm
+def load_offline_synthesizer(ctx, *, max_new_tokens: int = 96, total_timeout: float = 120.0,
+                             model: str | None = None) -> HFSynthesizer:
+    """The offline answerer (``offline_model``): the shipped Qwen2.5-Coder-0.5B-Instruct with the brief chat
+    prompt, or the shipped Gemma-3-270M base with a completion prompt (sharing the chunker's model when it is the
+    same)."""
+    from app.models import DEFAULT_LM, QWEN_LM, load_causal_lm, resolve_qwen_path
 
     s = ctx.settings
+    model = model or s.offline_model
+    if model == QWEN_LM:
+        import torch
+
+        tok, lm = load_causal_lm(resolve_qwen_path(s.cache_dir), s.cache_dir,
+                                 device=s.lm_device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        return HFSynthesizer(tok, lm, chat=True, max_new_tokens=max_new_tokens, total_timeout=total_timeout,
+                             max_prompt_tokens=8192, name="offline", system_prompt=BRIEF_SYSTEM_PROMPT,
+                             stops=("\n\n",))
     if s.lm_model == DEFAULT_LM:
         tok, model = ctx.scorer.tokenizer, ctx.scorer.model
     else:

@@ -46,8 +46,8 @@ class OpenAICompatSynthesizer:
         """One non-streamed completion (used by LLM-driven chunkers)."""
         return "".join(self._stream(messages, max_tokens or self.max_tokens))
 
-    def stream(self, question: str, sources: Sequence) -> Iterator[str]:
-        yield from self._stream(build_messages(question, sources), self.max_tokens)
+    def stream(self, question: str, sources: Sequence, history: Sequence | None = None) -> Iterator[str]:
+        yield from self._stream(build_messages(question, sources, history), self.max_tokens)
 
     def _stream(self, messages: list[dict], max_tokens: int) -> Iterator[str]:
         import httpx

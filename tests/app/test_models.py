@@ -59,3 +59,27 @@ def test_known_prefixes():
     assert prefixes_for("BAAI/bge-large-en-v1.5")[0].startswith("Represent this sentence")
     assert prefixes_for("intfloat/e5-large-v2") == ("query: ", "passage: ")
     assert prefixes_for("all-MiniLM-L6-v2") == ("", "")
+
+
+def test_qwen_parts_missing_or_not_the_expected_file(tmp_path, monkeypatch):
+    import sys
+
+    from app import models
+
+    monkeypatch.setattr(models, "QWEN_PACKAGES", ("mgrag_fake_part_a", "mgrag_fake_part_b"))
+    with pytest.raises(models.ModelNotAvailable, match=r"mgrag-fake-part-a is missing: run `pip install"):
+        models.assemble_qwen_gguf(tmp_path / "out" / "q.gguf")
+    for i, name in enumerate(("mgrag_fake_part_a", "mgrag_fake_part_b"), 1):
+        (tmp_path / "pkgs" / name / "data").mkdir(parents=True)
+        (tmp_path / "pkgs" / name / "__init__.py").write_text("")
+        (tmp_path / "pkgs" / name / "data" / f"part0{i}.bin").write_bytes(b"x" * i)
+    monkeypatch.syspath_prepend(str(tmp_path / "pkgs"))
+    with pytest.raises(models.ModelNotAvailable, match=r"SHA-256 .* expected 1d96146"):
+        models.assemble_qwen_gguf(tmp_path / "out" / "q.gguf")
+    assert not list((tmp_path / "out").iterdir())  # nothing half-written is left
+    import hashlib
+
+    monkeypatch.setattr(models, "QWEN_SHA256", hashlib.sha256(b"xxx").hexdigest())
+    out = models.assemble_qwen_gguf(tmp_path / "out" / "q.gguf")
+    assert out.read_bytes() == b"xxx"  # the parts, in order
+    sys.modules.pop("mgrag_fake_part_a", None)

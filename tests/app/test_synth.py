@@ -129,8 +129,10 @@ def test_ask_streams_then_answers_with_citations(make_ctx, write):
     ctx = make_ctx(theta=40)
     Ingestor(ctx).ingest_paths([write("notes.md", NOTES)])
     events = list(ask(ctx, "How long has the keeper tended the light?", backend="extractive"))
-    kinds = [k for k, _ in events]
+    kinds = [k for k, _ in events if k != "status"]
     assert kinds[0] == "sources" and kinds[-1] == "done" and "token" in kinds
+    statuses = [v for k, v in events if k == "status"]
+    assert statuses[0] == "retrieving" and any("generating" in x for x in statuses)
     ans = events[-1][1]
     assert ans.error is None and ans.citations and ans.citations[0].doc_id == "notes.md"
     c = ans.citations[0]

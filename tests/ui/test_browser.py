@@ -293,3 +293,34 @@ def test_router_trained_from_the_admin_tab(ui_server, page):
     _wait_sources(page, 1)
     weights = page.locator("#weights-plot").inner_text()
     assert "θ/4" in weights and "uniform" not in weights
+
+
+def test_two_turn_conversation_with_the_supporting_sentence_highlighted(ui_server, page):
+    """A follow-up ("she") is understood from the first turn; the reply's supporting sentence is highlighted in
+    the Sources view apart from the retrieval-matched child; a question the documents do not answer gets a plain
+    abstention with the closest passages and no citation."""
+    _open(page, ui_server.url)
+    chat = page.locator("#chatbot")
+    n0 = chat.get_by_text("Sources (").count()
+    _ask(page, "Who keeps the northern lighthouse?")
+    _wait_sources(page, n0 + 1)
+    _ask(page, "How long has she tended the light?")
+    _wait_sources(page, n0 + 2)
+    assert "twenty-two years" in chat.inner_text()
+    chat.get_by_text("Sources (").last.click()
+    _see(chat, "searched for: How long has she tended the light? (")
+    support = chat.locator("mark.mg-support", has_text="twenty-two years").last
+    support.wait_for(state="visible")
+    assert support.evaluate("e => getComputedStyle(e).backgroundColor") != \
+        chat.locator("mark:not(.mg-support)").last.evaluate("e => getComputedStyle(e).backgroundColor")
+    assert chat.locator("mark:not(.mg-support)").count() >= 1  # the matched child, marked apart
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(ARTIFACTS / "chat-follow-up.png"), full_page=True)
+
+    page.locator("#new-conversation").click()
+    _ask(page, "Which submarine sank the cruiser Vesuvius in the Baltic?")
+    from playwright.sync_api import expect
+
+    expect(chat.get_by_text("Closest passages (")).to_have_count(1, timeout=30_000)
+    text = chat.inner_text()
+    assert "The documents do not say" in text and "★ cited" not in text

@@ -36,3 +36,30 @@ def test_figures_build():
     assert render.loss_figure([1.0, 0.5], [1.1, 0.7]).axes
     res = {f"{m}@{k}": 0.5 for m in ("dcg", "recall") for k in (1, 2, 5, 10, 20)}
     assert render.bench_figure(res).axes and render.bench_table(res)[0] == ["dcg@1", 0.5]
+
+
+def test_highlight_marks_supporting_sentences_apart_from_the_matched_child():
+    parent = "One. Two is here. Three."
+    # child = "Two is here." (5-17), support = "Three." (18-24) and part of the child (10-17)
+    out = render.highlight(parent, 0, len(parent), 5, 17, [(18, 24)])
+    assert out == 'One. <mark>Two is here.</mark> <mark class="mg-support">Three.</mark>'
+    both = render.highlight(parent, 0, len(parent), 5, 17, [(10, 24)])
+    assert both == ('One. <mark>Two i</mark><mark class="mg-support mg-match">s here.</mark>'
+                    '<mark class="mg-support"> Three.</mark>')
+    assert render.highlight(parent, 100, 124, 105, 117, [(90, 95)]) == "One. <mark>Two is here.</mark> Three."
+
+
+def test_sources_html_shows_support_and_abstention_without_citation():
+    src = {"number": 1, "doc_id": "d.md", "start": 0, "end": 10, "parent_text": "Aa. Bb <i>.", "matched_level": 1,
+           "matched_start": 0, "matched_end": 3, "score": 0.5, "level_scores": {}, "bm25_level_scores": {},
+           "support": [{"start": 4, "end": 11, "text": "Bb <i>.", "score": 0.8}]}
+    html = render.sources_html([src], {1})
+    assert '<mark class="mg-support">Bb &lt;i&gt;.</mark>' in html and "supporting sentence" in html
+    closest = render.sources_html([src], {1}, abstained=True)
+    assert "None of these passages supports an answer" in closest and "cited" not in closest
+    assert "mg-support" not in closest.replace("mg-support-key", "")
+
+
+def test_highlight_support_ending_inside_the_child():
+    out = render.highlight("abcdef", 0, 6, 1, 5, [(0, 3)])
+    assert out == '<mark class="mg-support">a</mark><mark class="mg-support mg-match">bc</mark><mark>de</mark>f'

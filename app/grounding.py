@@ -1,0 +1,276 @@
+"""Grounding: does the context support an answer at all, does the answer's cited source support it, and which
+sentence of that source does. Pure functions over texts and vectors; the embedder is called by the caller
+(:mod:`app.answer`) through :class:`SentenceVectors`.
+
+Two checks, each a measured threshold (``mgrag bench answers``; the defaults per embedder are in
+:data:`FLOORS`, and the settings ``context_floor`` / ``support_floor`` override them):
+
+* **Context floor**: how close the context sentence closest to the question is: the mean of their cosine and
+  the share of the question's content words found in the sentence or its neighbours (the support score below of
+  a claim that is the question alone). Below the floor, no sentence of the retrieved passages is about the
+  question: the reply abstains before any generation. The score reads sentences, not the retriever's scores,
+  so one floor serves the dense, BM25 and hybrid retrievers.
+* **Support**: for the answer (citations removed) and each sentence of a source, *answer recall* is the share of
+  the answer's content words found in that sentence or its neighbours, *question overlap* the share of the
+  question's content words found there, and *similarity* the cosine between "question + answer" and the
+  sentence. ``support = answer recall × (similarity + question overlap) / 2``: a sentence supports the answer
+  when it contains what the answer says *and* is about what was asked (a made-up "Russia. [3]" matches a
+  sentence that names Russia but not the question). An answer without content words of its own ("Yes") is
+  judged on the other two factors alone.
+
+>>> round(support_score(1.0, 0.5, 0.7), 3)
+0.6
+"""
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval.bm25 import tokenize
+
+_CITE_RE = re.compile(r"\s*\[\d+\](?:\s*\[\d+\])*")
+# words that carry no claim of their own in an answer
+_ANSWER_FILLER = frozenset("yes no not answer source sources document documents according text passage".split())
+_QUESTION_WORDS = frozenset("what which who whom whose when where why how does did do is are was were can could "
+                            "would should will may might".split())
+_ABSTAIN_RE = re.compile(
+    r"\b(cannot|can ?not|can't|could not|couldn't|unable to) (find|answer|determine|tell)|"
+    r"\b(do|does|did) not (say|contain|mention|provide|specify|state|include)|"
+    r"\bnot (mentioned|stated|specified|provided|given|found|in the (documents|sources|context|text))|"
+    r"\bno (information|mention|answer)\b|\bi don'?t know\b|\bnot enough information\b|\bunknown\b", re.I)
+
+ABSTAIN_TEXT = ("The documents do not say. None of the retrieved passages supports an answer to this question; "
+                "the closest ones are listed below.")
+
+
+@dataclass(frozen=True)
+class Floors:
+    context: float  # question vs its closest context sentence
+    support: float  # support score of the answer's best sentence
+
+
+# Measured with `mgrag bench answers` (BENCHMARKS.md, "Answers"): the context floor just above the highest context
+# score of an unanswerable question (0.45; the answerable questions whose evidence reached the context all scored
+# higher), the support floor where the answerable questions with evidence stop being answered (the sweep). The
+# hashing embedder (tests only) gets values read off the unit tests' tiny corpus.
+FLOORS: dict[str, Floors] = {
+    "all-MiniLM-L6-v2": Floors(context=0.46, support=0.3),
+    "hashing": Floors(context=0.3, support=0.3),
+}
+UNKNOWN_EMBEDDER = Floors(context=0.0, support=0.3)
+
+
+def floors_for(embedder_name: str, context: float | None = None, support: float | None = None) -> Floors:
+    """The thresholds for an embedder: the settings' values where given, else the measured ones."""
+    base = FLOORS.get(embedder_name) or FLOORS.get(embedder_name.rsplit("/", 1)[-1]) or UNKNOWN_EMBEDDER
+    return Floors(base.context if context is None else context, base.support if support is None else support)
+
+
+def strip_citations(text: str) -> str:
+    """``text`` without its ``[n]`` markers.
+
+    >>> strip_citations("Maria Lopez [1][2], in 1990 [3].")
+    'Maria Lopez, in 1990.'
+    """
+    return _CITE_RE.sub("", text).strip()
+
+
+def is_abstention(text: str) -> bool:
+    """True when a generated answer says it cannot answer (or says nothing).
+
+    >>> is_abstention("I cannot find it in the documents."), is_abstention("Paris [1]")
+    (True, False)
+    """
+    t = strip_citations(text)
+    return not re.search(r"\w", t) or bool(_ABSTAIN_RE.search(t))
+
+
+def answer_terms(answer: str, question: str = "") -> set[str]:
+    """The content words of an answer that make its claim (stopwords, yes/no and the like removed)."""
+    return {t for t in tokenize(strip_citations(answer)) if t not in _ANSWER_FILLER}
+
+
+def question_terms(question: str) -> set[str]:
+    return {t for t in tokenize(question) if t not in _QUESTION_WORDS}
+
+
+def support_score(answer_recall: float, similarity: float, question_overlap: float) -> float:
+    return answer_recall * (max(similarity, 0.0) + question_overlap) / 2
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence of a source: the source's number, document offsets and text."""
+
+    source: int
+    start: int
+    end: int
+    text: str
+
+
+def source_sentences(sources: Sequence, max_words: int = 80) -> list[Sentence]:
+    """Every sentence of every source, with document offsets (``source.start`` + offset in its text)."""
+    from ingest.sentences import split_sentences
+
+    out = []
+    for src in sources:
+        for s, e in split_sentences(src.text, max_words=max_words):
+            out.append(Sentence(src.rank, src.start + s, src.start + e, src.text[s:e]))
+    return out
+
+
+@dataclass(frozen=True)
+class SentenceSupport:
+    sentence: Sentence
+    score: float
+    answer_recall: float
+    similarity: float
+    question_overlap: float
+
+
+def score_sentences(question: str, answer: str, sentences: Sequence[Sentence], sentence_vectors: np.ndarray,
+                    claim_vector: np.ndarray, window: int = 1) -> list[SentenceSupport]:
+    """The support of ``answer`` (to ``question``) by each sentence; words are looked for in the sentence and its
+    ``window`` neighbours in the same source, so a claim spread over two adjacent sentences is found."""
+    a_terms = answer_terms(answer, question)
+    q_terms = question_terms(question)
+    toks = [set(tokenize(s.text)) for s in sentences]
+    sims = (sentence_vectors @ claim_vector) if len(sentences) else np.zeros(0)
+    out = []
+    for i, s in enumerate(sentences):
+        near: set[str] = set()
+        for j in range(max(0, i - window), min(len(sentences), i + window + 1)):
+            if sentences[j].source == s.source:
+                near |= toks[j]
+        a_rec = len(a_terms & near) / len(a_terms) if a_terms else 1.0
+        q_ov = len(q_terms & near) / len(q_terms) if q_terms else 0.0
+        sim = float(sims[i])
+        out.append(SentenceSupport(s, support_score(a_rec, sim, q_ov), a_rec, sim, q_ov))
+    return out
+
+
+def best_per_source(scored: Sequence[SentenceSupport]) -> dict[int, SentenceSupport]:
+    best: dict[int, SentenceSupport] = {}
+    for x in scored:
+        b = best.get(x.sentence.source)
+        if b is None or x.score > b.score:
+            best[x.sentence.source] = x
+    return best
+
+
+def split_claims(answer: str) -> list[str]:
+    r"""The answer's sentences (a short answer is one claim). Citation markers standing alone ("… (2002)\n [1]")
+    cite the claim before them and are joined to it; a claim needs a word of its own.
+
+    >>> split_claims("The Abduction Club (2002)\n [1]. Wooden Crosses [2].")
+    ['The Abduction Club (2002) [1].', 'Wooden Crosses [2].']
+    >>> split_claims("“It rained.” [1] “It snowed.” [2]")
+    ['“It rained.” [1]', '“It snowed.” [2]']
+    """
+    from ingest.sentences import split_sentences
+
+    text = answer.strip()
+    pieces = [text[s:e] for s, e in split_sentences(text)] or ([text] if text else [])
+    out: list[str] = []
+    for p in pieces:
+        lead = re.match(r"(\s*\[\d+\])+", p)  # markers after the previous sentence's end belong to it
+        if lead and out:
+            out[-1] = out[-1].rstrip() + " " + lead.group().strip()
+            p = p[lead.end():].strip()
+        if re.search(r"\w", strip_citations(p)):
+            out.append(p)
+        elif out and p.strip():
+            out[-1] = out[-1].rstrip() + ("" if p.strip()[0] in ".!?;:," else " ") + p.strip()
+    return out
+
+
+@dataclass
+class Verdict:
+    """What grounding decided about a draft answer."""
+
+    abstained: bool
+    text: str  # the reply to show
+    cited: list[int]  # source numbers cited by the reply, in order
+    support: dict[int, list[SentenceSupport]]  # per cited source: the sentences that support the reply
+    reason: str = ""
+    dropped: int = 0  # claims of the draft left out as unsupported
+
+
+def ground(question: str, draft: str, scored_by_claim: Sequence[tuple[str, list[int], list[SentenceSupport]]],
+           floor: float) -> Verdict:
+    """Keep the claims of ``draft`` whose cited source supports them (or, uncited, the source that does), with
+    only those citations; abstain when none is supported.
+
+    ``scored_by_claim``: for each claim of the draft, its text, the source numbers it cites, and the support of
+    every context sentence for it (:func:`score_sentences`). A claim citing a source that does not support it is
+    re-cited to the best supporting source when one passes ``floor``, never left with the wrong citation.
+    """
+    if is_abstention(draft):
+        return Verdict(True, ABSTAIN_TEXT, [], {}, "the model said the documents do not answer it")
+    kept: list[str] = []
+    cited: list[int] = []
+    support: dict[int, list[SentenceSupport]] = {}
+    dropped = 0
+    for claim, cites, scored in scored_by_claim:
+        best = best_per_source(scored)
+        ok = [n for n in cites if n in best and best[n].score >= floor]
+        if not ok:  # the cited source does not support it (or nothing was cited): the best one that does, if any
+            top = max(best.values(), key=lambda x: x.score, default=None)
+            ok = [top.sentence.source] if top is not None and top.score >= floor else []
+        if not ok:
+            dropped += 1
+            continue
+        body = strip_citations(claim)
+        end = len(body.rstrip(".!?;:"))
+        kept.append(body[:end] + " " + "".join(f"[{n}]" for n in ok) + body[end:])
+        for n in ok:
+            cited.append(n) if n not in cited else None
+            sents = [x for x in scored if x.sentence.source == n and x.score >= floor]
+            sents.sort(key=lambda x: -x.score)
+            support.setdefault(n, [])
+            for x in sents[:2]:
+                if all(y.sentence != x.sentence for y in support[n]):
+                    support[n].append(x)
+    if not kept:
+        return Verdict(True, ABSTAIN_TEXT, [], {}, "no source supports the generated answer", dropped)
+    return Verdict(False, " ".join(kept), cited, support, "", dropped)
+
+
+class SentenceVectors:
+    """Sentence vectors of recent contexts (LRU): the same passages come back question after question."""
+
+    def __init__(self, embedder, cache_size: int = 20_000):
+        self.embedder = embedder
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def passages(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            vecs = np.asarray(self.embedder.embed_passages(missing), dtype=np.float32)
+            with self._lock:
+                self._cache.update(zip(missing, vecs))
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        out = []
+        with self._lock:
+            for t in texts:
+                v = self._cache.get(t)
+                if v is not None:
+                    self._cache.move_to_end(t)
+                out.append(v)
+        for i, v in enumerate(out):  # evicted meanwhile by another thread's insert: embed it again
+            if v is None:
+                out[i] = np.asarray(self.embedder.embed_passages([texts[i]]), dtype=np.float32)[0]
+        return np.stack(out) if out else np.zeros((0, getattr(self.embedder, "dim", 1)), np.float32)
+
+    def query(self, text: str) -> np.ndarray:
+        return np.asarray(self.embedder.embed_queries([text]), dtype=np.float32)[0]

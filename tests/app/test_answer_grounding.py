@@ -1,0 +1,130 @@
+"""ask() end to end on a small index (hashing embedder): abstention on an unanswerable question with no
+citation, the supporting sentence's offsets inside the cited source, a follow-up that resolves its pronoun and
+retrieves the right document, and the history reaching a chat backend."""
+import pytest
+
+from app.answer import answer, ask, synth_sources
+from app.synth.openai_compat import OpenAICompatSynthesizer
+from ingest.pipeline import Ingestor
+from tests.app.stub_openai import StubOpenAI
+
+KEEPER = ("# Lighthouse log\n\nThe survey team reached the northern lighthouse on the third morning. The keeper, "
+          "Mrs. Alder, has tended the light for twenty-two years. She logs the weather at dawn.\n\n"
+          "The lamp burns paraffin and is wound by hand every four hours through the night.\n")
+ORCHARD = ("# Orchard notes\n\nThe orchard has forty apple trees and six pear trees. Pruning happens in February. "
+           "The oldest tree was planted in 1911 by the first owner, Thomas Greaves.\n")
+
+
+class Scripted:
+    """A fake LLM that answers with a fixed text, whatever it is asked (a small model making things up)."""
+
+    name = "scripted"
+
+    def __init__(self, reply):
+        self.reply, self.calls = reply, []
+
+    def stream(self, question, sources, history=None):
+        self.calls.append((question, [s.rank for s in sources], history))
+        yield from self.reply.split(" ")[:1]
+        for w in self.reply.split(" ")[1:]:
+            yield " " + w
+
+
+@pytest.fixture
+def ctx(make_ctx, write):
+    c = make_ctx(theta=40)
+    Ingestor(c).ingest_paths([write("keeper.md", KEEPER), write("orchard.md", ORCHARD)])
+    return c
+
+
+def test_unanswerable_question_abstains_before_generating_and_cites_nothing(ctx):
+    synth = Scripted("Russia [1].")
+    ans = answer(ctx, "Which submarine sank the cruiser Vesuvius in the Baltic?", synthesizer=synth)
+    assert ans.abstained and ans.citations == [] and "do not say" in ans.text and "[" not in ans.text
+    assert ans.grounding["context_score"] < ans.grounding["context_floor"]
+    assert synth.calls == []  # no generation below the floor
+    assert ans.sources  # the closest passages are still returned
+
+
+def test_made_up_answer_is_replaced_by_an_abstention(ctx):
+    # the context is about the question, but the model's answer is in no source
+    ans = answer(ctx, "How long has the keeper tended the light?", synthesizer=Scripted("Since the Crimean war [1]."))
+    assert ans.draft == "Since the Crimean war [1]." and ans.abstained and ans.citations == []
+
+
+def test_supported_answer_keeps_its_citation_and_supporting_sentence_offsets(ctx):
+    ans = answer(ctx, "How long has the keeper tended the light?", synthesizer=Scripted("Twenty-two years [1]."))
+    assert not ans.abstained and ans.text == "Twenty-two years [1]." and len(ans.citations) == 1
+    c = ans.citations[0]
+    assert c.doc_id == "keeper.md" and c.support
+    for x in c.support:
+        assert c.start <= x["start"] < x["end"] <= c.end
+        assert KEEPER[x["start"]:x["end"]] == x["text"]
+    assert "twenty-two years" in c.support[0]["text"]
+    assert ans.to_dict()["citations"][0]["support"][0]["start"] == c.support[0]["start"]  # in --json
+
+
+def test_wrong_citation_moves_to_the_source_that_supports_it(ctx):
+    ans = answer(ctx, "How many apple trees does the orchard have?", synthesizer=Scripted("Forty apple trees [9]."))
+    assert not ans.abstained and [c.doc_id for c in ans.citations] == ["orchard.md"]
+    assert ans.text == f"Forty apple trees [{ans.citations[0].number}]."
+
+
+def test_extractive_sentences_are_their_own_support(ctx):
+    ans = answer(ctx, "How many apple trees does the orchard have?", backend="extractive")
+    assert not ans.abstained and ans.citations
+    for c in ans.citations:
+        for x in c.support:
+            assert x["text"] in ans.text and ORCHARD[x["start"]:x["end"]] == x["text"] or \
+                KEEPER[x["start"]:x["end"]] == x["text"]
+
+
+def test_ungrounded_answers_pass_through(ctx):
+    ans = answer(ctx, "How long has the keeper tended the light?", synthesizer=Scripted("Russia [1]."),
+                 grounded=False)
+    assert ans.text == "Russia [1]." and not ans.abstained and len(ans.citations) == 1
+
+
+def test_follow_up_resolves_its_pronoun_and_retrieves_the_right_document(ctx):
+    first = answer(ctx, "Who planted the oldest tree in the orchard?", backend="extractive")
+    history = [{"role": "user", "content": first.question, "query": first.query},
+               {"role": "assistant", "content": first.text}]
+    alone = answer(ctx, "How many of them are pear trees?", backend="extractive")
+    follow = answer(ctx, "How many of them are pear trees?", backend="extractive", history=history)
+    assert follow.rewrite == "rules" and "orchard" in follow.query.lower()
+    assert follow.sources[0].doc_id == "orchard.md"
+    assert not follow.abstained and "six pear trees" in follow.text
+    assert alone.query == "How many of them are pear trees?"
+
+
+def test_chat_backend_receives_the_history_and_the_llm_rewrite(ctx):
+    history = [{"role": "user", "content": "Who keeps the northern lighthouse?"},
+               {"role": "assistant", "content": "Mrs. Alder [1]."}]
+    with StubOpenAI(reply="What does Mrs. Alder log at dawn?") as stub:
+        synth = OpenAICompatSynthesizer(stub.base_url, "m")
+        synth.complete = lambda messages, n: "What does Mrs. Alder log at dawn?"
+        events = list(ask(ctx, "What does she log at dawn?", synthesizer=synth, history=history))
+        body = stub.requests[-1]["body"]
+    done = events[-1][1]
+    assert done.rewrite == "llm" and done.query == "What does Mrs. Alder log at dawn?"
+    roles = [m["role"] for m in body["messages"]]
+    assert roles == ["system", "user", "assistant", "user"]
+    assert body["messages"][2]["content"] == "Mrs. Alder."  # earlier citation numbers are not passed on
+    assert body["messages"][-1]["content"].rstrip().endswith("Question: What does Mrs. Alder log at dawn?\nAnswer with citations:")
+
+
+def test_small_model_budget_reads_the_first_sources(ctx):
+    from retrieval.search import retrieve
+
+    r = retrieve(ctx, "keeper light orchard trees")
+    assert synth_sources(r.sources, None) == r.sources
+    few = synth_sources(r.sources, 60)
+    assert few and sum(len(s.text.split()) for s in few) <= 60 or len(few) == 1
+    assert [s.rank for s in few] == sorted(s.rank for s in few)
+
+
+def test_status_events_while_the_user_waits(ctx):
+    events = list(ask(ctx, "How many apple trees does the orchard have?", backend="extractive"))
+    statuses = [v for k, v in events if k == "status"]
+    assert statuses[0] == "retrieving" and any(s.endswith("generating") for s in statuses)
+    assert statuses[-1] == "checking the answer against the sources"

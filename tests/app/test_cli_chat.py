@@ -1,0 +1,58 @@
+"""`mgrag chat`: an interactive loop over the same code as `mgrag ask`, driven here by piping stdin."""
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+from app.cli import main
+
+A = "The keeper has tended the light for twenty-two years. She logs the weather at dawn and at dusk every day.\n"
+B = "The orchard has forty apple trees and six pear trees. The pears ripen late in the autumn every year.\n"
+
+
+def _setup(tmp_path, monkeypatch):
+    monkeypatch.setenv("MGRAG_EMBEDDER", "hashing")
+    monkeypatch.setenv("MGRAG_CHUNKER", "recursive")
+    monkeypatch.setenv("MGRAG_THETA", "40")
+    (tmp_path / "a.md").write_text(A, encoding="utf-8")
+    (tmp_path / "b.md").write_text(B, encoding="utf-8")
+    data = str(tmp_path / "data")
+    assert main(["--data-dir", data, "ingest", "--quiet", str(tmp_path / "a.md"), str(tmp_path / "b.md")]) == 0
+    return data
+
+
+def test_chat_json_turns_follow_up_and_reset(tmp_path, monkeypatch, capsys):
+    data = _setup(tmp_path, monkeypatch)
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stdin", io.StringIO(
+        "How many apple trees does the orchard have?\n\nHow many pear trees does it have?\n/reset\n"
+        "Which submarine sank the cruiser Vesuvius in the Baltic?\n"))
+    assert main(["--data-dir", data, "chat", "--backend", "extractive", "--json"]) == 0
+    turns = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert len(turns) == 3  # the empty line is skipped, /reset prints nothing with --json
+    first, follow, off = turns
+    assert "forty apple trees" in first["text"] and first["rewrite"] == "none"
+    assert follow["rewrite"] == "rules" and "orchard" in follow["query"].lower()
+    assert follow["citations"] and follow["citations"][0]["doc_id"] == "b.md"
+    sup = follow["citations"][0]["support"][0]
+    assert B[sup["start"]:sup["end"]] == sup["text"]
+    assert off["abstained"] and off["citations"] == [] and off["rewrite"] == "none"  # history was reset
+
+
+def test_chat_plain_text_in_a_subprocess(tmp_path, monkeypatch):
+    monkeypatch.setenv("MGRAG_EMBEDDER", "hashing")
+    monkeypatch.setenv("MGRAG_CHUNKER", "recursive")
+    monkeypatch.setenv("MGRAG_THETA", "40")
+    (tmp_path / "a.md").write_text(A, encoding="utf-8")
+    data = str(tmp_path / "data")
+    # ingest in its own process too: an embedded store is opened by one process at a time
+    subprocess.run([sys.executable, "-m", "app.cli", "--data-dir", data, "ingest", "--quiet", str(tmp_path / "a.md")],
+                   check=True, capture_output=True, timeout=120)
+    out = subprocess.run([sys.executable, "-m", "app.cli", "--data-dir", data, "chat", "--backend", "extractive"],
+                         input="How long has the keeper tended the light?\nWhat does she log?\n", text=True,
+                         capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "twenty-two years" in out.stdout and "(searched for: What does she log? (" in out.stdout
+    assert "supporting sentence, chars" in out.stdout

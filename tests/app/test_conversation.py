@@ -1,0 +1,70 @@
+"""The follow-up rewrite alone: rules, the LLM prompt and its guard."""
+from app.conversation import clean_rewrite, entities, refers_back, rewrite, rewrite_messages, rewrite_rules
+
+HIST = [{"role": "user", "content": "How is Colonel Campbell connected to Jane Fairfax?"},
+        {"role": "assistant", "content": "He served with her father [1]."}]
+
+
+def test_refers_back():
+    assert refers_back("What offer did he make to her?")
+    assert refers_back("And the second one?")
+    assert refers_back("Why?")
+    assert not refers_back("What minimum tax rate does President Biden propose for big corporations?")
+
+
+def test_entities_skip_sentence_initial_capitals():
+    assert entities("Through her father. He met Jane Fairfax in Bath.") == ["Jane Fairfax", "Bath"]
+    assert entities("What did the Little Rock Arsenal store?") == ["Little Rock Arsenal"]
+    assert entities("") == []
+
+
+def test_rules_carry_the_previous_turns_entities():
+    q = rewrite_rules("What offer did he make to her?", HIST)
+    assert q.startswith("What offer did he make to her? (") and "Colonel Campbell" in q and "Jane Fairfax" in q
+
+
+def test_rules_read_the_previous_answer_unless_it_abstained():
+    hist = [{"role": "user", "content": "Which country is Putin invading?"},
+            {"role": "assistant", "content": "Ukraine [1]."}]
+    assert "Ukraine" in rewrite_rules("How can they stop him?", hist)
+    hist[1]["content"] = "The documents do not say."
+    assert "Ukraine" not in rewrite_rules("How can they stop him?", hist)
+
+
+def test_rules_follow_a_chain_of_follow_ups():
+    hist = HIST + [{"role": "user", "content": "What offer did he make to her?",
+                    "query": "What offer did he make to her? (Colonel Campbell, Jane Fairfax)"},
+                   {"role": "assistant", "content": "To educate her [2]."}]
+    assert "Jane Fairfax" in rewrite_rules("Did she accept it?", hist)
+
+
+def test_standalone_questions_and_empty_history_are_left_alone():
+    q = "Who were the only individuals invited to the dinner at Randalls?"
+    assert rewrite(q, HIST) == (q, "none")
+    assert rewrite("What offer did he make?", []) == ("What offer did he make?", "none")
+
+
+def test_llm_rewrite_is_used_when_plausible_else_the_rules():
+    seen = []
+
+    def good(messages):
+        seen.append(messages)
+        return "What offer did Colonel Campbell make to Jane Fairfax?"
+
+    assert rewrite("What offer did he make to her?", HIST, good) == (
+        "What offer did Colonel Campbell make to Jane Fairfax?", "llm")
+    assert seen[0][0]["role"] == "system" and "Output only the rewritten question" in seen[0][0]["content"]
+    assert "Colonel Campbell" in seen[0][1]["content"] and "[1]" not in seen[0][1]["content"]
+    for bad in ("", "Sure!\nHere is the question:", "x" * 600):
+        query, how = rewrite("What offer did he make to her?", HIST, lambda m, b=bad: b)
+        assert how == "rules" and "Jane Fairfax" in query
+
+    def boom(messages):
+        raise TimeoutError("model down")
+
+    assert rewrite("What offer did he make to her?", HIST, boom)[1] == "rules"
+
+
+def test_clean_rewrite_strips_labels_and_quotes():
+    assert clean_rewrite('Rewritten question: "Who is he?"', "Who is he?", HIST) == "Who is he?"
+    assert len(rewrite_messages("q?", HIST * 5)[1]["content"].splitlines()) < 12  # the last turns only
