@@ -99,6 +99,10 @@ class Scorers:
                 from ingest.lm import LogitsScorer
 
                 torch.set_num_threads(self.threads)
+                if prof["lm"] == str(QWEN) and not QWEN.exists():  # a fresh machine: assemble and convert it once
+                    from app.models import resolve_qwen_path
+
+                    resolve_qwen_path(self.cache_dir)
                 tok, model = load_causal_lm(prof["lm"], self.cache_dir)
                 return LogitsScorer(tok, model, prompt=prof["prompt"], boundary_tokens=tuple(prof["boundary_tokens"]))
 
