@@ -51,7 +51,9 @@ LMS = {
     "gemma": {"lm": "gemma3-270m", "prompt": PROMPT, "boundary_tokens": ["<eos>"]},
     "gemma-nl": {"lm": "gemma3-270m", "prompt": PROMPT, "boundary_tokens": ["\n\n"]},
     "gemma-p0": {"lm": "gemma3-270m", "prompt": "", "boundary_tokens": ["<eos>"]},
-    "qwen": {"lm": str(QWEN), "prompt": PROMPT, "boundary_tokens": ["<|endoftext|>"]},
+    # "lm" names the cache entry (kept as the folder the first runs used); "load" is what MGRAG_LM_MODEL would say
+    "qwen": {"lm": str(QWEN), "load": "qwen2.5-coder-0.5b-instruct", "prompt": PROMPT,
+             "boundary_tokens": ["<|endoftext|>"]},
 }
 SETS = ("chroma", "gutenqa_emma", "longbench")
 _VARIANT = re.compile(r"^(?P<c>mg|recursive|lgmgc|lg)(?:@(?P<lm>[\w-]+))?(?P<stream>/stream)?"
@@ -88,7 +90,7 @@ class Scorers:
 
         if lm not in self._made:
             prof = LMS[lm]
-            key = {**prof, "block_tokens": 1024, "context_tokens": 64}
+            key = {**{k: v for k, v in prof.items() if k != "load"}, "block_tokens": 1024, "context_tokens": 64}
 
             def load():
                 if self.no_lm:
@@ -99,11 +101,7 @@ class Scorers:
                 from ingest.lm import LogitsScorer
 
                 torch.set_num_threads(self.threads)
-                if prof["lm"] == str(QWEN) and not QWEN.exists():  # a fresh machine: assemble and convert it once
-                    from app.models import resolve_qwen_path
-
-                    resolve_qwen_path(self.cache_dir)
-                tok, model = load_causal_lm(prof["lm"], self.cache_dir)
+                tok, model = load_causal_lm(prof.get("load", prof["lm"]), self.cache_dir)
                 return LogitsScorer(tok, model, prompt=prof["prompt"], boundary_tokens=tuple(prof["boundary_tokens"]))
 
             self._made[lm] = CachedScorer(self.cache_dir, key, load)
