@@ -102,12 +102,16 @@ class AppContext:
         from app.models import load_causal_lm
         from ingest.lm import LogitsScorer
 
+        from ingest.lm import choose_threads
+
         s = self.settings
         if s.torch_threads:
             torch.set_num_threads(s.torch_threads)
         device = s.lm_device or ("cuda" if torch.cuda.is_available() else "cpu")
         log.info("loading chunker LM %s on %s", s.lm_model, device)
         tok, model = load_causal_lm(s.lm_model, s.cache_dir, load_in_8bit=s.lm_8bit, device=device)
+        _, self.threads_note = choose_threads(model, s.torch_threads)
+        log.info("torch threads: %s", self.threads_note)
         return LogitsScorer(tok, model, prompt=s.lg_prompt, boundary_tokens=tuple(s.lg_boundary_tokens),
                             batch_size=s.lg_batch_size, block_tokens=s.lg_block_tokens,
                             context_tokens=s.lg_context_tokens)

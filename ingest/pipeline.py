@@ -132,8 +132,7 @@ class Ingestor:
         s = self.ctx.settings
         params = params or {}
         if chunker in NEEDS_LM:
-            cfg = LGConfig(theta=theta, mode=params.get("mode", s.lg_mode),
-                           min_words=params.get("min_words", min(s.lg_min_words, theta - 1)))
+            cfg = LGConfig.from_settings(s, theta, params)
             ch = build_chunker(chunker, theta, scorer=self.ctx.scorer, lg_config=cfg)
             hooks = {k: v for k, v in (("on_window", on_window), ("on_fraction", on_fraction))
                      if v is not None and k in {f.name for f in dataclasses.fields(ch)}}

@@ -124,16 +124,6 @@ def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words:
         t = time.perf_counter()
         qv = ctx.embedder.embed_queries([question])[0]
         timings["embed_s"] = time.perf_counter() - t
-    if weights is not None:
-        w, router_note = weights_or_uniform(weights, live.n_levels), "given"
-    else:
-        from router.runtime import route
-
-        runtime, note = ctx.router
-        w, router_note, secs = route(runtime, note, embedder_name=live.embedder, n_levels=live.n_levels,
-                                     question=question, query_vector=qv if retriever != "bm25" else None,
-                                     embedder=ctx.embedder if runtime is not None else None)
-        timings["router_s"] = secs
     if retriever in ("dense", "hybrid"):
         t = time.perf_counter()
         for level in range(live.n_levels):
@@ -144,6 +134,18 @@ def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words:
                 d = dense_levels.setdefault(pl["parent_id"], {})
                 d[level] = max(d.get(level, -1e9), float(p.score))
         timings["dense_s"] = time.perf_counter() - t
+    # the router reads the query vector and, if it was trained on them, the score profile of the dense hits
+    if weights is not None:
+        w, router_note = weights_or_uniform(weights, live.n_levels), "given"
+    else:
+        from router.runtime import route
+
+        runtime, note = ctx.router
+        w, router_note, secs = route(runtime, note, embedder_name=live.embedder, n_levels=live.n_levels,
+                                     question=question, query_vector=qv if retriever != "bm25" else None,
+                                     embedder=ctx.embedder if runtime is not None else None,
+                                     hits=dense_hits if retriever != "bm25" else None)
+        timings["router_s"] = secs
     if retriever in ("bm25", "hybrid"):
         t = time.perf_counter()
         qt = tokenize(question)

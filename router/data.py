@@ -227,3 +227,83 @@ def build_examples(corpus: Corpus, questions: Sequence[TrainQuestion], similarit
     n = corpus.n_levels
     return Examples(kept, np.asarray(sims, dtype=np.float32).reshape(-1, n),
                     np.asarray(labels, dtype=np.float32).reshape(-1, n), splits, dict(notes))
+
+
+# -- retrieval-aware examples: the dense search's hits, their score profile and which weighting ranks best ------------
+def level_hits(chunks: Sequence[Chunk], vectors: np.ndarray, query_vector: np.ndarray, k: int) -> list:
+    """The top ``k`` chunks of each level for one query (cosine of normalised vectors), as retrieval makes them:
+    ``Hit(id "level:start:end", parent "start:end", level, score)``."""
+    from retrieval.scoring import Hit
+
+    scores = np.asarray(vectors, dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
+    levels = np.array([c.level for c in chunks])
+    hits = []
+    for level in np.unique(levels):
+        idx = np.nonzero(levels == level)[0]
+        for i in idx[np.argsort(-scores[idx], kind="stable")[:k]]:
+            c = chunks[i]
+            ps, pe = c.parent_span
+            hits.append(Hit(f"{c.level}:{c.start}:{c.end}", f"{ps}:{pe}", int(c.level), float(scores[i])))
+    return hits
+
+
+def evidence_spans(text: str, evidence: Sequence[str]) -> list[tuple[int, int]]:
+    """Character spans of the evidence texts found verbatim in ``text`` (first occurrence each)."""
+    out = []
+    for e in evidence:
+        i = text.find(e) if e else -1
+        if i >= 0:
+            out.append((i, i + len(e)))
+    return out
+
+
+@dataclass
+class RetrievalExample:
+    """One question as the router sees it at query time (its hits) and what its evidence says (relevance)."""
+
+    question: TrainQuestion
+    split: str
+    query_vector: np.ndarray
+    hits: list
+    spans: list[tuple[int, int]]
+
+    def relevant(self, parent_id: str) -> bool:
+        s, e = (int(x) for x in parent_id.split(":"))
+        return any(s < b and a < e for a, b in self.spans)
+
+
+def retrieval_examples(corpus: Corpus, questions: Sequence[TrainQuestion], query_vectors: np.ndarray,
+                       passage_vectors: Callable[[list[str]], np.ndarray], *, k: int = 10,
+                       fractions: Sequence[float] = DEFAULT_FRACTIONS) -> tuple[list[RetrievalExample], dict]:
+    """Per question (searched in its own document, as the labels need a known document), the top ``k`` hits of each
+    level and the evidence spans located verbatim. Questions without a document in the corpus or without located
+    evidence are left out and counted in the returned notes."""
+    notes: Counter = Counter()
+    cache: dict[str, tuple[list[Chunk], np.ndarray]] = {}
+    out = []
+    for q, qv in zip(questions, query_vectors):
+        doc = corpus.resolve(q.doc_id)
+        if doc is None:
+            notes["no document of that id in the index"] += 1
+            continue
+        spans = evidence_spans(corpus.docs[doc], q.evidence)
+        if not spans:
+            notes["no evidence found verbatim in the document"] += 1
+            continue
+        if doc not in cache:
+            cs = corpus.chunks[doc]
+            cache[doc] = (cs, passage_vectors([c.text for c in cs]))
+        cs, vecs = cache[doc]
+        out.append(RetrievalExample(q, split_of(q.id, q.source, fractions), np.asarray(qv, dtype=np.float32),
+                                    level_hits(cs, vecs, qv, k), spans))
+    return out, dict(notes)
+
+
+def index_vectors(ctx) -> dict[str, np.ndarray]:
+    """text -> vector of every chunk of the live generation, read back from the index (nothing re-embedded)."""
+    live = ctx.catalog.live_generation()
+    out: dict[str, np.ndarray] = {}
+    for level in range(live.n_levels):
+        for p in ctx.index.points(live.gen, level, with_vectors=True):
+            out[p.payload["text"]] = np.asarray(p.vector, dtype=np.float32)
+    return out

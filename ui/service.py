@@ -736,6 +736,22 @@ class UiService:
                 out.setdefault(c.level, []).append(count_words(c.text))
         return out
 
+    def inspect(self, token: str, doc_id: str, question: str | None = None, theta: int | None = None,
+                words: tuple[int, int] | None = None) -> tuple[bytes, str, dict]:
+        """The chunk inspector for one document (``app.inspect``): the PNG, the HTML page and a summary. Admin only:
+        it reads any document and runs the chunker LM."""
+        self.auth.check(token)
+        from app.inspect import inspect_text, render_html, render_png
+
+        live = self.ctx.catalog.live_generation()
+        rows = {r["doc_id"]: r for r in self.ctx.catalog.documents(live.gen if live else None)}
+        if not doc_id or doc_id not in rows:
+            raise ValueError(f"no document {doc_id!r}; choose one of the documents table")
+        row = rows[doc_id]
+        ins = inspect_text(self.ctx, self.ctx.store.text(row["hash"]), row["name"], theta=theta,
+                           question=(question or "").strip() or None)
+        return render_png(ins, words=words), render_html(ins), ins.summary()
+
     def train_router(self, token: str, sets: list[str] | None = None) -> dict:
         """Train the Mix-of-Granularity router over the live index (``router.pipeline.train_from_index``) on the
         exported evaluations (``"feedback"``) and/or bench sets by name; saves it to ``data_dir/router``, which the

@@ -433,3 +433,21 @@ def excerpt(bench: BenchSet, fraction: float) -> BenchSet:
     qs = [q for q in bench.questions if q.evidence and all(e.located and e.end <= len(docs[q.doc_id])
                                                            for e in q.evidence)]
     return BenchSet(bench.name, docs, qs)
+
+
+def locate_answers(bench: BenchSet, min_chars: int = 4) -> BenchSet:
+    """The questions whose reference answer can be located: an answer of at least ``min_chars`` characters (not
+    yes/no) that occurs exactly once in the document becomes the question's evidence span. LongBench has answers
+    but no evidence; this is the part of it on which retrieval can be scored as on chroma."""
+    out = []
+    for q in bench.questions:
+        text = bench.docs[q.doc_id]
+        for a in q.answers:
+            a = a.strip().rstrip(".")
+            if len(a) < min_chars or a.lower() in ("yes", "no") or text.count(a) != 1:
+                continue
+            s = text.index(a)
+            out.append(Question(q.id, q.question, q.doc_id, q.answers, (Evidence(a, s, s + len(a)),), q.dataset))
+            break
+    docs = {q.doc_id: bench.docs[q.doc_id] for q in out}
+    return BenchSet(bench.name, docs, out)

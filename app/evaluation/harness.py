@@ -43,7 +43,7 @@ THETA_FREE = frozenset({"li-semantic"})  # no size parameter: θ does not change
 # chunkers whose θ-independent work (LM scores, sentence vectors) is done at the first θ and reused after:
 # their speed is the first θ's
 SHARED_WORK = frozenset({"ppl", "llamachunk", "semantic", "li-semantic"})
-CACHE_VERSION = 1  # bump when chunkers' output changes for the same settings
+CACHE_VERSION = 2  # bump when chunkers' output changes for the same settings (2: list markers, sentence fixes)
 CHUNKER_VERSION = {"ppl": 2, "llamachunk": 2}  # ... or one chunker's (2: θ-independent sentence cap)
 
 
@@ -192,7 +192,7 @@ def chunk_documents(bench: B.BenchSet, name: str, theta: int, ctx, *, cache_dir:
     chunker = None
     if name not in PEERS:
         chunker = Ingestor(ctx)._chunker_for(name, theta)
-    sentences_mod._cached.cache_clear()  # each chunker pays its own sentence segmentation
+    sentences_mod.clear_caches()  # each chunker pays its own sentence segmentation
     chunks: dict[str, list[Chunk]] = {}
     tok0 = scorer.tokens_processed if scorer else 0
     t0, c0 = time.perf_counter(), B.cpu_seconds()

@@ -89,7 +89,7 @@ def ui_server(tmp_path_factory):
     old_tmp = os.environ.get("GRADIO_TEMP_DIR")
     os.environ["GRADIO_TEMP_DIR"] = str(data / "tmp" / "gradio")
     settings = Settings(data_dir=data, embedder="hashing", chunker="recursive", theta=40, synth_backend="extractive",
-                        max_file_mb=0.05, top_k=5)
+                        max_file_mb=0.05, top_k=5, router="default")
     emb = GatedEmbedder(HashingEmbedder(dim=64))
     ctx = AppContext(settings, embedder=emb)
     service = UiService(ctx, admin_password=ADMIN_PASSWORD)
