@@ -11,7 +11,7 @@ log = logging.getLogger("mgrag")
 
 
 def _settings(args):
-    from app.settings import Settings
+    from app.core.settings import Settings
 
     overrides = {k: v for k, v in {
         "data_dir": getattr(args, "data_dir", None),
@@ -44,7 +44,7 @@ def _ctx(args):
 
 def _writer(ctx):
     """Take the data dir's writer lock now, before any model loads: a second writer stops at once with a one-line
-    message (:mod:`app.datalock`); the store is opened and checked (:mod:`ingest.consistency`)."""
+    message (:mod:`app.core.datalock`); the store is opened and checked (:mod:`ingest.consistency`)."""
     ctx.writer_lock()
     return ctx
 
@@ -282,7 +282,7 @@ def format_weights(weights, note: str = "") -> str:
 
 def cmd_train_router(args) -> int:
     """Soft labels from the ingested corpus, a trained MoG router, its loss curves (see router/pipeline.py)."""
-    from router.data import QuestionsFileError
+    from app.core.questions import QuestionsFileError
     from router.model import RouterError
     from router.pipeline import train_from_index
     from router.train import TrainConfig
@@ -341,7 +341,7 @@ def cmd_export_index(args, client=None) -> int:
 def cmd_setup_models(args) -> int:
     """Provision the offline models (convert the shipped Gemma GGUF once) and check the embedder loads."""
     ctx = _ctx(args)
-    from app.models import QWEN_LM, resolve_lm_path, resolve_qwen_path
+    from app.core.models import QWEN_LM, resolve_lm_path, resolve_qwen_path
 
     s = ctx.settings
     print("chunker LM:", resolve_lm_path(s.lm_model, s.cache_dir))
@@ -354,7 +354,7 @@ def cmd_setup_models(args) -> int:
 
 
 def cmd_settings(args) -> int:
-    from app.settings import settings_table
+    from app.core.settings import settings_table
 
     if args.table:
         print(settings_table())
@@ -445,7 +445,7 @@ def cmd_users(args) -> int:
     to the user."""
     import getpass
 
-    from app.settings import Settings
+    from app.core.settings import Settings
     from ui.users import Users
 
     users = Users(Settings(**({"data_dir": args.data_dir} if args.data_dir else {})).data_dir / ".secrets" / "users.sqlite")
@@ -587,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:
-        from app.datalock import DataDirBusy
+        from app.core.datalock import DataDirBusy
 
         if isinstance(e, DataDirBusy):
             print(f"error: {e}", file=sys.stderr)
@@ -602,7 +602,7 @@ def main(argv: list[str] | None = None) -> int:
                 where = ".".join(str(x) for x in err["loc"]) or "settings"
                 print(f"error: setting {where}: {err['msg']} (got {err.get('input')!r})", file=sys.stderr)
             return 2
-        from app.models import ModelNotAvailable
+        from app.core.models import ModelNotAvailable
 
         if isinstance(e, ModelNotAvailable):
             print(f"error: {e}", file=sys.stderr)

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402  (puts the project root on sys.path)
 
 from app.context import AppContext  # noqa: E402
-from app.settings import Settings  # noqa: E402
+from app.core.settings import Settings  # noqa: E402
 from ingest import sentences as sentences_mod  # noqa: E402
 from ingest.chunkers import build_chunker  # noqa: E402
 from ingest.chunkers.logits import SENTENCE_CAP, LGConfig  # noqa: E402

@@ -97,7 +97,7 @@ class Scorers:
                     raise LookupError(f"probabilities of {lm} not cached (--no-lm)")
                 import torch
 
-                from app.models import load_causal_lm
+                from app.core.models import load_causal_lm
                 from ingest.lm import LogitsScorer
 
                 torch.set_num_threads(self.threads)
@@ -229,8 +229,8 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
+    from app.core.settings import Settings
     from app.evaluation.probcache import DiskCachedEmbedder, VectorCache
-    from app.settings import Settings
     from ingest.embed import load_embedder
 
     settings = Settings()

@@ -74,8 +74,8 @@ def build(args):
     import torch
 
     torch.set_num_threads(1)
+    from app.core.settings import Settings
     from app.evaluation.probcache import DiskCachedEmbedder, VectorCache
-    from app.settings import Settings
     from bench import lg_variants as LV
     from ingest.embed import load_embedder
     from router.data import TrainQuestion, build_examples, corpus_from_chunks, retrieval_examples

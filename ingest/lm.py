@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-
 log = logging.getLogger(__name__)
 
 EOS = "<eos>"
@@ -299,6 +298,7 @@ def token_logprobs(scorer: LogitsScorer, ids: list[int], *, block_tokens: int = 
     decoder = scorer.model.get_decoder()
     cache, cached = None, 0
     pos = 0
+    last_hidden = None  # the previous block's last hidden state
     with torch.inference_mode():
         while pos < n:
             end = min(n, pos + block_tokens)

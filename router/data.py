@@ -8,7 +8,6 @@ else in the whole corpus.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -17,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from app.core.questions import read_questions
+from ingest.catalog import live_chunks
 from ingest.types import Chunk
 from retrieval.bm25 import Bm25Level, tokenize
 from router.labels import best_per_level, label_text, question_soft_labels
@@ -26,10 +27,6 @@ log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test")
 DEFAULT_FRACTIONS = (0.6, 0.2)  # train, val; the rest is test
 SPLIT_SALT = "mgrag-router-split-v1"
-
-
-class QuestionsFileError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -61,43 +58,11 @@ def set_name_of(path: str | Path) -> str:
 
 
 def load_questions(path: str | Path) -> list[TrainQuestion]:
-    """Questions in the ``../shared/bench`` format (one JSON object a line); errors name the file and line."""
-    path = Path(path)
-    if not path.is_file():
-        raise QuestionsFileError(f"questions file {path} not found")
+    """Questions in the ``../shared/bench`` format (:func:`app.core.questions.read_questions`) as training
+    questions of the set the file names; errors name the file and line."""
     name = set_name_of(path)
-    out: list[TrainQuestion] = []
-    seen: set[str] = set()
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                q = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise QuestionsFileError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from e
-            if not isinstance(q, dict):
-                raise QuestionsFileError(f"{where}: expected a JSON object, got {type(q).__name__}")
-            question = q.get("question")
-            if not isinstance(question, str) or not question.strip():
-                raise QuestionsFileError(f"{where}: 'question' must be a non-empty string")
-            qid = str(q.get("id", f"line{n}"))
-            if qid in seen:
-                raise QuestionsFileError(f"{where}: duplicate id {qid!r}")
-            seen.add(qid)
-            answers = q.get("answers") or []
-            evidence = q.get("evidence") or []
-            if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
-                raise QuestionsFileError(f"{where}: 'answers' must be a list of strings")
-            if not isinstance(evidence, list) or not all(isinstance(e, dict) and isinstance(e.get("text"), str)
-                                                         for e in evidence):
-                raise QuestionsFileError(f"{where}: 'evidence' must be a list of objects with a 'text' string")
-            out.append(TrainQuestion(qid, question.strip(), q.get("doc_id"), tuple(answers),
-                                     tuple(e["text"] for e in evidence), name))
-    if not out:
-        raise QuestionsFileError(f"{path} has no questions")
-    return out
+    return [TrainQuestion(q.id, q.question.strip(), q.doc_id, q.answers, tuple(e.text for e in q.evidence), name)
+            for q in read_questions(path)]
 
 
 # -- the corpus ------------------------------------------------------------------------------------------------------
@@ -146,21 +111,7 @@ def corpus_from_index(ctx) -> Corpus:
     live = ctx.catalog.live_generation()
     if live is None:
         raise ValueError("the index is empty; ingest documents first (`mgrag ingest PATH`)")
-    docs: dict[str, str] = {}
-    chunks: dict[str, list[Chunk]] = {}
-    for row in ctx.catalog.documents(live.gen):
-        if row["n_l0"] is None:
-            continue
-        text = ctx.store.text(row["hash"])
-        rows = ctx.catalog.db.execute(
-            'SELECT id, level, start, "end", parent_id FROM chunks WHERE gen=? AND doc_id=? ORDER BY level, start',
-            (live.gen, row["doc_id"])).fetchall()
-        spans = {cid: (s, e) for cid, lv, s, e, _ in rows if lv == 0}
-        cs = []
-        for cid, lv, s, e, pid in rows:
-            ps, pe = spans.get(pid, (s, e))
-            cs.append(Chunk(text[s:e], s, e, lv, ps, pe, row["doc_id"]))
-        docs[row["doc_id"]], chunks[row["doc_id"]] = text, cs
+    docs, chunks = live_chunks(ctx.catalog, ctx.store)
     if not docs:
         raise ValueError("the live index has no documents; ingest documents first (`mgrag ingest PATH`)")
     return Corpus(docs, chunks, live.n_levels)

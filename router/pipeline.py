@@ -56,7 +56,7 @@ LABELS = ("mog", "retrieval")
 
 def train_from_index(ctx, question_files: Sequence[str | Path], out: str | Path, *, similarity: str = "encoder",
                      encoder: str | None = None, hidden: Sequence[int] = (128,), dropout: float = 0.1,
-                     train_config: TrainConfig = TrainConfig(), fractions: Sequence[float] = DEFAULT_FRACTIONS,
+                     train_config: TrainConfig | None = None, fractions: Sequence[float] = DEFAULT_FRACTIONS,
                      progress: bool = True, labels: str = "mog", inputs: Sequence[str] = ("query",),
                      top_k: int | None = None) -> dict:
     """Train and save a router for the live index; returns the training report (also in ``training.json``).
@@ -67,6 +67,7 @@ def train_from_index(ctx, question_files: Sequence[str | Path], out: str | Path,
     (:mod:`router.features`). Retrieval labels and the profile search each question's own document, top ``top_k``
     per level (default ``MGRAG_TOP_K``), with the vectors stored in the index.
     """
+    train_config = train_config or TrainConfig()
     if labels not in LABELS:
         raise ValueError(f"router labels must be one of {LABELS}, got {labels!r}")
     t0 = time.perf_counter()

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from app.core.questions import Evidence, Question, read_questions
 from app.evaluation.metrics import (
     best_rouge_span,
     dcg_at_k,
@@ -37,27 +38,6 @@ RESULTS_DIR = ROOT / "bench" / "results"
 KS = (1, 2, 5, 10, 20)
 
 Span = tuple[int, int]
-
-
-@dataclass(frozen=True)
-class Evidence:
-    text: str
-    start: int | None
-    end: int | None
-
-    @property
-    def located(self) -> bool:
-        return self.start is not None and self.end is not None
-
-
-@dataclass(frozen=True)
-class Question:
-    id: str
-    question: str
-    doc_id: str
-    answers: tuple[str, ...] = ()
-    evidence: tuple[Evidence, ...] = ()
-    dataset: str | None = None
 
 
 @dataclass
@@ -95,19 +75,13 @@ def load_set(name: str, doc_ids: Sequence[str] | None = None, bench_dir: Path | 
     if wanted is not None and wanted - set(docs):
         raise FileNotFoundError(f"bench set {name!r} has no docs {sorted(wanted - set(docs))}")
     questions = []
-    with open(root / "questions.jsonl", encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            q = json.loads(line)
-            if q["doc_id"] not in docs:
-                continue
-            ev = tuple(Evidence(e["text"], e.get("start"), e.get("end")) for e in q.get("evidence") or [])
-            for e in ev:
-                if e.located and docs[q["doc_id"]][e.start:e.end] != e.text:
-                    raise ValueError(f"{name}/{q['id']}: evidence offsets {e.start}:{e.end} do not match its text")
-            questions.append(Question(q["id"], q["question"], q["doc_id"], tuple(q.get("answers") or ()), ev,
-                                      q.get("dataset")))
+    for q in read_questions(root / "questions.jsonl", require_doc_id=True):
+        if q.doc_id not in docs:
+            continue
+        for e in q.evidence:
+            if e.located and docs[q.doc_id][e.start:e.end] != e.text:
+                raise ValueError(f"{name}/{q.id}: evidence offsets {e.start}:{e.end} do not match its text")
+        questions.append(q)
     return BenchSet(name, docs, questions)
 
 

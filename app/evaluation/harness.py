@@ -313,7 +313,7 @@ def run_retrieval(set_name: str | B.BenchSet, chunkers: Sequence[str], thetas: S
     # speed: chunking time + the embedding time of the chunker's words at the run's measured embedding rate
     rate = emb.words_per_second
     res["embed_words_per_second"] = rate
-    for name, by_theta in res["runs"].items():
+    for by_theta in res["runs"].values():
         for entry in by_theta.values():
             embed_s = entry["embedded_words"] / rate if rate else 0.0
             entry["ingest_seconds_est"] = entry["chunk_seconds"] + embed_s
@@ -343,7 +343,7 @@ def retrieval_tables(res: dict) -> str:
     head_rows, dcg_rows, rec_rows, theta_rows = [], [], [], []
     for n in names:
         runs = [res["runs"][n][str(t)] for t in res["thetas"] if str(t) in res["runs"][n]]
-        def col(k):
+        def col(k, runs=runs):
             return [r[k] for r in runs]
         lm = [r["lm_tokens_per_doc_token"] for r in runs if r.get("lm_tokens_per_doc_token")]
         speed_runs = runs[:1] if n in SHARED_WORK else runs  # later θ reuse the first θ's scores or vectors

@@ -213,7 +213,7 @@ def test_lg_rule_options_validated(kw, msg):
 
 
 def test_lg_config_from_settings_and_a_generations_recorded_params():
-    from app.settings import Settings
+    from app.core.settings import Settings
 
     s = Settings(lg_structure_weight=2.0, lg_size_prior=1.0, lg_children="parent", lg_mode="streaming", theta=200)
     cfg = LGConfig.from_settings(s)

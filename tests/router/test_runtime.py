@@ -63,7 +63,7 @@ def test_no_router_means_uniform_and_says_so(ingested):
     ctx = ingested(router="none")
     res = retrieve(ctx, Q)
     assert res.weights == [1.0, 1.0, 1.0] and res.router.startswith("uniform")
-    from app.settings import Settings
+    from app.core.settings import Settings
 
     assert Settings().router == "none"  # off by default: no router beat uniform weights (README, BENCHMARKS.md)
 

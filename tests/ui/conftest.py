@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-ADMIN_PASSWORD = "test-admin-pw"
 from tests.browser_fixtures import ARTIFACTS, CHROMIUM  # noqa: F401  (the browser fixtures are in tests/conftest.py)
+
+ADMIN_PASSWORD = "test-admin-pw"
 
 KEEPER = ("# Lighthouse log\n\nThe survey team reached the northern lighthouse on the third morning. "
           "The keeper, Mrs. Alder, has tended the light for twenty-two years. She logs the weather at dawn.\n\n"
@@ -79,7 +80,7 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def ui_server(tmp_path_factory):
     from app.context import AppContext
-    from app.settings import Settings
+    from app.core.settings import Settings
     from ingest.embed import HashingEmbedder
     from ui.app import launch
     from ui.service import UiService

@@ -223,10 +223,10 @@ def test_benchmark_over_the_live_index_from_uploaded_questions(svc, write, tmp_p
     assert res["n_questions"] == 1 and res["skipped_docs"] == ["absent"] and res["recall@20"] == 1.0
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "q1", "question": "x"}\n')
-    with pytest.raises(ValueError, match="bad.jsonl line 1: missing doc_id"):
+    with pytest.raises(ValueError, match="bad.jsonl:1: missing doc_id"):
         svc.run_benchmark(bad)
     bad.write_text("not json\n")
-    with pytest.raises(ValueError, match="bad.jsonl line 1: not JSON"):
+    with pytest.raises(ValueError, match="bad.jsonl:1: not valid JSON"):
         svc.run_benchmark(bad)
 
 
