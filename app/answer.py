@@ -234,7 +234,7 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
         except SynthesisError as e:
             error = str(e)
         except Exception as e:  # a model that cannot load, or crashes: keep the sources, report the cause
-            from app.models import ModelNotAvailable
+            from app.core.models import ModelNotAvailable
 
             if not isinstance(e, ModelNotAvailable):
                 log.exception("synthesizer %s failed", backend)

@@ -11,7 +11,7 @@ log = logging.getLogger("mgrag")
 
 
 def _settings(args):
-    from app.settings import Settings
+    from app.core.settings import Settings
 
     overrides = {k: v for k, v in {
         "data_dir": getattr(args, "data_dir", None),
@@ -44,7 +44,7 @@ def _ctx(args):
 
 def _writer(ctx):
     """Take the data dir's writer lock now, before any model loads: a second writer stops at once with a one-line
-    message (:mod:`app.datalock`); the store is opened and checked (:mod:`ingest.consistency`)."""
+    message (:mod:`app.core.datalock`); the store is opened and checked (:mod:`ingest.consistency`)."""
     ctx.writer_lock()
     return ctx
 
@@ -282,7 +282,7 @@ def format_weights(weights, note: str = "") -> str:
 
 def cmd_train_router(args) -> int:
     """Soft labels from the ingested corpus, a trained MoG router, its loss curves (see router/pipeline.py)."""
-    from router.data import QuestionsFileError
+    from app.core.questions import QuestionsFileError
     from router.model import RouterError
     from router.pipeline import train_from_index
     from router.train import TrainConfig
@@ -292,13 +292,18 @@ def cmd_train_router(args) -> int:
     try:
         tc = TrainConfig(lr=args.lr, max_epochs=args.epochs, patience=args.patience, seed=args.seed)
         rep = train_from_index(ctx, args.questions, out, similarity=args.similarity, encoder=args.encoder,
-                               hidden=tuple(args.hidden), train_config=tc, progress=not args.quiet)
+                               hidden=tuple(args.hidden), train_config=tc, progress=not args.quiet,
+                               labels=args.labels, inputs=args.inputs)
     except (QuestionsFileError, RouterError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     h, lab = rep["history"], rep["labels"]
-    print(f"trained on {lab['train']['n']} questions (validation {lab['val']['n']}, held out {lab['test']['n']}); "
-          f"best level in the training labels: {lab['train']['best_level']}")
+    if isinstance(lab, dict):
+        print(f"trained on {lab['train']['n']} questions (validation {lab['val']['n']}, held out {lab['test']['n']}); "
+              f"best level in the training labels: {lab['train']['best_level']}")
+    else:
+        print(f"trained on {rep['n_train']} questions (validation {rep['n_val']}); {lab} labels, inputs "
+              f"{'+'.join(rep['inputs'])}")
     print(f"validation BCE {h['best_val']:.4f} at epoch {h['best_epoch']} of {len(h['train'])}"
           f"{' (stopped early)' if h['stopped_early'] else ''}; a constant router predicting the mean training label "
           f"scores {rep['val_bce_of_label_prior'] or float('nan'):.4f}; {rep['seconds']:.0f} s")
@@ -336,7 +341,7 @@ def cmd_export_index(args, client=None) -> int:
 def cmd_setup_models(args) -> int:
     """Provision the offline models (convert the shipped Gemma GGUF once) and check the embedder loads."""
     ctx = _ctx(args)
-    from app.models import QWEN_LM, resolve_lm_path, resolve_qwen_path
+    from app.core.models import QWEN_LM, resolve_lm_path, resolve_qwen_path
 
     s = ctx.settings
     print("chunker LM:", resolve_lm_path(s.lm_model, s.cache_dir))
@@ -349,7 +354,7 @@ def cmd_setup_models(args) -> int:
 
 
 def cmd_settings(args) -> int:
-    from app.settings import settings_table
+    from app.core.settings import settings_table
 
     if args.table:
         print(settings_table())
@@ -389,12 +394,58 @@ def _int_at_least(lo: int):
     return parse
 
 
+def document_text(ctx, ref: str) -> tuple[str, str]:
+    """``(name, text)`` of an ingested document (id, name or hash prefix) or, failing that, of a readable file."""
+    from pathlib import Path
+
+    doc_id = ctx.catalog.find_document(ref) if ctx.settings.catalog_path.exists() else None
+    if doc_id is not None:
+        row = next(r for r in ctx.catalog.documents(None) if r["doc_id"] == doc_id)
+        return row["name"], ctx.store.text(row["hash"])
+    if Path(ref).is_file():
+        from ingest.loaders import load_file
+
+        doc = load_file(ref, max_bytes=int(ctx.settings.max_file_mb * 2**20))
+        return Path(ref).name, doc.text
+    raise ValueError(f"{ref}: no ingested document has this id, name or hash prefix (see `mgrag docs`), and it is "
+                     "not a readable file")
+
+
+def cmd_inspect(args) -> int:
+    from pathlib import Path
+
+    from app.inspect import inspect_text, render_html, render_png
+
+    ctx = _ctx(args)
+    try:
+        name, text = document_text(ctx, args.doc)
+        words = None
+        if args.words:
+            a, _, b = args.words.partition(":")
+            if not (a.isdigit() and b.isdigit() and int(a) < int(b)):
+                raise ValueError(f"--words takes FROM:TO in words, e.g. 0:2000, got {args.words!r}")
+            words = (int(a), int(b))
+        ins = inspect_text(ctx, text, name, theta=args.theta, question=args.question)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = "inspect-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).stem)[:80]
+    png, page = out / f"{stem}.png", out / f"{stem}.html"
+    render_png(ins, png, words=words)
+    page.write_text(render_html(ins), encoding="utf-8")
+    print(json.dumps(ins.summary(), indent=1, ensure_ascii=False, default=str))
+    print(f"wrote {png} and {page}")
+    return 0
+
+
 def cmd_users(args) -> int:
     """Web app accounts: with at least one, `mgrag serve` requires a login and uploads and conversations belong
     to the user."""
     import getpass
 
-    from app.settings import Settings
+    from app.core.settings import Settings
     from ui.users import Users
 
     users = Users(Settings(**({"data_dir": args.data_dir} if args.data_dir else {})).data_dir / ".secrets" / "users.sqlite")
@@ -475,12 +526,28 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--encoder", help="query encoder: default the index's embedder (shared with retrieval); "
                                      "or a RoBERTa model, e.g. roberta-base (MoG's choice; must be available offline)")
     s.add_argument("--hidden", type=int, nargs="+", default=[128], help="MLP hidden layer sizes")
+    s.add_argument("--labels", choices=("mog", "retrieval"), default="mog",
+                   help="mog: MoG's soft labels (best BM25 snippet per level vs the label); retrieval: the level that "
+                        "alone ranks the evidence best in the dense search")
+    s.add_argument("--inputs", type=lambda v: tuple(x.strip() for x in v.split(",") if x.strip()), default=("query",),
+                   help="what the router reads: query (the query vector), profile (the score profile of each "
+                        "level's search), or query,profile")
     s.add_argument("--lr", type=float, default=1e-3)
     s.add_argument("--epochs", type=int, default=300, help="most epochs (early stopping on the validation split)")
     s.add_argument("--patience", type=int, default=30)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--quiet", action="store_true", help="no progress bars")
     s.set_defaults(func=cmd_train_router)
+
+    s = sub.add_parser("inspect", help="the chunk inspector: boundary probabilities, the cuts of LG, recursive and "
+                                       "MG, and a question's matches, as a PNG and an HTML page")
+    s.add_argument("doc", help="an ingested document (id, name or hash prefix) or a file")
+    s.add_argument("--question", help="show which chunks of each level match it, with their weighted scores")
+    s.add_argument("--theta", type=_int_at_least(8), help="θ in words (default MGRAG_THETA)")
+    s.add_argument("--lg-mode", choices=("exact", "streaming"))
+    s.add_argument("--words", help="word range of the plot, FROM:TO (default the first 3,000 words)")
+    s.add_argument("--out", default=".", help="folder for inspect-<doc>.png and .html (default: here)")
+    s.set_defaults(func=cmd_inspect)
 
     s = sub.add_parser("export-index", help="copy the live index to a Qdrant server (resumable)")
     s.add_argument("--to", required=True, metavar="URL", help="Qdrant server, e.g. http://localhost:6333")
@@ -520,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:
-        from app.datalock import DataDirBusy
+        from app.core.datalock import DataDirBusy
 
         if isinstance(e, DataDirBusy):
             print(f"error: {e}", file=sys.stderr)
@@ -535,7 +602,7 @@ def main(argv: list[str] | None = None) -> int:
                 where = ".".join(str(x) for x in err["loc"]) or "settings"
                 print(f"error: setting {where}: {err['msg']} (got {err.get('input')!r})", file=sys.stderr)
             return 2
-        from app.models import ModelNotAvailable
+        from app.core.models import ModelNotAvailable
 
         if isinstance(e, ModelNotAvailable):
             print(f"error: {e}", file=sys.stderr)

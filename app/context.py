@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 from functools import cached_property
 
-from app.settings import Settings
+from app.core.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class AppContext:
         return self._client is None and not self.settings.qdrant_url
 
     def writer_lock(self, open_index: bool = True):
-        """Take this data dir's writer lock (once; :class:`app.datalock.DataDirBusy` if another process has it)
+        """Take this data dir's writer lock (once; :class:`app.core.datalock.DataDirBusy` if another process has it)
         and open the index, which runs the consistency check before anything is written. Writers call it before
         loading any model; opening an embedded store takes the lock too. ``open_index=False``: the lock only
         (another context of this process opens the store)."""
@@ -42,7 +42,7 @@ class AppContext:
 
     def _acquire(self) -> None:
         if self._lock is None:
-            from app.datalock import acquire
+            from app.core.datalock import acquire
 
             self._lock = acquire(self.settings.data_dir)
 
@@ -95,12 +95,20 @@ class AppContext:
 
         return load_runtime(self.settings.router, self.settings.data_dir)
 
+    def route(self, **kw) -> tuple[list[float], str, float]:
+        """``(weights, note, seconds)`` of the configured router for one question (:func:`router.runtime.route`);
+        retrieval calls this, so it never imports the router stage above it."""
+        from router.runtime import route
+
+        runtime, note = self.router
+        return route(runtime, note, embedder=self.embedder if runtime is not None else None, **kw)
+
     @cached_property
     def scorer(self):
         import torch
 
-        from app.models import load_causal_lm
-        from ingest.lm import LogitsScorer
+        from app.core.models import load_causal_lm
+        from ingest.lm import LogitsScorer, choose_threads
 
         s = self.settings
         if s.torch_threads:
@@ -108,9 +116,21 @@ class AppContext:
         device = s.lm_device or ("cuda" if torch.cuda.is_available() else "cpu")
         log.info("loading chunker LM %s on %s", s.lm_model, device)
         tok, model = load_causal_lm(s.lm_model, s.cache_dir, load_in_8bit=s.lm_8bit, device=device)
+        _, self.threads_note = choose_threads(model, s.torch_threads)
+        log.info("torch threads: %s", self.threads_note)
         return LogitsScorer(tok, model, prompt=s.lg_prompt, boundary_tokens=tuple(s.lg_boundary_tokens),
                             batch_size=s.lg_batch_size, block_tokens=s.lg_block_tokens,
                             context_tokens=s.lg_context_tokens)
+
+    @property
+    def chunking_llm(self):
+        """The lumber chunker's OpenAI-compatible client, or None when no endpoint is set (read from the settings at
+        each call, so an endpoint saved on the Admin tab is the one used)."""
+        if not self.settings.openai_base_url:
+            return None
+        from app.synth import openai_client
+
+        return openai_client(self.settings)
 
     def close(self) -> None:
         if "index" in self.__dict__ and not getattr(self, "_shared_index", False):

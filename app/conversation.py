@@ -62,7 +62,7 @@ def entities(text: str, lone_first: bool = False) -> list[str]:
         run: list[str] = []
         run_start = [0]
 
-        def flush():
+        def flush(run=run, run_start=run_start):
             while run and run[-1].lower() in _CONNECT:
                 run.pop()
             if run:

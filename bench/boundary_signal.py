@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402  (puts the project root on sys.path)
 
 from app.context import AppContext  # noqa: E402
-from app.settings import Settings  # noqa: E402
+from app.core.settings import Settings  # noqa: E402
 from ingest.chunkers import build_chunker  # noqa: E402
 from ingest.chunkers.logits import LGConfig  # noqa: E402
 from ingest.lm import LogitsScorer  # noqa: E402

@@ -14,11 +14,15 @@ d. **Embedding** all chunks (all levels) of (b), the whole ingestion's words per
    and the peak resident memory of the process (``ru_maxrss``, model loading included).
 
 Chunking times include sentence segmentation (cache cleared before each) and tokenisation, so they are
-what ``mgrag ingest`` pays; the plain pass (a) is the forward pass alone. Retrieval of (b) and (c) is then
-evaluated on the 30 GutenQA questions with :func:`bench.common.evaluate_retrieval`. Prints a table and
-writes ``bench/results/ingest_emma.json``. torch uses 2 threads.
+what ``mgrag ingest`` pays; the plain pass (a) is the forward pass alone. (a), (b) and (c) are measured side by
+side: the document is cut into ``--segments`` pieces at paragraph breaks, and each piece runs the three in turn
+(the order rotated from piece to piece), so a change of load on the shared machine hits all three alike; the
+ratios are sums over the pieces. Retrieval of (b) and (c) is then evaluated on the GutenQA questions with
+:func:`bench.common.evaluate_retrieval`. Prints a table and writes ``bench/results/ingest_emma.json``. torch
+uses ``--threads`` (default 1).
 
-    .venv/bin/python bench/ingest_bench.py
+    .venv/bin/python bench/ingest_bench.py                     # the whole book
+    .venv/bin/python bench/ingest_bench.py --excerpt 0.25      # the first quarter (a quicker ratio)
 """
 from __future__ import annotations
 
@@ -32,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402  (puts the project root on sys.path)
 
 from app.context import AppContext  # noqa: E402
-from app.settings import Settings  # noqa: E402
+from app.core.settings import Settings  # noqa: E402
 from ingest import sentences as sentences_mod  # noqa: E402
 from ingest.chunkers import build_chunker  # noqa: E402
-from ingest.chunkers.logits import LGConfig  # noqa: E402
+from ingest.chunkers.logits import SENTENCE_CAP, LGConfig  # noqa: E402
 from ingest.sentences import count_words, split_sentences  # noqa: E402
 
 
@@ -44,7 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", default="gutenqa_emma")
     ap.add_argument("--doc", default="emma")
     ap.add_argument("--theta", type=int, default=300)
-    ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: the figure least disturbed by "
+                    "other work on a shared machine)")
+    ap.add_argument("--excerpt", type=float, default=1.0, help="only the first fraction of the document (and the "
+                    "questions whose evidence lies in it)")
+    ap.add_argument("--segments", type=int, default=8, help="interleave the three runs over this many segments")
+    ap.add_argument("--batch-probe", action="store_true", help="also time exact windows batched across documents")
     ap.add_argument("--boundary-tokens", nargs="+", default=["<eos>"],
                     help="LG boundary tokens (default <eos>, the signal that retrieved best in boundary_signal.py)")
     ap.add_argument("--out", default="ingest_emma.json")
@@ -57,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     monitor = common.LoadMonitor()
     bench = common.load_set(args.set, [args.doc])
+    if args.excerpt < 1:
+        bench = common.excerpt(bench, args.excerpt)
     text = bench.docs[args.doc]
     words = count_words(text)
     settings = Settings(torch_threads=args.threads, lg_boundary_tokens=args.boundary_tokens)
@@ -75,63 +86,80 @@ def main(argv: list[str] | None = None) -> int:
         "prompt": settings.lg_prompt, "block_tokens": settings.lg_block_tokens,
         "context_tokens": settings.lg_context_tokens, "batch_size": settings.lg_batch_size,
         "embedder": settings.embedder, "machine": common.machine_info(),
-        "model_load_seconds": load_seconds, "peak_rss_mb_after_load": rss_loaded,
+        "model_load_seconds": load_seconds, "peak_rss_mb_after_load": rss_loaded, "excerpt": args.excerpt,
+        "questions": len(bench.questions),
     }
     print(f"{args.doc}: {words} words; models loaded in {load_seconds:.1f}s; rss {rss_loaded:.0f} MiB", flush=True)
 
-    # (a) plain pass
-    t0 = time.perf_counter()
-    sents = split_sentences(text, args.theta)
-    seg_seconds = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    doc = scorer.tokenize(text, sents)
-    tok_seconds = time.perf_counter() - t0
-    n_tok = doc.n_tokens
-    tp0 = scorer.tokens_processed
-    m0, c0 = monitor.mark(), common.cpu_seconds()
-    t0 = time.perf_counter()
-    scorer.plain_pass(doc)
-    plain_seconds = time.perf_counter() - t0
-    plain_cpu = common.cpu_seconds() - c0
-    res["plain"] = {
-        "sentences": len(sents), "doc_tokens": n_tok, "segment_seconds": seg_seconds,
-        "tokenize_seconds": tok_seconds, "seconds": plain_seconds,
-        "tokens_processed": scorer.tokens_processed - tp0, "tokens_per_second": n_tok / plain_seconds,
-        "cpu_seconds": plain_cpu, "peak_rss_mb": common.peak_rss_mb(), **monitor.summary(m0),
-    }
-    common.write_json(args.out, res)
-    print(f"(a) plain pass: {n_tok} tokens in {plain_seconds:.1f}s ({n_tok / plain_seconds:.0f} tok/s)", flush=True)
+    # (a) plain pass, (b) LGMGC exact, (c) LGMGC streaming: interleaved over segments of the document, each
+    # segment running the three in a rotated order, so that a change in the machine's load hits all three alike
+    # (the machine is shared; a ratio of two runs made at different times would measure the load, not the code)
+    from ingest.types import Chunk
 
-    # (b), (c) LGMGC exact and streaming
+    segments = split_segments(text, args.segments)
+    acc = {m: {"seconds": 0.0, "cpu": 0.0, "tokens": 0, "passes": 0, "chunks": []} for m in MODES}
+    n_tok = n_sents = 0
+    chunkers = {m: build_chunker("lgmgc", args.theta, scorer=scorer, lg_config=LGConfig(theta=args.theta, mode=m))
+                for m in ("exact", "streaming")}
+    m0 = monitor.mark()
+    for i, (off, seg) in enumerate(segments):
+        for mode in MODES[i % 3:] + MODES[:i % 3]:
+            sentences_mod.clear_caches()  # each mode pays its own segmentation, as a fresh ingest would
+            tp0, fp0 = scorer.tokens_processed, scorer.forward_passes
+            if mode == "plain":
+                doc = scorer.tokenize(seg, split_sentences(seg, min(args.theta, SENTENCE_CAP)))
+                n_tok += doc.n_tokens
+                n_sents += len(doc.segments)
+                c0, t0 = common.cpu_seconds(), time.perf_counter()
+                scorer.plain_pass(doc)
+            else:
+                c0, t0 = common.cpu_seconds(), time.perf_counter()
+                out = chunkers[mode].chunk(seg)
+                acc[mode]["chunks"] += [Chunk(c.text, c.start + off, c.end + off, c.level, c.parent_start + off
+                                              if c.parent_start is not None else None,
+                                              c.parent_end + off if c.parent_end is not None else None) for c in out]
+            acc[mode]["seconds"] += time.perf_counter() - t0
+            acc[mode]["cpu"] += common.cpu_seconds() - c0
+            acc[mode]["tokens"] += scorer.tokens_processed - tp0
+            acc[mode]["passes"] += scorer.forward_passes - fp0
+        print(f"segment {i + 1}/{len(segments)}: " + ", ".join(f"{m} {acc[m]['seconds']:.0f}s" for m in MODES),
+              flush=True)
+    p = acc["plain"]
+    res["segments"] = len(segments)
+    res["plain"] = {
+        "sentences": n_sents, "doc_tokens": n_tok, "seconds": p["seconds"], "tokens_processed": p["tokens"],
+        "tokens_per_second": n_tok / p["seconds"], "cpu_seconds": p["cpu"], "peak_rss_mb": common.peak_rss_mb(),
+        **monitor.summary(m0),
+    }
+    print(f"(a) plain pass: {n_tok} tokens in {p['seconds']:.1f}s ({n_tok / p['seconds']:.0f} tok/s)", flush=True)
     chunks = {}
     for mode in ("exact", "streaming"):
-        sentences_mod._cached.cache_clear()  # each mode pays its own segmentation, as a fresh ingest would
-        chunker = build_chunker("lgmgc", args.theta, scorer=scorer, lg_config=LGConfig(theta=args.theta, mode=mode))
-        tp0, fp0 = scorer.tokens_processed, scorer.forward_passes
-        m0, c0 = monitor.mark(), common.cpu_seconds()
-        t0 = time.perf_counter()
-        out = chunker.chunk(text)
-        secs = time.perf_counter() - t0
-        cpu = common.cpu_seconds() - c0
-        chunks[mode] = out
+        a = acc[mode]
+        out = chunks[mode] = a["chunks"]
         parents = [c for c in out if c.level == 0]
         mean_parent = sum(count_words(c.text) for c in parents) / len(parents)
-        processed = scorer.tokens_processed - tp0
-        per_doc_token = processed / n_tok
+        per_doc_token = a["tokens"] / n_tok
         floor = args.theta / mean_parent
-        wall_ratio = secs / plain_seconds
+        wall_ratio = a["seconds"] / p["seconds"]
         res[mode] = {
-            "seconds": secs, "tokens_processed": processed, "forward_passes": scorer.forward_passes - fp0,
+            "seconds": a["seconds"], "tokens_processed": a["tokens"], "forward_passes": a["passes"],
             "lm_tokens_per_doc_token": per_doc_token, "wall_ratio_vs_plain": wall_ratio,
             "n_parents": len(parents), "n_chunks": len(out), "mean_parent_words": mean_parent,
             "floor_theta_over_mean_parent": floor,
             "tokens_vs_floor": per_doc_token / floor, "wall_vs_floor": wall_ratio / floor,
-            "cpu_seconds": cpu, "cpu_ratio_vs_plain": cpu / plain_cpu, "cpu_vs_floor": cpu / plain_cpu / floor,
-            "peak_rss_mb": common.peak_rss_mb(), **monitor.summary(m0),
+            "cpu_seconds": a["cpu"], "cpu_ratio_vs_plain": a["cpu"] / p["cpu"],
+            "cpu_vs_floor": a["cpu"] / p["cpu"] / floor, "peak_rss_mb": common.peak_rss_mb(),
         }
         common.write_json(args.out, res)
-        print(f"({'b' if mode == 'exact' else 'c'}) lgmgc {mode}: {secs:.1f}s, {per_doc_token:.3f} LM tok/doc tok, "
-              f"{wall_ratio:.3f}x plain, {len(parents)} parents of {mean_parent:.1f} words, floor {floor:.3f}",
+        print(f"({'b' if mode == 'exact' else 'c'}) lgmgc {mode}: {a['seconds']:.1f}s, {per_doc_token:.3f} LM tok/doc "
+              f"tok, {wall_ratio:.3f}x plain, {len(parents)} parents of {mean_parent:.1f} words, floor {floor:.3f}",
+              flush=True)
+
+    # (e) exact windows batched across documents: the same windows, one at a time vs in batches (padded)
+    if args.batch_probe:
+        res["batching"] = batch_probe(scorer, text)
+        common.write_json(args.out, res)
+        print("(e) windows batched: " + ", ".join(f"{k} {v:.1f}s" for k, v in res["batching"]["seconds"].items()),
               flush=True)
 
     # (d) embedding + retrieval (the evaluator embeds every chunk of every level once and times it)
@@ -162,6 +190,40 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+MODES = ["plain", "exact", "streaming"]
+
+
+def batch_probe(scorer, text: str, n_windows: int = 16, repeats: int = 2) -> dict:
+    """Exact-mode windows as a multi-file ingestion could batch them (one window from each of several documents per
+    forward pass): 16 windows of ~360-400 tokens with a boundary read every 20 tokens, run one at a time and in
+    batches of 4 and 8 (right-padded), interleaved, best of ``repeats``."""
+    ids = scorer.tokenizer(text[: 200_000])["input_ids"]
+    wins = [ids[i * 400:(i + 1) * 400 - (i * 37 % 40)] for i in range(n_windows)]
+    pos = [list(range(10, len(w), 20)) for w in wins]
+    best: dict[str, float] = {}
+    for _ in range(repeats):
+        for mode, b in (("one at a time", 1), ("batches of 4", 4), ("batches of 8", 8)):
+            t = time.perf_counter()
+            for s0 in range(0, len(wins), b):
+                scorer._forward(wins[s0:s0 + b], pos[s0:s0 + b])
+            best[mode] = min(best.get(mode, float("inf")), time.perf_counter() - t)
+    return {"windows": len(wins), "tokens": sum(map(len, wins)), "seconds": best,
+            "ratio_vs_one_at_a_time": {k: v / best["one at a time"] for k, v in best.items()}}
+
+
+def split_segments(text: str, n: int) -> list[tuple[int, str]]:
+    """``n`` consecutive pieces of ``text`` of about equal length, cut at paragraph breaks: ``(offset, piece)``."""
+    cuts, start = [], 0
+    for i in range(1, n):
+        at = text.find("\n\n", max(start, len(text) * i // n))
+        if at < 0:
+            break
+        cuts.append((start, text[start:at]))
+        start = at
+    cuts.append((start, text[start:]))
+    return [(off, seg) for off, seg in cuts if seg.strip()]
+
+
 def tables(res: dict) -> str:
     p = res["plain"]
     cost = common.markdown_table(
@@ -185,7 +247,10 @@ def tables(res: dict) -> str:
     )
     return (f"{res['doc']}: {res['words']} words, {p['doc_tokens']} tokens; peak RSS {res['peak_rss_mb']:.0f} MiB; "
             f"1-min load mean {res['load']['load1_mean']:.2f} (max {res['load']['load1_max']:.2f})\n\n"
-            f"{cost}\n\n{retr}")
+            f"{cost}\n\n{retr}" + (("\n\n" + common.markdown_table(
+                ["exact windows (16, ~380 tokens)", "seconds", "× one at a time"],
+                [[k, f"{v:.1f}", f"{res['batching']['ratio_vs_one_at_a_time'][k]:.2f}"]
+                 for k, v in res["batching"]["seconds"].items()])) if "batching" in res else ""))
 
 
 if __name__ == "__main__":

@@ -52,13 +52,12 @@ def main(argv=None) -> int:
 
     from app.answer import answer
     from app.context import AppContext
+    from app.core.settings import Settings
     from app.evaluation.bench import markdown_table, write_section
-    from app.settings import Settings
     from app.synth.guard import looks_like_instruction
     from ingest.pipeline import Ingestor
 
     docs = [json.loads(x) for x in DATA.read_text(encoding="utf-8").splitlines() if x.strip()]
-    canaries = [d["canary"].lower() for d in docs]
     # the guard's own recall on the injected sentences (a sentence holds the canary, or is the one added)
     flagged = {}
     for d in docs:

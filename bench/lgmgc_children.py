@@ -47,9 +47,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-write", action="store_true", help="print only")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from app.core.settings import Settings
     from app.evaluation import bench as B
     from app.evaluation import harness as H
-    from app.settings import Settings
     from ingest.chunkers.multigranular import with_children
 
     t0 = time.perf_counter()
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
         parents = {d: [(c.start, c.end) for c in cs if c.level == 0] for d, cs in lgmgc.chunks.items()}
         adaptive = {d: with_children(bench.docs[d], parents[d], child) for d in parents}
         for name, chunks in (("mg", mg.chunks), ("lgmgc", lgmgc.chunks),
-                             (f"lgmgc, children of the mean parent", adaptive)):
+                             ("lgmgc, children of the mean parent", adaptive)):
             print(f"θ={theta}: {name}", flush=True)
             runs[(name, theta)] = B.evaluate_retrieval(bench, chunks, ctx.embedder, keep_per_question=True)
             sizes[(name, theta)] = (_mean_words(chunks), child if name.startswith("lgmgc, children") else theta)

@@ -120,9 +120,7 @@ def hnsw_one(n: int, path: Path, ef_values=(32, 64, 128, 256)) -> dict:
     """Edge at ``n`` synthetic points with the HNSW graph built (what ``hnsw_min_points`` triggers): build time
     of :meth:`EdgeShard.optimize`, search latency and recall@20 against exact per ef. Random 384-d vectors are
     the hard case for a graph (no clusters), so this recall is a floor; the MiniLM figures are the realistic one."""
-    from ingest.index import StoredPoint
-
-    from ingest.index import EdgeIndex
+    from ingest.index import EdgeIndex, StoredPoint
 
     idx = EdgeIndex(path / "edge", lambda: 1, hnsw_min_points=1000)
     idx.create_generation(1, DIM, 1)
@@ -209,7 +207,7 @@ def recall(ef_values=(8, 16, 32, 64, 128, 256), k: int = 10) -> dict:
     """Chunks of chroma and Emma (mg, θ 300, all three levels) embedded with the shipped MiniLM; their questions
     as queries. One Edge shard with an HNSW graph forced (m 16, ef_construct 128); recall@k of HNSW search
     against the exact top k, per ef, with latency."""
-    from app.settings import Settings
+    from app.core.settings import Settings
     from ingest.chunkers import build_chunker
     from ingest.embed import load_embedder
     from ingest.index import EdgeIndex, StoredPoint

@@ -369,3 +369,30 @@ class Catalog:
         keys = ("run_id", "kind", "gen", "started", "finished", "status", "n_ok", "n_failed", "detail")
         return [dict(zip(keys, r)) for r in self.db.execute(
             "SELECT * FROM runs ORDER BY run_id DESC LIMIT ?", (limit,))]
+
+
+def live_chunks(catalog: Catalog, store: DocumentStore, allowed: set[str] | None = None,
+                ) -> tuple[dict[str, str], dict[str, list]]:
+    """(text per document, chunks per document, sorted by level then start) of the live generation, rebuilt from
+    the catalog's offsets over the stored originals; ``allowed`` limits it to those document ids. The one chunk
+    listing behind router training, the Evaluate tab's benchmark and the chunk inspector."""
+    from ingest.types import Chunk
+
+    live = catalog.live_generation()
+    if live is None:
+        return {}, {}
+    docs = {r["doc_id"]: r for r in catalog.documents(live.gen) if r["n_l0"] is not None
+            and (allowed is None or r["doc_id"] in allowed)}
+    with catalog._lock:
+        rows = catalog.db.execute('SELECT doc_id, level, start, "end", parent_id, id FROM chunks WHERE gen=?',
+                                  (live.gen,)).fetchall()
+    spans = {cid: (s, e) for _, lv, s, e, _, cid in rows if lv == 0}
+    texts = {d: store.text(r["hash"]) for d, r in docs.items()}
+    chunks: dict[str, list] = {}
+    for d, lv, s, e, pid, _ in rows:
+        if d in texts:
+            ps, pe = spans.get(pid, (s, e))
+            chunks.setdefault(d, []).append(Chunk(texts[d][s:e], s, e, lv, ps, pe, d, docs[d]["hash"]))
+    for cs in chunks.values():
+        cs.sort(key=lambda c: (c.level, c.start))
+    return {d: t for d, t in texts.items() if d in chunks}, chunks

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-
 log = logging.getLogger(__name__)
 
 EOS = "<eos>"
@@ -193,6 +192,75 @@ class LogitsScorer:
             self._forward(batch, [[len(b) - 1] for b in batch])
 
 
+# -- CPU threads ----------------------------------------------------------------------------------------------------
+def pick_threads(rates: dict[int, float], margin: float = 1.15) -> int:
+    """The thread count to run the LM with, from measured tokens per second per count.
+
+    The fewest threads whose rate is within ``margin`` of the best: more threads only when they clearly pay,
+    because on a busy machine extra torch threads wait on each other (2 threads ran at 2.5 tokens/s where 1 ran
+    at 90-224 on our shared 2-core machine).
+
+    >>> pick_threads({1: 200.0, 2: 2.5})
+    1
+    >>> pick_threads({1: 200.0, 2: 380.0})
+    2
+    >>> pick_threads({1: 200.0, 2: 210.0})
+    1
+    """
+    if not rates:
+        raise ValueError("pick_threads needs at least one measured rate")
+    best = max(rates.values())
+    return min(n for n, r in rates.items() if r * margin >= best)
+
+
+def measure_threads(model, candidates: Sequence[int], *, n_tokens: int = 96, repeats: int = 3) -> dict[int, float]:
+    """Tokens per second of one decoder pass over ``n_tokens`` tokens with each thread count (interleaved, best
+    of ``repeats``); leaves torch at the thread count it found. About a second with Gemma-3-270M."""
+    import time
+
+    import torch
+
+    before = torch.get_num_threads()
+    device = next(model.parameters()).device
+    ids = torch.arange(10, 10 + n_tokens, dtype=torch.long, device=device)[None]
+    decoder = model.get_decoder()
+    best: dict[int, float] = {}
+    with torch.inference_mode():
+        decoder(input_ids=ids[:, :8], use_cache=False)  # warm-up
+        for _ in range(repeats):
+            for n in candidates:
+                torch.set_num_threads(n)
+                t = time.perf_counter()
+                decoder(input_ids=ids, use_cache=False)
+                best[n] = max(best.get(n, 0.0), n_tokens / max(time.perf_counter() - t, 1e-9))
+    torch.set_num_threads(before)
+    return best
+
+
+def choose_threads(model, setting: int | None) -> tuple[int, str]:
+    """``(threads, note)``: the configured count, or (``setting`` None) the faster of 1 thread and one per
+    available core, measured now on ``model`` (:func:`measure_threads`, :func:`pick_threads`). Sets torch's count."""
+    import os
+
+    import torch
+
+    if setting:
+        torch.set_num_threads(setting)
+        return setting, f"{setting} (MGRAG_TORCH_THREADS)"
+    if next(model.parameters()).device.type != "cpu":
+        return torch.get_num_threads(), f"{torch.get_num_threads()} (the LM runs on a GPU)"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    candidates = sorted({1, cores})
+    if len(candidates) == 1:
+        torch.set_num_threads(1)
+        return 1, "1 (one core available)"
+    rates = measure_threads(model, candidates)
+    n = pick_threads(rates)
+    torch.set_num_threads(n)
+    measured = ", ".join(f"{k} thread{'s' if k > 1 else ''} {v:,.0f} tok/s" for k, v in sorted(rates.items()))
+    return n, f"{n} (measured: {measured})"
+
+
 def _head_logprobs(scorer: LogitsScorer, hidden, targets, extra_ids=(), slice_len: int = 128):
     """log p(target_t) for each position t of ``hidden`` [L, H], and log p(extra_id) for each extra id."""
     torch = scorer._torch
@@ -230,6 +298,7 @@ def token_logprobs(scorer: LogitsScorer, ids: list[int], *, block_tokens: int = 
     decoder = scorer.model.get_decoder()
     cache, cached = None, 0
     pos = 0
+    last_hidden = None  # the previous block's last hidden state
     with torch.inference_mode():
         while pos < n:
             end = min(n, pos + block_tokens)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.context import AppContext
+from app.core.resources import Resources
 from ingest.catalog import Generation
 from ingest.chunkers import NEEDS_LM, build_chunker
 from ingest.chunkers.logits import LGConfig
@@ -107,7 +107,7 @@ class _Tracker:
 
 
 class Ingestor:
-    def __init__(self, ctx: AppContext, progress: bool = False,
+    def __init__(self, ctx: Resources, progress: bool = False,
                  on_progress: Callable[[int, int, str], None] | None = None,
                  on_step: Callable[[Step], None] | None = None, step_interval_s: float = 0.25):
         """``progress``: tqdm bars (the CLI); ``on_progress(done, total, name)``: per-document callback;
@@ -132,17 +132,12 @@ class Ingestor:
         s = self.ctx.settings
         params = params or {}
         if chunker in NEEDS_LM:
-            cfg = LGConfig(theta=theta, mode=params.get("mode", s.lg_mode),
-                           min_words=params.get("min_words", min(s.lg_min_words, theta - 1)))
+            cfg = LGConfig.from_settings(s, theta, params)
             ch = build_chunker(chunker, theta, scorer=self.ctx.scorer, lg_config=cfg)
             hooks = {k: v for k, v in (("on_window", on_window), ("on_fraction", on_fraction))
                      if v is not None and k in {f.name for f in dataclasses.fields(ch)}}
             return dataclasses.replace(ch, **hooks) if hooks else ch
-        llm = None
-        if chunker == "lumber" and s.openai_base_url:
-            from app.synth import openai_client
-
-            llm = openai_client(s)
+        llm = self.ctx.chunking_llm if chunker == "lumber" else None
         return build_chunker(chunker, theta, embedder=self.ctx.embedder if chunker == "semantic" else None, llm=llm)
 
     def live_generation(self, create: bool = True) -> Generation | None:

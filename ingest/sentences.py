@@ -7,7 +7,9 @@ Rule-based, language-light and fast (a 900 kB book segments in well under a seco
 * closing quotes and brackets after the terminal mark (``He said "go."``), which stay with the sentence;
 * newlines: a blank line always ends a sentence; a single newline does too, unless the document is
   hard-wrapped prose (most lines 50-100 characters and not ending in punctuation), where it is a space;
-* list items and headings (``- item``, ``1. item``, ``# Title``), which start a new sentence;
+* list items and headings (``- item``, ``1. item``, ``# Title``), which start a new sentence; their marker
+  stays with the item's text: a line ``1.`` or ``(a)`` alone, or a heading label such as ``Clause 1.`` or
+  ``Section IV.``, is joined to the sentence that follows instead of becoming a sentence of its own;
 * CJK terminal punctuation (``。！？``), which needs no following space;
 * a "sentence" longer than ``max_words`` (no punctuation, a 10,000-word run-on) is split on word boundaries
   into pieces of at most ``max_words`` words (CJK characters count as words and split between characters).
@@ -18,6 +20,7 @@ and disjoint, and everything between them is whitespace.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import lru_cache
 
 ABBREVIATIONS = frozenset(
@@ -36,6 +39,15 @@ _CJK_RE = re.compile(rf"[{_CJK}]")
 _TERMINAL_RE = re.compile(r"(?:[.!?…]+|[。！？]+)[\"'”’»)\]」』）]*")
 _LIST_OR_HEADING_RE = re.compile(r"[ \t]*(?:[-*•▪◦‣+]\s|\d{1,3}[.)]\s|[a-zA-Z][.)]\s|#{1,6}\s|>\s)")
 _BLANK_LINE_RE = re.compile(r"\n[ \t\r\f\v]*\n")
+# A numbering marker: "1.", "2.3.", "(a)", "iv)", "A.", or a bullet. At the start of a line its "." is no sentence end.
+_MARKER = r"(?:\(?(?:\d{1,3}(?:\.\d{1,3})*|[a-zA-Z]|[ivxlcdmIVXLCDM]{1,7})[.)]|[-*•▪◦‣+])"
+_LINE_MARKER_RE = re.compile(rf"[ \t]*{_MARKER}")
+# A span that is only a marker, or a heading label ("Clause 1.", "Section IV.", "Article 3)"): joined to the next.
+_LABEL_WORDS = (r"article|art|chapter|ch|clause|section|sec|part|schedule|appendix|annex|annexure|exhibit|"
+                r"item|step|rule|paragraph|para|book|lesson|unit|§")
+_BARE_MARKER_RE = re.compile(
+    rf"(?:{_MARKER}|(?:{_LABEL_WORDS})\s+(?:\d{{1,3}}(?:\.\d{{1,3}})*|[a-zA-Z]|[ivxlcdmIVXLCDM]{{1,7}})[.):]?)",
+    re.IGNORECASE)
 
 
 def count_words(text: str) -> int:
@@ -49,7 +61,15 @@ def word_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[
 
 
 def is_hard_wrapped(text: str) -> bool:
-    """True when single newlines look like line wrapping rather than breaks (e.g. Project Gutenberg plain text)."""
+    """True when single newlines look like line wrapping rather than breaks (e.g. Project Gutenberg plain text).
+
+    Memoised per text: chunkers ask once per paragraph split, and the answer reads the first 200,000 characters.
+    """
+    return _hard_wrapped_cached(text)
+
+
+@lru_cache(maxsize=8)
+def _hard_wrapped_cached(text: str) -> bool:
     lines = [ln.rstrip() for ln in text[:200_000].split("\n")]
     lines = [ln for ln in lines if ln.strip()]
     if len(lines) < 20:
@@ -90,6 +110,8 @@ def _split_points(text: str, start: int, end: int, newline_breaks: bool) -> list
             continue  # "3.14", "e.g.x", "U.S.A" mid-token
         if mark[0] == "." and len(mark.rstrip("\"'”’»)]")) == 1 and _is_abbreviation(text, m.start()):
             continue  # "Mr. Knightley", "e.g. this", "J. Smith"
+        if mark == "." and _closes_line_marker(text, m.start()):
+            continue  # "\n1. Data we collect", "\n2.3. Scope": the number belongs to the item
         nxt = _next_visible(text, stop, end)
         if nxt and nxt.islower() and "\n" not in text[stop:stop + 2]:
             continue  # '"Really?" she said.' / 'Well... and then' continue the sentence
@@ -103,6 +125,31 @@ def _split_points(text: str, start: int, end: int, newline_breaks: bool) -> list
             cuts.append(pos)
         pos = text.find("\n", nxt, end)
     return cuts
+
+
+def _closes_line_marker(text: str, dot: int) -> bool:
+    """Is the '.' at ``dot`` the end of a numbering marker that opens its line ("1.", "2.3.", "iv.", "a.")?"""
+    line_start = text.rfind("\n", 0, dot) + 1
+    if dot - line_start > 24:
+        return False
+    m = _LINE_MARKER_RE.match(text, line_start)
+    return m is not None and m.end() == dot + 1
+
+
+def _join_markers(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Join each span that is only a list marker or a heading label to the span after it."""
+    out: list[tuple[int, int]] = []
+    carry: int | None = None
+    for s, e in spans:
+        if carry is not None:
+            s, carry = carry, None
+        if e - s <= 40 and _BARE_MARKER_RE.fullmatch(text, s, e):
+            carry = s
+            continue
+        out.append((s, e))
+    if carry is not None:  # a marker at the very end stays a span of its own
+        out.append((carry, spans[-1][1]))
+    return out
 
 
 def _next_visible(text: str, i: int, end: int) -> str:
@@ -152,6 +199,7 @@ def split_sentences(text: str, max_words: int | None = None) -> list[tuple[int, 
         if s:
             spans.append(s)
         prev = c
+    spans = _join_markers(text, spans)
     if max_words is not None:
         bounded: list[tuple[int, int]] = []
         for s, e in spans:
@@ -171,3 +219,31 @@ def _cached(text: str, max_words: int | None) -> tuple[tuple[int, int], ...]:
 def sentences_cached(text: str, max_words: int | None = None) -> tuple[tuple[int, int], ...]:
     """Memoised :func:`split_sentences` (chunkers of one document share the work)."""
     return _cached(text, max_words)
+
+
+@lru_cache(maxsize=8)
+def _ends_cached(text: str, max_words: int | None) -> list[int]:
+    return [e for _, e in _cached(text, max_words)]
+
+
+def sentences_between(text: str, start: int, end: int, max_words: int | None = None) -> list[tuple[int, int]]:
+    """The memoised sentence spans of the whole ``text`` that overlap [start, end), clipped to it.
+
+    A binary search finds the first one, so a call costs O(log n + the sentences returned), not O(n): the
+    multi-granular chunkers call this once per paragraph of every parent.
+    """
+    spans = _cached(text, max_words)
+    i = bisect_right(_ends_cached(text, max_words), start)
+    out = []
+    while i < len(spans) and spans[i][0] < end:
+        s, e = max(spans[i][0], start), min(spans[i][1], end)
+        if s < e:
+            out.append((s, e))
+        i += 1
+    return out
+
+
+def clear_caches() -> None:
+    """Forget every memoised segmentation (benchmarks make each chunker pay for its own)."""
+    for f in (_cached, _ends_cached, _hard_wrapped_cached):
+        f.cache_clear()

@@ -4,8 +4,8 @@ Every level is searched (top ``k`` per level); a parent's score is the maximum o
 itself) of ``weight[level] * score`` (:mod:`retrieval.scoring`). Hybrid mode ranks parents by dense and by
 BM25 separately and fuses the two rankings with RRF: ``sum_r 1 / (rrf_k + rank_r)``.
 
-The level weights come from the MoG router (:mod:`router.runtime`, ``MGRAG_ROUTER``) unless given; it reads
-the query vector the dense search already computed. ``MGRAG_ROUTER_SELECTION=mog`` uses MoG's own selection
+The level weights come from the MoG router (``ctx.route``: :mod:`router.runtime`, ``MGRAG_ROUTER``) unless
+given; it reads the query vector the dense search already computed. ``MGRAG_ROUTER_SELECTION=mog`` uses MoG's own selection
 instead of the max over children (:func:`retrieval.scoring.mog_rank`): the sources are then chunks of the
 best-weighted level, not necessarily parents.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from app.context import AppContext
+from app.core.resources import Resources
 from retrieval.bm25 import tokenize
 from retrieval.scoring import ChunkSpan, Hit, assemble_context, mog_rank, rank_parents, weights_or_uniform
 
@@ -93,7 +93,7 @@ def _rrf(rankings: list[list[str]], k: int) -> dict[str, float]:
     return out
 
 
-def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words: int | None = None,
+def retrieve(ctx: Resources, question: str, k: int | None = None, budget_words: int | None = None,
              weights=None, retriever: str | None = None, selection: str | None = None,
              doc_ids=None) -> Retrieval:
     """The sources for ``question``; ``doc_ids`` limits the search to those documents (None: all)."""
@@ -124,16 +124,6 @@ def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words:
         t = time.perf_counter()
         qv = ctx.embedder.embed_queries([question])[0]
         timings["embed_s"] = time.perf_counter() - t
-    if weights is not None:
-        w, router_note = weights_or_uniform(weights, live.n_levels), "given"
-    else:
-        from router.runtime import route
-
-        runtime, note = ctx.router
-        w, router_note, secs = route(runtime, note, embedder_name=live.embedder, n_levels=live.n_levels,
-                                     question=question, query_vector=qv if retriever != "bm25" else None,
-                                     embedder=ctx.embedder if runtime is not None else None)
-        timings["router_s"] = secs
     if retriever in ("dense", "hybrid"):
         t = time.perf_counter()
         for level in range(live.n_levels):
@@ -144,6 +134,14 @@ def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words:
                 d = dense_levels.setdefault(pl["parent_id"], {})
                 d[level] = max(d.get(level, -1e9), float(p.score))
         timings["dense_s"] = time.perf_counter() - t
+    # the router reads the query vector and, if it was trained on them, the score profile of the dense hits
+    if weights is not None:
+        w, router_note = weights_or_uniform(weights, live.n_levels), "given"
+    else:
+        w, router_note, secs = ctx.route(embedder_name=live.embedder, n_levels=live.n_levels, question=question,
+                                         query_vector=qv if retriever != "bm25" else None,
+                                         hits=dense_hits if retriever != "bm25" else None)
+        timings["router_s"] = secs
     if retriever in ("bm25", "hybrid"):
         t = time.perf_counter()
         qt = tokenize(question)
@@ -200,7 +198,7 @@ def retrieve(ctx: AppContext, question: str, k: int | None = None, budget_words:
     return Retrieval(question, sources, w, retriever, timings, len(ranked), router_note, selection)
 
 
-def _mog_sources(ctx: AppContext, live, hits: list[Hit], w: list[float], payloads: dict[str, dict],
+def _mog_sources(ctx: Resources, live, hits: list[Hit], w: list[float], payloads: dict[str, dict],
                  budget_words: int, dense_levels, bm25_levels) -> tuple[list[Source], int]:
     """Sources by MoG's selection: chunks of the best-weighted level containing the best finest chunks."""
     spans = {cid: ChunkSpan(cid, doc, lv, st, en, pid)

@@ -8,7 +8,6 @@ else in the whole corpus.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -17,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from app.core.questions import read_questions
+from ingest.catalog import live_chunks
 from ingest.types import Chunk
 from retrieval.bm25 import Bm25Level, tokenize
 from router.labels import best_per_level, label_text, question_soft_labels
@@ -26,10 +27,6 @@ log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test")
 DEFAULT_FRACTIONS = (0.6, 0.2)  # train, val; the rest is test
 SPLIT_SALT = "mgrag-router-split-v1"
-
-
-class QuestionsFileError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -61,43 +58,11 @@ def set_name_of(path: str | Path) -> str:
 
 
 def load_questions(path: str | Path) -> list[TrainQuestion]:
-    """Questions in the ``../shared/bench`` format (one JSON object a line); errors name the file and line."""
-    path = Path(path)
-    if not path.is_file():
-        raise QuestionsFileError(f"questions file {path} not found")
+    """Questions in the ``../shared/bench`` format (:func:`app.core.questions.read_questions`) as training
+    questions of the set the file names; errors name the file and line."""
     name = set_name_of(path)
-    out: list[TrainQuestion] = []
-    seen: set[str] = set()
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                q = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise QuestionsFileError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from e
-            if not isinstance(q, dict):
-                raise QuestionsFileError(f"{where}: expected a JSON object, got {type(q).__name__}")
-            question = q.get("question")
-            if not isinstance(question, str) or not question.strip():
-                raise QuestionsFileError(f"{where}: 'question' must be a non-empty string")
-            qid = str(q.get("id", f"line{n}"))
-            if qid in seen:
-                raise QuestionsFileError(f"{where}: duplicate id {qid!r}")
-            seen.add(qid)
-            answers = q.get("answers") or []
-            evidence = q.get("evidence") or []
-            if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
-                raise QuestionsFileError(f"{where}: 'answers' must be a list of strings")
-            if not isinstance(evidence, list) or not all(isinstance(e, dict) and isinstance(e.get("text"), str)
-                                                         for e in evidence):
-                raise QuestionsFileError(f"{where}: 'evidence' must be a list of objects with a 'text' string")
-            out.append(TrainQuestion(qid, question.strip(), q.get("doc_id"), tuple(answers),
-                                     tuple(e["text"] for e in evidence), name))
-    if not out:
-        raise QuestionsFileError(f"{path} has no questions")
-    return out
+    return [TrainQuestion(q.id, q.question.strip(), q.doc_id, q.answers, tuple(e.text for e in q.evidence), name)
+            for q in read_questions(path)]
 
 
 # -- the corpus ------------------------------------------------------------------------------------------------------
@@ -146,21 +111,7 @@ def corpus_from_index(ctx) -> Corpus:
     live = ctx.catalog.live_generation()
     if live is None:
         raise ValueError("the index is empty; ingest documents first (`mgrag ingest PATH`)")
-    docs: dict[str, str] = {}
-    chunks: dict[str, list[Chunk]] = {}
-    for row in ctx.catalog.documents(live.gen):
-        if row["n_l0"] is None:
-            continue
-        text = ctx.store.text(row["hash"])
-        rows = ctx.catalog.db.execute(
-            'SELECT id, level, start, "end", parent_id FROM chunks WHERE gen=? AND doc_id=? ORDER BY level, start',
-            (live.gen, row["doc_id"])).fetchall()
-        spans = {cid: (s, e) for cid, lv, s, e, _ in rows if lv == 0}
-        cs = []
-        for cid, lv, s, e, pid in rows:
-            ps, pe = spans.get(pid, (s, e))
-            cs.append(Chunk(text[s:e], s, e, lv, ps, pe, row["doc_id"]))
-        docs[row["doc_id"]], chunks[row["doc_id"]] = text, cs
+    docs, chunks = live_chunks(ctx.catalog, ctx.store)
     if not docs:
         raise ValueError("the live index has no documents; ingest documents first (`mgrag ingest PATH`)")
     return Corpus(docs, chunks, live.n_levels)
@@ -227,3 +178,83 @@ def build_examples(corpus: Corpus, questions: Sequence[TrainQuestion], similarit
     n = corpus.n_levels
     return Examples(kept, np.asarray(sims, dtype=np.float32).reshape(-1, n),
                     np.asarray(labels, dtype=np.float32).reshape(-1, n), splits, dict(notes))
+
+
+# -- retrieval-aware examples: the dense search's hits, their score profile and which weighting ranks best ------------
+def level_hits(chunks: Sequence[Chunk], vectors: np.ndarray, query_vector: np.ndarray, k: int) -> list:
+    """The top ``k`` chunks of each level for one query (cosine of normalised vectors), as retrieval makes them:
+    ``Hit(id "level:start:end", parent "start:end", level, score)``."""
+    from retrieval.scoring import Hit
+
+    scores = np.asarray(vectors, dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
+    levels = np.array([c.level for c in chunks])
+    hits = []
+    for level in np.unique(levels):
+        idx = np.nonzero(levels == level)[0]
+        for i in idx[np.argsort(-scores[idx], kind="stable")[:k]]:
+            c = chunks[i]
+            ps, pe = c.parent_span
+            hits.append(Hit(f"{c.level}:{c.start}:{c.end}", f"{ps}:{pe}", int(c.level), float(scores[i])))
+    return hits
+
+
+def evidence_spans(text: str, evidence: Sequence[str]) -> list[tuple[int, int]]:
+    """Character spans of the evidence texts found verbatim in ``text`` (first occurrence each)."""
+    out = []
+    for e in evidence:
+        i = text.find(e) if e else -1
+        if i >= 0:
+            out.append((i, i + len(e)))
+    return out
+
+
+@dataclass
+class RetrievalExample:
+    """One question as the router sees it at query time (its hits) and what its evidence says (relevance)."""
+
+    question: TrainQuestion
+    split: str
+    query_vector: np.ndarray
+    hits: list
+    spans: list[tuple[int, int]]
+
+    def relevant(self, parent_id: str) -> bool:
+        s, e = (int(x) for x in parent_id.split(":"))
+        return any(s < b and a < e for a, b in self.spans)
+
+
+def retrieval_examples(corpus: Corpus, questions: Sequence[TrainQuestion], query_vectors: np.ndarray,
+                       passage_vectors: Callable[[list[str]], np.ndarray], *, k: int = 10,
+                       fractions: Sequence[float] = DEFAULT_FRACTIONS) -> tuple[list[RetrievalExample], dict]:
+    """Per question (searched in its own document, as the labels need a known document), the top ``k`` hits of each
+    level and the evidence spans located verbatim. Questions without a document in the corpus or without located
+    evidence are left out and counted in the returned notes."""
+    notes: Counter = Counter()
+    cache: dict[str, tuple[list[Chunk], np.ndarray]] = {}
+    out = []
+    for q, qv in zip(questions, query_vectors):
+        doc = corpus.resolve(q.doc_id)
+        if doc is None:
+            notes["no document of that id in the index"] += 1
+            continue
+        spans = evidence_spans(corpus.docs[doc], q.evidence)
+        if not spans:
+            notes["no evidence found verbatim in the document"] += 1
+            continue
+        if doc not in cache:
+            cs = corpus.chunks[doc]
+            cache[doc] = (cs, passage_vectors([c.text for c in cs]))
+        cs, vecs = cache[doc]
+        out.append(RetrievalExample(q, split_of(q.id, q.source, fractions), np.asarray(qv, dtype=np.float32),
+                                    level_hits(cs, vecs, qv, k), spans))
+    return out, dict(notes)
+
+
+def index_vectors(ctx) -> dict[str, np.ndarray]:
+    """text -> vector of every chunk of the live generation, read back from the index (nothing re-embedded)."""
+    live = ctx.catalog.live_generation()
+    out: dict[str, np.ndarray] = {}
+    for level in range(live.n_levels):
+        for p in ctx.index.points(live.gen, level, with_vectors=True):
+            out[p.payload["text"]] = np.asarray(p.vector, dtype=np.float32)
+    return out

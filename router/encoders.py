@@ -31,7 +31,7 @@ class RobertaEncoder:
             self._tokenizer = AutoTokenizer.from_pretrained(self.name, local_files_only=True)
             self._model = AutoModel.from_pretrained(self.name, local_files_only=True).eval()
         except OSError as e:
-            from app.models import ModelNotAvailable
+            from app.core.models import ModelNotAvailable
 
             raise ModelNotAvailable(
                 f"router encoder {self.name!r} is not available offline ({e}); download it once "

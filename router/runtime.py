@@ -72,15 +72,22 @@ class RouterRuntime:
                 self._encoder = RobertaEncoder(self.config.encoder)
         return self._encoder.embed_queries([question])[0]
 
-    def weights(self, query_vector) -> list[float]:
-        return [float(w) for w in self.model.weights(query_vector)]
+    def weights(self, query_vector, hits=None, question: str = "") -> list[float]:
+        """The level weights of one question: from its query vector, and for a router that reads the score profile
+        (``config.inputs``), from the dense search's ``hits`` (:func:`router.features.profile_features`)."""
+        from router.features import profile_features
+
+        c = self.config
+        qv = query_vector if "query" in c.inputs else None
+        prof = profile_features(hits, c.n_levels, n_words=len(question.split())) if c.needs_hits else None
+        return [float(w) for w in self.model.weights(qv, prof)]
 
 
 def load_runtime(setting: str | None, data_dir: str | Path | None = None) -> tuple[RouterRuntime | None, str]:
     """``(runtime or None, note)`` for the ``MGRAG_ROUTER`` setting; the note says what weights will be used."""
     s = (setting or "").strip()
     if s.lower() in ("", "none", "uniform"):
-        return None, "uniform (MGRAG_ROUTER=none)"
+        return None, "uniform (MGRAG_ROUTER=none: no router beat uniform weights on held-out questions)"
     explicit = s.lower() != "default"
     path = Path(s).expanduser() if explicit else DEFAULT_ROUTER_DIR
     if not explicit and data_dir is not None and (Path(data_dir) / "router" / "config.json").is_file():
@@ -98,10 +105,12 @@ def load_runtime(setting: str | None, data_dir: str | Path | None = None) -> tup
 
 
 def route(runtime: RouterRuntime | None, note: str, *, embedder_name: str, n_levels: int, question: str,
-          query_vector=None, embedder=None) -> tuple[list[float], str, float]:
+          query_vector=None, embedder=None, hits=None) -> tuple[list[float], str, float]:
     """``(weights, note, seconds)`` for one question. Uniform weights (and why) when there is no usable router.
 
     ``query_vector``: the dense search's query vector, reused when the router reads the index embedder.
+    ``hits``: the dense search's hits at every level (``retrieval.scoring.Hit``), for a router that reads their
+    score profile; without them such a router gives uniform weights and says why.
     """
     if runtime is None:
         return [1.0] * n_levels, note or UNIFORM_NOTE, 0.0
@@ -110,8 +119,11 @@ def route(runtime: RouterRuntime | None, note: str, *, embedder_name: str, n_lev
         if runtime.explicit:
             raise RouterError(why)
         return [1.0] * n_levels, f"uniform (the shipped router does not fit this index: {why})", 0.0
+    if runtime.config.needs_hits and hits is None:
+        return [1.0] * n_levels, ("uniform (the router reads the dense search's score profile; the BM25 retriever "
+                                  "has none)"), 0.0
     t = time.perf_counter()
-    if query_vector is None or not runtime.uses_index_embedder():
+    if "query" in runtime.config.inputs and (query_vector is None or not runtime.uses_index_embedder()):
         query_vector = runtime.query_vector(question, embedder)
-    w = runtime.weights(query_vector)
+    w = runtime.weights(query_vector, hits, question)
     return w, runtime.describe(), time.perf_counter() - t

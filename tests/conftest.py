@@ -63,7 +63,7 @@ def fake_embedder():
 def make_ctx(tmp_path, tiny_lm, fake_embedder):
     """Factory of AppContexts on a fresh data dir with the tiny LM and the fake embedder."""
     from app.context import AppContext
-    from app.settings import Settings
+    from app.core.settings import Settings
     from ingest.lm import LogitsScorer
 
     made = []

@@ -493,7 +493,30 @@ def build_app(service: UiService):
         h = rep["history"]
         return (render.loss_figure(h["train"], h.get("val")),
                 f"Trained on {rep['n_questions']} question(s): validation loss {h['best_val']:.4f} at epoch "
-                f"{h['best_epoch']} of {len(h['train'])}; the chat now uses it.")
+                f"{h['best_epoch']} of {len(h['train'])}; saved to the data dir's router folder. "
+                + ("The chat now uses it." if service.ctx.settings.router == "default" else
+                   "The chat uses it with MGRAG_ROUTER=default (the default is none, uniform weights: no router "
+                   "beat them on held-out questions, see the README)."))
+
+    # -- chunk inspector (Admin): why a boundary was chosen, which chunks a question matched ---------------------------
+    @admin
+    def on_inspect_docs(token):
+        _, rows = service.documents(token)
+        return gr.update(choices=[r["document"] for r in rows])
+
+    @admin
+    def on_inspect(token, doc, question, theta, words_from, progress=gr.Progress()):
+        import io
+
+        from PIL import Image
+
+        progress(None, desc="inspecting (runs the chunker LM over the document)")
+        start = int(words_from or 0)
+        png, page, summary = service.inspect(token, doc, question, int(theta) if theta else None,
+                                             (start, start + 3000))
+        frame = (f'<iframe sandbox="" style="width:100%;height:640px;border:1px solid #ccc" '
+                 f'srcdoc="{html.escape(page, quote=True)}"></iframe>')
+        return Image.open(io.BytesIO(png)), frame, summary
 
     # -- answer backends and the LLM endpoint ------------------------------------------------------------------------
     def backend_menu(current=None):
@@ -662,6 +685,21 @@ def build_app(service: UiService):
                                                       label="router training questions", scale=2)
                         train_btn = gr.Button("Train the router", scale=0, elem_id="train-router")
                     stats_plot = gr.Plot(label="Chunk lengths per level (words)", elem_id="stats-plot")
+                    with gr.Accordion("Chunk inspector: boundary probabilities, cuts of LG / recursive / MG, a "
+                                      "question's matches", open=False, elem_id="inspector"):
+                        with gr.Row():
+                            inspect_doc = gr.Dropdown([], label="document", allow_custom_value=True, scale=2,
+                                                      elem_id="inspect-doc")
+                            inspect_docs_btn = gr.Button("↻", scale=0, elem_id="inspect-docs")
+                            inspect_q = gr.Textbox(label="question (optional)", scale=3, elem_id="inspect-question")
+                            inspect_theta = gr.Number(value=None, label="θ (empty: the setting)", precision=0,
+                                                      scale=1, elem_id="inspect-theta")
+                            inspect_from = gr.Number(value=0, label="plot from word", precision=0, scale=1)
+                            inspect_btn = gr.Button("Inspect", variant="primary", scale=0, elem_id="inspect")
+                        inspect_img = gr.Image(label="p(boundary) after each sentence, cuts and matched chunks",
+                                               type="pil", elem_id="inspect-png")
+                        inspect_summary = gr.JSON(label="summary", elem_id="inspect-summary")
+                        inspect_html = gr.HTML(elem_id="inspect-html")
                     train_msg = gr.Markdown(elem_id="train-msg")
                     loss_plot = gr.Plot(label="Router training loss", elem_id="loss-plot")
             with gr.Tab("Evaluate", id="evaluate"):
@@ -763,6 +801,9 @@ def build_app(service: UiService):
         reingest_btn.click(on_reingest, [token_state, selected, chunker_in, theta_in, which_in],
                            [docs_df, selected, live_md, admin_msg], api_name="admin_reingest", concurrency_limit=1)
         stats_btn.click(on_stats, [token_state], [stats_plot], api_name="admin_stats")
+        inspect_docs_btn.click(on_inspect_docs, [token_state], [inspect_doc], api_visibility="private")
+        inspect_btn.click(on_inspect, [token_state, inspect_doc, inspect_q, inspect_theta, inspect_from],
+                          [inspect_img, inspect_html, inspect_summary], api_name="admin_inspect", concurrency_limit=1)
         train_btn.click(on_train, [token_state, train_sets], [loss_plot, train_msg], api_name="admin_train_router",
                         concurrency_limit=1)
     return demo

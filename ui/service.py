@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.context import AppContext
+from app.core.questions import Question, read_questions
 from ingest.loaders import SUPPORTED, IngestError
 
 log = logging.getLogger(__name__)
@@ -267,7 +268,6 @@ class UiService:
                 raise ValueError(f"no document {d!r}")
             if who != owner:
                 raise ValueError(f"{d!r} is not one of your uploads; only the admin can delete it")
-        from ingest.pipeline import Ingestor
 
         return self._delete(doc_ids)
 
@@ -532,36 +532,16 @@ class UiService:
     def live_chunks(self, owner=ADMIN) -> tuple[dict[str, str], dict[str, list]]:
         """(text per document, chunks per document) of the live index among ``owner``'s searchable documents, from
         the catalog and the document store."""
-        from ingest.types import Chunk
+        from ingest.catalog import live_chunks
 
-        cat = self.ctx.catalog
-        live = cat.live_generation()
-        if live is None:
-            return {}, {}
-        allowed = self.doc_filter(owner)
-        docs = {r["doc_id"]: r for r in cat.documents(live.gen) if r["n_l0"] is not None
-                and (allowed is None or r["doc_id"] in allowed)}
-        with cat._lock:
-            rows = cat.db.execute('SELECT id, doc_id, level, start, "end", parent_id FROM chunks WHERE gen=?',
-                                  (live.gen,)).fetchall()
-        spans = {cid: (s, e) for cid, _, lv, s, e, _ in rows if lv == 0}
-        texts = {d: self.ctx.store.text(r["hash"]) for d, r in docs.items()}
-        chunks: dict[str, list] = {}
-        for cid, d, lv, s, e, pid in rows:
-            if d not in texts:
-                continue
-            ps, pe = spans.get(pid, (s, e))
-            chunks.setdefault(d, []).append(Chunk(texts[d][s:e], s, e, lv, ps, pe, d, docs[d]["hash"]))
-        for cs in chunks.values():
-            cs.sort(key=lambda c: (c.level, c.start))
-        return texts, chunks
+        return live_chunks(self.ctx.catalog, self.ctx.store, self.doc_filter(owner))
 
     def run_benchmark(self, set_ref: str | Path, *, k: int = 20, budget_words: int | None = None,
                       max_questions: int = 200, owner=ADMIN) -> dict:
         """Retrieval metrics of a bench set over the live index (its chunks, embedded in memory). Questions whose
         document is not in the index are skipped and counted. ``set_ref``: a set name under ``../shared/bench``,
         a set's folder, or an uploaded ``questions.jsonl`` whose ``doc_id``s name documents in the index."""
-        from app.evaluation.bench import BenchSet, Evidence, Question, evaluate_retrieval, load_set
+        from app.evaluation.bench import BenchSet, evaluate_retrieval, load_set
 
         texts, chunks = self.live_chunks(owner)
         if not chunks:
@@ -569,7 +549,7 @@ class UiService:
         by_stem = {Path(d).stem: d for d in texts} | {d: d for d in texts}
         p = Path(str(set_ref))
         if p.is_file():
-            questions = _parse_questions(p)
+            questions = read_questions(p, require_doc_id=True)
             docs_src = {}
         else:
             bench = load_set(str(set_ref))
@@ -736,6 +716,22 @@ class UiService:
                 out.setdefault(c.level, []).append(count_words(c.text))
         return out
 
+    def inspect(self, token: str, doc_id: str, question: str | None = None, theta: int | None = None,
+                words: tuple[int, int] | None = None) -> tuple[bytes, str, dict]:
+        """The chunk inspector for one document (``app.inspect``): the PNG, the HTML page and a summary. Admin only:
+        it reads any document and runs the chunker LM."""
+        self.auth.check(token)
+        from app.inspect import inspect_text, render_html, render_png
+
+        live = self.ctx.catalog.live_generation()
+        rows = {r["doc_id"]: r for r in self.ctx.catalog.documents(live.gen if live else None)}
+        if not doc_id or doc_id not in rows:
+            raise ValueError(f"no document {doc_id!r}; choose one of the documents table")
+        row = rows[doc_id]
+        ins = inspect_text(self.ctx, self.ctx.store.text(row["hash"]), row["name"], theta=theta,
+                           question=(question or "").strip() or None)
+        return render_png(ins, words=words), render_html(ins), ins.summary()
+
     def train_router(self, token: str, sets: list[str] | None = None) -> dict:
         """Train the Mix-of-Granularity router over the live index (``router.pipeline.train_from_index``) on the
         exported evaluations (``"feedback"``) and/or bench sets by name; saves it to ``data_dir/router``, which the
@@ -769,29 +765,3 @@ def _own_params(chunking: dict | None) -> dict | None:
     return {**(chunking.get("params") or {}), "chunker": chunking["chunker"], "theta": chunking["theta"]}
 
 
-def _parse_questions(path: Path) -> list:
-    """Questions of an uploaded questions.jsonl (bench format), each line checked with its line number."""
-    from app.evaluation.bench import Evidence, Question
-
-    out = []
-    name = path.name
-    for no, line in enumerate(path.read_text(encoding="utf-8", errors="strict").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            q = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{name} line {no}: not JSON ({e.msg})") from e
-        missing = [k for k in ("id", "question", "doc_id") if not isinstance(q, dict) or k not in q]
-        if missing:
-            raise ValueError(f"{name} line {no}: missing {', '.join(missing)} (format: id, question, doc_id, answers, "
-                             "evidence[{text,start,end}])")
-        try:
-            ev = tuple(Evidence(e["text"], e.get("start"), e.get("end")) for e in q.get("evidence") or [])
-        except (TypeError, KeyError) as e:
-            raise ValueError(f"{name} line {no}: evidence must be a list of {{text, start, end}}") from e
-        out.append(Question(str(q["id"]), q["question"], q["doc_id"], tuple(q.get("answers") or ()), ev,
-                            q.get("dataset")))
-    if not out:
-        raise ValueError(f"{name}: no questions")
-    return out

@@ -366,7 +366,7 @@ def sweep(rows: list[dict], context_floors: Sequence[float], support_floors: Seq
     out = []
     for cf in context_floors:
         for sf in support_floors:
-            def answered(r):
+            def answered(r, cf=cf, sf=sf):
                 return (r["context_score"] >= cf and r["support_score"] is not None and r["support_score"] >= sf)
             un = [r for r in rows if not r["answerable"]]
             ev = [r for r in rows if r["answerable"] and r["evidence_in_context"]]
@@ -453,9 +453,9 @@ def run_answers(settings, names: Sequence[str], *, followups_with: str | None = 
                 checkpoint: Callable[[dict], None] | None = None) -> dict:
     """Every candidate in ``names`` over the answerable and unanswerable sets, then the follow-ups."""
     from app.context import AppContext
+    from app.core.models import QWEN_LM
     from app.evaluation import bench as B
     from app.evaluation.answer_sets import build_index, load_answer_sets
-    from app.models import QWEN_LM
 
     t_start = time.perf_counter()
     monitor = B.LoadMonitor()

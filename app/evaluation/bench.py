@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from app.core.questions import Evidence, Question, read_questions
 from app.evaluation.metrics import (
     best_rouge_span,
     dcg_at_k,
@@ -37,27 +38,6 @@ RESULTS_DIR = ROOT / "bench" / "results"
 KS = (1, 2, 5, 10, 20)
 
 Span = tuple[int, int]
-
-
-@dataclass(frozen=True)
-class Evidence:
-    text: str
-    start: int | None
-    end: int | None
-
-    @property
-    def located(self) -> bool:
-        return self.start is not None and self.end is not None
-
-
-@dataclass(frozen=True)
-class Question:
-    id: str
-    question: str
-    doc_id: str
-    answers: tuple[str, ...] = ()
-    evidence: tuple[Evidence, ...] = ()
-    dataset: str | None = None
 
 
 @dataclass
@@ -95,19 +75,13 @@ def load_set(name: str, doc_ids: Sequence[str] | None = None, bench_dir: Path | 
     if wanted is not None and wanted - set(docs):
         raise FileNotFoundError(f"bench set {name!r} has no docs {sorted(wanted - set(docs))}")
     questions = []
-    with open(root / "questions.jsonl", encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            q = json.loads(line)
-            if q["doc_id"] not in docs:
-                continue
-            ev = tuple(Evidence(e["text"], e.get("start"), e.get("end")) for e in q.get("evidence") or [])
-            for e in ev:
-                if e.located and docs[q["doc_id"]][e.start:e.end] != e.text:
-                    raise ValueError(f"{name}/{q['id']}: evidence offsets {e.start}:{e.end} do not match its text")
-            questions.append(Question(q["id"], q["question"], q["doc_id"], tuple(q.get("answers") or ()), ev,
-                                      q.get("dataset")))
+    for q in read_questions(root / "questions.jsonl", require_doc_id=True):
+        if q.doc_id not in docs:
+            continue
+        for e in q.evidence:
+            if e.located and docs[q.doc_id][e.start:e.end] != e.text:
+                raise ValueError(f"{name}/{q.id}: evidence offsets {e.start}:{e.end} do not match its text")
+        questions.append(q)
     return BenchSet(name, docs, questions)
 
 
@@ -433,3 +407,21 @@ def excerpt(bench: BenchSet, fraction: float) -> BenchSet:
     qs = [q for q in bench.questions if q.evidence and all(e.located and e.end <= len(docs[q.doc_id])
                                                            for e in q.evidence)]
     return BenchSet(bench.name, docs, qs)
+
+
+def locate_answers(bench: BenchSet, min_chars: int = 4) -> BenchSet:
+    """The questions whose reference answer can be located: an answer of at least ``min_chars`` characters (not
+    yes/no) that occurs exactly once in the document becomes the question's evidence span. LongBench has answers
+    but no evidence; this is the part of it on which retrieval can be scored as on chroma."""
+    out = []
+    for q in bench.questions:
+        text = bench.docs[q.doc_id]
+        for a in q.answers:
+            a = a.strip().rstrip(".")
+            if len(a) < min_chars or a.lower() in ("yes", "no") or text.count(a) != 1:
+                continue
+            s = text.index(a)
+            out.append(Question(q.id, q.question, q.doc_id, q.answers, (Evidence(a, s, s + len(a)),), q.dataset))
+            break
+    docs = {q.doc_id: bench.docs[q.doc_id] for q in out}
+    return BenchSet(bench.name, docs, out)

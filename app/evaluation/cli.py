@@ -28,8 +28,8 @@ def _thetas(s: str) -> list[int]:
 
 
 def _context(args):
+    from app.core.settings import Settings
     from app.evaluation.harness import bench_context
-    from app.settings import Settings
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -246,10 +246,10 @@ def cmd_answers(args) -> int:
     """``mgrag bench answers``: see app/evaluation/answers.py."""
     import json
 
+    from app.core.settings import Settings
     from app.evaluation import bench as B
     from app.evaluation.answers import CANDIDATES, answers_section, answers_table, followups_table, run_answers
     from app.evaluation.harness import BenchError, write_results
-    from app.settings import Settings
 
     out = _results_dir(args)
     if args.report:

@@ -43,7 +43,7 @@ THETA_FREE = frozenset({"li-semantic"})  # no size parameter: θ does not change
 # chunkers whose θ-independent work (LM scores, sentence vectors) is done at the first θ and reused after:
 # their speed is the first θ's
 SHARED_WORK = frozenset({"ppl", "llamachunk", "semantic", "li-semantic"})
-CACHE_VERSION = 1  # bump when chunkers' output changes for the same settings
+CACHE_VERSION = 2  # bump when chunkers' output changes for the same settings (2: list markers, sentence fixes)
 CHUNKER_VERSION = {"ppl": 2, "llamachunk": 2}  # ... or one chunker's (2: θ-independent sentence cap)
 
 
@@ -192,7 +192,7 @@ def chunk_documents(bench: B.BenchSet, name: str, theta: int, ctx, *, cache_dir:
     chunker = None
     if name not in PEERS:
         chunker = Ingestor(ctx)._chunker_for(name, theta)
-    sentences_mod._cached.cache_clear()  # each chunker pays its own sentence segmentation
+    sentences_mod.clear_caches()  # each chunker pays its own sentence segmentation
     chunks: dict[str, list[Chunk]] = {}
     tok0 = scorer.tokens_processed if scorer else 0
     t0, c0 = time.perf_counter(), B.cpu_seconds()
@@ -313,7 +313,7 @@ def run_retrieval(set_name: str | B.BenchSet, chunkers: Sequence[str], thetas: S
     # speed: chunking time + the embedding time of the chunker's words at the run's measured embedding rate
     rate = emb.words_per_second
     res["embed_words_per_second"] = rate
-    for name, by_theta in res["runs"].items():
+    for by_theta in res["runs"].values():
         for entry in by_theta.values():
             embed_s = entry["embedded_words"] / rate if rate else 0.0
             entry["ingest_seconds_est"] = entry["chunk_seconds"] + embed_s
@@ -343,7 +343,7 @@ def retrieval_tables(res: dict) -> str:
     head_rows, dcg_rows, rec_rows, theta_rows = [], [], [], []
     for n in names:
         runs = [res["runs"][n][str(t)] for t in res["thetas"] if str(t) in res["runs"][n]]
-        def col(k):
+        def col(k, runs=runs):
             return [r[k] for r in runs]
         lm = [r["lm_tokens_per_doc_token"] for r in runs if r.get("lm_tokens_per_doc_token")]
         speed_runs = runs[:1] if n in SHARED_WORK else runs  # later θ reuse the first θ's scores or vectors

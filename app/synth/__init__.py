@@ -1,5 +1,5 @@
 """Synthesizers: one streaming interface, four backends (offline Gemma, extractive, transformers, openai)."""
-from app.synth.base import SynthesisError, Synthesizer, build_messages, build_completion_prompt
+from app.synth.base import SynthesisError, Synthesizer, build_completion_prompt, build_messages
 
 BACKENDS = ("offline", "extractive", "transformers", "openai")
 

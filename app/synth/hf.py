@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import logging
 import queue
+import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
 
-import re
-
-from app.synth.base import (BRIEF_SYSTEM_PROMPT, SYSTEM_PROMPT, SynthesisError, attribute, build_completion_prompt,
-                            build_messages)
+from app.synth.base import (
+    BRIEF_SYSTEM_PROMPT,
+    SYSTEM_PROMPT,
+    SynthesisError,
+    attribute,
+    build_completion_prompt,
+    build_messages,
+)
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +135,7 @@ def load_chat_synthesizer(model_id: str, *, max_new_tokens: int = 256, load_in_4
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from app.models import ModelNotAvailable
+    from app.core.models import ModelNotAvailable
 
     cuda = torch.cuda.is_available()
     four_bit = cuda if load_in_4bit is None else load_in_4bit
@@ -161,7 +166,7 @@ def load_offline_synthesizer(ctx, *, max_new_tokens: int = 96, total_timeout: fl
     """The offline answerer (``offline_model``): the shipped Qwen2.5-Coder-0.5B-Instruct with the brief chat
     prompt, or the shipped Gemma-3-270M base with a completion prompt (sharing the chunker's model when it is the
     same)."""
-    from app.models import DEFAULT_LM, QWEN_LM, load_causal_lm, resolve_qwen_path
+    from app.core.models import DEFAULT_LM, QWEN_LM, load_causal_lm, resolve_qwen_path
 
     s = ctx.settings
     model = model or s.offline_model

@@ -5,7 +5,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 
-from ingest.sentences import count_words, is_hard_wrapped, sentences_cached, split_long
+from ingest.sentences import count_words, is_hard_wrapped, sentences_between, split_long
 from ingest.types import Chunk
 
 
@@ -58,14 +58,7 @@ def paragraph_spans(text: str, start: int = 0, end: int | None = None) -> list[t
 
 def sentence_spans_in(text: str, start: int, end: int, max_words: int | None = None) -> list[tuple[int, int]]:
     """Sentence spans of the whole ``text`` clipped to [start, end] (the segmentation is memoised per text)."""
-    out = []
-    for s, e in sentences_cached(text, max_words):
-        if e <= start or s >= end:
-            continue
-        s, e = max(s, start), min(e, end)
-        if s < e:
-            out.append((s, e))
-    return out
+    return sentences_between(text, start, end, max_words)
 
 
 def merge_units(text: str, units: Sequence[tuple[int, int]], max_words: int) -> list[tuple[int, int]]:

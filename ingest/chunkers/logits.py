@@ -17,15 +17,19 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ingest.boundary import lg_breaks, spans_from_breaks
+from ingest.boundary import break_strength, cut_scores, lg_breaks, spans_from_breaks
 from ingest.chunkers.base import Chunker, check_theta
 from ingest.chunkers.multigranular import with_children
-from ingest.sentences import count_words, sentences_cached
+from ingest.sentences import count_words, is_hard_wrapped, sentences_cached
 from ingest.types import Chunk
 
 log = logging.getLogger(__name__)
 
 MODES = ("exact", "streaming")
+# sentences longer than this many words (tables, lists without punctuation) are split at word boundaries: a cap
+# independent of θ (for θ >= 100), so one document's boundary probabilities serve every θ (as ppl and llamachunk)
+SENTENCE_CAP = 100
+CHILDREN = ("theta", "parent")
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,10 @@ class LGConfig:
     mode: str = "exact"
     min_rest: int | None = None  # rest of the document that becomes the last chunk; default θ
     min_words: int = 0  # optional floor on chunk length (0 = the paper's plain argmax)
+    # cutting rule (ingest.boundary.cut_scores): log p + structure_weight · layout break + size_prior · log(words/θ)
+    structure_weight: float = 0.0
+    size_prior: float = 0.0
+    children: str = "theta"  # children of θ/2 and θ/4 words (MG's rule), or "parent": half and a quarter of the parent
 
     def __post_init__(self) -> None:
         check_theta(self.theta)
@@ -43,6 +51,30 @@ class LGConfig:
             raise ValueError(f"lg min_rest must be between 0 and theta={self.theta}, got {self.min_rest}")
         if not 0 <= self.min_words < self.theta:
             raise ValueError(f"lg min_words must be between 0 and theta-1, got {self.min_words}")
+        if not 0 <= self.structure_weight <= 100:
+            raise ValueError(f"lg structure_weight must be between 0 and 100, got {self.structure_weight}")
+        if not 0 <= self.size_prior <= 100:
+            raise ValueError(f"lg size_prior must be between 0 and 100, got {self.size_prior}")
+        if self.children not in CHILDREN:
+            raise ValueError(f"lg children must be one of {CHILDREN}, got {self.children!r}")
+
+    @classmethod
+    def from_settings(cls, settings, theta: int | None = None, params: dict | None = None) -> "LGConfig":
+        """The LG configuration of ``settings`` (``lg_*``) at ``theta``; ``params`` (an index generation's recorded
+        ones) win over the settings, so a re-ingestion keeps the rule it was built with."""
+        s, p = settings, params or {}
+        theta = int(theta or s.theta)
+        # a generation recorded before a rule existed was built without it: the paper's default, not the settings'
+        rule = (lambda k, default: p.get(k, default)) if p else (lambda k, default: getattr(s, f"lg_{k}"))
+        return cls(theta=theta, mode=p.get("mode", s.lg_mode),
+                   min_words=p.get("min_words", min(s.lg_min_words, theta - 1)),
+                   structure_weight=float(rule("structure_weight", 0.0)), size_prior=float(rule("size_prior", 0.0)),
+                   children=rule("children", "theta"))
+
+    @property
+    def paper_rule(self) -> bool:
+        """True when the cut is the paper's plain argmax of p(boundary)."""
+        return self.structure_weight == 0 and self.size_prior == 0
 
 
 @dataclass(frozen=True)
@@ -57,7 +89,7 @@ class LogitsGuidedChunker(Chunker):
 
     def _spans(self, text: str) -> list[tuple[int, int]]:
         theta = self.config.theta
-        sentences = list(sentences_cached(text, theta))
+        sentences = list(sentences_cached(text, min(theta, SENTENCE_CAP)))
         if not sentences:
             return []
         words = [count_words(text[s:e]) for s, e in sentences]
@@ -65,19 +97,29 @@ class LogitsGuidedChunker(Chunker):
         for w in words:
             before.append(before[-1] + w)
         doc = self.scorer.tokenize(text, sentences)
-        if self.config.mode == "streaming":
-            probs = self.scorer.stream_probs(doc)
+        cfg = self.config
+        if cfg.mode == "streaming":
+            stream = self.scorer.stream_probs(doc)
 
-            def score(i: int, j: int):
-                self._tick(before[i] / max(before[-1], 1))
-                return probs[i:j]
+            def probs(i: int, j: int):
+                return stream[i:j]
         else:
 
-            def score(i: int, j: int):
-                self._tick(before[i] / max(before[-1], 1))
+            def probs(i: int, j: int):
                 return self.scorer.window_probs(doc, i, j)
 
-        breaks = lg_breaks(words, theta, score, self.config.min_rest, self.config.min_words)
+        strength = break_strength(text, sentences, is_hard_wrapped(text)) if cfg.structure_weight else None
+
+        def score(i: int, j: int):
+            self._tick(before[i] / max(before[-1], 1))
+            p = probs(i, j)
+            if cfg.paper_rule:
+                return p
+            cum = [before[k + 1] - before[i] for k in range(i, j)]
+            return cut_scores(p, cum, theta, None if strength is None else strength[i:j], cfg.structure_weight,
+                              cfg.size_prior)
+
+        breaks = lg_breaks(words, theta, score, cfg.min_rest, cfg.min_words)
         return spans_from_breaks(sentences, breaks)
 
     def _tick(self, fraction: float) -> None:
@@ -94,6 +136,9 @@ class LogitsGuidedChunker(Chunker):
             "mode": self.config.mode,
             "min_rest": self.config.min_rest,
             "min_words": self.config.min_words,
+            "structure_weight": self.config.structure_weight,
+            "size_prior": self.config.size_prior,
+            "children": self.config.children,
             "prompt": getattr(s, "prompt", None),
             "boundary_tokens": list(getattr(s, "boundary_tokens", ())),
         }
@@ -107,4 +152,4 @@ class LGMGCChunker(LogitsGuidedChunker):
     n_levels = 3
 
     def chunk(self, text: str) -> list[Chunk]:
-        return with_children(text, self._spans(text), self.config.theta)
+        return with_children(text, self._spans(text), self.config.theta, by_parent=self.config.children == "parent")

@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 
 from ingest.chunkers.base import Chunker, check_theta, recursive_spans
 from ingest.chunkers.recursive import RecursiveChunker
+from ingest.sentences import count_words
 from ingest.types import Chunk
 
 
 def children_of(text: str, parent: tuple[int, int], theta: int) -> list[Chunk]:
-    """Level-1 (θ/2) and level-2 (θ/4) children of one parent span."""
+    """Level-1 (θ/2) and level-2 (θ/4) children of one parent span (pass the parent's own word count as ``theta``
+    to size the children by the parent)."""
     ps, pe = parent
     half, quarter = max(1, theta // 2), max(1, theta // 4)
     out: list[Chunk] = []
@@ -25,11 +27,16 @@ def children_of(text: str, parent: tuple[int, int], theta: int) -> list[Chunk]:
     return out
 
 
-def with_children(text: str, parents: list[tuple[int, int]], theta: int) -> list[Chunk]:
-    """Parents (level 0) and their children, ordered by (level, start)."""
+def with_children(text: str, parents: list[tuple[int, int]], theta: int, by_parent: bool = False) -> list[Chunk]:
+    """Parents (level 0) and their children, ordered by (level, start). Children have at most θ/2 and θ/4 words,
+    or, ``by_parent``, half and a quarter of their own parent's words (rounded up)."""
     chunks = [Chunk(text[s:e], s, e, 0) for s, e in parents]
     for p in parents:
-        chunks.extend(children_of(text, p, theta))
+        size = theta
+        if by_parent:
+            size = max(4, count_words(text[p[0]:p[1]]) + 1) // 2 * 2  # even, so half is its ceiling
+            size = min(size, theta)
+        chunks.extend(children_of(text, p, size))
     chunks.sort(key=lambda c: (c.level, c.start))
     return chunks
 

@@ -133,7 +133,7 @@ def test_run_retrieval_scores_every_chunker_and_theta(bctx, bench_dir, tmp_path)
     assert "MGRAG_OPENAI_BASE_URL" in res["skipped"]["lumber"]
     assert set(res["runs"]) == {"recursive", "mg", "li-sentence", "li-hierarchical", "li-hierarchical+automerge",
                                 "li-semantic"}
-    for name, by_theta in res["runs"].items():
+    for by_theta in res["runs"].values():
         assert set(by_theta) == {"40", "80"}
         for r in by_theta.values():
             assert r["n_questions"] == 9

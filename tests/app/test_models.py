@@ -1,9 +1,8 @@
 import builtins
-from pathlib import Path
 
 import pytest
 
-from app.models import ModelNotAvailable, load_causal_lm, resolve_embedder_path, resolve_lm_path
+from app.core.models import ModelNotAvailable, load_causal_lm, resolve_embedder_path, resolve_lm_path
 from ingest.embed import load_embedder, prefixes_for
 
 
@@ -64,7 +63,7 @@ def test_known_prefixes():
 def test_qwen_parts_missing_or_not_the_expected_file(tmp_path, monkeypatch):
     import sys
 
-    from app import models
+    from app.core import models
 
     monkeypatch.setattr(models, "QWEN_PACKAGES", ("mgrag_fake_part_a", "mgrag_fake_part_b"))
     with pytest.raises(models.ModelNotAvailable, match=r"mgrag-fake-part-a is missing: run `pip install"):

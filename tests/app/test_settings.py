@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.cli import build_parser, _settings
-from app.settings import Settings, settings_table
+from app.cli import _settings, build_parser
+from app.core.settings import Settings, settings_table
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,6 @@ from app.synth.hf import HFSynthesizer
 from app.synth.openai_compat import OpenAICompatSynthesizer
 from ingest.pipeline import Ingestor
 from retrieval.search import Source
-
 from tests.app.stub_openai import StubOpenAI
 
 LLAMA3_TEMPLATE = (

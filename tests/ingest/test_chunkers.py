@@ -26,7 +26,7 @@ def assert_offsets(text, chunks):
 def assert_cover(text, spans, start, end):
     """Spans are ordered, start at ``start``, end at ``end``, and only whitespace lies between them."""
     assert spans[0][0] == start and spans[-1][1] == end
-    for (s1, e1), (s2, e2) in zip(spans, spans[1:]):
+    for (_s1, e1), (s2, _e2) in zip(spans, spans[1:]):
         assert e1 <= s2 and text[e1:s2].strip() == ""
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.context import AppContext
-from app.settings import Settings
+from app.core.settings import Settings
 from ingest.pipeline import Ingestor
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ CHILD = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
     from app.context import AppContext
-    from app.settings import Settings
+    from app.core.settings import Settings
     from ingest.embed import HashingEmbedder
     from ingest.pipeline import Ingestor
 
@@ -157,7 +157,7 @@ def test_killed_just_after_the_switch(tmp_path, engine, when):
 
 
 def test_a_second_writer_gets_one_line_naming_the_dir_and_the_holder(tmp_path, write):
-    from app.datalock import acquire
+    from app.core.datalock import acquire
 
     data = tmp_path / "data"
     lock = acquire(data)  # this process plays `mgrag serve`
@@ -181,7 +181,7 @@ def test_a_second_writer_gets_one_line_naming_the_dir_and_the_holder(tmp_path, w
 
 def test_two_first_ingests_cannot_both_write(tmp_path, write):
     """Two first ingestions into an empty data dir: the second is refused, the first's chunks are all there."""
-    from app.datalock import DataDirBusy
+    from app.core.datalock import DataDirBusy
 
     data = tmp_path / "data"
     first = open_ctx(data)
@@ -198,24 +198,24 @@ def test_two_first_ingests_cannot_both_write(tmp_path, write):
     second.writer_lock()
     assert [r["doc_id"] for r in second.catalog.documents(second.catalog.live_gen())] == ["a.txt"]
     second.close()
-    other = subprocess.Popen([sys.executable, "-c", f"from app.datalock import acquire; acquire({str(data)!r}); "
+    other = subprocess.Popen([sys.executable, "-c", f"from app.core.datalock import acquire; acquire({str(data)!r}); "
                               "import time; print('held', flush=True); time.sleep(60)"], cwd=ROOT, env=env,
                              stdout=subprocess.PIPE, text=True)
     try:
         assert other.stdout.readline().strip() == "held"
         with pytest.raises(DataDirBusy, match=f"data directory {data} is in use by process {other.pid}"):
-            open_ctx(data).index  # opening the embedded store takes the lock too
+            _ = open_ctx(data).index  # opening the embedded store takes the lock too
     finally:
         other.kill()
         other.wait()
 
 
 def test_lock_is_released_when_the_holder_is_killed(tmp_path):
-    from app.datalock import acquire
+    from app.core.datalock import acquire
 
     data = tmp_path / "data"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    other = subprocess.Popen([sys.executable, "-c", f"from app.datalock import acquire; acquire({str(data)!r}); "
+    other = subprocess.Popen([sys.executable, "-c", f"from app.core.datalock import acquire; acquire({str(data)!r}); "
                               "import time; print('held', flush=True); time.sleep(60)"], cwd=ROOT, env=env,
                              stdout=subprocess.PIPE, text=True)
     assert other.stdout.readline().strip() == "held"
@@ -311,7 +311,7 @@ def test_serve_holds_the_lock_and_its_app_opens_the_store(tmp_path, monkeypatch)
     opens the store (an Edge shard opens once per process, so the CLI must not open it first)."""
     import ui.app
     from app import cli
-    from app.datalock import held
+    from app.core.datalock import held
 
     data = tmp_path / "data"
     seen = {}

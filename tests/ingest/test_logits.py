@@ -136,3 +136,89 @@ def test_boundary_token_must_be_single_token(tiny_lm):
 def test_lg_config_validated(kw, msg):
     with pytest.raises(ValueError, match=msg):
         LGConfig(theta=300, **kw)
+
+
+def test_pick_threads_prefers_fewer_unless_more_clearly_pay():
+    from ingest.lm import pick_threads
+
+    assert pick_threads({1: 200.0, 2: 2.5}) == 1  # a contended machine: the second thread only waits
+    assert pick_threads({1: 200.0, 2: 380.0}) == 2
+    assert pick_threads({1: 200.0, 2: 215.0}) == 1  # within the margin: keep one
+    with pytest.raises(ValueError, match="at least one measured rate"):
+        pick_threads({})
+
+
+def test_choose_threads_measures_or_obeys_the_setting(tiny_lm):
+    from ingest.lm import choose_threads
+
+    _, model = tiny_lm
+    before = torch.get_num_threads()
+    try:
+        n, note = choose_threads(model, 1)
+        assert (n, torch.get_num_threads()) == (1, 1) and "MGRAG_TORCH_THREADS" in note
+        n, note = choose_threads(model, None)
+        assert torch.get_num_threads() == n and n >= 1
+        assert "measured" in note or "one core" in note
+    finally:
+        torch.set_num_threads(before)
+
+
+class FlatScorer:
+    """p(boundary) the same after every sentence: only the cutting rule decides."""
+
+    prompt, boundary_tokens = "", ()
+
+    def tokenize(self, text, sentences):
+        return list(sentences)
+
+    def window_probs(self, doc, i, j):
+        return np.full(j - i, 0.01)
+
+    def stream_probs(self, doc):
+        return np.full(len(doc), 0.01)
+
+
+PARAS = "\n\n".join(" ".join(f"Sentence {p}.{k} has five words." for k in range(6)) for p in range(12))
+
+
+def test_size_prior_fills_theta_and_structure_weight_cuts_at_paragraphs():
+    plain = LogitsGuidedChunker(FlatScorer(), LGConfig(theta=50))._spans(PARAS)
+    assert max(count_words(PARAS[s:e]) for s, e in plain[:-1]) == 5  # ties: the earliest sentence end
+    filled = LogitsGuidedChunker(FlatScorer(), LGConfig(theta=50, size_prior=1.0))._spans(PARAS)
+    words = [count_words(PARAS[s:e]) for s, e in filled]
+    assert all(w <= 50 for w in words) and min(words[:-1]) >= 45  # each window cut at its end
+    paras = LogitsGuidedChunker(FlatScorer(), LGConfig(theta=70, structure_weight=100))._spans(PARAS)
+    assert all(PARAS[e:e + 2] == "\n\n" or e == len(PARAS) for _, e in paras)  # only at paragraph breaks
+    assert [count_words(PARAS[s:e]) for s, e in paras][:-1] == [30] * (len(paras) - 1)
+
+
+def test_children_sized_by_their_parent():
+    ch = LGMGCChunker(FlatScorer(), LGConfig(theta=200, structure_weight=100, children="parent"))
+    chunks = ch.chunk(PARAS)
+    parents = {(c.start, c.end): count_words(c.text) for c in chunks if c.level == 0}
+    for c in chunks:
+        if c.level:
+            limit = -(-parents[c.parent_span] // 2) if c.level == 1 else -(-parents[c.parent_span] // 4) + 1
+            assert count_words(c.text) <= limit
+    theta_kids = LGMGCChunker(FlatScorer(), LGConfig(theta=200, structure_weight=100)).chunk(PARAS)
+    assert sum(c.level == 2 for c in chunks) > sum(c.level == 2 for c in theta_kids)
+
+
+@pytest.mark.parametrize("kw,msg", [({"structure_weight": -1}, "structure_weight must be between"),
+                                     ({"size_prior": 101}, "size_prior must be between"),
+                                     ({"children": "half"}, "children must be one of")])
+def test_lg_rule_options_validated(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        LGConfig(theta=300, **kw)
+
+
+def test_lg_config_from_settings_and_a_generations_recorded_params():
+    from app.core.settings import Settings
+
+    s = Settings(lg_structure_weight=2.0, lg_size_prior=1.0, lg_children="parent", lg_mode="streaming", theta=200)
+    cfg = LGConfig.from_settings(s)
+    assert (cfg.theta, cfg.mode, cfg.structure_weight, cfg.size_prior, cfg.children) == (200, "streaming", 2.0, 1.0,
+                                                                                           "parent")
+    old = LGConfig.from_settings(s, 300, {"mode": "exact", "min_words": 0})  # recorded before the rule existed
+    assert (old.theta, old.mode, old.structure_weight, old.size_prior, old.children) == (300, "exact", 0.0, 0.0,
+                                                                                         "theta")

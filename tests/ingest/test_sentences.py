@@ -61,3 +61,33 @@ def test_edge_cases(t):
 def test_bad_max_words():
     with pytest.raises(ValueError, match="max_words must be >= 1"):
         split_sentences("a b", max_words=0)
+
+
+def test_numbered_list_markers_stay_with_their_item():
+    t = "Payment is due.\n\n1. Data we collect\n- your e-mail"
+    assert texts(t) == ["Payment is due.", "1. Data we collect", "- your e-mail"]
+    t = "Intro.\n2.3. Scope of work\n(a) first thing\niv. fourth"
+    assert texts(t) == ["Intro.", "2.3. Scope of work", "(a) first thing", "iv. fourth"]
+
+
+def test_a_marker_or_heading_label_alone_joins_the_next_sentence():
+    t = "The parties agree as follows:\n\n1.\n\nDEFINITIONS. Words mean what they say."
+    assert texts(t) == ["The parties agree as follows:", "1.\n\nDEFINITIONS.", "Words mean what they say."]
+    t = "Clause 1. Definitions. The terms below apply. Clause 2. Scope."
+    assert texts(t) == ["Clause 1. Definitions.", "The terms below apply.", "Clause 2. Scope."]
+
+
+def test_numbers_that_end_sentences_still_end_them():
+    t = "He was born in 1990. Then he left. See Section 3. We go on."
+    assert texts(t) == ["He was born in 1990.", "Then he left.", "See Section 3.", "We go on."]
+    assert texts("The end. -") == ["The end.", "-"]  # a trailing marker with nothing after it stays
+
+
+def test_sentences_between_matches_clipping_every_sentence():
+    from ingest.sentences import sentences_between
+
+    t = "One two. Three four five!\n\nSix? Seven eight nine ten. " * 20
+    full = split_sentences(t)
+    for start, end in [(0, len(t)), (5, 60), (9, 9), (100, 400), (len(t) - 3, len(t)), (0, 1)]:
+        ref = [(max(s, start), min(e, end)) for s, e in full if e > start and s < end and max(s, start) < min(e, end)]
+        assert sentences_between(t, start, end) == ref

@@ -18,7 +18,7 @@ SAMPLES = ROOT / "samples"
 @pytest.fixture(scope="module")
 def real_ctx(tmp_path_factory):
     from app.context import AppContext
-    from app.settings import Settings
+    from app.core.settings import Settings
 
     ctx = AppContext(Settings(data_dir=tmp_path_factory.mktemp("data")))
     yield ctx

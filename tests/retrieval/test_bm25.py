@@ -1,7 +1,6 @@
 from collections import Counter
 
 import numpy as np
-import pytest
 from rank_bm25 import BM25Okapi
 
 from retrieval.bm25 import Bm25Level, Bm25Store, lucene_idf, tokenize

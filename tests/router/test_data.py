@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from router.data import QuestionsFileError, load_questions, set_name_of, split_of
+from app.core.questions import QuestionsFileError
+from router.data import load_questions, set_name_of, split_of
 
 
 def write_lines(path, lines):

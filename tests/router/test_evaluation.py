@@ -1,7 +1,8 @@
 """The evaluator's MoG selection option (used by bench/router_eval.py)."""
 import pytest
 
-from app.evaluation.bench import BenchSet, Evidence, Question, evaluate_retrieval
+from app.core.questions import Evidence, Question
+from app.evaluation.bench import BenchSet, evaluate_retrieval
 from ingest.chunkers.multigranular import MultiGranularChunker
 
 TEXT = "\n\n".join(

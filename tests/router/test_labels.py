@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from ingest.types import Chunk
-from router.data import build_examples, corpus_from_chunks, TrainQuestion
+from router.data import TrainQuestion, build_examples, corpus_from_chunks
 from router.labels import (
     MISSING,
     hitrate_similarities,

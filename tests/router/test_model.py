@@ -122,9 +122,9 @@ def test_early_stopping_stops():
 def test_training_input_validation():
     cfg = RouterConfig(encoder="h", dim=16)
     x, y = toy_data(10)
-    with pytest.raises(ValueError, match=r"query vectors must have shape \(n, 16\)"):
+    with pytest.raises(ValueError, match=r"router inputs must have shape \(n, 16\)"):
         train_router(cfg, x[:, :8], y)
-    with pytest.raises(ValueError, match="soft labels must have shape"):
+    with pytest.raises(ValueError, match="labels must have shape"):
         train_router(cfg, x, y[:, :2])
     with pytest.raises(ValueError, match="lr must be > 0"):
         TrainConfig(lr=0)
@@ -138,3 +138,64 @@ def test_prior_bce_is_the_loss_of_the_mean_label():
     expected = -(y * np.log(p) + (1 - y) * np.log(1 - p)).mean()
     assert prior_bce(y, y) == pytest.approx(expected, rel=1e-5)
     assert prior_bce(y, y[:0]) is None
+
+
+def test_choice_router_picks_a_candidate_and_keeps_uniform_within_the_margin(tmp_path):
+    cands = ((1.0, 1.0, 1.0), (1.0, 0.9, 0.9), (0.0, 0.0, 1.0))
+    r = make(inputs=("profile",), head="choice", candidates=cands, hidden=(8,))
+    with torch.no_grad():  # always prefers the third candidate, by a wide margin
+        r.net[-1].weight.zero_()
+        r.net[-1].bias.copy_(torch.tensor([0.0, -1.0, 3.0]))
+    prof = np.zeros((2, r.config.profile_dim), np.float32)
+    np.testing.assert_allclose(r.weights(None, prof), [cands[2]] * 2)
+    np.testing.assert_allclose(r.weights(None, prof[0]), cands[2])
+    cautious = make(inputs=("profile",), head="choice", candidates=cands, hidden=(8,), default_margin=0.99)
+    cautious.load_state_dict(r.state_dict())
+    np.testing.assert_allclose(cautious.weights(None, prof[0]), cands[0])  # not sure enough: uniform
+    r.save(tmp_path / "c")
+    back = MoGRouter.load(tmp_path / "c")
+    assert back.config == r.config and back.config.candidates == cands
+    np.testing.assert_allclose(back.weights(None, prof), r.weights(None, prof))
+
+
+def test_profile_inputs_are_standardised_and_checked():
+    from router.features import profile_dim
+    from router.model import router_inputs
+
+    n = profile_dim(3)
+    cfg = RouterConfig(encoder="hashing", dim=4, inputs=("query", "profile"), profile_mean=(1.0,) * n,
+                       profile_std=(2.0,) * n)
+    x = router_inputs(cfg, np.ones((1, 4)), np.full((1, n), 5.0))
+    assert x.shape == (1, 4 + n) and np.allclose(x[0, 4:], 2.0)
+    with pytest.raises(RouterError, match="pass the hits"):
+        router_inputs(cfg, np.ones((1, 4)), None)
+    with pytest.raises(RouterError, match=f"expects {n} profile features"):
+        router_inputs(cfg, np.ones((1, 4)), np.ones((1, 3)))
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(inputs=("query", "bm25")), "inputs must be a non-empty subset"),
+    (dict(head="softmax"), "head must be one of"),
+    (dict(head="choice"), "a choice router needs candidates"),
+    (dict(head="choice", candidates=((1.0, 1.0),)), "a choice router needs candidates"),
+])
+def test_router_kinds_validated(bad, match):
+    with pytest.raises(RouterError, match=match):
+        RouterConfig(encoder="hashing", dim=4, **bad)
+
+
+def test_choice_router_learns_which_weighting_a_profile_calls_for():
+    """A toy task: the finest level's top score decides whether 'θ/4 alone' or 'uniform' retrieves best."""
+    from router.model import router_inputs
+
+    rng = np.random.default_rng(0)
+    cands = ((1.0, 1.0, 1.0), (0.0, 0.0, 1.0))
+    cfg = RouterConfig(encoder="hashing", dim=4, inputs=("profile",), head="choice", candidates=cands, hidden=(16,))
+    prof = rng.normal(size=(400, cfg.profile_dim)).astype(np.float32)
+    y = np.zeros((400, 2), np.float32)
+    y[np.arange(400), (prof[:, 10] > 0).astype(int)] = 1.0  # feature 10 = the θ/4 level's top score
+    x = router_inputs(cfg, None, prof)
+    model, hist = train_router(cfg, x[:300], y[:300], x[300:], y[300:], train_config=TrainConfig(seed=0))
+    picked = model.weights(None, prof[300:])
+    right = np.all(picked == np.asarray(cands, np.float32)[(prof[300:, 10] > 0).astype(int)], axis=1)
+    assert right.mean() > 0.9 and hist.best_val < hist.val[0]

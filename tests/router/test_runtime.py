@@ -63,6 +63,9 @@ def test_no_router_means_uniform_and_says_so(ingested):
     ctx = ingested(router="none")
     res = retrieve(ctx, Q)
     assert res.weights == [1.0, 1.0, 1.0] and res.router.startswith("uniform")
+    from app.core.settings import Settings
+
+    assert Settings().router == "none"  # off by default: no router beat uniform weights (README, BENCHMARKS.md)
 
 
 def test_explicit_mismatched_router_is_refused(ingested, tmp_path):
@@ -83,13 +86,13 @@ def test_missing_explicit_router_folder_is_an_error(ingested, tmp_path):
 
 def test_default_router_that_does_not_fit_falls_back_to_uniform(ingested):
     # the shipped router reads MiniLM vectors; this index uses the hashing embedder
-    res = retrieve(ingested(), Q)
+    res = retrieve(ingested(router="default"), Q)
     assert res.weights == [1.0, 1.0, 1.0] and res.router.startswith("uniform")
 
 
 def test_default_prefers_the_index_own_router(ingested, tmp_path):
     save_router(tmp_path / "data" / "router")
-    res = retrieve(ingested(), Q)
+    res = retrieve(ingested(router="default"), Q)
     assert res.router.startswith(f"trained router {tmp_path / 'data' / 'router'}")
 
 
@@ -142,7 +145,7 @@ def test_train_router_cli_end_to_end(ingested, tmp_path, capsys, monkeypatch):
     from app import cli
     from app.context import AppContext
 
-    ctx = ingested()
+    ctx = ingested(router="default")
     topics = ("alpha", "bravo", "charlie", "delta")
     animals = ("owl", "fox", "elk", "cod", "yak")
     lines = []
@@ -190,7 +193,42 @@ def test_ask_says_uniform_when_there_is_no_router(ingested, capsys, monkeypatch)
     ctx = ingested(router="none")
     monkeypatch.setattr(cli, "_ctx", lambda args: ctx)
     assert cli.main(["ask", Q, "--backend", "extractive"]) == 0
-    assert "level weights: uniform (MGRAG_ROUTER=none)" in capsys.readouterr().out
+    assert "level weights: uniform (MGRAG_ROUTER=none" in capsys.readouterr().out
     assert cli.main(["ask", Q, "--backend", "extractive", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["weights"] == [1.0, 1.0, 1.0] and d["router"].startswith("uniform")
+
+
+def test_train_router_on_retrieval_labels_and_score_profiles(ingested, tmp_path, capsys, monkeypatch):
+    """`--labels retrieval --inputs query,profile`: each question's dense search in its own document gives the
+    profile and the label; the saved router reads the hits at query time (and says uniform for BM25)."""
+    from app import cli
+    from app.context import AppContext
+
+    ctx = ingested(router="default")
+    topics, animals = ("alpha", "bravo", "charlie", "delta"), ("owl", "fox", "elk", "cod", "yak")
+    lines = [json.dumps({"id": str(i), "question": f"What about the {animals[i % 5]} of topic {topics[i % 4]}?",
+                         "doc_id": "t", "answers": [],
+                         "evidence": [{"text": f"The {animals[i % 5]} of topic {topics[i % 4]} is notable.",
+                                       "start": None, "end": None}]}) for i in range(40)]
+    lines.append(json.dumps({"id": "x", "question": "Not in the text?", "doc_id": "t", "answers": [],
+                             "evidence": [{"text": "a sentence that is nowhere", "start": None, "end": None}]}))
+    qf = tmp_path / "dev.jsonl"
+    qf.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(cli, "_ctx", lambda args: ctx)
+    rc = cli.main(["train-router", "--questions", str(qf), "--labels", "retrieval", "--inputs", "query,profile",
+                   "--hidden", "8", "--epochs", "20", "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "retrieval labels, inputs query+profile" in out
+    folder = tmp_path / "data" / "router"
+    cfg = json.loads((folder / "config.json").read_text())
+    assert cfg["inputs"] == ["query", "profile"] and len(cfg["profile_mean"]) == 16 and cfg["meta"]["labels"] == \
+        "retrieval"
+    rep = json.loads((folder / "training.json").read_text())
+    assert rep["notes"] == {"no evidence found verbatim in the document": 1} and rep["n_train"] + rep["n_val"] <= 40
+    ctx2 = AppContext(ctx.settings, embedder=ctx.embedder, index=ctx.index)
+    res = retrieve(ctx2, Q)
+    assert res.router.startswith("trained router") and len(res.weights) == 3 and res.weights != [1.0, 1.0, 1.0]
+    bm = retrieve(ctx2, Q, retriever="bm25")
+    assert bm.weights == [1.0, 1.0, 1.0] and "score profile" in bm.router

@@ -34,7 +34,7 @@ def serve(root, users: dict[str, str] | None = None):
     """A running app on a fresh data dir under ``root`` (generator: yields a :class:`SecServer`, then stops it);
     ``users`` (name: password) are created before it starts, so it requires logins."""
     from app.context import AppContext
-    from app.settings import Settings
+    from app.core.settings import Settings
     from ingest.embed import HashingEmbedder
     from ingest.pipeline import Ingestor
     from ui.app import launch

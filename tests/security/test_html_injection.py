@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.conftest import BROWSER_A, upload
 from ui.render import answer_markdown, plain_text_markdown, sources_html
 
 HOSTILE = [

@@ -98,9 +98,8 @@ def test_over_the_api_a_same_named_upload_does_not_replace(sec_server, client, t
     assert "approved a new crane" in ask(client, "What did the harbour board approve?", BROWSER_A)
     assert "approved a new crane" not in ask(client, "What did the harbour board approve?", BROWSER_B)
     # an upload without a browser id is refused rather than given to no one
-    from gradio_client.exceptions import AppError
-
     from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
     with pytest.raises(AppError, match="no valid id"):
         client.predict([handle_file(str(a / "minutes.md"))], "short", api_name="/upload")
     tok = sec_server.service.login("admin", ADMIN_PASSWORD)

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-ADMIN_PASSWORD = "test-admin-pw"
 from tests.browser_fixtures import ARTIFACTS, CHROMIUM  # noqa: F401  (the browser fixtures are in tests/conftest.py)
+
+ADMIN_PASSWORD = "test-admin-pw"
 
 KEEPER = ("# Lighthouse log\n\nThe survey team reached the northern lighthouse on the third morning. "
           "The keeper, Mrs. Alder, has tended the light for twenty-two years. She logs the weather at dawn.\n\n"
@@ -79,7 +80,7 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def ui_server(tmp_path_factory):
     from app.context import AppContext
-    from app.settings import Settings
+    from app.core.settings import Settings
     from ingest.embed import HashingEmbedder
     from ui.app import launch
     from ui.service import UiService
@@ -89,7 +90,7 @@ def ui_server(tmp_path_factory):
     old_tmp = os.environ.get("GRADIO_TEMP_DIR")
     os.environ["GRADIO_TEMP_DIR"] = str(data / "tmp" / "gradio")
     settings = Settings(data_dir=data, embedder="hashing", chunker="recursive", theta=40, synth_backend="extractive",
-                        max_file_mb=0.05, top_k=5)
+                        max_file_mb=0.05, top_k=5, router="default")
     emb = GatedEmbedder(HashingEmbedder(dim=64))
     ctx = AppContext(settings, embedder=emb)
     service = UiService(ctx, admin_password=ADMIN_PASSWORD)

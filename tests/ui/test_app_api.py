@@ -11,6 +11,7 @@ ADMIN_CALLS = {
     "/admin_delete": ([],),  # a name outside the (per-session, post-login) choices is refused earlier still
     "/admin_reingest": ([], "recursive", 20, "all"),
     "/admin_stats": (),
+    "/admin_inspect": ("keeper.md", "", 40, 0),
     "/admin_train_router": (["feedback"],),
     "/admin_llm_models": ("http://127.0.0.1:9/v1", ""),
     "/admin_llm_test": ("http://127.0.0.1:9/v1", "m", ""),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 
 import pytest
 
@@ -44,7 +43,7 @@ def _login(page, password):
         except PwTimeout:
             if attempt == 2:
                 page.screenshot(path=str(ARTIFACTS / "login-failed.png"), full_page=True)
-                raise AssertionError(f"admin login did not open the panel; the page says: {msg.inner_text()!r}")
+                raise AssertionError(f"admin login did not open the panel; the page says: {msg.inner_text()!r}") from None
 
 
 def _ask(page, question):

@@ -223,10 +223,10 @@ def test_benchmark_over_the_live_index_from_uploaded_questions(svc, write, tmp_p
     assert res["n_questions"] == 1 and res["skipped_docs"] == ["absent"] and res["recall@20"] == 1.0
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "q1", "question": "x"}\n')
-    with pytest.raises(ValueError, match="bad.jsonl line 1: missing doc_id"):
+    with pytest.raises(ValueError, match="bad.jsonl:1: missing doc_id"):
         svc.run_benchmark(bad)
     bad.write_text("not json\n")
-    with pytest.raises(ValueError, match="bad.jsonl line 1: not JSON"):
+    with pytest.raises(ValueError, match="bad.jsonl:1: not valid JSON"):
         svc.run_benchmark(bad)
 
 
@@ -246,3 +246,16 @@ def test_train_router_from_evaluations(make_ctx, write, tmp_path):
     rep = svc.train_router(tok, ["feedback"])
     assert rep["history"]["train"] and (svc.ctx.settings.data_dir / "router" / "config.json").exists()
     assert "router" not in svc.ctx.__dict__  # reloaded on the next question
+
+
+def test_chunk_inspector_is_admin_only_and_renders_a_document(svc, write):
+    svc.ingest_files([write("notes.md", TEXT * 6)])
+    with pytest.raises(AdminRequired):
+        svc.inspect("not-a-token", "notes.md")
+    tok = svc.login("admin", "pw")
+    with pytest.raises(ValueError, match="no document 'nope.md'"):
+        svc.inspect(tok, "nope.md")
+    png, page, summary = svc.inspect(tok, "notes.md", "Who tends the light?", theta=40)
+    assert png[:4] == b"\x89PNG" and "<mark" in page and "Mrs. Alder" in page
+    assert summary["document"] == "notes.md" and summary["question"] == "Who tends the light?"
+    assert set(summary["top parents"]) == {"lgmgc", "recursive", "mg"}

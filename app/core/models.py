@@ -51,6 +51,8 @@ def resolve_lm_path(name: str, cache_dir: Path) -> str:
     through transformers dequantises it (about 70 s), so it is converted once to a safetensors folder under
     ``cache_dir`` and loaded from there afterwards (about 3 s).
     """
+    if name == QWEN_LM:  # the answers' Qwen as the boundary LM: name its end of text, MGRAG_LG_BOUNDARY_TOKENS
+        return resolve_qwen_path(cache_dir)  # '["<|endoftext|>"]' (its "<eos>" is the chat turn's <|im_end|>)
     if name not in (DEFAULT_LM, "gemma-3-270m", "google/gemma-3-270m"):
         return name
     target = Path(cache_dir) / "models" / "gemma-3-270m"

@@ -46,10 +46,13 @@ class Settings(BaseSettings):
     lg_prompt: str = Field("Continue the text:\n\n", description="Prompt ρ placed before each window.")
     lg_boundary_tokens: list[str] = Field(["<eos>"], description="Tokens whose summed probability marks a boundary ('<eos>' = EOS; chosen by bench/boundary_signal.py).")
     lg_min_words: int = Field(0, ge=0, description="Optional minimum chunk length in words (0 = plain argmax, as the paper).")
+    lg_structure_weight: float = Field(0.0, ge=0, le=100, description="LG cut score: log p(boundary) + this × the layout break after the sentence (paragraph 1, line 0.5, heading or page 1.5); 0 = the paper's argmax of p.")
+    lg_size_prior: float = Field(0.0, ge=0, le=100, description="LG cut score: + this × log(chunk words / θ), so parents fill θ; 0 = none (the paper).")
+    lg_children: Literal["theta", "parent"] = Field("theta", description="LGMGC children: θ/2 and θ/4 words (MG's rule), or half and a quarter of their own parent.")
     lg_batch_size: int = Field(4, ge=1, description="Blocks per forward pass in streaming mode.")
     lg_block_tokens: int = Field(1024, ge=64, description="Streaming block length in tokens.")
     lg_context_tokens: int = Field(64, ge=0, description="Streaming: preceding tokens re-read before each block.")
-    torch_threads: int | None = Field(None, description="torch CPU threads (default: torch's choice).")
+    torch_threads: int | None = Field(None, description="torch CPU threads (default: measured when the LM loads: 1 thread or one per core, whichever runs the LM faster now).")
 
     # embedding
     embedder: str = Field("all-MiniLM-L6-v2", description="sentence-transformers model: the shipped MiniLM alias or a local folder; 'hashing' for tests.")
@@ -64,7 +67,7 @@ class Settings(BaseSettings):
     no_retrieval_words: int = Field(3500, ge=50, description="No-retrieval baseline: the document truncated to this many words.")
     max_question_chars: int = Field(2000, ge=10, description="Longer questions are refused with a message.")
     context_words: int = Field(1500, ge=50, description="Context budget handed to the synthesizer, in words.")
-    router: str = Field("default", description="MoG router weighting the levels per question: 'default' (DATA_DIR/router if trained there, else the shipped router/default), 'none' (uniform weights) or a router folder.")
+    router: str = Field("none", description="Router weighting the levels per question: 'none' (uniform weights; the default, since no router beat them on held-out questions, see README), 'default' (DATA_DIR/router if trained there, else the shipped router/default) or a router folder.")
     router_selection: Literal["max", "mog"] = Field(
         "max", description="max: weighted level scores, parent = max over its children (the design card); mog: MoG's selection (App. A).")
 
