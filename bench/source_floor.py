@@ -31,8 +31,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from app.context import AppContext
+    from app.core.settings import Settings
     from app.evaluation.bench import load_set, markdown_table, write_section
-    from app.settings import Settings
     from ingest.pipeline import Ingestor
     from retrieval.search import retrieve
 
