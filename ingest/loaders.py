@@ -62,7 +62,8 @@ class Limits:
 
     @classmethod
     def of(cls, settings) -> "Limits":
-        return cls(max_bytes=int(settings.max_file_mb * 2**20), max_unpacked_bytes=int(settings.max_unpacked_mb * 2**20),
+        return cls(max_bytes=int(settings.max_file_mb * 2**20),
+                   max_unpacked_bytes=int(settings.max_unpacked_mb * 2**20),
                    max_words=settings.max_words_per_file, timeout_s=settings.extract_timeout_s,
                    memory_mb=settings.extract_memory_mb)
 
@@ -182,7 +183,8 @@ def _pdf_text(name: str, data: bytes) -> tuple[str, dict]:
             try:
                 opened = reader.decrypt("")  # many PDFs are encrypted with an empty user password
             except DependencyError as e:
-                raise IngestError(name, "is an AES-encrypted PDF and reading it needs `pip install pypdf[crypto]`") from e
+                raise IngestError(name, "is an AES-encrypted PDF and reading it needs "
+                                        "`pip install pypdf[crypto]`") from e
             if not opened:
                 raise IngestError(name, "is a password-protected PDF; remove the password (e.g. `qpdf --decrypt "
                                         "--password=PW in.pdf out.pdf`) and ingest it again")
@@ -265,7 +267,8 @@ def _html_text(name: str, data: bytes) -> tuple[str, dict]:
     for tag in soup(["script", "style", "noscript", "template", "head"]):
         tag.decompose()
     blocks = []
-    for el in soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquote", "td", "th", "dt", "dd"]):
+    block_tags = ["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquote", "td", "th", "dt", "dd"]
+    for el in soup.find_all(block_tags):
         if el.find(["p", "li", "pre", "blockquote", "table"]):
             continue  # a container; its children are taken one by one
         t = " ".join(el.get_text(" ").split())

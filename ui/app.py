@@ -364,7 +364,8 @@ def build_app(service: UiService):
         a = pick(answers, idx)
         if a is None:
             return "*Ask a question on the Chat tab first.*", gr.update(choices=[], value=[]), None, ""
-        hits = service.level_hits(a["question"], k=int(k), retriever=a["retriever"] if a["retriever"] != "none" else "dense",
+        hits = service.level_hits(a["question"], k=int(k),
+                                  retriever=a["retriever"] if a["retriever"] != "none" else "dense",
                                   owner=reader_of(browser_id, request))
         df = pd.DataFrame(hits, columns=["retriever", "level", "rank", "score", "document", "chars", "text"])
         choices = [(f"[{x['number']}] {x['doc_id']}", x["number"]) for x in a["sources"]]
@@ -760,8 +761,10 @@ def build_app(service: UiService):
         for control in (retriever_in, backend_in):
             control.input(on_settings, [k_in, budget_in, retriever_in, backend_in], [saved_settings],
                           api_visibility="private")
-        llm_list_btn.click(on_llm_list, [token_state, llm_url, llm_key], [llm_model, llm_msg], api_name="admin_llm_models")
-        llm_test_btn.click(on_llm_test, [token_state, llm_url, llm_model, llm_key], [llm_msg], api_name="admin_llm_test")
+        llm_list_btn.click(on_llm_list, [token_state, llm_url, llm_key], [llm_model, llm_msg],
+                           api_name="admin_llm_models")
+        llm_test_btn.click(on_llm_test, [token_state, llm_url, llm_model, llm_key], [llm_msg],
+                           api_name="admin_llm_test")
         llm_save_btn.click(on_llm_save, [token_state, llm_url, llm_model, llm_key, backend_in],
                            [llm_msg, llm_key, backend_in, backend_note], api_name="admin_llm_save")
         files.upload(on_upload, [files, browser], [upload_report, files, my_docs, browser], api_name="upload",

@@ -64,8 +64,8 @@ def plain_text_markdown(text: str) -> str:
     &lt;img src=x&gt; \!\[t\]\(http^\://e\.vil/p\.png\) \[1\]
     """
     escaped = _MD_PUNCT.sub(r"\\\1", html.escape(text or "", quote=False))
-    return _AUTOLINK.sub(lambda m: f"{m.group(1)}\u2060{m.group(2)}" if m.group(1) else f"{m.group(3)}\u2060{m.group(4)}",
-                         escaped)
+    return _AUTOLINK.sub(lambda m: (f"{m.group(1)}\u2060{m.group(2)}" if m.group(1)
+                                    else f"{m.group(3)}\u2060{m.group(4)}"), escaped)
 
 
 def answer_markdown(text: str, allow_links: bool = False) -> str:
@@ -127,10 +127,12 @@ def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict
                       f'rel="noopener">open ↗</a>')
         below = floor > 0 and top > 0 and s["number"] not in cited and float(s["score"]) < floor * top
         (folded if below else parts).append(
-            f'<div class="mg-source"><div class="mg-src-head"><strong>[{s["number"]}] {html.escape(s["doc_id"])}</strong>'
+            f'<div class="mg-source"><div class="mg-src-head">'
+            f'<strong>[{s["number"]}] {html.escape(s["doc_id"])}</strong>'
             f' · {where} · score {s["score"]:.3f} · matched {level_name(s["matched_level"])}'
             f'{star}{note}</div><div class="mg-scores">{scores}</div>'
-            f'<div class="mg-passage">{highlight(s["parent_text"], s["start"], s["end"], s["matched_start"], s["matched_end"], support)}'
+            f'<div class="mg-passage">'
+            f'{highlight(s["parent_text"], s["start"], s["end"], s["matched_start"], s["matched_end"], support)}'
             f'</div></div>')
     if folded:
         parts.append(f'<details class="mg-folded"><summary>{len(folded)} more passage(s) below the relevance floor'
@@ -180,7 +182,8 @@ METRIC_ROWS = ("dcg@1", "dcg@2", "dcg@5", "dcg@10", "dcg@20", "recall@1", "recal
 
 def bench_table(res: dict) -> list[list]:
     rows = [[k, round(float(res[k]), 4)] for k in METRIC_ROWS if k in res]
-    rows += [[k, round(float(v), 4)] for k, v in res.items() if k.startswith(("evidence_recall@", "iou@", "precision@"))]
+    rows += [[k, round(float(v), 4)] for k, v in res.items()
+             if k.startswith(("evidence_recall@", "iou@", "precision@"))]
     rows += [[k, res[k]] for k in ("n_questions", "n_chunks", "n_parents") if k in res]
     return rows
 

@@ -43,7 +43,8 @@ def _login(page, password):
         except PwTimeout:
             if attempt == 2:
                 page.screenshot(path=str(ARTIFACTS / "login-failed.png"), full_page=True)
-                raise AssertionError(f"admin login did not open the panel; the page says: {msg.inner_text()!r}") from None
+                raise AssertionError("admin login did not open the panel; "
+                                     f"the page says: {msg.inner_text()!r}") from None
 
 
 def _ask(page, question):
