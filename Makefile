@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export GRADIO_ANALYTICS_ENABLED := False
 
-.PHONY: setup models demo test test-fast bench bench-extra clean
+.PHONY: setup models demo lint test test-fast bench bench-extra clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -30,10 +30,14 @@ demo: models
 	else $(BIN)/mgrag --data-dir $(DEMO_DATA) ingest $(SAMPLES); fi
 	$(BIN)/mgrag --data-dir $(DEMO_DATA) serve
 
-test: models
+# ruff (lint, import order, bugbear; pyproject.toml [tool.ruff]) runs before the tests
+lint: setup
+	$(BIN)/ruff check .
+
+test: models lint
 	$(BIN)/python -m pytest -q
 
-test-fast: setup
+test-fast: lint
 	MGRAG_SKIP_INTEGRATION=1 $(BIN)/python -m pytest -q -m "not integration"
 
 # `make bench`: every chunker and peer on chroma and gutenqa_emma (θ 200/300/500) and the LongBench QA table,
