@@ -198,15 +198,19 @@ def _pdf_text(name: str, data: bytes) -> tuple[str, dict]:
         raise IngestError(name, f"is not a readable PDF ({e.__class__.__name__}: {str(e)[:120]})") from e
     cleaner = PageCleaner(raw)
     pages = [cleaner.clean(p) for p in raw]
-    parts, starts, offset = [], [], 0
+    parts, starts, offset, last = [], [], 0, ""
     for p in pages:  # every page gets a start (an empty page starts where the next one does)
         if parts and p:
-            offset += 2
+            # a sentence that runs on over the page break stays one sentence: a line break, not a paragraph break
+            sep = "\n" if last.isalnum() or last in ",;-–—" else "\n\n"
+            parts.append(sep)
+            offset += len(sep)
         starts.append(offset)
         if p:
             parts.append(p)
             offset += len(p)
-    text = "\n\n".join(parts)
+            last = p.rstrip()[-1:]
+    text = "".join(parts)
     if not text.strip():
         raise IngestError(
             name, f"PDF has {len(pages)} page(s) but no text layer (scanned?); run OCR on it first (e.g. ocrmypdf)"
