@@ -140,7 +140,9 @@ def build_app(service: UiService):
             raise _error(e) from e
         try:
             owner = owner_of(browser_id, request)
-            progress(0.0, desc="reading the files")
+            loaded = "embedder" in service.ctx.__dict__  # cached on the context after the first use
+            progress(0.0, desc="reading the files" if loaded else
+                     "loading the models (the first upload only; about 20 s), then reading the files")
 
             def step(st):  # moves within each file: chunking (LM windows), embedding, writing; with an estimate
                 progress(st.fraction, desc=st.message())
@@ -184,7 +186,7 @@ def build_app(service: UiService):
                  if (u := service.view_link(x, [(y["start"], y["end"]) for y in x.get("support") or ()]))}
         searched = (f'<div class="mg-scores">searched for: {html.escape(a["query"])}</div>'
                     if a.get("rewrite", "none") != "none" else "")
-        body = (searched + render.weight_bars(a["weights"])
+        body = (searched + ("" if render.is_uniform(a["weights"]) else render.weight_bars(a["weights"]))
                 + render.sources_html(a["sources"], cited, links, abstained=a.get("abstained", False),
                                       floor=service.ctx.settings.source_floor if a["retriever"] == "dense" else 0.0)
                 + f'<div class="mg-scores">{a["backend"]} via {a["retriever"]}: retrieval '
@@ -613,7 +615,7 @@ def build_app(service: UiService):
                             question = gr.Textbox(placeholder="Ask a question about your documents…", show_label=False,
                                                   scale=5, elem_id="question", max_lines=4)
                             ask_btn = gr.Button("Ask", variant="primary", scale=1, elem_id="ask")
-                        weights_plot = gr.HTML("<em>Router weights of the last question appear here.</em>",
+                        weights_plot = gr.HTML("<em>Level weights of the last question appear here.</em>",
                                                elem_id="weights-plot")
                     with gr.Column(scale=2):
                         files = gr.File(label=f"Upload documents (drag and drop; {', '.join(sorted(SUPPORTED))}; "

@@ -87,14 +87,15 @@ def weight_bars(weights) -> str:
     w = [float(x) for x in (weights or [])]
     if not w:
         return ""
+    if is_uniform(w):  # no router (the default): one line, no bars to read
+        return '<div class="mg-weights mg-scores">level weights: uniform</div>'
     top = max(max(w), 1e-9)
     rows = "".join(
         f'<div class="mg-wrow"><span class="mg-wlab">{level_name(i)}</span>'
         f'<span class="mg-wbar" style="display:inline-block;height:0.8em;background:#f97316;'
         f'width:{max(2, int(120 * x / top))}px"></span> <span class="mg-wval">{x:.2f}</span></div>'
         for i, x in enumerate(w))
-    note = (' <em>uniform: the router is not trained yet</em>' if is_uniform(w) else "")
-    return f'<div class="mg-weights"><strong>Router weights</strong>{note}{rows}</div>'
+    return f'<div class="mg-weights"><strong>Router weights</strong>{rows}</div>'
 
 
 def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict[int, str] | None = None,

@@ -280,7 +280,7 @@ def test_router_trained_from_the_admin_tab(ui_server, page):
     _open(page, ui_server.url)
     _ask(page, "How long has the keeper tended the light?")
     _wait_sources(page, 1)
-    _see(page.locator("#weights-plot"), "uniform: the router is not trained yet")
+    _see(page.locator("#weights-plot"), "level weights: uniform")
     _open(page, ui_server.url, "Admin")
     _login(page, ADMIN_PASSWORD)
     page.locator("#train-router").click()
