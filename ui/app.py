@@ -151,6 +151,7 @@ def build_app(service: UiService):
         finally:
             _remove_uploads(paths, service.upload_root)
         df = pd.DataFrame(rows, columns=["name", "status", "message", "chunks"])
+        df = df.rename(columns={"chunks": "chunks per level"})
         n_ok = sum(r["status"] in ("ingested", "updated") for r in rows)
         bad = [r for r in rows if r["status"] in ("failed", "refused")]
         if bad:
@@ -621,7 +622,7 @@ def build_app(service: UiService):
                         files = gr.File(label=f"Upload documents (drag and drop; {', '.join(sorted(SUPPORTED))}; "
                                               f"at most {s.max_file_mb:g} MB each)",
                                         file_count="multiple", type="filepath", elem_id="upload")
-                        upload_report = gr.Dataframe(headers=["name", "status", "message", "chunks"],
+                        upload_report = gr.Dataframe(headers=["name", "status", "message", "chunks per level"],
                                                      label="Last upload", interactive=False, elem_id="upload-report")
                         scope_in = gr.CheckboxGroup([], label="Search in (this conversation; none ticked: all your "
                                                               "documents)", elem_id="scope")
@@ -655,7 +656,7 @@ def build_app(service: UiService):
                         which_in = gr.Radio(["all", "selected"], value="all", label="re-ingest", scale=1)
                         chunker_in = gr.Dropdown(list(CHUNKERS), value=None, label="chunker (empty: keep)", scale=1,
                                                  elem_id="reingest-chunker")
-                        theta_in = gr.Number(value=None, label="θ (words; empty: keep)", precision=0, scale=1,
+                        theta_in = gr.Number(value=None, label="θ (words; 0 or empty: keep)", precision=0, scale=1,
                                              elem_id="reingest-theta")
                         reingest_btn = gr.Button("Re-ingest", variant="primary", scale=0, elem_id="reingest")
                     admin_msg = gr.Markdown(elem_id="admin-msg")
@@ -707,7 +708,7 @@ def build_app(service: UiService):
                     loss_plot = gr.Plot(label="Router training loss", elem_id="loss-plot")
             with gr.Tab("Evaluate", id="evaluate"):
                 with gr.Row():
-                    answer_pick = gr.Dropdown([], label="Answer (this session)", elem_id="answer-pick", scale=3)
+                    answer_pick = gr.Dropdown([], label="Answer (this conversation)", elem_id="answer-pick", scale=3)
                     eval_k = gr.Slider(1, 20, value=5, step=1, label="chunks per level", scale=1)
                 answer_md = gr.Markdown("*Ask a question on the Chat tab first.*", elem_id="answer-md")
                 with gr.Row():
