@@ -444,10 +444,14 @@ def build_app(service: UiService):
             token = service.login(user, password, _client_host(request))
         except AdminRequired as e:
             return ("", gr.update(visible=False), f"⚠️ {e}", gr.update(), gr.update(), gr.update(), gr.update(),
-                    gr.update(), gr.update(), gr.update())
+                    gr.update(), gr.update(), gr.update(), gr.update(), gr.update())
         df, sel, head = docs_outputs(token)
         return (token, gr.update(visible=True), f"Logged in as {render.plain_text_markdown(user)}.", df, sel, head,
-                *llm_fields(token), users_text(token))
+                *llm_fields(token), users_text(token), gr.update(visible=False), gr.update(value=""))
+
+    def on_logout(token):
+        service.logout(token)
+        return ("", gr.update(visible=False), "Logged out. Log in to manage documents.", gr.update(visible=True))
 
     @admin
     def on_docs(token):
@@ -640,12 +644,13 @@ def build_app(service: UiService):
                                                      elem_id="backend")
                             backend_note = gr.Markdown(elem_id="backend-note")
             with gr.Tab("Admin", id="admin"):
-                with gr.Row(elem_id="admin-login"):
+                with gr.Row(elem_id="admin-login") as login_row:
                     user_in = gr.Textbox(label="user", value="", scale=1, elem_id="admin-user")
                     pw_in = gr.Textbox(label="password", type="password", scale=1, elem_id="admin-password")
                     login_btn = gr.Button("Log in", scale=0, elem_id="admin-login-btn")
                 login_msg = gr.Markdown("Log in to manage documents.", elem_id="admin-login-msg")
                 with gr.Column(visible=False, elem_id="admin-panel") as admin_panel:
+                    logout_btn = gr.Button("Log out", size="sm", scale=0, elem_id="admin-logout-btn")
                     live_md = gr.Markdown()
                     docs_df = gr.Dataframe(label="Documents", interactive=False, elem_id="docs-table")
                     with gr.Row():
@@ -792,7 +797,9 @@ def build_app(service: UiService):
                         api_name="benchmark")
 
         login_out = [token_state, admin_panel, login_msg, docs_df, selected, live_md, llm_url, llm_key, llm_model,
-                     users_md]
+                     users_md, login_row, pw_in]
+        logout_btn.click(on_logout, [token_state], [token_state, admin_panel, login_msg, login_row],
+                         api_visibility="private")
         user_add_btn.click(on_user_add, [token_state, user_name_in, user_pw_in], [users_md, user_pw_in],
                            api_name="admin_user_add")
         user_remove_btn.click(on_user_remove, [token_state, user_name_in], [users_md, user_pw_in],

@@ -665,6 +665,10 @@ class UiService:
     def login(self, user: str, password: str, client: str = "") -> str:
         return self.auth.login(user, password, client)
 
+    def logout(self, token: str | None) -> None:
+        """The admin session ends: its token is refused from now on."""
+        self.auth.logout(token)
+
     def documents(self, token: str) -> tuple[dict | None, list[dict]]:
         self.auth.check(token)
         live = self.ctx.catalog.live_generation()

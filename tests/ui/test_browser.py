@@ -76,14 +76,14 @@ def test_upload_ask_streamed_answer_and_sources(ui_server, page, tmp_path):
     _wait_sources(page, 1)
     chat = page.locator("#chatbot")
     assert "forty apple trees" in chat.inner_text()
-    _see(page.locator("#weights-plot"), "Router weights")
+    _see(page.locator("#weights-plot"), "level weights: uniform")  # no router by default: one line, no bars
     for toast_close in page.locator(".toast-close").all():
         toast_close.click()
     chat.get_by_text("Sources (").first.click()  # open the sources under the answer
     page.locator("#chatbot .title.expanded").first.wait_for()
     page.locator("#chatbot mark").first.wait_for(state="visible")
     text = chat.inner_text()
-    assert "orchard.md" in text and "Router weights" in text and "dense:" in text
+    assert "orchard.md" in text and "Router weights" not in text and "dense:" in text
     page.wait_for_timeout(500)  # let the accordion finish opening before the screenshot
     page.screenshot(path=str(ARTIFACTS / "chat.png"), full_page=True)
 
@@ -147,6 +147,16 @@ def test_upload_progress_moves_within_one_large_file(ui_server, page, tmp_path):
     embedding = [int(re.search(r"embedding (\d+)%", t).group(1)) for t in seen if "embedding" in t]
     assert len(set(embedding)) >= 2 and embedding == sorted(embedding), seen  # moved within the one file
     assert any("left" in t for t in seen), seen
+
+
+def test_admin_login_form_gives_way_to_a_log_out(ui_server, page):
+    _open(page, ui_server.url, "Admin")
+    _login(page, ADMIN_PASSWORD)
+    page.locator("#admin-login").wait_for(state="hidden")
+    page.locator("#admin-logout-btn").click()
+    page.locator("#admin-panel").wait_for(state="hidden")
+    _see(page.locator("#admin-login-msg"), "Logged out")
+    assert page.locator("#admin-login").is_visible()
 
 
 def test_admin_requires_login_then_reingests(ui_server, page):
@@ -284,7 +294,7 @@ def test_router_trained_from_the_admin_tab(ui_server, page):
     _open(page, ui_server.url, "Admin")
     _login(page, ADMIN_PASSWORD)
     page.locator("#train-router").click()
-    _see(page.locator("#train-msg"), "the chat now uses it")
+    _see(page.locator("#train-msg"), "The chat now uses it")
     page.locator("#loss-plot img").first.wait_for()
     assert (ui_server.data_dir / "router" / "config.json").exists()
     page.screenshot(path=str(ARTIFACTS / "admin-router.png"), full_page=True)

@@ -65,7 +65,11 @@ def test_admin_login_rules(make_ctx):
         svc.login("admin", "nope")
     with pytest.raises(AdminRequired, match="wrong user name or password"):
         svc.login("root", "pw")
-    assert svc.login("admin", "pw")
+    token = svc.login("admin", "pw")
+    assert svc.documents(token)
+    svc.logout(token)
+    with pytest.raises(AdminRequired):
+        svc.documents(token)
     off = UiService(make_ctx(chunker="recursive", data_dir=svc.ctx.settings.data_dir.parent / "d2"))
     with pytest.raises(AdminRequired, match="MGRAG_ADMIN_PASSWORD"):
         off.login("admin", "")
