@@ -382,11 +382,13 @@ def main(argv=None) -> int:
 retrieved (`retrieval.search.retrieve`, dense, 1500 words) once per query. Each item has one evidence span and
 its recall is almost always 0 or 1, so one item is {100 / max(n, 1):.1f} points. Every rewrite is offline (no
 model). All but *always* rewrite only a question that `refers_back` (a pronoun, an ellipsis, or two content
-words or fewer), as the app does; the previous question is the previous turn's search query. *vs standalone*:
-the items where the query's recall is above / below the standalone question's. Choosing among {len(VARIANTS)}
-variants on the same {n} items overfits, so the choice itself is checked by split half (even / odd ids) and
-leave-one-out; a tie goes to the higher right-document-first share, then to the earlier row (the rules before
-come first, so a tie never favours a new variant).
+words or fewer), as the app does; *previous question* is the previous turn's search query. *rules before*: the
+rules up to commit cacd291 (the previous question's entities and key terms, then names in the answer, in
+parentheses); *rules as shipped*: `app.conversation.rewrite` as it is now. *vs standalone*: the items where the
+query's recall is above / below the standalone question's. Choosing among {len(VARIANTS)} rows on the same {n}
+items overfits, so the choice itself is checked by split half (even / odd ids) and leave-one-out; a tie goes
+to the higher right-document-first share, then to the earlier row (the rules before come first, so a tie never
+favours a new variant).
 
 {chr(10).join(parts)}"""
     print(md)
