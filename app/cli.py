@@ -448,7 +448,8 @@ def cmd_users(args) -> int:
     from app.core.settings import Settings
     from ui.users import Users
 
-    users = Users(Settings(**({"data_dir": args.data_dir} if args.data_dir else {})).data_dir / ".secrets" / "users.sqlite")
+    settings = Settings(**({"data_dir": args.data_dir} if args.data_dir else {}))
+    users = Users(settings.data_dir / ".secrets" / "users.sqlite")
     try:
         if args.action == "list":
             print("\n".join(users.names()) or "(no users: the web app needs no login)")
@@ -456,9 +457,11 @@ def cmd_users(args) -> int:
             users.remove(args.name)
             print(f"removed {args.name}")
         else:
-            pw = sys.stdin.readline().rstrip("\n") if args.password_stdin else getpass.getpass(f"password for {args.name}: ")
+            pw = (sys.stdin.readline().rstrip("\n") if args.password_stdin
+                  else getpass.getpass(f"password for {args.name}: "))
             users.add(args.name, pw)
-            print(f"{args.name} can log in (a running `mgrag serve` requires logins after a restart if it had no users)")
+            print(f"{args.name} can log in (a running `mgrag serve` requires logins after a restart "
+                  "if it had no users)")
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -477,7 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("reingest", help="rebuild the index from stored originals (atomic switch)",
                        description="Rebuild every document into a new index generation and switch atomically; or, "
-                                   "naming documents, re-chunk only those (with --chunker/--theta: for them only) and copy the rest.")
+                                   "naming documents, re-chunk only those (with --chunker/--theta: for them only) "
+                                   "and copy the rest.")
     s.add_argument("docs", nargs="*", metavar="DOC", help="documents to rebuild (name or hash prefix); default: all")
     s.add_argument("--chunker", choices=("recursive", "paragraph", "semantic", "lg", "mg", "lgmgc", "ppl", "llamachunk",
                                          "lumber"))

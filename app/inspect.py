@@ -323,7 +323,8 @@ def render_html(ins: Inspection, *, max_chars: int | None = 60_000) -> str:
         for m in sorted(ms, key=lambda m: -m.weighted)[:15]:
             snippet = html.escape(ins.text[m.start:m.end][:160])
             rows.append(f"<tr><td>{name}</td><td>{LEVEL_NAMES[m.level]}</td><td>{m.score:.3f}</td>"
-                        f"<td>{m.weight:.2f}</td><td>{m.weighted:.3f}</td><td>{m.rank or '–'}</td><td>{snippet}</td></tr>")
+                        f"<td>{m.weight:.2f}</td><td>{m.weighted:.3f}</td><td>{m.rank or '–'}</td>"
+                        f"<td>{snippet}</td></tr>")
     table = ("<table><tr><th>chunker</th><th>level</th><th>score</th><th>weight</th><th>weighted</th>"
              "<th>parent rank</th><th>chunk</th></tr>" + "".join(rows) + "</table>") if rows else ""
     more = "" if max_chars is None or len(ins.text) <= max_chars else \

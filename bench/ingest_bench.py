@@ -227,10 +227,10 @@ def split_segments(text: str, n: int) -> list[tuple[int, str]]:
 def tables(res: dict) -> str:
     p = res["plain"]
     cost = common.markdown_table(
-        ["run", "wall s", "LM tokens / doc token", "wall × plain pass", "CPU × plain pass", "floor θ/mean parent", "tokens vs floor",
-         "wall vs floor", "parents (mean words)", "embed s", "chunk+embed s", "words/s"],
-        [["plain pass", f"{p['seconds']:.1f}", f"{p['tokens_processed'] / p['doc_tokens']:.3f}", "1.000", "1.000", "", "",
-          "", "", "", "", ""]]
+        ["run", "wall s", "LM tokens / doc token", "wall × plain pass", "CPU × plain pass", "floor θ/mean parent",
+         "tokens vs floor", "wall vs floor", "parents (mean words)", "embed s", "chunk+embed s", "words/s"],
+        [["plain pass", f"{p['seconds']:.1f}", f"{p['tokens_processed'] / p['doc_tokens']:.3f}", "1.000", "1.000", "",
+          "", "", "", "", "", ""]]
         + [[f"LGMGC {m}", f"{r['seconds']:.1f}", f"{r['lm_tokens_per_doc_token']:.3f}",
             f"{r['wall_ratio_vs_plain']:.3f}", f"{r['cpu_ratio_vs_plain']:.3f}",
             f"{r['floor_theta_over_mean_parent']:.3f}",

@@ -147,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--longbench-docs", type=int, default=2, help="LongBench documents added to samples/")
     ap.add_argument("--no-write", action="store_true", help="do not write BENCHMARKS.md and bench/results")
-    ap.add_argument("--report-only", action="store_true", help="rewrite the BENCHMARKS.md section from the last results")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rewrite the BENCHMARKS.md section from the last results")
     args = ap.parse_args(argv)
     if args.report_only:
         from app.evaluation.bench import RESULTS_DIR
@@ -179,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         _wait_up(url, proc)
         from gradio_client import Client
 
-        Client(url, verbose=False).predict(QUESTIONS[0], [], 10, 1500, "dense", "extractive", "load-test-warm-0123456789ab",
-                                           None, [], api_name="/ask")  # warm
+        Client(url, verbose=False).predict(QUESTIONS[0], [], 10, 1500, "dense", "extractive",
+                                           "load-test-warm-0123456789ab", None, [], api_name="/ask")  # warm
         stop = threading.Event()
         lat: list[float] = []
         errors: list[str] = []

@@ -90,7 +90,8 @@ def synthetic_ctx(data_dir: Path, n_chunks: int, dim: int):
                 bm.append(C(cid, level, text, pid))
                 if len(batch) == 1000:
                     index.upsert_points(gen, level, batch)
-                    rows += [(gen, p.id, p.payload["doc_id"], level, 0, p.payload["end"], p.payload["parent_id"]) for p in batch]
+                    rows += [(gen, p.id, p.payload["doc_id"], level, 0, p.payload["end"], p.payload["parent_id"])
+                             for p in batch]
                     batch = []
             if batch:
                 index.upsert_points(gen, level, batch)
@@ -146,7 +147,8 @@ def main() -> int:
     ctx = chroma_ctx(Path(args.chroma_data))
     live = ctx.catalog.live_generation()
     n_chroma = sum(ctx.index.count(live.gen, lv) for lv in range(live.n_levels))
-    results["chroma"] = {"chunks": n_chroma, **{r: time_queries(ctx, questions, r) for r in ("dense", "bm25", "hybrid")}}
+    results["chroma"] = {"chunks": n_chroma,
+                         **{r: time_queries(ctx, questions, r) for r in ("dense", "bm25", "hybrid")}}
     results["synth"] = synth_speed(ctx, questions[:5])
     ctx.close()
     write_json("retrieval_latency.json", results)  # partial, in case the synthetic part fails
@@ -154,7 +156,8 @@ def main() -> int:
     ctx = synthetic_ctx(Path(args.synthetic_data), args.synthetic, 384)
     live = ctx.catalog.live_generation()
     n_syn = sum(ctx.index.count(live.gen, lv) for lv in range(3))
-    results["synthetic"] = {"chunks": n_syn, **{r: time_queries(ctx, questions, r) for r in ("dense", "bm25", "hybrid")}}
+    results["synthetic"] = {"chunks": n_syn,
+                            **{r: time_queries(ctx, questions, r) for r in ("dense", "bm25", "hybrid")}}
     results["peak_rss_mb"] = peak_rss_mb()
     ctx.close()
 

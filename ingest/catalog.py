@@ -150,7 +150,8 @@ class Catalog:
             gen = (db.execute("SELECT COALESCE(MAX(gen), 0) FROM generations").fetchone()[0]) + 1
             db.execute(
                 "INSERT INTO generations VALUES (?,?,?,?,?,?,?,?,?,NULL)",
-                (gen, chunker, theta, json.dumps(params, sort_keys=True), embedder, dim, n_levels, "building", time.time()),
+                (gen, chunker, theta, json.dumps(params, sort_keys=True), embedder, dim, n_levels, "building",
+                 time.time()),
             )
         return gen
 
@@ -247,7 +248,8 @@ class Catalog:
         row = self.db.execute("SELECT version FROM versions WHERE doc_id=? AND hash=?", (doc_id, h)).fetchone()
         if row:
             return row[0]
-        return self.db.execute("SELECT COALESCE(MAX(version), 0) + 1 FROM versions WHERE doc_id=?", (doc_id,)).fetchone()[0]
+        return self.db.execute("SELECT COALESCE(MAX(version), 0) + 1 FROM versions WHERE doc_id=?",
+                               (doc_id,)).fetchone()[0]
 
     def chunk_ids(self, gen: int, doc_id: str) -> dict[int, list[str]]:
         out: dict[int, list[str]] = {}
@@ -261,7 +263,8 @@ class Catalog:
         out: dict[str, str] = {}
         for i in range(0, len(ids), 500):
             part = ids[i:i + 500]
-            out.update(self.db.execute(f'SELECT id, doc_id FROM chunks WHERE gen=? AND id IN ({",".join("?" * len(part))})',
+            marks = ",".join("?" * len(part))
+            out.update(self.db.execute(f"SELECT id, doc_id FROM chunks WHERE gen=? AND id IN ({marks})",
                                        (gen, *part)).fetchall())
         return out
 

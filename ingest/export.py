@@ -84,7 +84,8 @@ def export_live(catalog, source, target, state_file: Path, batch: int = 512, pro
     target.switch(live.gen, live.n_levels)
     got = {lv: target.count(live.gen, lv) for lv in range(live.n_levels)}
     if got != totals:
-        raise RuntimeError(f"export incomplete: the server has {got} points per level, the index {totals}; run it again")
+        raise RuntimeError(f"export incomplete: the server has {got} points per level, the index {totals}; "
+                           "run it again")
     state["finished"] = True
     _save(state_file, state)
     return ExportReport(live.gen, got, sent, resumed)

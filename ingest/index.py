@@ -427,7 +427,8 @@ class ClientIndex(VectorIndex):
         name = self.collection(gen, level)
         if self._exists(name):
             return
-        self.client.create_collection(name, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE))
+        self.client.create_collection(name,
+                                      vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE))
         with warnings.catch_warnings():  # local mode: "payload indexes have no effect" is expected
             warnings.simplefilter("ignore")
             self.client.create_payload_index(name, "doc_id", field_schema=models.PayloadSchemaType.KEYWORD)
@@ -485,7 +486,8 @@ class ClientIndex(VectorIndex):
     def _upsert_level(self, gen, level, items, doc_version) -> None:
         from qdrant_client import models
 
-        pts = [models.PointStruct(id=c.id, vector=np.asarray(v, dtype=np.float32).tolist(), payload=_payload(c, doc_version))
+        pts = [models.PointStruct(id=c.id, vector=np.asarray(v, dtype=np.float32).tolist(),
+                                  payload=_payload(c, doc_version))
                for c, v in items]
         self.client.upsert(self.collection(gen, level), points=pts, wait=True)
 
@@ -504,7 +506,8 @@ class ClientIndex(VectorIndex):
             name = self.collection(gen, level)
             if ids and self._exists(name):
                 for i in range(0, len(ids), 1000):
-                    self.client.delete(name, points_selector=models.PointIdsList(points=list(ids[i:i + 1000])), wait=True)
+                    self.client.delete(name, points_selector=models.PointIdsList(points=list(ids[i:i + 1000])),
+                                       wait=True)
 
     def delete_unowned(self, gen, doc_id, keep) -> None:
         from qdrant_client import models

@@ -27,7 +27,8 @@ class Layout:
     def from_json(cls, d: dict | None) -> "Layout":
         if not d:
             return cls()
-        return cls(tuple(d.get("pages") or ()), tuple((int(o), int(lv), str(t)) for o, lv, t in d.get("headings") or ()))
+        return cls(tuple(d.get("pages") or ()),
+                   tuple((int(o), int(lv), str(t)) for o, lv, t in d.get("headings") or ()))
 
     def __bool__(self) -> bool:
         return bool(self.pages or self.headings)

@@ -62,7 +62,8 @@ class Limits:
 
     @classmethod
     def of(cls, settings) -> "Limits":
-        return cls(max_bytes=int(settings.max_file_mb * 2**20), max_unpacked_bytes=int(settings.max_unpacked_mb * 2**20),
+        return cls(max_bytes=int(settings.max_file_mb * 2**20),
+                   max_unpacked_bytes=int(settings.max_unpacked_mb * 2**20),
                    max_words=settings.max_words_per_file, timeout_s=settings.extract_timeout_s,
                    memory_mb=settings.extract_memory_mb)
 
@@ -182,7 +183,8 @@ def _pdf_text(name: str, data: bytes) -> tuple[str, dict]:
             try:
                 opened = reader.decrypt("")  # many PDFs are encrypted with an empty user password
             except DependencyError as e:
-                raise IngestError(name, "is an AES-encrypted PDF and reading it needs `pip install pypdf[crypto]`") from e
+                raise IngestError(name, "is an AES-encrypted PDF and reading it needs "
+                                        "`pip install pypdf[crypto]`") from e
             if not opened:
                 raise IngestError(name, "is a password-protected PDF; remove the password (e.g. `qpdf --decrypt "
                                         "--password=PW in.pdf out.pdf`) and ingest it again")
@@ -196,15 +198,19 @@ def _pdf_text(name: str, data: bytes) -> tuple[str, dict]:
         raise IngestError(name, f"is not a readable PDF ({e.__class__.__name__}: {str(e)[:120]})") from e
     cleaner = PageCleaner(raw)
     pages = [cleaner.clean(p) for p in raw]
-    parts, starts, offset = [], [], 0
+    parts, starts, offset, last = [], [], 0, ""
     for p in pages:  # every page gets a start (an empty page starts where the next one does)
         if parts and p:
-            offset += 2
+            # a sentence that runs on over the page break stays one sentence: a line break, not a paragraph break
+            sep = "\n" if last.isalnum() or last in ",;-–—" else "\n\n"
+            parts.append(sep)
+            offset += len(sep)
         starts.append(offset)
         if p:
             parts.append(p)
             offset += len(p)
-    text = "\n\n".join(parts)
+            last = p.rstrip()[-1:]
+    text = "".join(parts)
     if not text.strip():
         raise IngestError(
             name, f"PDF has {len(pages)} page(s) but no text layer (scanned?); run OCR on it first (e.g. ocrmypdf)"
@@ -265,7 +271,8 @@ def _html_text(name: str, data: bytes) -> tuple[str, dict]:
     for tag in soup(["script", "style", "noscript", "template", "head"]):
         tag.decompose()
     blocks = []
-    for el in soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquote", "td", "th", "dt", "dd"]):
+    block_tags = ["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquote", "td", "th", "dt", "dd"]
+    for el in soup.find_all(block_tags):
         if el.find(["p", "li", "pre", "blockquote", "table"]):
             continue  # a container; its children are taken one by one
         t = " ".join(el.get_text(" ").split())

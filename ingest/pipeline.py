@@ -457,7 +457,8 @@ class Ingestor:
     def _copy(self, live: Generation, doc_id: str, h: str) -> tuple[list[Chunk], np.ndarray]:
         """A document's chunks and vectors as they are in the live generation (for a re-ingestion of others)."""
         ids = self.ctx.catalog.chunk_ids(live.gen, doc_id)
-        points = [p for lv in sorted(ids) for p in self.ctx.index.retrieve(lv, ids[lv], gen=live.gen, with_vectors=True)]
+        points = [p for lv in sorted(ids)
+                  for p in self.ctx.index.retrieve(lv, ids[lv], gen=live.gen, with_vectors=True)]
         spans = {p.id: (p.payload["start"], p.payload["end"]) for p in points if p.payload["level"] == 0}
         chunks, vectors = [], []
         for p in points:

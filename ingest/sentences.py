@@ -72,7 +72,7 @@ def is_hard_wrapped(text: str) -> bool:
 def _hard_wrapped_cached(text: str) -> bool:
     lines = [ln.rstrip() for ln in text[:200_000].split("\n")]
     lines = [ln for ln in lines if ln.strip()]
-    if len(lines) < 20:
+    if len(lines) < 4:  # a passage cut from a PDF page has ~10 wrapped lines: judge it on its own lines too
         return False
     lengths = sorted(len(ln) for ln in lines)
     median = lengths[len(lengths) // 2]

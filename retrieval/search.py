@@ -5,8 +5,8 @@ itself) of ``weight[level] * score`` (:mod:`retrieval.scoring`). Hybrid mode ran
 BM25 separately and fuses the two rankings with RRF: ``sum_r 1 / (rrf_k + rank_r)``.
 
 The level weights come from the MoG router (``ctx.route``: :mod:`router.runtime`, ``MGRAG_ROUTER``) unless
-given; it reads the query vector the dense search already computed. ``MGRAG_ROUTER_SELECTION=mog`` uses MoG's own selection
-instead of the max over children (:func:`retrieval.scoring.mog_rank`): the sources are then chunks of the
+given; it reads the query vector the dense search already computed. ``MGRAG_ROUTER_SELECTION=mog`` uses MoG's own
+selection instead of the max over children (:func:`retrieval.scoring.mog_rank`): the sources are then chunks of the
 best-weighted level, not necessarily parents.
 """
 from __future__ import annotations

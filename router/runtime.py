@@ -2,9 +2,9 @@
 
 ``MGRAG_ROUTER`` is ``default``, ``none`` (uniform weights) or a router folder. ``default`` means the index's
 own router (``<data_dir>/router``, where ``mgrag train-router`` saves by default) if there is one, else the router
-shipped in ``router/default/``. A router that does not fit the index (another embedder or level set) is refused: an explicitly
-named one with an error, the shipped default with a logged notice and uniform weights (so a user who changed
-the embedder still gets answers).
+shipped in ``router/default/``. A router that does not fit the index (another embedder or level set) is refused:
+an explicitly named one with an error, the shipped default with a logged notice and uniform weights (so a user who
+changed the embedder still gets answers).
 """
 from __future__ import annotations
 

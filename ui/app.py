@@ -140,7 +140,9 @@ def build_app(service: UiService):
             raise _error(e) from e
         try:
             owner = owner_of(browser_id, request)
-            progress(0.0, desc="reading the files")
+            loaded = "embedder" in service.ctx.__dict__  # cached on the context after the first use
+            progress(0.0, desc="reading the files" if loaded else
+                     "loading the models (the first upload only; about 20 s), then reading the files")
 
             def step(st):  # moves within each file: chunking (LM windows), embedding, writing; with an estimate
                 progress(st.fraction, desc=st.message())
@@ -149,6 +151,7 @@ def build_app(service: UiService):
         finally:
             _remove_uploads(paths, service.upload_root)
         df = pd.DataFrame(rows, columns=["name", "status", "message", "chunks"])
+        df = df.rename(columns={"chunks": "chunks per level"})
         n_ok = sum(r["status"] in ("ingested", "updated") for r in rows)
         bad = [r for r in rows if r["status"] in ("failed", "refused")]
         if bad:
@@ -184,7 +187,7 @@ def build_app(service: UiService):
                  if (u := service.view_link(x, [(y["start"], y["end"]) for y in x.get("support") or ()]))}
         searched = (f'<div class="mg-scores">searched for: {html.escape(a["query"])}</div>'
                     if a.get("rewrite", "none") != "none" else "")
-        body = (searched + render.weight_bars(a["weights"])
+        body = (searched + ("" if render.is_uniform(a["weights"]) else render.weight_bars(a["weights"]))
                 + render.sources_html(a["sources"], cited, links, abstained=a.get("abstained", False),
                                       floor=service.ctx.settings.source_floor if a["retriever"] == "dense" else 0.0)
                 + f'<div class="mg-scores">{a["backend"]} via {a["retriever"]}: retrieval '
@@ -364,7 +367,8 @@ def build_app(service: UiService):
         a = pick(answers, idx)
         if a is None:
             return "*Ask a question on the Chat tab first.*", gr.update(choices=[], value=[]), None, ""
-        hits = service.level_hits(a["question"], k=int(k), retriever=a["retriever"] if a["retriever"] != "none" else "dense",
+        hits = service.level_hits(a["question"], k=int(k),
+                                  retriever=a["retriever"] if a["retriever"] != "none" else "dense",
                                   owner=reader_of(browser_id, request))
         df = pd.DataFrame(hits, columns=["retriever", "level", "rank", "score", "document", "chars", "text"])
         choices = [(f"[{x['number']}] {x['doc_id']}", x["number"]) for x in a["sources"]]
@@ -612,13 +616,13 @@ def build_app(service: UiService):
                             question = gr.Textbox(placeholder="Ask a question about your documents…", show_label=False,
                                                   scale=5, elem_id="question", max_lines=4)
                             ask_btn = gr.Button("Ask", variant="primary", scale=1, elem_id="ask")
-                        weights_plot = gr.HTML("<em>Router weights of the last question appear here.</em>",
+                        weights_plot = gr.HTML("<em>Level weights of the last question appear here.</em>",
                                                elem_id="weights-plot")
                     with gr.Column(scale=2):
                         files = gr.File(label=f"Upload documents (drag and drop; {', '.join(sorted(SUPPORTED))}; "
                                               f"at most {s.max_file_mb:g} MB each)",
                                         file_count="multiple", type="filepath", elem_id="upload")
-                        upload_report = gr.Dataframe(headers=["name", "status", "message", "chunks"],
+                        upload_report = gr.Dataframe(headers=["name", "status", "message", "chunks per level"],
                                                      label="Last upload", interactive=False, elem_id="upload-report")
                         scope_in = gr.CheckboxGroup([], label="Search in (this conversation; none ticked: all your "
                                                               "documents)", elem_id="scope")
@@ -652,7 +656,7 @@ def build_app(service: UiService):
                         which_in = gr.Radio(["all", "selected"], value="all", label="re-ingest", scale=1)
                         chunker_in = gr.Dropdown(list(CHUNKERS), value=None, label="chunker (empty: keep)", scale=1,
                                                  elem_id="reingest-chunker")
-                        theta_in = gr.Number(value=None, label="θ (words; empty: keep)", precision=0, scale=1,
+                        theta_in = gr.Number(value=None, label="θ (words; 0 or empty: keep)", precision=0, scale=1,
                                              elem_id="reingest-theta")
                         reingest_btn = gr.Button("Re-ingest", variant="primary", scale=0, elem_id="reingest")
                     admin_msg = gr.Markdown(elem_id="admin-msg")
@@ -704,7 +708,7 @@ def build_app(service: UiService):
                     loss_plot = gr.Plot(label="Router training loss", elem_id="loss-plot")
             with gr.Tab("Evaluate", id="evaluate"):
                 with gr.Row():
-                    answer_pick = gr.Dropdown([], label="Answer (this session)", elem_id="answer-pick", scale=3)
+                    answer_pick = gr.Dropdown([], label="Answer (this conversation)", elem_id="answer-pick", scale=3)
                     eval_k = gr.Slider(1, 20, value=5, step=1, label="chunks per level", scale=1)
                 answer_md = gr.Markdown("*Ask a question on the Chat tab first.*", elem_id="answer-md")
                 with gr.Row():
@@ -760,8 +764,10 @@ def build_app(service: UiService):
         for control in (retriever_in, backend_in):
             control.input(on_settings, [k_in, budget_in, retriever_in, backend_in], [saved_settings],
                           api_visibility="private")
-        llm_list_btn.click(on_llm_list, [token_state, llm_url, llm_key], [llm_model, llm_msg], api_name="admin_llm_models")
-        llm_test_btn.click(on_llm_test, [token_state, llm_url, llm_model, llm_key], [llm_msg], api_name="admin_llm_test")
+        llm_list_btn.click(on_llm_list, [token_state, llm_url, llm_key], [llm_model, llm_msg],
+                           api_name="admin_llm_models")
+        llm_test_btn.click(on_llm_test, [token_state, llm_url, llm_model, llm_key], [llm_msg],
+                           api_name="admin_llm_test")
         llm_save_btn.click(on_llm_save, [token_state, llm_url, llm_model, llm_key, backend_in],
                            [llm_msg, llm_key, backend_in, backend_note], api_name="admin_llm_save")
         files.upload(on_upload, [files, browser], [upload_report, files, my_docs, browser], api_name="upload",

@@ -64,8 +64,8 @@ def plain_text_markdown(text: str) -> str:
     &lt;img src=x&gt; \!\[t\]\(http^\://e\.vil/p\.png\) \[1\]
     """
     escaped = _MD_PUNCT.sub(r"\\\1", html.escape(text or "", quote=False))
-    return _AUTOLINK.sub(lambda m: f"{m.group(1)}\u2060{m.group(2)}" if m.group(1) else f"{m.group(3)}\u2060{m.group(4)}",
-                         escaped)
+    return _AUTOLINK.sub(lambda m: (f"{m.group(1)}\u2060{m.group(2)}" if m.group(1)
+                                    else f"{m.group(3)}\u2060{m.group(4)}"), escaped)
 
 
 def answer_markdown(text: str, allow_links: bool = False) -> str:
@@ -87,14 +87,15 @@ def weight_bars(weights) -> str:
     w = [float(x) for x in (weights or [])]
     if not w:
         return ""
+    if is_uniform(w):  # no router (the default): one line, no bars to read
+        return '<div class="mg-weights mg-scores">level weights: uniform</div>'
     top = max(max(w), 1e-9)
     rows = "".join(
         f'<div class="mg-wrow"><span class="mg-wlab">{level_name(i)}</span>'
         f'<span class="mg-wbar" style="display:inline-block;height:0.8em;background:#f97316;'
         f'width:{max(2, int(120 * x / top))}px"></span> <span class="mg-wval">{x:.2f}</span></div>'
         for i, x in enumerate(w))
-    note = (' <em>uniform: the router is not trained yet</em>' if is_uniform(w) else "")
-    return f'<div class="mg-weights"><strong>Router weights</strong>{note}{rows}</div>'
+    return f'<div class="mg-weights"><strong>Router weights</strong>{rows}</div>'
 
 
 def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict[int, str] | None = None,
@@ -127,10 +128,12 @@ def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict
                       f'rel="noopener">open ↗</a>')
         below = floor > 0 and top > 0 and s["number"] not in cited and float(s["score"]) < floor * top
         (folded if below else parts).append(
-            f'<div class="mg-source"><div class="mg-src-head"><strong>[{s["number"]}] {html.escape(s["doc_id"])}</strong>'
+            f'<div class="mg-source"><div class="mg-src-head">'
+            f'<strong>[{s["number"]}] {html.escape(s["doc_id"])}</strong>'
             f' · {where} · score {s["score"]:.3f} · matched {level_name(s["matched_level"])}'
             f'{star}{note}</div><div class="mg-scores">{scores}</div>'
-            f'<div class="mg-passage">{highlight(s["parent_text"], s["start"], s["end"], s["matched_start"], s["matched_end"], support)}'
+            f'<div class="mg-passage">'
+            f'{highlight(s["parent_text"], s["start"], s["end"], s["matched_start"], s["matched_end"], support)}'
             f'</div></div>')
     if folded:
         parts.append(f'<details class="mg-folded"><summary>{len(folded)} more passage(s) below the relevance floor'
@@ -180,7 +183,8 @@ METRIC_ROWS = ("dcg@1", "dcg@2", "dcg@5", "dcg@10", "dcg@20", "recall@1", "recal
 
 def bench_table(res: dict) -> list[list]:
     rows = [[k, round(float(res[k]), 4)] for k in METRIC_ROWS if k in res]
-    rows += [[k, round(float(v), 4)] for k, v in res.items() if k.startswith(("evidence_recall@", "iou@", "precision@"))]
+    rows += [[k, round(float(v), 4)] for k, v in res.items()
+             if k.startswith(("evidence_recall@", "iou@", "precision@"))]
     rows += [[k, res[k]] for k in ("n_questions", "n_chunks", "n_parents") if k in res]
     return rows
 

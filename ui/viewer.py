@@ -83,7 +83,8 @@ def marked_text(text: str, view: View, context_chars: int = 1200) -> str:
         piece = html.escape(text[a:b])
         for k in ("support", "child", "passage"):  # the most specific innermost, so its colour shows
             if k in kinds:
-                piece = f'<mark class="mg-{k}"{" id=mg-first" if k == "passage" and a == view.start else ""}>{piece}</mark>'
+                first = " id=mg-first" if k == "passage" and a == view.start else ""
+                piece = f'<mark class="mg-{k}"{first}>{piece}</mark>'
         out.append(piece)
     out.append("…" if hi < len(text) else "")
     return "".join(out)
@@ -167,7 +168,8 @@ def view_page(view: View, text: str, kind: str, n_pages: int | None, page_url: s
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(view.doc_id)}</title>
 <style>{PAGE_CSS}</style></head><body><header><strong>{html.escape(view.doc_id)}</strong>
 {(" · " + html.escape(label)) if label else ""} · <a href="{html.escape(original_url)}">download the original</a>
-<div class="legend"><span style="background:#86efac">supporting sentence</span><span style="background:#fdba74">the chunk that
+<div class="legend"><span style="background:#86efac">supporting sentence</span>\
+<span style="background:#fdba74">the chunk that
 matched the question</span><span style="background:#fde68a">cited source</span></div></header>
 <main>{pages}<div class="mg-text">{marked_text(text, view)}</div></main>
 <script>document.getElementById("mg-first")?.scrollIntoView({{block: "center"}});</script></body></html>"""

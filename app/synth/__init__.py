@@ -3,7 +3,8 @@ from app.synth.base import SynthesisError, Synthesizer, build_completion_prompt,
 
 BACKENDS = ("offline", "extractive", "transformers", "openai")
 
-__all__ = ["BACKENDS", "SynthesisError", "Synthesizer", "build_messages", "build_completion_prompt", "make_synthesizer", "openai_client"]
+__all__ = ["BACKENDS", "SynthesisError", "Synthesizer", "build_messages", "build_completion_prompt", "make_synthesizer",
+           "openai_client"]
 
 
 def openai_client(s):

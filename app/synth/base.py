@@ -65,7 +65,8 @@ def build_completion_prompt(question: str, sources: Sequence) -> str:
     One worked example shows the expected short, cited form; base models copy the format they see.
     """
     example = (  # deliberately far from any likely topic: a 270M model copies what it sees
-        "Sources:\n[1] (from recipes.txt)\nThe bakery on Elm Street was founded by Maria Lopez, who still bakes the rye.\n\n"
+        "Sources:\n[1] (from recipes.txt)\n"
+        "The bakery on Elm Street was founded by Maria Lopez, who still bakes the rye.\n\n"
         "[2] (from recipes.txt)\nSourdough needs a starter that is fed daily.\n"
         "Question: Who founded the bakery on Elm Street?\nAnswer: Maria Lopez founded it [1].\n\n"
     )

@@ -8,6 +8,30 @@ import numpy as np
 from app.grounding import SentenceVectors
 from ingest.sentences import split_sentences
 
+MIN_WORDS = 4
+
+
+def answerable_sentence(text: str, start: int, end: int) -> bool:
+    """Can ``text[start:end]`` be quoted as an answer? Not a title or heading (fewer than :data:`MIN_WORDS` words),
+    not the tail of a sentence cut off before the passage began (it starts in lower case at the passage's start,
+    e.g. after a PDF page break), and not a document's instruction to an AI.
+
+    >>> answerable_sentence("said was a good bill? The Senate passed it.", 0, 21)
+    False
+    >>> answerable_sentence("Valkyria Chronicles III", 0, 23)
+    False
+    >>> answerable_sentence("The game was released in 2011.", 0, 30)
+    True
+    """
+    from app.synth.guard import looks_like_instruction
+
+    sentence = text[start:end].strip()
+    if len(sentence.split()) < MIN_WORDS:
+        return False
+    if not text[:start].strip() and sentence[:1].islower():
+        return False
+    return not looks_like_instruction(sentence)  # a document's orders to an AI are never an answer
+
 
 class ExtractiveSynthesizer:
     name = "extractive"
@@ -23,12 +47,10 @@ class ExtractiveSynthesizer:
         return self.vectors.passages(texts)
 
     def select(self, question: str, sources: Sequence) -> list[tuple[str, int]]:
-        from app.synth.guard import looks_like_instruction
-
         cands: list[tuple[str, int, int]] = []
         for src in sources:
             for s, e in split_sentences(src.text, max_words=80):
-                if not looks_like_instruction(src.text[s:e]):  # a document's orders to an AI are never an answer
+                if answerable_sentence(src.text, s, e):
                     cands.append((src.text[s:e], src.rank, s))
         if not cands:
             return []
@@ -44,4 +66,4 @@ class ExtractiveSynthesizer:
             yield "I cannot find an answer in the documents."
             return
         for i, (sentence, rank) in enumerate(picked):
-            yield ("" if i == 0 else " ") + f"{sentence} [{rank}]"
+            yield ("" if i == 0 else " ") + f"{' '.join(sentence.split())} [{rank}]"  # a PDF's line ends as spaces

@@ -18,7 +18,8 @@ import re
 
 REMOVED = "[instruction-like text removed]"
 
-_SECRETS = r"(passwords?|passphrase|secrets?|api[ -]?keys?|tokens?|credentials?|system prompt|hidden prompt|instructions)"
+_SECRETS = (r"(passwords?|passphrase|secrets?|api[ -]?keys?|tokens?|credentials?|system prompt|hidden prompt|"
+            r"instructions)")
 _PATTERNS = [
     # override the instructions or the question
     r"\b(ignore|disregard|forget|override|skip|bypass)\b[^.!?\n]{0,60}\b(previous|prior|above|earlier|preceding|all|any|"
@@ -38,7 +39,8 @@ _PATTERNS = [
     r"\b(ai|assistant|language\s+model|llm|chatbot)s?\s*[:,]\s*(please\s+)?(ignore|print|reveal|say|answer|respond|output|tell|write)\b",
     r"\bif\s+you\s+are\s+an?\s+(ai|assistant|language\s+model|llm|chatbot)\b",
     # reveal secrets
-    r"\b(print|reveal|output|show|tell|give|leak|disclose|display|repeat|write\s+out)\b[^.!?\n]{0,40}\b" + _SECRETS + r"\b",
+    r"\b(print|reveal|output|show|tell|give|leak|disclose|display|repeat|write\s+out)\b"
+    r"[^.!?\n]{0,40}\b" + _SECRETS + r"\b",
     # always answer with a fixed payload
     r"\b(always|only)\s+(answer|reply|respond|say)\s+(with\s+)?[\"'“]",
     r"\b(answer|reply|respond)\s+(every|all|any)\s+(question|query|request)s?\s+with\b",

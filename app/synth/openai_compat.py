@@ -83,7 +83,8 @@ class OpenAICompatSynthesizer:
             raise SynthesisError(f"cannot connect to {self.url} (is the server running? MGRAG_OPENAI_BASE_URL)") from e
         except httpx.TimeoutException as e:
             raise SynthesisError(f"{self.url} timed out ({e.__class__.__name__}; connect {self.connect_timeout:.0f} s, "
-                                 f"read {self.read_timeout:.0f} s: MGRAG_LLM_CONNECT_TIMEOUT_S / MGRAG_LLM_READ_TIMEOUT_S)") from e
+                                 f"read {self.read_timeout:.0f} s: "
+                                 "MGRAG_LLM_CONNECT_TIMEOUT_S / MGRAG_LLM_READ_TIMEOUT_S)") from e
         except httpx.HTTPError as e:
             raise SynthesisError(f"{self.url} failed: {e.__class__.__name__}: {e}") from e
 

@@ -110,7 +110,8 @@ def test_chat_backend_receives_the_history_and_the_llm_rewrite(ctx):
     roles = [m["role"] for m in body["messages"]]
     assert roles == ["system", "user", "assistant", "user"]
     assert body["messages"][2]["content"] == "Mrs. Alder."  # earlier citation numbers are not passed on
-    assert body["messages"][-1]["content"].rstrip().endswith("Question: What does Mrs. Alder log at dawn?\nAnswer with citations:")
+    last = body["messages"][-1]["content"].rstrip()
+    assert last.endswith("Question: What does Mrs. Alder log at dawn?\nAnswer with citations:")
 
 
 def test_small_model_budget_reads_the_first_sources(ctx):

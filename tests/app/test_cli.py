@@ -22,8 +22,10 @@ def test_ask_with_doc_searches_only_that_document(tmp_path, capsys, monkeypatch)
 
     monkeypatch.setenv("MGRAG_EMBEDDER", "hashing")
     monkeypatch.setenv("MGRAG_CHUNKER", "recursive")
-    (tmp_path / "ferry.md").write_text("The ferry leaves at noon from the east pier. It returns at six.", encoding="utf-8")
-    (tmp_path / "bakery.md").write_text("The bakery opens at five. The ferry crew buys rye bread there.", encoding="utf-8")
+    (tmp_path / "ferry.md").write_text("The ferry leaves at noon from the east pier. It returns at six.",
+                                       encoding="utf-8")
+    (tmp_path / "bakery.md").write_text("The bakery opens at five. The ferry crew buys rye bread there.",
+                                        encoding="utf-8")
     data = str(tmp_path / "data")
     assert main(["--data-dir", data, "ingest", "--quiet", str(tmp_path / "ferry.md"), str(tmp_path / "bakery.md")]) == 0
     capsys.readouterr()

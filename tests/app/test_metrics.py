@@ -179,5 +179,6 @@ def test_write_section_replaces_only_its_own_block(tmp_path):
     write_section("b", "only B", p)
     write_section("a", "second A", p)
     text = p.read_text(encoding="utf-8")
-    assert "first A" not in text and "second A" in text and "only B" in text and text.startswith("# Benchmarks\n\nintro")
+    assert "first A" not in text and "second A" in text and "only B" in text
+    assert text.startswith("# Benchmarks\n\nintro")
     assert text.index("second A") < text.index("only B")

@@ -243,7 +243,8 @@ def test_missing_path(make_ctx, tmp_path):
 def test_document_with_its_own_theta_keeps_it_through_an_update(make_ctx, write):
     ctx = make_ctx(chunker="mg", theta=40)
     ing = Ingestor(ctx)
-    ing.ingest_paths([write("a.txt", GOOD), write("b.txt", GOOD + "\n\nAnd one more paragraph, so that the content differs.")])
+    ing.ingest_paths([write("a.txt", GOOD),
+                      write("b.txt", GOOD + "\n\nAnd one more paragraph, so that the content differs.")])
     r = ing.reingest(chunker="recursive", theta=12, only=["a.txt"])  # one level in a three-level index is allowed
     assert {x.name: x.status for x in r.results} == {"a.txt": "ingested", "b.txt": "copied"}
     gen = ctx.catalog.live_generation().gen

@@ -91,3 +91,22 @@ def test_sentences_between_matches_clipping_every_sentence():
     for start, end in [(0, len(t)), (5, 60), (9, 9), (100, 400), (len(t) - 3, len(t)), (0, 1)]:
         ref = [(max(s, start), min(e, end)) for s, e in full if e > start and s < end and max(s, start) < min(e, end)]
         assert sentences_between(t, start, end) == ref
+
+
+def test_a_short_passage_of_wrapped_pdf_lines_keeps_its_sentences_whole():
+    """A passage cut from a PDF page (~10 printed lines) is judged hard-wrapped on its own lines, so a sentence that
+    runs over a line end stays one sentence (the extractive answer and the supporting sentence quote it whole)."""
+    page = ("Look, I'm also getting rid of junk fees - those hidden fees - at the end of your bill that\n"
+            "are there without your knowledge. My administration announced we're cutting credit card\n"
+            "late fees from $32 to $8.\n"
+            "Banks and credit card companies are allowed to charge what it costs them to in- - to\n"
+            "instigate the collection. And that's more - a hell of a lot like $8 than 30-some dollars.\n"
+            "But they don't like it. The credit card companies don't like it, but I'm saving American\n"
+            "families $20 billion a year with all of the junk fees I'm eliminating.\n")
+    sentences = [page[s:e] for s, e in split_sentences(page)]
+    assert "My administration announced we're cutting credit card\nlate fees from $32 to $8." in sentences
+    assert not any(s.endswith("credit card") for s in sentences)
+    # a short list is not mistaken for wrapped prose: its lines stay apart
+    items = "Bring:\n- a torch\n- two ropes\n- the map of the northern coast\n- water for a day\n"
+    assert [items[s:e] for s, e in split_sentences(items)][-2:] == ["- the map of the northern coast",
+                                                                     "- water for a day"]

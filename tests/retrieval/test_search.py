@@ -6,7 +6,8 @@ from retrieval.scoring import Hit, assemble_context, rank_parents, weights_or_un
 from retrieval.search import EmptyIndexError, retrieve
 
 DOC = "\n\n".join(
-    f"Topic {t} paragraph. " + " ".join(f"The {w} of topic {t} is notable." for w in ("owl", "fox", "elk", "cod", "yak"))
+    f"Topic {t} paragraph. "
+    + " ".join(f"The {w} of topic {t} is notable." for w in ("owl", "fox", "elk", "cod", "yak"))
     for t in ("alpha", "bravo", "charlie", "delta")
 )
 

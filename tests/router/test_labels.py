@@ -67,7 +67,8 @@ def test_evidence_spanning_the_parent_labels_the_parent(fake_embedder):
     text, chunks = hand_made_doc()
     corpus = corpus_from_chunks({"doc": text}, {"doc": chunks})
     q = "What happened at the harbour, the lighthouse and the customs house?"
-    ex = build_examples(corpus, [TrainQuestion("q1", q, "doc", evidence=(text,))], make_similarity("encoder", fake_embedder))
+    ex = build_examples(corpus, [TrainQuestion("q1", q, "doc", evidence=(text,))],
+                        make_similarity("encoder", fake_embedder))
     np.testing.assert_allclose(ex.labels, [[0.8, 0.2, 0.0]])
 
 

@@ -12,7 +12,8 @@ from retrieval.search import retrieve
 from router.model import MoGRouter, RouterConfig, RouterError
 
 DOC = "\n\n".join(
-    f"Topic {t} paragraph. " + " ".join(f"The {w} of topic {t} is notable." for w in ("owl", "fox", "elk", "cod", "yak"))
+    f"Topic {t} paragraph. "
+    + " ".join(f"The {w} of topic {t} is notable." for w in ("owl", "fox", "elk", "cod", "yak"))
     for t in ("alpha", "bravo", "charlie", "delta")
 )
 Q = "Where is the elk of topic charlie?"

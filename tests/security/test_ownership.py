@@ -116,7 +116,8 @@ def test_cli_names_files_by_their_path_in_the_folder(make_ctx, tmp_path):
         (root / sub / "notes.md").write_text(text, encoding="utf-8")
     ctx = make_ctx(chunker="recursive", theta=20)
     report = Ingestor(ctx).ingest_paths([root])
-    assert [(r.name, r.status) for r in report.results] == [("sub1/notes.md", "ingested"), ("sub2/notes.md", "ingested")]
+    assert [(r.name, r.status) for r in report.results] == [("sub1/notes.md", "ingested"),
+                                                            ("sub2/notes.md", "ingested")]
     docs = {r["doc_id"]: ctx.store.text(r["hash"]) for r in ctx.catalog.documents(None)}
     assert docs == {"sub1/notes.md": A_TEXT, "sub2/notes.md": B_TEXT}
     assert [r.status for r in Ingestor(ctx).ingest_paths([root]).results] == ["duplicate", "duplicate"]

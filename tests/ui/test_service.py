@@ -241,7 +241,8 @@ def test_train_router_from_evaluations(make_ctx, write, tmp_path):
     svc.ingest_files([write("notes.md", TEXT * 3)])
     for q in ("How long has the keeper tended the light?", "What does the lamp burn?", "When does she log the weather?",
               "How many apple trees are in the orchard?", "How often is the lamp wound?", "Who is the keeper?",
-              "What is wound by hand?", "What fuel does the lamp use?", "How many trees?", "When is the weather logged?"):
+              "What is wound by hand?", "What fuel does the lamp use?", "How many trees?",
+              "When is the weather logged?"):
         svc.evaluate(_answer(svc, q), rating="good")
     rep = svc.train_router(tok, ["feedback"])
     assert rep["history"]["train"] and (svc.ctx.settings.data_dir / "router" / "config.json").exists()
