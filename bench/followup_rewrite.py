@@ -295,18 +295,21 @@ def measure(settings, sets, fresh: bool) -> dict:
 
 
 def cross_check(rows) -> str:
-    """How many items give the first reply and the rules' recall of bench/results/answers.json (the same
-    measurement when the router is the one that run used)."""
+    """The items that give what bench/results/answers.json recorded (the same measurement when the router is the
+    one that run used): the standalone question's recall (retrieval alone), the first reply (the extractive
+    backend), the rules' query and recall (both)."""
     try:
         bench = {r["id"]: r for r in json.loads((ROOT / "bench" / "results" / "answers.json")
                                                .read_text(encoding="utf-8"))["followups"]["rows"]}
     except (OSError, KeyError, ValueError):
         return "bench/results/answers.json not found: no cross-check"
-    same = sum(r["id"] in bench and bench[r["id"]]["first_reply"] == r["reply"] and
-               bench[r["id"]]["rules"]["evidence_recall"] == r[BEFORE]["er"] and
-               bench[r["id"]]["rules"]["query"] == r[BEFORE]["q"] for r in rows)
-    return (f"{same} of {len(rows)} conversations give the first reply, rules query and recall of "
-            "bench/results/answers.json")
+    rows = [r for r in rows if r["id"] in bench]
+    std = sum(bench[r["id"]]["standalone"]["evidence_recall"] == r[STANDALONE]["er"] for r in rows)
+    reply = sum(bench[r["id"]]["first_reply"] == r["reply"] for r in rows)
+    rules = sum(bench[r["id"]]["rules"]["query"] == r[BEFORE]["q"] and
+                bench[r["id"]]["rules"]["evidence_recall"] == r[BEFORE]["er"] for r in rows)
+    return (f"as in bench/results/answers.json: standalone recall on {std} of {len(rows)} items, first reply on "
+            f"{reply}, rules-before query and recall on {rules}")
 
 
 def report(router: str, res: dict) -> str:
