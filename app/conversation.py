@@ -4,14 +4,16 @@ a user turn may carry ``"query"``, the standalone search query it was rewritten 
 Before retrieval a follow-up ("Who founded it?") is turned into a standalone search query:
 
 * **rules** (offline, no model): when the question refers back (a pronoun or demonstrative, an elliptical
-  "and …"/"what about …", or two content words or fewer), the previous question's named entities and key
-  terms (and the names in the previous answer, unless it abstained) are carried into the query;
+  "and …"/"what about …", or two content words or fewer), the previous question as it was searched is carried
+  into the query, in parentheses (the classic conversational-search baseline: it holds the entity a pronoun
+  stands for, and its context); a short previous answer ("Ukraine [1].") adds its names. Measured against
+  carrying extracted entities and key terms, and other rules, by ``bench/followup_rewrite.py`` (BENCHMARKS.md);
 * **llm** (a chat backend): the model rewrites it under a strict prompt; an output that is not one plausible
   question (empty, several lines, far longer than the conversation warrants) falls back to the rules.
 
 >>> rewrite_rules("Who founded it?", [{"role": "user", "content": "Tell me about the bakery on Elm Street."},
 ...                                   {"role": "assistant", "content": "It bakes rye bread [1]."}])
-'Who founded it? (Elm Street, bakery)'
+'Who founded it? (Tell me about the bakery on Elm Street.)'
 """
 from __future__ import annotations
 
@@ -86,50 +88,55 @@ def entities(text: str, lone_first: bool = False) -> list[str]:
     return out
 
 
-def key_terms(text: str, exclude: set[str] | None = None) -> list[str]:
-    """Content words of ``text`` in order (stopwords and question words removed)."""
-    exclude = exclude or set()
-    seen: list[str] = []
-    for w in _WORD_RE.findall(text):
-        lw = w.lower()
-        if lw in _GENERIC or lw in REFERRING or lw in exclude or len(lw) < 3 and not lw.isdigit():
-            continue
-        if lw not in seen:
-            seen.append(lw)
-    return seen
+def previous_query(history: Sequence[Turn], max_words: int = 40) -> str:
+    """The previous user turn as it was searched: its question, then what its own rewrite carried (unwrapped from
+    the parentheses), cut after the last whole sentence within ``max_words``, so that in a chain of follow-ups the
+    oldest questions drop out first.
 
-
-def carried_terms(history: Sequence[Turn], max_terms: int = 8) -> list[str]:
-    """What a follow-up inherits: the previous question's entities and key terms, then names from the previous
-    answer (unless it abstained)."""
+    >>> previous_query([{"role": "user", "content": "Did she accept it?",
+    ...                  "query": "Did she accept it? (What offer did Colonel Campbell make to Jane Fairfax?)"}])
+    'Did she accept it? What offer did Colonel Campbell make to Jane Fairfax?'
+    """
     users = user_turns(history)
     if not users:
-        return []
-    prev = users[-1]
-    prev_q = prev.get("query") or prev.get("content", "")
-    prev_q = re.sub(r"\s*\(([^()]*)\)\s*$", r" \1", prev_q)  # a rewritten query's carried terms count as its own
-    ents = entities(prev_q)
-    covered = {w.lower() for e in ents for w in e.split()}
-    terms = ents + key_terms(prev_q, covered)
+        return ""
+    content = str(users[-1].get("content", "")).strip()
+    query = str(users[-1].get("query") or content).strip()
+    rest = query[len(content):].strip() if query.startswith(content) else ""
+    if content and rest.startswith("(") and rest.endswith(")"):
+        query = f"{content} {rest[1:-1].strip()}"
+    kept: list[str] = []
+    for sent in re.split(r"(?<=[.?!])\s+", query):
+        words = sent.split()
+        if kept and len(" ".join(kept).split()) + len(words) > max_words:
+            break
+        kept.append(" ".join(words[:max_words]))
+    return " ".join(kept)
+
+
+def short_answer_names(history: Sequence[Turn], max_words: int = 12) -> list[str]:
+    """Names in the previous answer when it is short ("Ukraine [1]."): the referent of "they" or "him" may be
+    there only. A longer answer (passages, as the extractive backend's) is left out: its names are mostly other
+    people and places (bench/followup_rewrite.py measured carrying them)."""
     last = history[-1] if history else None
-    if last is not None and last.get("role") == "assistant" and not is_abstention(last.get("content", "")):
-        have = {t.lower() for t in terms}
-        answer = strip_citations(last["content"])
-        for e in entities(answer, lone_first=len(answer.split()) <= 6)[:2]:
-            if e.lower() not in have:
-                terms.append(e)
-    return terms[:max_terms]
+    if last is None or last.get("role") != "assistant" or is_abstention(str(last.get("content", ""))):
+        return []
+    answer = strip_citations(str(last["content"])).strip()
+    n = len(answer.split())
+    return entities(answer, lone_first=n <= 6)[:2] if 0 < n <= max_words else []
 
 
 def rewrite_rules(question: str, history: Sequence[Turn]) -> str:
-    """The standalone search query for ``question``: itself when it stands alone, else itself with the carried
-    terms in parentheses."""
+    """The standalone search query for ``question``: itself when it stands alone, else itself followed by the
+    previous question as searched (and the names of a short previous answer) in parentheses."""
     q = question.strip()
     if not user_turns(history) or not refers_back(q):
         return q
-    own = {w.lower() for w in _WORD_RE.findall(q)}
-    carried = [t for t in carried_terms(history) if t.lower() not in own]
-    return f"{q} ({', '.join(carried)})" if carried else q
+    prev = previous_query(history)
+    seen = {w.lower() for w in _WORD_RE.findall(f"{q} {prev}")}
+    names = [e for e in short_answer_names(history) if not all(w.lower() in seen for w in _WORD_RE.findall(e))]
+    carried = " ".join(x for x in [prev, *names] if x)
+    return f"{q} ({carried})" if carried else q
 
 
 REWRITE_SYSTEM = (
