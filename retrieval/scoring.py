@@ -13,6 +13,28 @@ class Hit:
     score: float
 
 
+def level_hits(chunks: Sequence, scores: Sequence[float], k: int) -> list[Hit]:
+    """The top ``k`` chunks **of each level** for one query, given every chunk's score, as ``Hit``s (id
+    ``"level:start:end"``, parent ``"start:end"``): the in-memory search of the benchmarks and router training,
+    the same per-level top-k the index search makes. Ties keep the chunks' order.
+
+    >>> from ingest.types import Chunk
+    >>> cs = [Chunk("ab", 0, 2, 0, 0, 4), Chunk("cd", 2, 4, 0, 0, 4), Chunk("a", 0, 1, 1, 0, 4)]
+    >>> [(h.id, h.parent_id, h.score) for h in level_hits(cs, [0.5, 0.9, 0.7], 1)]
+    [('0:2:4', '0:4', 0.9), ('1:0:1', '0:4', 0.7)]
+    """
+    by_level: dict[int, list[int]] = {}
+    for i, c in enumerate(chunks):
+        by_level.setdefault(int(c.level), []).append(i)
+    hits = []
+    for level in sorted(by_level):
+        for i in sorted(by_level[level], key=lambda j: -float(scores[j]))[:k]:
+            c = chunks[i]
+            ps, pe = c.parent_span
+            hits.append(Hit(f"{c.level}:{c.start}:{c.end}", f"{ps}:{pe}", int(c.level), float(scores[i])))
+    return hits
+
+
 def parent_scores(hits: Sequence[Hit], weights: Sequence[float] | None = None) -> dict[str, tuple[float, Hit]]:
     """Score of each parent = max over its hits (children and itself) of ``weights[level] * score``.
 

@@ -182,20 +182,11 @@ def build_examples(corpus: Corpus, questions: Sequence[TrainQuestion], similarit
 
 # -- retrieval-aware examples: the dense search's hits, their score profile and which weighting ranks best ------------
 def level_hits(chunks: Sequence[Chunk], vectors: np.ndarray, query_vector: np.ndarray, k: int) -> list:
-    """The top ``k`` chunks of each level for one query (cosine of normalised vectors), as retrieval makes them:
-    ``Hit(id "level:start:end", parent "start:end", level, score)``."""
-    from retrieval.scoring import Hit
+    """The top ``k`` chunks of each level for one query (cosine of normalised vectors), as retrieval makes them."""
+    from retrieval.scoring import level_hits as top_per_level
 
     scores = np.asarray(vectors, dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
-    levels = np.array([c.level for c in chunks])
-    hits = []
-    for level in np.unique(levels):
-        idx = np.nonzero(levels == level)[0]
-        for i in idx[np.argsort(-scores[idx], kind="stable")[:k]]:
-            c = chunks[i]
-            ps, pe = c.parent_span
-            hits.append(Hit(f"{c.level}:{c.start}:{c.end}", f"{ps}:{pe}", int(c.level), float(scores[i])))
-    return hits
+    return top_per_level(chunks, scores, k)
 
 
 def evidence_spans(text: str, evidence: Sequence[str]) -> list[tuple[int, int]]:

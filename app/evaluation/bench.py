@@ -30,7 +30,7 @@ from app.evaluation.metrics import (
 )
 from ingest.sentences import count_words
 from ingest.types import Chunk
-from retrieval.scoring import ChunkSpan, Hit, assemble_context, mog_rank, rank_parents
+from retrieval.scoring import ChunkSpan, Hit, assemble_context, level_hits, mog_rank, rank_parents
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH_DIR = Path(os.environ.get("MGRAG_BENCH_DIR", ROOT.parent / "shared" / "bench"))
@@ -164,15 +164,7 @@ def evaluate_retrieval(bench: BenchSet, chunks_by_doc: dict[str, list[Chunk]], e
     for q, qv in zip(questions, qvecs):
         di = index[q.doc_id]
         text = bench.docs[q.doc_id]
-        scores = di.vectors @ qv
-        hits = []
-        for level in np.unique(di.levels):
-            idx = np.nonzero(di.levels == level)[0]
-            order = idx[np.argsort(-scores[idx], kind="stable")[:top_k]]
-            for i in order:
-                c = di.chunks[i]
-                ps, pe = c.parent_span
-                hits.append(Hit(f"{c.level}:{c.start}:{c.end}", f"{ps}:{pe}", int(c.level), float(scores[i])))
+        hits = level_hits(di.chunks, di.vectors @ qv, top_k)
         n_levels = int(di.levels.max()) + 1
         w = list(weights_fn(q, qv)) if weights_fn is not None else (weights or [1.0] * n_levels)
         if selection == "mog":

@@ -451,7 +451,7 @@ def run_qa(set_name: str | B.BenchSet, ctx, synthesizer, *, chunkers: Sequence[s
     """QA F1 per subset: each chunker's retrieved context vs the no-retrieval baseline, one synthesizer."""
     _MADE_THIS_RUN.clear()
     from app.evaluation.metrics import qa_f1_max
-    from retrieval.scoring import Hit, assemble_context, rank_parents
+    from retrieval.scoring import assemble_context, level_hits, rank_parents
     from retrieval.search import no_retrieval_context
 
     bench = set_name if isinstance(set_name, B.BenchSet) else B.load_set(set_name)
@@ -484,16 +484,8 @@ def run_qa(set_name: str | B.BenchSet, ctx, synthesizer, *, chunkers: Sequence[s
         conditions = [("no-retrieval", [(0, len(no_retrieval_context(text, no_retrieval_words)))])]
         for name, run in runs.items():
             chunks = run.chunks[q.doc_id]
-            scores = vecs[name][q.doc_id] @ qv
-            hits = []
-            levels = np.array([c.level for c in chunks])
-            for level in np.unique(levels):
-                idx = np.nonzero(levels == level)[0]
-                for i in idx[np.argsort(-scores[idx], kind="stable")[:20]]:
-                    c = chunks[i]
-                    hits.append(Hit(f"{c.level}:{c.start}:{c.end}", f"{c.parent_span[0]}:{c.parent_span[1]}",
-                                    int(c.level), float(scores[i])))
-            ranked = [pid for pid, _, _ in rank_parents(hits, [1.0] * (int(levels.max()) + 1))]
+            hits = level_hits(chunks, vecs[name][q.doc_id] @ qv, 20)
+            ranked = [pid for pid, _, _ in rank_parents(hits, [1.0] * (1 + max(c.level for c in chunks)))]
             ctx_parts = assemble_context([(pid, text[int(pid.split(':')[0]):int(pid.split(':')[1])])
                                           for pid in ranked], budget_words)
             conditions.append((name, [tuple(int(x) for x in pid.split(":")) for pid, _ in ctx_parts]))
