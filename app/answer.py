@@ -293,9 +293,9 @@ def _grounded_reply(g: Grounder, draft: str, n_read: int, below: bool, style: st
 def _extractive_verdict(g: Grounder, draft: str, n_read: int) -> G.Verdict:
     """The extractive answer's quoted sentences, each supported by itself (kept when it is in its source)."""
     support: dict[int, list[G.SentenceSupport]] = {}
-    by_text = {(x.source, x.text): x for x in g.sentences}
+    by_text = {(x.source, " ".join(x.text.split())): x for x in g.sentences}  # a PDF's line ends print as spaces
     for m in re.finditer(r"(.+?) \[(\d+)\]", draft):
-        n, sent = int(m.group(2)), m.group(1).strip()
+        n, sent = int(m.group(2)), " ".join(m.group(1).split())
         x = by_text.get((n, sent))
         if x is not None:
             support.setdefault(n, []).append(G.SentenceSupport(x, 1.0, 1.0, 1.0, 1.0))

@@ -129,3 +129,26 @@ def test_status_events_while_the_user_waits(ctx):
     statuses = [v for k, v in events if k == "status"]
     assert statuses[0] == "retrieving" and any(s.endswith("generating") for s in statuses)
     assert statuses[-1] == "checking the answer against the sources"
+
+
+WRAPPED = ("Harbour report for the spring season, as read to the council on the first Monday of April,\n"
+           "with the figures the harbour master collected over the winter months and the works planned.\n"
+           "The harbour master said the council is cutting the mooring fees for small fishing boats\n"
+           "from forty pounds to twelve pounds a year, starting in May, and that the larger boats\n"
+           "will pay the same as last year while the new pontoon is being built on the east side.\n"
+           "The works on the east pontoon will take about eleven weeks and close the slipway for a\n"
+           "fortnight in June, when the crane is on the quay and the divers are in the water there.\n")
+
+
+def test_an_extractive_answer_quoting_wrapped_lines_keeps_its_support(make_ctx, write):
+    """A sentence that runs over a PDF's line ends is printed with spaces; it is still found in its source, so the
+    answer keeps its citation and supporting sentence instead of abstaining ("nothing to quote")."""
+    c = make_ctx(theta=200)  # one passage of seven printed lines, as a parent cut from a PDF page is
+    Ingestor(c).ingest_paths([write("harbour.txt", WRAPPED)])
+    ans = answer(c, "How much are the mooring fees for small fishing boats cut?", backend="extractive")
+    assert not ans.abstained and ans.citations
+    assert "from forty pounds to twelve pounds a year" in ans.text and "\n" not in ans.text
+    support = [x for cit in ans.citations for x in cit.support]
+    assert any("mooring fees for small fishing boats\nfrom forty pounds" in x["text"] for x in support)
+    for x in support:
+        assert WRAPPED[x["start"]:x["end"]] == x["text"]
