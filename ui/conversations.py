@@ -80,8 +80,19 @@ class ConversationStore:
             self.db.execute("INSERT INTO turns VALUES (?,?,?,?,?)",
                             (conv_id, n, question, json.dumps(answer, default=str), time.time()))
             self.db.execute("UPDATE conversations SET updated=?, title=CASE WHEN title='' THEN ? ELSE title END "
-                            "WHERE id=?", (time.time(), title_of(question), conv_id))
+                            "WHERE id=?", (time.time(), self._free_title(owner, conv_id, title_of(question)), conv_id))
         return n
+
+    def _free_title(self, owner: str, conv_id: str, title: str) -> str:
+        """``title``, or ``title (2)``, ``(3)``… when another of the owner's conversations already has it, so the
+        list can tell apart two conversations that began with the same question."""
+        taken = {t for (t,) in self.db.execute("SELECT title FROM conversations WHERE owner=? AND id<>?",
+                                               (owner, conv_id))}
+        free, i = title, 1
+        while free in taken:
+            i += 1
+            free = f"{title} ({i})"
+        return free
 
     def rename(self, owner: str, conv_id: str, title: str) -> None:
         title = title_of(title)

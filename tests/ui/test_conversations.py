@@ -31,6 +31,20 @@ def test_conversation_lifecycle(tmp_path):
         st.get("browser:a", a)
 
 
+def test_two_conversations_begun_with_the_same_question_are_told_apart(tmp_path):
+    st = ConversationStore(tmp_path / "c.sqlite")
+    q = "What did the President say about late fees?"
+    ids = [st.create("browser:a") for _ in range(3)]
+    for i in ids:
+        st.add_turn("browser:a", i, q, {"text": "x"})
+    other = st.create("browser:b")
+    st.add_turn("browser:b", other, q, {"text": "x"})
+    assert [st.get("browser:a", i)["title"] for i in ids] == [q, f"{q} (2)", f"{q} (3)"]
+    assert st.get("browser:b", other)["title"] == q  # another owner's titles are not counted
+    st.add_turn("browser:a", ids[0], "And overdraft fees?", {"text": "y"})
+    assert st.get("browser:a", ids[0])["title"] == q  # only the first turn titles a conversation
+
+
 def test_another_owners_conversation_is_not_found(tmp_path):
     st = ConversationStore(tmp_path / "c.sqlite")
     a = st.create("browser:a")
