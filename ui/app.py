@@ -620,7 +620,7 @@ def build_app(service: UiService):
                             question = gr.Textbox(placeholder="Ask a question about your documents…", show_label=False,
                                                   scale=5, elem_id="question", max_lines=4)
                             ask_btn = gr.Button("Ask", variant="primary", scale=1, elem_id="ask")
-                        weights_plot = gr.HTML("<em>Level weights of the last question appear here.</em>",
+                        weights_plot = gr.HTML("",
                                                elem_id="weights-plot")
                     with gr.Column(scale=2):
                         files = gr.File(label=f"Upload documents (drag and drop; {', '.join(sorted(SUPPORTED))}; "
