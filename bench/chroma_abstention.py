@@ -30,18 +30,14 @@ def main(argv=None) -> int:
     import numpy as np
 
     from app.answer import Grounder, synth_sources
-    from app.context import AppContext
-    from app.core.settings import Settings
     from app.evaluation.answers import context_evidence_recall
     from app.evaluation.bench import RESULTS_DIR, load_set, markdown_table, write_section
-    from ingest.pipeline import Ingestor
+    from bench.common import chroma_library
     from retrieval.search import retrieve
 
     bench = load_set("chroma")
     data = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="mgrag-abst-"))
-    ctx = AppContext(Settings(data_dir=data, chunker="mg", theta=300, router="none"))
-    if ctx.catalog.live_gen() is None:
-        Ingestor(ctx).ingest_paths(sorted((ROOT.parent / "shared" / "bench" / "chroma" / "docs").glob("*.md")))
+    ctx = chroma_library(data)
     rows = []
     for q in bench.questions:
         r = retrieve(ctx, q.question)

@@ -30,23 +30,15 @@ def main(argv=None) -> int:
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
 
-    from app.context import AppContext
-    from app.core.settings import Settings
     from app.evaluation.bench import load_set, markdown_table, write_section
-    from ingest.pipeline import Ingestor
+    from bench.common import chroma_library
     from retrieval.search import retrieve
 
     bench = load_set("chroma")
     tmp = None
     data = Path(args.data_dir) if args.data_dir else Path(tmp := tempfile.mkdtemp(prefix="mgrag-floor-"))
-    ctx = AppContext(Settings(data_dir=data, chunker="mg", theta=300, router="none"))
     t0 = time.perf_counter()
-    docs = sorted((ROOT.parent / "shared" / "bench" / "chroma" / "docs").glob("*.md"))
-    gen = ctx.catalog.live_gen()
-    have = {d["doc_id"] for d in ctx.catalog.documents(gen)} if gen is not None else set()
-    missing = [p for p in docs if p.name not in have]  # a reused index interrupted mid-build gets the rest
-    if missing:
-        Ingestor(ctx, progress=True).ingest_paths(missing)
+    ctx = chroma_library(data, progress=True)
     built = time.perf_counter() - t0
     rows = []  # per question: [(score, relevant)] in rank order
     for q in bench.questions:
