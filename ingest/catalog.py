@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from app.core.db import open_db
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -99,11 +100,7 @@ class Generation:
 class Catalog:
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(SCHEMA)
+        self.db = open_db(self.path, SCHEMA)
         cols = {r[1] for r in self.db.execute("PRAGMA table_info(indexed)")}
         if "chunking" not in cols:  # per-document chunker and θ (NULL: the generation's), added later
             self.db.execute("ALTER TABLE indexed ADD COLUMN chunking TEXT")

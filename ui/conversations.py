@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 import threading
 import time
 from pathlib import Path
+
+from app.core.db import open_db
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -37,11 +38,7 @@ def title_of(question: str) -> str:
 class ConversationStore:
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(SCHEMA)
+        self.db = open_db(self.path, SCHEMA)
         self._lock = threading.Lock()
 
     def _own(self, owner: str, conv_id: str) -> None:

@@ -8,11 +8,12 @@ so evaluations feed router training like any bench set.
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from app.core.db import open_db
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS evaluations (
@@ -52,11 +53,8 @@ class Evaluation:
 class FeedbackStore:
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.executescript(SCHEMA)
+        self.db = open_db(self.path, SCHEMA)
         if "owner" not in {r[1] for r in self.db.execute("PRAGMA table_info(evaluations)")}:
             self.db.execute("ALTER TABLE evaluations ADD COLUMN owner TEXT")
 

@@ -1,0 +1,18 @@
+"""The project's SQLite files (catalog, conversations, feedback) open one way."""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+
+def open_db(path: Path, schema: str) -> sqlite3.Connection:
+    """A connection to ``path`` (its folder made if needed) shared across threads (callers hold their own lock),
+    in autocommit mode with write-ahead logging and foreign keys on, ``schema`` applied (``CREATE … IF NOT
+    EXISTS`` statements)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA foreign_keys=ON")
+    db.executescript(schema)
+    return db
