@@ -7,24 +7,12 @@ import subprocess
 import sys
 
 from app.cli import main
-
-A = "The keeper has tended the light for twenty-two years. She logs the weather at dawn and at dusk every day.\n"
-B = "The orchard has forty apple trees and six pear trees. The pears ripen late in the autumn every year.\n"
-
-
-def _setup(tmp_path, monkeypatch):
-    monkeypatch.setenv("MGRAG_EMBEDDER", "hashing")
-    monkeypatch.setenv("MGRAG_CHUNKER", "recursive")
-    monkeypatch.setenv("MGRAG_THETA", "40")
-    (tmp_path / "a.md").write_text(A, encoding="utf-8")
-    (tmp_path / "b.md").write_text(B, encoding="utf-8")
-    data = str(tmp_path / "data")
-    assert main(["--data-dir", data, "ingest", "--quiet", str(tmp_path / "a.md"), str(tmp_path / "b.md")]) == 0
-    return data
+from tests.app.conftest import KEEPER as A
+from tests.app.conftest import ORCHARD as B
 
 
-def test_chat_json_turns_follow_up_and_reset(tmp_path, monkeypatch, capsys):
-    data = _setup(tmp_path, monkeypatch)
+def test_chat_json_turns_follow_up_and_reset(cli_library, monkeypatch, capsys):
+    data = cli_library
     capsys.readouterr()
     monkeypatch.setattr(sys, "stdin", io.StringIO(
         "How many apple trees does the orchard have?\n\nHow many pear trees does it have?\n/reset\n"
@@ -41,10 +29,7 @@ def test_chat_json_turns_follow_up_and_reset(tmp_path, monkeypatch, capsys):
     assert off["abstained"] and off["citations"] == [] and off["rewrite"] == "none"  # history was reset
 
 
-def test_chat_plain_text_in_a_subprocess(tmp_path, monkeypatch):
-    monkeypatch.setenv("MGRAG_EMBEDDER", "hashing")
-    monkeypatch.setenv("MGRAG_CHUNKER", "recursive")
-    monkeypatch.setenv("MGRAG_THETA", "40")
+def test_chat_plain_text_in_a_subprocess(tmp_path, cli_env):
     (tmp_path / "a.md").write_text(A, encoding="utf-8")
     data = str(tmp_path / "data")
     # ingest in its own process too: an embedded store is opened by one process at a time

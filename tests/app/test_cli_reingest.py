@@ -5,18 +5,9 @@ import json
 
 from app.cli import main
 
-A = "The keeper has tended the light for twenty-two years. She logs the weather at dawn and at dusk every day.\n"
-B = "The orchard has forty apple trees and six pear trees. The pears ripen late in the autumn every year.\n"
 
-
-def test_cli_reingest_named_documents_with_their_own_theta(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("MGRAG_EMBEDDER", "hashing")
-    monkeypatch.setenv("MGRAG_CHUNKER", "recursive")
-    monkeypatch.setenv("MGRAG_THETA", "40")
-    (tmp_path / "a.md").write_text(A, encoding="utf-8")
-    (tmp_path / "b.md").write_text(B, encoding="utf-8")
-    data = str(tmp_path / "data")
-    assert main(["--data-dir", data, "ingest", "--quiet", str(tmp_path / "a.md"), str(tmp_path / "b.md")]) == 0
+def test_cli_reingest_named_documents_with_their_own_theta(cli_library, capsys):
+    data = cli_library
 
     def parents():
         capsys.readouterr()
