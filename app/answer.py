@@ -95,15 +95,10 @@ def synth_sources(sources: Sequence[Source], budget_words: int | None) -> list[S
     would overflow is skipped, as the context is assembled); all of them when there is no budget."""
     if not budget_words:
         return list(sources)
-    from ingest.sentences import count_words
+    from retrieval.scoring import assemble_context
 
-    out, used = [], 0
-    for s in sources:
-        n = count_words(s.text)
-        if used + n <= budget_words:
-            out.append(s)
-            used += n
-    return out or list(sources[:1])
+    kept = assemble_context([(str(i), s.text) for i, s in enumerate(sources)], budget_words)
+    return [sources[int(i)] for i, _ in kept] or list(sources[:1])
 
 
 def _is_chat(synth) -> bool:
@@ -127,7 +122,7 @@ class Grounder:
     def __init__(self, ctx: AppContext, question: str, sources: Sequence[Source]):
         s = ctx.settings
         self.floors = G.floors_for(s.embedder, s.context_floor, s.support_floor)
-        self.vectors = _sentence_vectors(ctx)
+        self.vectors = G.sentence_vectors_of(ctx)
         self.question = question
         self.sentences = G.source_sentences(sources)
         self.svecs = self.vectors.passages([x.text for x in self.sentences])
@@ -152,12 +147,6 @@ class Grounder:
         quotes)."""
         floor = self.floors.context if floor is None else floor
         return sorted((x for x in self.about if x.score >= floor), key=lambda x: -x.score)[:k]
-
-
-def _sentence_vectors(ctx: AppContext) -> G.SentenceVectors:
-    """One sentence-vector cache per context and embedder, shared with the extractive backend."""
-    synth = make_synthesizer("extractive", ctx)
-    return synth.vectors
 
 
 def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | None = None,

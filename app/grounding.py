@@ -251,6 +251,7 @@ class SentenceVectors:
         self.embedder = embedder
         self.cache_size = cache_size
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
     def passages(self, texts: Sequence[str]) -> np.ndarray:
@@ -276,4 +277,23 @@ class SentenceVectors:
         return np.stack(out) if out else np.zeros((0, getattr(self.embedder, "dim", 1)), np.float32)
 
     def query(self, text: str) -> np.ndarray:
-        return np.asarray(self.embedder.embed_queries([text]), dtype=np.float32)[0]
+        """The query vector of ``text``; the last few are kept (grounding and the extractive backend ask for the
+        same question's vector)."""
+        with self._lock:
+            v = self._queries.get(text)
+        if v is None:
+            v = np.asarray(self.embedder.embed_queries([text]), dtype=np.float32)[0]
+            with self._lock:
+                self._queries[text] = v
+                while len(self._queries) > 64:
+                    self._queries.popitem(last=False)
+        return v
+
+
+def sentence_vectors_of(ctx) -> SentenceVectors:
+    """The context's sentence-vector cache (one per embedder), shared by grounding and the extractive backend."""
+    emb = ctx.embedder
+    caches = ctx.__dict__.setdefault("_sentence_vectors", {})
+    if id(emb) not in caches:
+        caches[id(emb)] = SentenceVectors(emb)
+    return caches[id(emb)]

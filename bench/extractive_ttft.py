@@ -35,10 +35,11 @@ def main(argv=None) -> int:
 
     import numpy as np
 
-    from app.answer import _sentence_vectors, ask
+    from app.answer import ask
     from app.context import AppContext
     from app.core.settings import Settings
     from app.evaluation.bench import RESULTS_DIR, LoadMonitor, load_set, markdown_table, write_section
+    from app.grounding import sentence_vectors_of
     from ingest.pipeline import Ingestor
 
     bench = load_set("chroma", doc_ids=list(DOCS))
@@ -49,14 +50,16 @@ def main(argv=None) -> int:
         docs = ROOT.parent / "shared" / "bench" / "chroma" / "docs"
         Ingestor(ctx).ingest_paths([docs / f"{d}.md" for d in DOCS])
         monitor = LoadMonitor(interval=2)
-        vectors = _sentence_vectors(ctx)
+        vectors = sentence_vectors_of(ctx)
         runs = {}
         for mode in ("cold", "served"):  # cold: every question's sentences embedded anew; served: the cache at work
             vectors._cache.clear()
+            vectors._queries.clear()
             rows = []
             for q in questions:
                 if mode == "cold":
                     vectors._cache.clear()
+                    vectors._queries.clear()
                 t0 = time.perf_counter()
                 first = None
                 for kind, value in ask(ctx, q.question, backend="extractive"):

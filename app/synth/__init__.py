@@ -29,10 +29,11 @@ def make_synthesizer(name: str, ctx):
         return cache[key]
 
     if name == "extractive":
+        from app.grounding import sentence_vectors_of
         from app.synth.extractive import ExtractiveSynthesizer
 
         emb = ctx.embedder
-        return kept(("extractive", id(emb)), lambda: ExtractiveSynthesizer(emb))
+        return kept(("extractive", id(emb)), lambda: ExtractiveSynthesizer(emb, vectors=sentence_vectors_of(ctx)))
     if name == "openai":
         return openai_client(s)
     if name == "transformers":

@@ -54,7 +54,7 @@ class ExtractiveSynthesizer:
                     cands.append((src.text[s:e], src.rank, s))
         if not cands:
             return []
-        q = self.embedder.embed_queries([question])[0]
+        q = self.vectors.query(question)
         v = self._passage_vectors([c for c, _, _ in cands])
         order = np.argsort(-(v @ q), kind="stable")[: self.max_sentences]
         picked = sorted(order.tolist(), key=lambda i: (cands[i][1], cands[i][2]))  # source order, then text order
