@@ -129,7 +129,10 @@ def _split_points(text: str, start: int, end: int, newline_breaks: bool) -> list
 
 def _closes_line_marker(text: str, dot: int) -> bool:
     """Is the '.' at ``dot`` the end of a numbering marker that opens its line ("1.", "2.3.", "iv.", "a.")?"""
-    line_start = text.rfind("\n", 0, dot) + 1
+    lo = max(0, dot - 25)  # a marker is short: look back only that far (a long line would make this quadratic)
+    line_start = text.rfind("\n", lo, dot) + 1
+    if line_start == 0 and lo > 0:  # no line start within reach
+        return False
     if dot - line_start > 24:
         return False
     m = _LINE_MARKER_RE.match(text, line_start)
