@@ -118,11 +118,11 @@ class Sentence:
 
 def source_sentences(sources: Sequence, max_words: int = 80) -> list[Sentence]:
     """Every sentence of every source, with document offsets (``source.start`` + offset in its text)."""
-    from ingest.sentences import split_sentences
+    from ingest.sentences import PASSAGE_MIN_LINES, split_sentences
 
     out = []
     for src in sources:
-        for s, e in split_sentences(src.text, max_words=max_words):
+        for s, e in split_sentences(src.text, max_words=max_words, min_lines=PASSAGE_MIN_LINES):
             out.append(Sentence(src.rank, src.start + s, src.start + e, src.text[s:e]))
     return out
 

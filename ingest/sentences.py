@@ -60,19 +60,21 @@ def word_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[
     return [(m.start(), m.end()) for m in _WORD_RE.finditer(text, start, len(text) if end is None else end)]
 
 
-def is_hard_wrapped(text: str) -> bool:
+def is_hard_wrapped(text: str, min_lines: int = 20) -> bool:
     """True when single newlines look like line wrapping rather than breaks (e.g. Project Gutenberg plain text).
+    A document is judged on at least ``min_lines`` lines; a passage cut from one (a PDF page's parent holds ~10
+    wrapped lines) can be judged on fewer.
 
     Memoised per text: chunkers ask once per paragraph split, and the answer reads the first 200,000 characters.
     """
-    return _hard_wrapped_cached(text)
+    return _hard_wrapped_cached(text, min_lines)
 
 
 @lru_cache(maxsize=8)
-def _hard_wrapped_cached(text: str) -> bool:
+def _hard_wrapped_cached(text: str, min_lines: int) -> bool:
     lines = [ln.rstrip() for ln in text[:200_000].split("\n")]
     lines = [ln for ln in lines if ln.strip()]
-    if len(lines) < 4:  # a passage cut from a PDF page has ~10 wrapped lines: judge it on its own lines too
+    if len(lines) < min_lines:
         return False
     lengths = sorted(len(ln) for ln in lines)
     median = lengths[len(lengths) // 2]
@@ -187,13 +189,18 @@ def split_long(text: str, start: int, end: int, max_words: int) -> list[tuple[in
     return pieces
 
 
-def split_sentences(text: str, max_words: int | None = None) -> list[tuple[int, int]]:
-    """Sentence spans of ``text`` (see module doc). ``max_words`` bounds every span's word count."""
+PASSAGE_MIN_LINES = 4  # a passage of four or more wrapped lines is judged hard-wrapped on its own lines
+
+
+def split_sentences(text: str, max_words: int | None = None, min_lines: int = 20) -> list[tuple[int, int]]:
+    """Sentence spans of ``text`` (see module doc). ``max_words`` bounds every span's word count; ``min_lines``: see
+    :func:`is_hard_wrapped` (callers splitting a retrieved passage rather than a document pass
+    :data:`PASSAGE_MIN_LINES`)."""
     if max_words is not None and max_words < 1:
         raise ValueError(f"max_words must be >= 1, got {max_words}")
     if not text or text.isspace():
         return []
-    newline_breaks = not is_hard_wrapped(text)
+    newline_breaks = not is_hard_wrapped(text, min_lines)
     cuts = sorted(set(_split_points(text, 0, len(text), newline_breaks)))
     spans: list[tuple[int, int]] = []
     prev = 0

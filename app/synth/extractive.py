@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from app.grounding import SentenceVectors
-from ingest.sentences import split_sentences
+from ingest.sentences import PASSAGE_MIN_LINES, split_sentences
 
 MIN_WORDS = 4
 
@@ -49,7 +49,7 @@ class ExtractiveSynthesizer:
     def select(self, question: str, sources: Sequence) -> list[tuple[str, int]]:
         cands: list[tuple[str, int, int]] = []
         for src in sources:
-            for s, e in split_sentences(src.text, max_words=80):
+            for s, e in split_sentences(src.text, max_words=80, min_lines=PASSAGE_MIN_LINES):
                 if answerable_sentence(src.text, s, e):
                     cands.append((src.text[s:e], src.rank, s))
         if not cands:

@@ -112,7 +112,7 @@ def test_chunks_carry_pages_and_headings_in_their_payload(make_ctx, write):
 
 
 def test_a_sentence_running_over_a_page_break_stays_one_sentence():
-    from ingest.sentences import split_sentences
+    from ingest.sentences import PASSAGE_MIN_LINES, split_sentences
 
     wrapped = ["The harbour committee met on Monday morning in the old customs house by", "the quay, where the",
                "members heard the engineers report on the state of the northern breakwater and"]
@@ -121,7 +121,7 @@ def test_a_sentence_running_over_a_page_break_stays_one_sentence():
              "The engineers were thanked for their long and careful work on the survey."]
     page3 = ["A third page opens here with a new paragraph about the ferry timetable and its", "fares."]
     doc = load_bytes("speech.pdf", make_pdf([page1, page2, page3], header=None, footer=None))
-    sentences = [" ".join(doc.text[s:e].split()) for s, e in split_sentences(doc.text)]
+    sentences = [" ".join(doc.text[s:e].split()) for s, e in split_sentences(doc.text, min_lines=PASSAGE_MIN_LINES)]
     assert ("When the reading was over, its chair said the breakwater bill was a good bill and that the vote would "
             "be held the following week without further delay.") in sentences  # pages 1 → 2: a line break
     assert "survey.\n\nA third page" in doc.text  # pages 2 → 3: the page ends a sentence, a paragraph break

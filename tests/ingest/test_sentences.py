@@ -1,6 +1,6 @@
 import pytest
 
-from ingest.sentences import count_words, is_hard_wrapped, split_sentences
+from ingest.sentences import PASSAGE_MIN_LINES, count_words, is_hard_wrapped, split_sentences
 
 
 def texts(t, **kw):
@@ -103,10 +103,10 @@ def test_a_short_passage_of_wrapped_pdf_lines_keeps_its_sentences_whole():
             "instigate the collection. And that's more - a hell of a lot like $8 than 30-some dollars.\n"
             "But they don't like it. The credit card companies don't like it, but I'm saving American\n"
             "families $20 billion a year with all of the junk fees I'm eliminating.\n")
-    sentences = [page[s:e] for s, e in split_sentences(page)]
+    sentences = [page[s:e] for s, e in split_sentences(page, min_lines=PASSAGE_MIN_LINES)]
     assert "My administration announced we're cutting credit card\nlate fees from $32 to $8." in sentences
     assert not any(s.endswith("credit card") for s in sentences)
     # a short list is not mistaken for wrapped prose: its lines stay apart
     items = "Bring:\n- a torch\n- two ropes\n- the map of the northern coast\n- water for a day\n"
-    assert [items[s:e] for s, e in split_sentences(items)][-2:] == ["- the map of the northern coast",
-                                                                     "- water for a day"]
+    spans = split_sentences(items, min_lines=PASSAGE_MIN_LINES)
+    assert [items[s:e] for s, e in spans][-2:] == ["- the map of the northern coast", "- water for a day"]
