@@ -50,8 +50,9 @@ class ConversationStore:
         conv_id = secrets.token_urlsafe(12)
         now = time.time()
         with self._lock:
+            title = self._free_title(owner, conv_id, title_of(title)) if title else ""
             self.db.execute("INSERT INTO conversations VALUES (?,?,?,?,?,?)",
-                            (conv_id, owner, title_of(title), json.dumps(list(scope or [])), now, now))
+                            (conv_id, owner, title, json.dumps(list(scope or [])), now, now))
         return conv_id
 
     def list(self, owner: str, limit: int = 200) -> list[dict]:
@@ -76,8 +77,10 @@ class ConversationStore:
             n = self.db.execute("SELECT COALESCE(MAX(n), 0) + 1 FROM turns WHERE conv_id=?", (conv_id,)).fetchone()[0]
             self.db.execute("INSERT INTO turns VALUES (?,?,?,?,?)",
                             (conv_id, n, question, json.dumps(answer, default=str), time.time()))
-            self.db.execute("UPDATE conversations SET updated=?, title=CASE WHEN title='' THEN ? ELSE title END "
-                            "WHERE id=?", (time.time(), self._free_title(owner, conv_id, title_of(question)), conv_id))
+            self.db.execute("UPDATE conversations SET updated=? WHERE id=?", (time.time(), conv_id))
+            if self.db.execute("SELECT title FROM conversations WHERE id=?", (conv_id,)).fetchone()[0] == "":
+                self.db.execute("UPDATE conversations SET title=? WHERE id=?",
+                                (self._free_title(owner, conv_id, title_of(question)), conv_id))
         return n
 
     def _free_title(self, owner: str, conv_id: str, title: str) -> str:

@@ -34,9 +34,10 @@ def test_conversation_lifecycle(tmp_path):
 def test_two_conversations_begun_with_the_same_question_are_told_apart(tmp_path):
     st = ConversationStore(tmp_path / "c.sqlite")
     q = "What did the President say about late fees?"
-    ids = [st.create("browser:a") for _ in range(3)]
-    for i in ids:
-        st.add_turn("browser:a", i, q, {"text": "x"})
+    ids = []
+    for title in ("", "", q):  # untitled, then titled by its first question as the chat creates one
+        ids.append(st.create("browser:a", title=title))
+        st.add_turn("browser:a", ids[-1], q, {"text": "x"})
     other = st.create("browser:b")
     st.add_turn("browser:b", other, q, {"text": "x"})
     assert [st.get("browser:a", i)["title"] for i in ids] == [q, f"{q} (2)", f"{q} (3)"]
