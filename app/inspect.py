@@ -161,29 +161,20 @@ def inspect_text(ctx, text: str, name: str = "document", *, theta: int | None = 
 
 def match_question(ctx, ins: Inspection, question: str, k: int) -> None:
     """Embed the question and every chunk; keep each level's top ``k`` chunks per chunker, weighted by the router."""
-    from retrieval.scoring import Hit, rank_parents
+    from retrieval.scoring import level_hits, rank_parents
     from retrieval.search import check_question
-    from router.runtime import route
 
     question = check_question(question, ctx.settings.max_question_chars)
     qv = np.asarray(ctx.embedder.embed_queries([question])[0], dtype=np.float32)
-    runtime, note = ctx.router
     ins.question = question
     for name, chunks in ins.chunks.items():
         vecs = np.asarray(ctx.embedder.embed_passages([c.text for c in chunks]), dtype=np.float32)
-        scores = vecs @ qv
-        levels = np.array([c.level for c in chunks])
-        n_levels = int(levels.max()) + 1
-        hits, found = [], []
-        for j in range(n_levels):
-            idx = np.nonzero(levels == j)[0]
-            for i in idx[np.argsort(-scores[idx], kind="stable")[:k]]:
-                c = chunks[i]
-                hits.append(Hit(f"{j}:{c.start}:{c.end}", f"{c.parent_span[0]}:{c.parent_span[1]}", j,
-                                float(scores[i])))
-                found.append(c)
-        w, why, _ = route(runtime, note, embedder_name=ctx.settings.embedder, n_levels=n_levels,
-                          question=question, query_vector=qv, embedder=ctx.embedder, hits=hits)
+        hits = level_hits(chunks, vecs @ qv, k)
+        by_id = {f"{c.level}:{c.start}:{c.end}": c for c in chunks}
+        found = [by_id[h.id] for h in hits]
+        n_levels = 1 + max(c.level for c in chunks)
+        w, why, _ = ctx.route(embedder_name=ctx.settings.embedder, n_levels=n_levels, question=question,
+                              query_vector=qv, hits=hits)
         if name == "lgmgc" or not ins.weights:
             ins.weights, ins.router = list(w), why
         rank = {pid: r for r, (pid, _, _) in enumerate(rank_parents(hits, w), 1)}

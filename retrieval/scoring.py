@@ -23,12 +23,14 @@ def level_hits(chunks: Sequence, scores: Sequence[float], k: int) -> list[Hit]:
     >>> [(h.id, h.parent_id, h.score) for h in level_hits(cs, [0.5, 0.9, 0.7], 1)]
     [('0:2:4', '0:4', 0.9), ('1:0:1', '0:4', 0.7)]
     """
-    by_level: dict[int, list[int]] = {}
-    for i, c in enumerate(chunks):
-        by_level.setdefault(int(c.level), []).append(i)
+    import numpy as np
+
+    scores = np.asarray(scores)
+    levels = np.array([c.level for c in chunks])
     hits = []
-    for level in sorted(by_level):
-        for i in sorted(by_level[level], key=lambda j: -float(scores[j]))[:k]:
+    for level in np.unique(levels):
+        idx = np.nonzero(levels == level)[0]
+        for i in idx[np.argsort(-scores[idx], kind="stable")[:k]]:
             c = chunks[i]
             ps, pe = c.parent_span
             hits.append(Hit(f"{c.level}:{c.start}:{c.end}", f"{ps}:{pe}", int(c.level), float(scores[i])))
