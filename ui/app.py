@@ -871,7 +871,8 @@ def add_viewer_routes(app, service: UiService) -> None:
         got = opened(token)
         if isinstance(got, Response):
             return got
-        view, row, text, data = got
+        view, row = got
+        text = service.ctx.store.text(view.hash)
         lay = Layout.from_json(service.ctx.store.layout(view.hash))
         label = place_label(page_span(lay, view.start, view.end), [])
         n_pages, page_url = None, None
@@ -887,17 +888,19 @@ def add_viewer_routes(app, service: UiService) -> None:
         got = opened(token)
         if isinstance(got, Response):
             return got
-        view, row, text, data = got
+        view, row = got
         if row["kind"] != "pdf":
             return Response("not a PDF", status_code=404, media_type="text/plain")
-        png, _ = render_pdf_page(data, page, highlights(view, text))
+        store = service.ctx.store
+        png, _ = render_pdf_page(store.original(view.hash), page, highlights(view, store.text(view.hash)))
         return Response(png, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
 
     def original(token: str):
         got = opened(token)
         if isinstance(got, Response):
             return got
-        view, row, _, data = got
+        view, row = got
+        data = service.ctx.store.original(view.hash)
         types = {"pdf": "application/pdf", "html": "text/plain; charset=utf-8", "text": "text/plain; charset=utf-8",
                  "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}
         name = Path(row["name"]).name.replace('"', "")

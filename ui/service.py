@@ -337,13 +337,13 @@ class UiService:
         return "mgrag/view/" + self.view_tokens.mint(view)
 
     def open_view(self, token: str):
-        """(view, version row, text, original bytes) of a viewer token, or ValueError (bad, expired, or the
-        document is gone)."""
+        """(view, version row) of a viewer token, or ValueError (bad, expired, or the document is gone); the caller
+        reads the text or the original (``ctx.store``) as it needs."""
         view = self.view_tokens.check(token)
         row = self.ctx.catalog.version_of(view.doc_id, view.hash)
         if row is None or not self.ctx.store.has(view.hash):
             raise ValueError("this document is no longer in the library")
-        return view, row, self.ctx.store.text(view.hash), self.ctx.store.original(view.hash)
+        return view, row
 
     def state_secret(self) -> str:
         """A random secret kept in the data dir (mode 0600) that encrypts what the browser stores (its id), stable
