@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from app import grounding as G
 from app.context import AppContext
 from app.synth import SynthesisError, make_synthesizer
-from ingest.layout import place_label
+from ingest.layout import source_place
 from retrieval.search import Retrieval, Source, check_question, no_retrieval_context, retrieve
 
 log = logging.getLogger(__name__)
@@ -45,17 +45,19 @@ class Citation:
     doc_hash: str = ""
     # the sentences of this source that support the answer: document offsets, text, support score
     support: list[dict] = field(default_factory=list)
+    first_pass: bool = False  # from the document's quick first pass; its LM refinement is still to come
 
     @classmethod
     def of(cls, s: Source) -> "Citation":
         return cls(s.rank, s.doc_id, s.start, s.end, s.text, s.matched_level, s.matched_start, s.matched_end,
                    s.matched_text, s.score, dict(s.level_scores), dict(s.bm25_level_scores), s.pages,
-                   list(s.headings), s.matched_pages, s.doc_hash)
+                   list(s.headings), s.matched_pages, s.doc_hash, first_pass=getattr(s, "first_pass", False))
 
     @property
     def label(self) -> str:
-        """``p. 4–5 · Section › Subsection`` ("" when the document has neither pages nor headings)."""
-        return place_label(self.pages, self.headings)
+        """``p. 4–5 · Section › Subsection`` ("" when the document has neither pages nor headings), and ``first pass
+        (refining)`` for a passage of a document still in its first phase."""
+        return source_place(self.pages, self.headings, self.first_pass)
 
 
 @dataclass

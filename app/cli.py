@@ -66,13 +66,205 @@ def _print_report(report, out=None) -> None:
           file=out)
 
 
-def cmd_ingest(args) -> int:
-    from ingest.pipeline import Ingestor
+def _read_inputs(ctx, paths) -> tuple[list[tuple[str, bytes]], list[tuple[str, str]]]:
+    """``([(name, bytes)], [(name, problem)])`` of the files given (folders walked; names as ``input_files``)."""
+    from ingest.loaders import IngestError, input_files, read_regular_file
 
-    ctx = _writer(_ctx(args))
-    report = Ingestor(ctx, progress=not args.quiet).ingest_paths(args.paths)
-    _print_report(report)
-    return 1 if report.failed else 0  # a script can tell that some file did not make it
+    named, failed = [], []
+    max_bytes = int(ctx.settings.max_file_mb * 2**20)
+    for f, name in input_files(paths):
+        if not f.exists() and not f.is_symlink():
+            failed.append((name, "no such file or folder"))
+            continue
+        try:
+            named.append((name, read_regular_file(f, max_bytes)))
+        except IngestError as e:
+            failed.append((name, e.problem))
+    return named, failed
+
+
+def _take_queue(ctx, quiet: bool, said: list):
+    """Start this process's runner on the data dir if no other process runs the queue; None when one does (or the
+    data dir is held by a process that does not: then we wait for it, saying so once)."""
+    from app.core.datalock import DataDirBusy
+    from ingest.queue import Runner, runner_alive
+
+    if runner_alive(ctx.jobs) is not None:
+        return None
+    try:
+        ctx.writer_lock()
+    except DataDirBusy as e:
+        if not said:
+            said.append(True)
+            print(f"waiting: {e}", file=sys.stderr)
+        return None
+    return Runner(ctx).start()
+
+
+def cmd_ingest(args) -> int:
+    """Queue the files; by default wait until each is searchable (its first pass committed), printing when each
+    became searchable and ready. The queue is run by the process that holds the data dir: a running ``mgrag serve``
+    or ``mgrag worker`` takes the jobs; when none runs, this command runs them itself while it waits."""
+    import time
+    import uuid
+
+    from ingest.queue import enqueue, reached, runner_alive
+
+    t0 = time.monotonic()
+    ctx = _ctx(args)
+    until = "queued" if args.no_wait else args.wait
+    named, refused = _read_inputs(ctx, args.paths)
+    said: list = []
+    runner = None if args.no_wait else _take_queue(ctx, args.quiet, said)
+    try:
+        queued = enqueue(ctx, named, None, batch=uuid.uuid4().hex, source="cli")
+        if runner is not None:
+            runner.wake()
+        rows = {q.name: {"name": q.name, "status": q.status, "message": q.message, "job_id": q.job.job_id if q.job
+                         else None, "doc_id": q.job.doc_id if q.job else None, "searchable_s": None, "ready_s": None}
+                for q in queued}
+        rows.update({n: {"name": n, "status": "refused", "message": m, "job_id": None, "doc_id": None,
+                         "searchable_s": None, "ready_s": None} for n, m in refused})
+        ids = [q.job.job_id for q in queued if q.job]
+        tty = sys.stderr.isatty() and not args.quiet and not args.json
+        while ids and until != "queued":
+            current = [ctx.jobs.get(i) for i in ids]
+            for j in current:
+                _note(rows[j.name], j, time.monotonic() - t0, args, tty)
+            if all(reached(j, until) for j in current):
+                break
+            if runner is None and runner_alive(ctx.jobs) is None:  # the server stopped meanwhile: take over
+                runner = _take_queue(ctx, args.quiet, said)
+            time.sleep(0.25)
+        if tty:
+            print("\r\033[K", end="", file=sys.stderr)
+    finally:
+        if runner is not None:
+            runner.stop()  # a refinement in flight goes back to the queue (resumed by the next runner)
+    return _ingest_summary(ctx, rows, args, until, runner_alive(ctx.jobs) is not None)
+
+
+def _note(row: dict, job, elapsed: float, args, tty: bool) -> None:
+    """Record (and print, unless --json or --quiet) a job's moves: searchable, ready, failed; a status line on a
+    terminal meanwhile."""
+    if job.state in ("searchable", "refining", "ready") and row["searchable_s"] is None and job.searchable:
+        row["searchable_s"] = round(elapsed, 2)
+        if not args.json and not args.quiet:
+            print(f"\r\033[K  searchable {job.name}  after {elapsed:.1f} s" if tty else
+                  f"  searchable {job.name}  after {elapsed:.1f} s", flush=True)
+    if job.state == "ready" and row["ready_s"] is None:
+        row["ready_s"] = round(elapsed, 2)
+        if not args.json and not args.quiet and job.two_phase and job.searchable_at != job.ready_at:
+            print(f"\r\033[K  ready      {job.name}  after {elapsed:.1f} s (refined)" if tty else
+                  f"  ready      {job.name}  after {elapsed:.1f} s (refined)", flush=True)
+    row.update(status=job.state, message=job.error or job.message or "", doc_id=job.doc_id)
+    if tty and job.state in ("queued", "extracting", "refining"):
+        print(f"\r\033[K{job.name[:40]}: {job.describe()}"[:150], end="", file=sys.stderr, flush=True)
+
+
+def _ingest_summary(ctx, rows: dict, args, until: str, served: bool) -> int:
+    for row in rows.values():  # as they are now (a refinement this process stopped went back to the queue)
+        job = ctx.jobs.get(row["job_id"]) if row["job_id"] else None
+        if job is not None:
+            row.update(status=job.state, message=job.error or job.message or "")
+    live = ctx.catalog.live_generation()
+    counts = {r["doc_id"]: r for r in ctx.catalog.documents(live.gen)} if live else {}
+    for row in rows.values():
+        d = counts.get(row["doc_id"])
+        row["chunks"] = [d["n_l0"], d["n_l1"], d["n_l2"]][:live.n_levels] if d and d["n_l0"] is not None else None
+    failed = [r for r in rows.values() if r["status"] in ("refused", "failed", "cancelled")]
+    if args.json:
+        print(json.dumps({"files": list(rows.values()), "generation": live.gen if live else None}, indent=2))
+        return 1 if failed else 0
+    for r in rows.values():
+        if r["status"] in ("refused", "failed", "cancelled"):
+            print(f"  FAILED     {r['name']}: {r['message'] or r['status']}")
+        else:
+            counts_s = f"  chunks {'/'.join(str(c) for c in r['chunks'])}" if r.get("chunks") else ""
+            extra = f" ({r['message']})" if r["message"] else ""
+            print(f"  {r['status']:<10} {r['name']}{counts_s}{extra}")
+    n = {k: sum(r["status"] == k for r in rows.values()) for k in ("queued", "searchable", "refining", "ready",
+                                                                     "duplicate")}
+    pending = n["searchable"] + n["refining"]
+    print(f"{n['ready']} ready, {pending} searchable (refinement pending), {n['queued']} queued, "
+          f"{n['duplicate']} unchanged/duplicate, {len(failed)} failed; index generation {live.gen if live else '-'}")
+    if n["queued"] or pending:
+        print(("the running `mgrag serve`/`mgrag worker` goes on with them in the background; `mgrag docs` shows "
+               "their state" if served else
+               "they go on when `mgrag serve` or `mgrag worker` runs on this data dir (or `mgrag ingest --wait "
+               "ready`); `mgrag docs` shows their state"))
+    return 1 if failed else 0  # a script can tell that some file did not make it
+
+
+def cmd_jobs(args) -> int:
+    """The ingestion queue: active jobs (and, with --all, finished ones)."""
+    from ingest.jobs import ACTIVE
+    from ingest.queue import runner_alive
+
+    ctx = _ctx(args)
+    if args.clear:
+        with ctx.catalog.transaction() as db:
+            n = db.execute("DELETE FROM jobs WHERE state IN ('ready','failed','cancelled','duplicate')").rowcount
+        print(f"removed {n} finished job(s)")
+        return 0
+    rows = ctx.jobs.jobs(None if args.all else ACTIVE)
+    beat = runner_alive(ctx.jobs)
+    if args.json:
+        print(json.dumps({"runner": beat, "jobs": [j.to_dict() for j in rows]}, indent=2, default=str))
+        return 0
+    print(f"queue run by {beat['cmd']} (pid {beat['pid']} on {beat['host']}, {beat['executor']} workers)" if beat
+          else "no process runs the queue now (`mgrag serve`, `mgrag worker` or `mgrag ingest` run it)")
+    for j in rows:
+        print(f"  job {j.job_id:<5} {j.doc_id[:40]:<40} {j.describe()}")
+    if not rows:
+        print("  (no jobs)" if args.all else "  (nothing queued or running)")
+    return 0
+
+
+def cmd_cancel(args) -> int:
+    """Cancel jobs by id, or the active job of a document (id or name)."""
+    from ingest.jobs import ACTIVE, JobError
+
+    ctx = _ctx(args)
+    rc = 0
+    for ref in args.refs:
+        try:
+            if ref.isdigit():
+                job_id = int(ref)
+            else:
+                active = [j for j in ctx.jobs.jobs(ACTIVE) if ref in (j.doc_id, j.name)]
+                if not active:
+                    raise JobError(f"no queued or running job for {ref!r}; see `mgrag jobs`")
+                job_id = active[-1].job_id
+            print(f"job {job_id}: {ctx.jobs.request_cancel(job_id)}")
+        except JobError as e:
+            print(f"error: {e}", file=sys.stderr)
+            rc = 2
+    return rc
+
+
+def cmd_worker(args) -> int:
+    """Run the ingestion queue. With ``queue_url`` (Redis): a compute worker for the data dir's holder, on any
+    machine. Without: this process takes the data dir and runs its queue (as `mgrag serve` does, without the web
+    app), until interrupted or, with --until-idle, until nothing is left to do."""
+    import time
+
+    ctx = _ctx(args)
+    if ctx.settings.queue_url:
+        from ingest.remote import run_worker
+
+        return run_worker(ctx, burst=args.until_idle)
+    from ingest.queue import Runner
+
+    runner = Runner(ctx).start()
+    print(f"running the ingestion queue of {ctx.settings.data_dir} ({runner.n_first} first-pass and {runner.n_refine} "
+          f"refinement lane(s)); Ctrl-C stops", file=sys.stderr)
+    try:
+        while not (args.until_idle and runner.idle()):
+            time.sleep(1.0)
+    finally:
+        runner.stop()
+    return 0
 
 
 def cmd_reingest(args) -> int:
@@ -106,20 +298,23 @@ def cmd_reingest(args) -> int:
 
 
 def cmd_docs(args) -> int:
-    """Reads the catalog only (SQLite, safe beside a running writer such as `mgrag serve`); no store, no lock."""
+    """Reads the catalog only (SQLite, safe beside a running writer such as `mgrag serve`); no store, no lock. Each
+    document's ``state``: queued, extracting, searchable, refining, ready, failed (with the reason) or cancelled."""
+    from ingest.queue import document_states
+
     ctx = _ctx(args)
     live = ctx.catalog.live_generation()
-    rows = ctx.catalog.documents(live.gen if live else None)
+    rows = document_states(ctx)
     if args.json:
         print(json.dumps({"generation": live.__dict__ if live else None, "documents": rows}, indent=2, default=str))
         return 0
     if live:
         print(f"index generation {live.gen}: chunker={live.chunker} theta={live.theta} embedder={live.embedder}")
-    print(f"{'document':<32} {'ver':>3} {'size':>10} {'parents':>8} {'θ/2':>6} {'θ/4':>6} {'secs':>7}")
+    print(f"{'document':<32} {'ver':>3} {'size':>10} {'parents':>8} {'θ/2':>6} {'θ/4':>6} {'secs':>7}  state")
     for r in rows:
         own = r.get("chunking")
-        print(f"{r['doc_id'][:32]:<32} {r['version']:>3} {r['size']:>10} {r['n_l0'] or 0:>8} {r['n_l1'] or 0:>6} "
-              f"{r['n_l2'] or 0:>6} {r['seconds'] or 0:>7.1f}"
+        print(f"{r['doc_id'][:32]:<32} {r['version'] or '-':>3} {r['size'] or 0:>10} {r['n_l0'] or 0:>8} "
+              f"{r['n_l1'] or 0:>6} {r['n_l2'] or 0:>6} {r['seconds'] or 0:>7.1f}  {r['detail']}"
               + (f"  (own: chunker={own['chunker']} theta={own['theta']})" if own else ""))
     if not rows:
         print("(no documents; run `mgrag ingest PATH`)")
@@ -473,10 +668,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="data directory (MGRAG_DATA_DIR)")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
-    s = sub.add_parser("ingest", help="ingest files and folders")
+    s = sub.add_parser("ingest", help="ingest files and folders (queued; searchable in seconds, refined after)",
+                       description="Queue files and folders for ingestion and wait until each is searchable (its quick "
+                                   "first pass committed). A running `mgrag serve` or `mgrag worker` on the same data "
+                                   "dir takes the jobs; otherwise this command runs them while it waits.")
     s.add_argument("paths", nargs="+")
-    s.add_argument("--quiet", action="store_true", help="no progress bars")
+    s.add_argument("--wait", choices=("searchable", "ready"), default="searchable",
+                   help="wait until searchable (default) or until refined (ready)")
+    s.add_argument("--no-wait", action="store_true", help="only queue the files and return")
+    s.add_argument("--json", action="store_true", help="per file: state, searchable_s and ready_s (seconds from the "
+                                                        "start of the command), chunks")
+    s.add_argument("--quiet", action="store_true", help="no progress lines")
     s.set_defaults(func=cmd_ingest)
+
+    s = sub.add_parser("jobs", help="the ingestion queue: what is queued and running")
+    s.add_argument("--all", action="store_true", help="finished jobs too")
+    s.add_argument("--clear", action="store_true", help="remove finished jobs from the list")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_jobs)
+
+    s = sub.add_parser("cancel", help="cancel queued or running ingestion jobs (job id, or document id or name)")
+    s.add_argument("refs", nargs="+", metavar="JOB|DOC")
+    s.set_defaults(func=cmd_cancel)
+
+    s = sub.add_parser("worker", help="run the ingestion queue: with MGRAG_QUEUE_URL a scale-out worker (any machine), "
+                                      "else this data dir's queue without the web app")
+    s.add_argument("--until-idle", action="store_true", help="exit when nothing is left to do")
+    s.set_defaults(func=cmd_worker)
 
     s = sub.add_parser("reingest", help="rebuild the index from stored originals (atomic switch)",
                        description="Rebuild every document into a new index generation and switch atomically; or, "

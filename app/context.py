@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from functools import cached_property
 
 from app.core.settings import Settings
@@ -16,6 +17,9 @@ class AppContext:
         self.settings = settings or Settings()
         self._client = client
         self._lock = None
+        # index writes of this process (a document's commit, a deletion, a re-ingestion) one at a time; the work
+        # before a commit (extraction, chunking, embedding) runs outside it
+        self.write_lock = threading.Lock()
         self.check_report = None
         if embedder is not None:
             self.__dict__["embedder"] = embedder
@@ -66,6 +70,13 @@ class AppContext:
         from ingest.catalog import Catalog
 
         return Catalog(self.settings.catalog_path)
+
+    @cached_property
+    def jobs(self):
+        """The ingestion queue's rows (:mod:`ingest.jobs`), in the catalog's database; any process may add to it."""
+        from ingest.jobs import JobStore
+
+        return JobStore(self.catalog, self.settings.data_dir / "spool", self.settings.ingest_max_attempts)
 
     @cached_property
     def store(self):

@@ -114,8 +114,8 @@ class _Recorder:
         self.windows.append((i, j, p))
         return p
 
-    def stream_probs(self, doc):
-        self.stream = np.asarray(self.inner.stream_probs(doc), dtype=np.float64)
+    def stream_probs(self, doc, **kw):
+        self.stream = np.asarray(self.inner.stream_probs(doc, **kw), dtype=np.float64)
         return self.stream
 
 

@@ -104,6 +104,8 @@ class Catalog:
         cols = {r[1] for r in self.db.execute("PRAGMA table_info(indexed)")}
         if "chunking" not in cols:  # per-document chunker and θ (NULL: the generation's), added later
             self.db.execute("ALTER TABLE indexed ADD COLUMN chunking TEXT")
+        if "phase" not in cols:  # 'first': the quick MG chunks of a document whose LM refinement is pending
+            self.db.execute("ALTER TABLE indexed ADD COLUMN phase TEXT")
         if "owner" not in {r[1] for r in self.db.execute("PRAGMA table_info(documents)")}:
             # who may replace the document: NULL = the shared library (CLI, admin), else the browser or user that
             # uploaded it in the chat (README "Security")
@@ -277,10 +279,13 @@ class Catalog:
         return out
 
     def record_indexed(self, gen: int, doc_id: str, name: str, h: str, size: int, kind: str,
-                       chunks: Iterable, seconds: float, chunking: dict | None = None, owner: str | None = None) -> int:
+                       chunks: Iterable, seconds: float, chunking: dict | None = None, owner: str | None = None,
+                       phase: str | None = None, on_commit=None) -> int:
         """Record a new version (if the hash is new for this doc) and its chunks in ``gen``, in one transaction.
         ``chunking`` (``{"chunker", "theta", "params"}``) is recorded when the document was cut with other parameters
-        than its generation's. ``owner`` is set when the document is new and never changed afterwards."""
+        than its generation's. ``owner`` is set when the document is new and never changed afterwards. ``phase``
+        ``"first"`` marks the quick first-pass chunks of a document whose refinement is pending; ``on_commit(db)``
+        runs inside the same transaction (the ingestion queue marks its job there)."""
         chunks = list(chunks)
         now = time.time()
         with self.transaction() as db:
@@ -300,10 +305,12 @@ class Catalog:
             counts = [sum(1 for c in chunks if c.level == lv) for lv in range(3)]
             db.execute(
                 "INSERT OR REPLACE INTO indexed (gen, doc_id, version, hash, n_l0, n_l1, n_l2, seconds, indexed_at, "
-                "chunking) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "chunking, phase) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (gen, doc_id, version, h, *counts, seconds, now,
-                 json.dumps(chunking, sort_keys=True) if chunking else None),
+                 json.dumps(chunking, sort_keys=True) if chunking else None, phase),
             )
+            if on_commit is not None:
+                on_commit(db)
         return version
 
     def remove_document(self, doc_id: str) -> list[str]:
@@ -322,14 +329,32 @@ class Catalog:
     def documents(self, gen: int | None) -> list[dict]:
         rows = self.db.execute(
             "SELECT d.doc_id, d.name, d.current_version, v.hash, v.size, v.kind, d.updated, "
-            "i.n_l0, i.n_l1, i.n_l2, i.seconds, i.indexed_at, i.chunking, d.owner FROM documents d "
+            "i.n_l0, i.n_l1, i.n_l2, i.seconds, i.indexed_at, i.chunking, d.owner, i.phase FROM documents d "
             "JOIN versions v ON v.doc_id=d.doc_id AND v.version=d.current_version "
             "LEFT JOIN indexed i ON i.doc_id=d.doc_id AND i.gen=? ORDER BY d.doc_id", (gen if gen is not None else -1,))
         keys = ("doc_id", "name", "version", "hash", "size", "kind", "updated", "n_l0", "n_l1", "n_l2",
-                "seconds", "indexed_at", "chunking", "owner")
+                "seconds", "indexed_at", "chunking", "owner", "phase")
         out = [dict(zip(keys, r)) for r in rows]
         for r in out:
             r["chunking"] = json.loads(r["chunking"]) if r["chunking"] else None
+        return out
+
+    def phase(self, gen: int, doc_id: str) -> tuple[str | None, str | None] | None:
+        """``(hash, phase)`` of ``doc_id`` in ``gen`` (phase ``"first"`` or None), or None when it is not indexed."""
+        row = self.db.execute("SELECT hash, phase FROM indexed WHERE gen=? AND doc_id=?", (gen, doc_id)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def known_ids(self, gen: int, ids: Iterable[str]) -> set[str]:
+        """The chunk ids among ``ids`` that the catalog records in ``gen``: what a search may show. Points written
+        but not yet recorded (a document being swapped in) or recorded no more (its old chunks, about to be deleted)
+        stay invisible, so a reader sees one chunking of a document or the other, never both."""
+        ids = list(dict.fromkeys(ids))
+        out: set[str] = set()
+        with self._lock:
+            for i in range(0, len(ids), 500):
+                part = ids[i:i + 500]
+                out.update(r[0] for r in self.db.execute(
+                    f"SELECT id FROM chunks WHERE gen=? AND id IN ({','.join('?' * len(part))})", (gen, *part)))
         return out
 
     def chunking(self, gen: int, doc_id: str) -> dict | None:

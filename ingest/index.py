@@ -34,6 +34,11 @@ log = logging.getLogger(__name__)
 LiveGen = Callable[[], "int | None"]
 
 
+# chunk fields that travel in the payload: pages and heading path (ingest/layout.py), and the mark of a first-pass
+# chunk whose document is still being refined (ingest/queue.py)
+PAYLOAD_META = ("pages", "headings", "first_pass")
+
+
 @dataclass
 class StoredPoint:
     id: str
@@ -45,7 +50,7 @@ class StoredPoint:
 def _payload(c: Chunk, doc_version: int) -> dict:
     return {"doc_id": c.doc_id, "doc_hash": c.doc_hash, "doc_version": doc_version, "level": c.level,
             "parent_id": c.parent_id, "start": c.start, "end": c.end, "text": c.text,
-            **{k: c.meta[k] for k in ("pages", "headings") if k in c.meta}}  # ingest/layout.py
+            **{k: c.meta[k] for k in PAYLOAD_META if k in c.meta}}
 
 
 def _by_level(chunks: Sequence[Chunk], vectors: np.ndarray) -> dict[int, list[tuple[Chunk, np.ndarray]]]:

@@ -55,6 +55,19 @@ def heading_path(layout: Layout, offset: int) -> list[str]:
     return [t for _, t in path]
 
 
+FIRST_PASS_NOTE = "first pass (refining)"
+
+
+def source_place(pages, headings, first_pass: bool = False) -> str:
+    """The place of a source as its line shows it: :func:`place_label`, then ``first pass (refining)`` when the
+    passage comes from a document whose LM refinement has not replaced its quick first-pass chunks yet.
+
+    >>> source_place([4, 4], ["Fees"], True)
+    'p. 4 · Fees · first pass (refining)'
+    """
+    return " · ".join(x for x in (place_label(pages, headings), FIRST_PASS_NOTE if first_pass else "") if x)
+
+
 def place_label(pages, headings) -> str:
     """``p. 4–5 · Section › Subsection`` from a passage's ``pages`` [first, last] and heading path (either may be
     missing; "" when both are)."""

@@ -150,12 +150,14 @@ class LogitsScorer:
         ids, ends = self.window_ids(doc, i, j)
         return self._forward([ids], [ends])[0]
 
-    def stream_probs(self, doc: DocumentTokens) -> np.ndarray:
+    def stream_probs(self, doc: DocumentTokens, on_progress=None) -> np.ndarray:
         """p(boundary) after every sentence, from one pass over the document with running context.
 
         The document's token stream is cut into blocks of ``block_tokens``; each block is read after the
         prompt and the ``context_tokens`` tokens that precede it, and blocks are batched. Every token is
         therefore processed about ``(block + context + prompt) / block`` times (≈1.07 with the defaults).
+        ``on_progress(tokens_done, tokens_total)`` is called after each batch (progress displays; it may raise to
+        stop the pass, e.g. on a cancellation).
         """
         stream: list[int] = []
         ends: list[int] = []
@@ -177,10 +179,14 @@ class LogitsScorer:
                 continue
             offset = len(self.prompt_ids) - ctx0
             jobs.append((ids, [int(ends_arr[w]) + offset for w in which], which))
+        total, done = sum(len(j[0]) for j in jobs), 0
         for s in range(0, len(jobs), self.batch_size):
             batch = jobs[s : s + self.batch_size]
             for (_, _, which), p in zip(batch, self._forward([b[0] for b in batch], [b[1] for b in batch])):
                 probs[which] = p
+            done += sum(len(b[0]) for b in batch)
+            if on_progress is not None:
+                on_progress(done, total)
         return probs
 
     def plain_pass(self, doc: DocumentTokens) -> None:

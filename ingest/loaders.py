@@ -59,13 +59,14 @@ class Limits:
     timeout_s: float = 120.0
     memory_mb: int = 2048
     sandbox: bool = True  # PDF, DOCX and HTML extracted in a child process
+    pdf_pages_per_range: int = 40  # a PDF is read this many pages at a time, each range in its own child
 
     @classmethod
     def of(cls, settings) -> "Limits":
         return cls(max_bytes=int(settings.max_file_mb * 2**20),
                    max_unpacked_bytes=int(settings.max_unpacked_mb * 2**20),
                    max_words=settings.max_words_per_file, timeout_s=settings.extract_timeout_s,
-                   memory_mb=settings.extract_memory_mb)
+                   memory_mb=settings.extract_memory_mb, pdf_pages_per_range=settings.pdf_pages_per_range)
 
 
 def _too_big(size: int, max_bytes: int) -> str:
@@ -169,33 +170,53 @@ def _pdf_outline(reader) -> list[tuple[int, int, str]]:
     return [o for o in out if o[0] is not None and o[0] >= 0 and o[2]]
 
 
-def _pdf_text(name: str, data: bytes) -> tuple[str, dict]:
-    from ingest.layout import Layout, PageCleaner
-
+def _pdf_reader(name: str, data: bytes):
     try:
         from pypdf import PdfReader
-        from pypdf.errors import DependencyError, PdfReadError
+        from pypdf.errors import DependencyError
+    except ImportError as e:  # pragma: no cover
+        raise IngestError(name, "reading PDF needs `pip install pypdf[crypto]`") from e
+    reader = PdfReader(io.BytesIO(data))
+    if reader.is_encrypted:
+        try:
+            opened = reader.decrypt("")  # many PDFs are encrypted with an empty user password
+        except DependencyError as e:
+            raise IngestError(name, "is an AES-encrypted PDF and reading it needs "
+                                    "`pip install pypdf[crypto]`") from e
+        if not opened:
+            raise IngestError(name, "is a password-protected PDF; remove the password (e.g. `qpdf --decrypt "
+                                    "--password=PW in.pdf out.pdf`) and ingest it again")
+    return reader
+
+
+def _pdf_pages(name: str, data: bytes, first: int, last: int | None) -> tuple[int, list[str], list]:
+    """``(page count, raw text of pages first..last-1, outline)`` of a PDF (the outline only when ``first`` is 0).
+    One call reads one page range, so a large PDF is read range by range, each in a fresh child with its own memory
+    cap (:func:`pdf_text`)."""
+    try:
+        from pypdf.errors import PdfReadError
     except ImportError as e:  # pragma: no cover
         raise IngestError(name, "reading PDF needs `pip install pypdf[crypto]`") from e
     try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            try:
-                opened = reader.decrypt("")  # many PDFs are encrypted with an empty user password
-            except DependencyError as e:
-                raise IngestError(name, "is an AES-encrypted PDF and reading it needs "
-                                        "`pip install pypdf[crypto]`") from e
-            if not opened:
-                raise IngestError(name, "is a password-protected PDF; remove the password (e.g. `qpdf --decrypt "
-                                        "--password=PW in.pdf out.pdf`) and ingest it again")
-        raw = [clean_text(p.extract_text() or "")[0] for p in reader.pages]
-        outline = _pdf_outline(reader)
+        reader = _pdf_reader(name, data)
+        n = len(reader.pages)
+        last = n if last is None else min(last, n)
+        raw = [clean_text(reader.pages[i].extract_text() or "")[0] for i in range(first, last)]
+        outline = _pdf_outline(reader) if first == 0 else []
     except IngestError:
         raise
     except MemoryError:
         raise
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:
         raise IngestError(name, f"is not a readable PDF ({e.__class__.__name__}: {str(e)[:120]})") from e
+    return n, raw, outline
+
+
+def _pdf_assemble(name: str, raw: list[str], outline: list) -> tuple[str, dict]:
+    """The text and layout of a PDF from its pages' raw text: running headers and footers removed (they repeat
+    from page to page), pages joined, the outline turned into headings."""
+    from ingest.layout import Layout, PageCleaner
+
     cleaner = PageCleaner(raw)
     pages = [cleaner.clean(p) for p in raw]
     parts, starts, offset, last = [], [], 0, ""
@@ -217,6 +238,38 @@ def _pdf_text(name: str, data: bytes) -> tuple[str, dict]:
         )
     headings = sorted((starts[i], lv, t) for i, lv, t in outline if i < len(starts))
     return text, Layout(tuple(starts), tuple(headings)).to_json()
+
+
+def _pdf_text(name: str, data: bytes) -> tuple[str, dict]:
+    """The text and layout of a whole PDF in this process."""
+    _, raw, outline = _pdf_pages(name, data, 0, None)
+    return _pdf_assemble(name, raw, outline)
+
+
+def pdf_text(name: str, data: bytes, limits: "Limits", on_progress=None) -> tuple[str, dict]:
+    """The text and layout of a PDF read ``limits.pdf_pages_per_range`` pages at a time, each range in a child
+    process with the memory cap and the time limit (:mod:`ingest.sandbox`), so a 300-page filing costs the memory
+    of one range, not of the whole parse, and the time limit applies per range. ``on_progress(pages_done,
+    pages)`` after each range."""
+    from ingest.sandbox import SandboxError, run_limited
+
+    step = max(1, limits.pdf_pages_per_range)
+    raw: list[str] = []
+    outline: list = []
+    n, first = None, 0
+    while n is None or first < n:
+        try:
+            n, part, ol = run_limited("ingest.loaders:_pdf_pages", (name, data, first, first + step), name=name,
+                                      timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
+        except SandboxError as e:
+            where = f" (pages {first + 1}–{first + step})" if n is not None and n > step else ""
+            raise IngestError(name, e.problem + where) from e
+        raw += part
+        outline = outline or ol
+        first += step
+        if on_progress is not None:
+            on_progress(min(first, n), n)
+    return _pdf_assemble(name, raw, outline)
 
 
 def _check_unpacked_size(name: str, data: bytes, max_unpacked: int) -> None:
@@ -296,13 +349,9 @@ def _extract(suffix: str, name: str, data: bytes, max_unpacked: int) -> tuple[st
 _KINDS = {".pdf": "pdf", ".docx": "docx", ".html": "html", ".htm": "html"}
 
 
-def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: Limits | None = None) -> LoadedDoc:
-    """Text of a document given its name (for the type; may be a relative path, kept as the document's name) and
-    bytes, within ``limits``."""
-    limits = limits or Limits(max_bytes=max_bytes)
-    if max_bytes is not None and limits.max_bytes is None:
-        limits = Limits(max_bytes=max_bytes, max_unpacked_bytes=limits.max_unpacked_bytes, max_words=limits.max_words,
-                        timeout_s=limits.timeout_s, memory_mb=limits.memory_mb, sandbox=limits.sandbox)
+def check_input(name: str, data: bytes, limits: Limits) -> None:
+    """The checks a file passes before anything is done with it (type, size, not empty): the web app and the CLI
+    refuse such a file at once instead of queueing it."""
     suffix = Path(name).suffix.lower()
     if suffix not in SUPPORTED:
         raise IngestError(
@@ -312,8 +361,24 @@ def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: 
         raise IngestError(name, _too_big(len(data), limits.max_bytes))
     if not data.strip():
         raise IngestError(name, "is empty; nothing to ingest")
+
+
+def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: Limits | None = None,
+               on_progress=None) -> LoadedDoc:
+    """Text of a document given its name (for the type; may be a relative path, kept as the document's name) and
+    bytes, within ``limits``. ``on_progress(done, total)``: pages read of a PDF."""
+    import dataclasses
+
+    limits = limits or Limits(max_bytes=max_bytes)
+    if max_bytes is not None and limits.max_bytes is None:
+        limits = dataclasses.replace(limits, max_bytes=max_bytes)
+    check_input(name, data, limits)
+    suffix = Path(name).suffix.lower()
     warnings = []
-    if suffix in _KINDS:
+    if suffix == ".pdf" and limits.sandbox:
+        kind = "pdf"
+        text, layout = pdf_text(name, data, limits, on_progress)
+    elif suffix in _KINDS:
         kind = _KINDS[suffix]
         if limits.sandbox:
             from ingest.sandbox import SandboxError, run_limited

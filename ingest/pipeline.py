@@ -25,8 +25,8 @@ import numpy as np
 
 from app.core.resources import Resources
 from ingest.catalog import Generation
-from ingest.chunkers import NEEDS_LM, build_chunker
-from ingest.chunkers.logits import LGConfig
+from ingest.chunkers import NEEDS_LM
+from ingest.index import PAYLOAD_META
 from ingest.layout import Layout, chunk_meta
 from ingest.loaders import IngestError, Limits, LoadedDoc, input_files, load_bytes, load_file
 from ingest.types import Chunk, content_hash
@@ -129,16 +129,9 @@ class Ingestor:
     def _chunker_for(self, chunker: str, theta: int, on_window: Callable[[int], None] | None = None,
                      params: dict | None = None, on_fraction: Callable[[float], None] | None = None):
         """The chunker of a generation: ``params`` (the generation's recorded ones) win over the settings."""
-        s = self.ctx.settings
-        params = params or {}
-        if chunker in NEEDS_LM:
-            cfg = LGConfig.from_settings(s, theta, params)
-            ch = build_chunker(chunker, theta, scorer=self.ctx.scorer, lg_config=cfg)
-            hooks = {k: v for k, v in (("on_window", on_window), ("on_fraction", on_fraction))
-                     if v is not None and k in {f.name for f in dataclasses.fields(ch)}}
-            return dataclasses.replace(ch, **hooks) if hooks else ch
-        llm = self.ctx.chunking_llm if chunker == "lumber" else None
-        return build_chunker(chunker, theta, embedder=self.ctx.embedder if chunker == "semantic" else None, llm=llm)
+        from ingest.work import chunker_for
+
+        return chunker_for(self.ctx, chunker, theta, params, on_window, on_fraction)
 
     def live_generation(self, create: bool = True) -> Generation | None:
         cat, index = self.ctx.catalog, self.ctx.index  # the index first: its consistency check runs on open
@@ -186,19 +179,21 @@ class Ingestor:
 
     def _embed(self, texts: list[str], start: float, end: float) -> np.ndarray:
         """Passage vectors, embedded in about twenty blocks so that progress moves within a file."""
-        block = max(64, -(-len(texts) // 20))
-        parts = []
-        for i in range(0, len(texts), block):
-            self._report("embedding", start + (end - start) * i / len(texts))
-            parts.append(np.asarray(self.ctx.embedder.embed_passages(texts[i:i + block]), dtype=np.float32))
+        from ingest.work import embed_texts
+
+        out = embed_texts(self.ctx.embedder, texts, lambda f: self._report("embedding", start + (end - start) * f))
         self._report("writing", end)
-        return np.concatenate(parts) if parts else np.zeros((0, self.ctx.embedder.dim), dtype=np.float32)
+        return out
 
     def _write(self, gen: Generation, doc: LoadedDoc, doc_id: str, h: str, chunks, vectors, t0: float,
-               chunking: dict | None = None, size: int | None = None, owner: str | None = None) -> None:
+               chunking: dict | None = None, size: int | None = None, owner: str | None = None,
+               phase: str | None = None, on_commit=None) -> None:
         """Write points, flush them, then record the document in the catalog; on failure delete what was written.
-        The old version's points go last. A ``pending`` row brackets the store writes, so that the consistency
-        check on the next open removes the points of a write a crash interrupted (:mod:`ingest.consistency`)."""
+        The old version's (or the first pass's) points go last. A ``pending`` row brackets the store writes, so that
+        the consistency check on the next open removes the points of a write a crash interrupted
+        (:mod:`ingest.consistency`): a kill at any moment leaves the old chunks or the new ones, never both, never
+        neither. Searches show only chunks the catalog records (``Catalog.known_ids``), so the swap is atomic for
+        readers too. ``phase`` and ``on_commit`` go to :meth:`Catalog.record_indexed`."""
         cat, index = self.ctx.catalog, self.ctx.index
         old = cat.chunk_ids(gen.gen, doc_id)
         new_ids: dict[int, list[str]] = {}
@@ -212,7 +207,7 @@ class Ingestor:
             index.flush(gen.gen)
             size = len(doc.data) if size is None else size
             cat.record_indexed(gen.gen, doc_id, doc.name, h, size, doc.kind, chunks, time.time() - t0, chunking,
-                               owner=owner)
+                               owner=owner, phase=phase, on_commit=on_commit)
         except BaseException:
             stale = {lv: [i for i in ids if i not in set(old.get(lv, []))] for lv, ids in new_ids.items()}
             try:
@@ -394,7 +389,8 @@ class Ingestor:
                     own = selected[row["doc_id"]] if selected is not None else row.get("chunking") if keep_own else None
                     chunks, vectors = self._build(doc, row["doc_id"], row["hash"], gen, None, own)
                 self._write(gen, doc, row["doc_id"], row["hash"], chunks, vectors, t0, own,
-                            size=row["size"] if copied else None)
+                            size=row["size"] if copied else None,
+                            phase=row.get("phase") if copied else None)  # a copied first pass is still to refine
                 counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))
                 report.results.append(FileResult(row["name"], "copied" if copied else "ingested",
                                                  "unchanged, copied" if copied else "", row["doc_id"], counts,
@@ -464,7 +460,7 @@ class Ingestor:
         for p in points:
             pl = p.payload
             ps, pe = spans[pl["parent_id"]]
-            meta = {k: pl[k] for k in ("pages", "headings") if k in pl}
+            meta = {k: pl[k] for k in PAYLOAD_META if k in pl}
             chunks.append(Chunk(pl["text"], pl["start"], pl["end"], pl["level"], ps, pe, doc_id, h, meta))
             vectors.append(p.vector)
         if not chunks:
@@ -482,6 +478,9 @@ class Ingestor:
             for h in cat.remove_document(doc_id):  # originals no other document shares
                 self.ctx.store.remove(h)
             return doc_id
+        jobs = getattr(self.ctx, "jobs", None)
+        if jobs is not None:
+            jobs.forget_doc(doc_id)
         ids = cat.chunk_ids(live.gen, doc_id)
         cat.begin_pending(live.gen, doc_id)  # the catalog forgets it first; a crash after that leaves ghost points
         unshared = cat.remove_document(doc_id)  # that the next open's consistency check removes

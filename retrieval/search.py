@@ -42,6 +42,7 @@ class Source:
     headings: list[str] = field(default_factory=list)  # heading path at the passage's start
     matched_pages: list[int] | None = None  # pages of the matched child
     doc_hash: str = ""  # the content hash of the document version the passage comes from
+    first_pass: bool = False  # a quick first-pass chunk: the document's LM refinement has not replaced it yet
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -51,6 +52,7 @@ class Source:
         self.pages, self.headings = payload.get("pages"), list(payload.get("headings") or [])
         self.matched_pages = matched_payload.get("pages")
         self.doc_hash = payload.get("doc_hash", "")
+        self.first_pass = bool(payload.get("first_pass"))
         return self
 
 
@@ -126,13 +128,18 @@ def retrieve(ctx: Resources, question: str, k: int | None = None, budget_words: 
         timings["embed_s"] = time.perf_counter() - t
     if retriever in ("dense", "hybrid"):
         t = time.perf_counter()
-        for level in range(live.n_levels):
-            for p in ctx.index.search(level, qv, k, doc_ids=doc_ids):
-                pl, pid = p.payload, str(p.id)
-                dense_hits.append(Hit(pid, pl["parent_id"], level, float(p.score)))
-                payloads[pid] = pl
-                d = dense_levels.setdefault(pl["parent_id"], {})
-                d[level] = max(d.get(level, -1e9), float(p.score))
+        found = [(level, p) for level in range(live.n_levels) for p in ctx.index.search(level, qv, k, doc_ids=doc_ids)]
+        # only chunks the catalog records: a document whose chunks are being swapped (its refinement, a new version)
+        # shows one chunking or the other, never both (Catalog.known_ids)
+        known = ctx.catalog.known_ids(live.gen, (str(p.id) for _, p in found))
+        for level, p in found:
+            pl, pid = p.payload, str(p.id)
+            if pid not in known:
+                continue
+            dense_hits.append(Hit(pid, pl["parent_id"], level, float(p.score)))
+            payloads[pid] = pl
+            d = dense_levels.setdefault(pl["parent_id"], {})
+            d[level] = max(d.get(level, -1e9), float(p.score))
         timings["dense_s"] = time.perf_counter() - t
     # the router reads the query vector and, if it was trained on them, the score profile of the dense hits
     if weights is not None:
@@ -145,13 +152,18 @@ def retrieve(ctx: Resources, question: str, k: int | None = None, budget_words: 
     if retriever in ("bm25", "hybrid"):
         t = time.perf_counter()
         qt = tokenize(question)
+        found_bm25 = []
         for level in range(live.n_levels):
             lv = ctx.bm25.level(live.gen, level)
             for i, score in lv.top_indices(qt, k, allowed=doc_ids):
-                cid, parent = lv.ids[i], (lv.parents[i] if lv.parents else lv.ids[i])
-                bm25_hits.append(Hit(cid, parent, level, score))
-                b = bm25_levels.setdefault(parent, {})
-                b[level] = max(b.get(level, -1e9), score)
+                found_bm25.append((lv.ids[i], lv.parents[i] if lv.parents else lv.ids[i], level, score))
+        known = ctx.catalog.known_ids(live.gen, (f[0] for f in found_bm25))
+        for cid, parent, level, score in found_bm25:
+            if cid not in known:
+                continue
+            bm25_hits.append(Hit(cid, parent, level, score))
+            b = bm25_levels.setdefault(parent, {})
+            b[level] = max(b.get(level, -1e9), score)
         timings["bm25_s"] = time.perf_counter() - t
 
     t = time.perf_counter()

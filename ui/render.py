@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import re
 
-from ingest.layout import place_label
+from ingest.layout import source_place
 
 LEVEL_NAMES = {0: "θ", 1: "θ/2", 2: "θ/4"}
 
@@ -121,7 +121,7 @@ def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict
         star = " ★ cited" if s["number"] in cited else ""
         support = [] if abstained else [(x["start"], x["end"]) for x in s.get("support") or ()]
         note = " · <span class=\"mg-support-key\">supporting sentence</span>" if support else ""
-        place = place_label(s.get("pages"), s.get("headings"))
+        place = source_place(s.get("pages"), s.get("headings"), bool(s.get("first_pass")))
         where = html.escape(place) if place else f'chars {s["start"]}–{s["end"]}'
         if s["number"] in links:
             where += (f' · <a class="mg-open" href="{html.escape(links[s["number"]])}" target="_blank" '

@@ -11,7 +11,8 @@ def open_db(path: Path, schema: str) -> sqlite3.Connection:
     EXISTS`` statements)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    # another process may hold the write lock for a moment (`mgrag ingest` queueing beside `mgrag serve`): wait for it
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA foreign_keys=ON")
     db.executescript(schema)

@@ -13,6 +13,10 @@ from app.core.settings import Settings
 
 class Resources(Protocol):
     settings: Settings
+    write_lock: Any  # threading.Lock: one index write at a time in this process
+
+    @property
+    def jobs(self) -> Any: ...  # ingest.jobs.JobStore: the ingestion queue
 
     @property
     def catalog(self) -> Any: ...  # ingest.catalog.Catalog: documents, versions, generations

@@ -34,6 +34,15 @@ class Settings(BaseSettings):
     max_words_per_file: int = Field(4_000_000, ge=1, description="Files whose extracted text has more words are refused.")
     extract_timeout_s: float = Field(120.0, gt=0, description="Time limit for extracting the text of one PDF, DOCX or HTML file (in a child process).")
     extract_memory_mb: int = Field(2048, ge=256, description="Memory cap of the child process that extracts one PDF, DOCX or HTML file.")
+    pdf_pages_per_range: int = Field(40, ge=1, description="A PDF is read this many pages at a time, each range in its own child process (memory cap and time limit per range; progress per range).")
+
+    # ingestion queue
+    first_pass: bool = Field(True, description="Make each document searchable within seconds with MG chunks (no LM), then refine it with the configured LM chunker in the background (the catalog records which phase is live); off: only the configured chunker, searchable when it is done. Chunkers that need no LM have one phase either way.")
+    ingest_workers: int = Field(2, ge=1, le=64, description="First passes (extraction, chunking, embedding of a new document) run at once by the process that holds the data dir (`mgrag serve`, `mgrag worker`, or `mgrag ingest` when neither runs).")
+    refine_workers: int = Field(1, ge=1, le=64, description="Refinements (the LM chunker's pass) run at once by that process; they yield the CPU to first passes.")
+    ingest_max_attempts: int = Field(3, ge=1, le=20, description="A job interrupted this many times (the process killed, a worker lost, an unexpected error) is marked failed with its reason instead of being retried again.")
+    queue_url: str | None = Field(None, description="Redis URL of the scale-out queue (e.g. redis://127.0.0.1:6379/0): first passes and refinements run on `mgrag worker` processes on any machine, the process holding the data dir writes their results; unset: they run in that process (no server needed).")
+    queue_inflight: int = Field(8, ge=1, le=256, description="With queue_url: jobs per lane handed to the workers at once (the rest wait in the catalog's queue).")
 
     # chunking
     chunker: Literal["recursive", "paragraph", "semantic", "lg", "mg", "lgmgc", "ppl", "llamachunk", "lumber"] = Field(

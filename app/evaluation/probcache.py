@@ -128,13 +128,13 @@ class CachedScorer:
         self._save(doc)
         return probs
 
-    def stream_probs(self, doc: CachedDoc) -> np.ndarray:
+    def stream_probs(self, doc: CachedDoc, **kw) -> np.ndarray:
         if doc.stream is not None and len(doc.stream) == doc.n_sentences:
             self.hits += 1
             return doc.stream
         self.misses += 1
         t = time.perf_counter()
-        doc.stream = np.asarray(self.scorer.stream_probs(self._inner(doc)), dtype=np.float64)
+        doc.stream = np.asarray(self.scorer.stream_probs(self._inner(doc), **kw), dtype=np.float64)
         self.lm_seconds += time.perf_counter() - t
         self._save(doc)
         return doc.stream

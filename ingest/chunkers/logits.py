@@ -30,6 +30,7 @@ MODES = ("exact", "streaming")
 # independent of θ (for θ >= 100), so one document's boundary probabilities serve every θ (as ppl and llamachunk)
 SENTENCE_CAP = 100
 CHILDREN = ("theta", "parent")
+STREAM_SHARE = 0.97  # streaming mode: the share of the chunking time that is the LM pass (progress displays)
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,11 @@ class LogitsGuidedChunker(Chunker):
         doc = self.scorer.tokenize(text, sentences)
         cfg = self.config
         if cfg.mode == "streaming":
-            stream = self.scorer.stream_probs(doc)
+            if self.on_fraction is not None:  # the LM pass is nearly all of the time: its progress is the chunker's
+                stream = self.scorer.stream_probs(doc, on_progress=lambda d, t: self.on_fraction(
+                    STREAM_SHARE * d / max(t, 1)))
+            else:
+                stream = self.scorer.stream_probs(doc)
 
             def probs(i: int, j: int):
                 return stream[i:j]
@@ -110,8 +115,10 @@ class LogitsGuidedChunker(Chunker):
 
         strength = break_strength(text, sentences, is_hard_wrapped(text)) if cfg.structure_weight else None
 
+        share = STREAM_SHARE if cfg.mode == "streaming" else 0.0
+
         def score(i: int, j: int):
-            self._tick(before[i] / max(before[-1], 1))
+            self._tick(share + (1 - share) * before[i] / max(before[-1], 1))
             p = probs(i, j)
             if cfg.paper_rule:
                 return p

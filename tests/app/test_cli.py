@@ -13,7 +13,7 @@ def test_ingest_exits_1_when_any_file_fails(tmp_path, capsys, monkeypatch):
     rc = main(["--data-dir", data, "ingest", "--quiet", str(tmp_path / "good.md"), str(tmp_path / "empty.md")])
     out = capsys.readouterr().out
     assert rc == 1 and "FAILED     empty.md: is empty; nothing to ingest" in out
-    assert "1 ingested, 0 unchanged/duplicate, 1 failed" in out
+    assert "1 ready, 0 searchable (refinement pending), 0 queued, 0 unchanged/duplicate, 1 failed" in out
     assert main(["--data-dir", data, "ingest", "--quiet", str(tmp_path / "good.md")]) == 0  # a duplicate is fine
 
 

@@ -160,11 +160,10 @@ def test_a_second_writer_gets_one_line_naming_the_dir_and_the_holder(tmp_path, w
     from app.core.datalock import acquire
 
     data = tmp_path / "data"
-    lock = acquire(data)  # this process plays `mgrag serve`
+    lock = acquire(data)  # this process plays a writer that does not run the ingestion queue
     try:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "MGRAG_EMBEDDER": "hashing", "MGRAG_CHUNKER": "mg"}
-        doc = write("a.txt", TEXT)
-        for argv in (["ingest", str(doc)], ["ask", "What sat on the mat?"], ["delete", "a.txt"]):
+        for argv in (["ask", "What sat on the mat?"], ["delete", "a.txt"]):
             p = subprocess.run([sys.executable, "-m", "app.cli", "--data-dir", str(data), *argv], cwd=ROOT, env=env,
                                capture_output=True, text=True, timeout=120)
             assert p.returncode == 5, p.stderr
@@ -179,25 +178,45 @@ def test_a_second_writer_gets_one_line_naming_the_dir_and_the_holder(tmp_path, w
         lock.release()
 
 
-def test_two_first_ingests_cannot_both_write(tmp_path, write):
-    """Two first ingestions into an empty data dir: the second is refused, the first's chunks are all there."""
-    from app.core.datalock import DataDirBusy
-
+def test_ingest_beside_another_writer_queues_and_waits_instead_of_refusing(tmp_path, write):
+    """`mgrag ingest` while another process holds the data dir (and does not run the queue): the files are queued,
+    the command says what it waits for, and it runs them once the holder is gone; --no-wait only queues."""
     data = tmp_path / "data"
     first = open_ctx(data)
     Ingestor(first).ingest_paths([write("a.txt", TEXT)])
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MGRAG_EMBEDDER": "hashing", "MGRAG_CHUNKER": "mg"}
-    p = subprocess.run([sys.executable, "-m", "app.cli", "--data-dir", str(data), "ingest", str(write("b.txt", TEXT))],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 5 and "is in use by process" in p.stderr
-    live = first.catalog.live_generation()
-    assert first.index.count(live.gen, 0) > 0
-    first.close()
-    # the holder gone (closed here; SIGKILL releases a flock too), the next writer gets in
+    cli = [sys.executable, "-m", "app.cli", "--data-dir", str(data), "ingest"]
+    p = subprocess.run(cli + ["--no-wait", str(write("c.txt", TEXT.replace("cat", "owl")))], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "1 queued" in p.stdout and "they go on when `mgrag serve`" in p.stdout, p.stdout
+    waiting = subprocess.Popen(cli + [str(write("b.txt", TEXT.replace("cat", "fox")))], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = waiting.stderr.readline()
+        while line and not line.startswith("waiting:"):
+            line = waiting.stderr.readline()
+        assert line.startswith(f"waiting: data directory {data} is in use by process {os.getpid()}"), line
+        live = first.catalog.live_generation()
+        assert first.index.count(live.gen, 0, ["b.txt"]) == 0 and waiting.poll() is None  # nothing written meanwhile
+        assert {j.state for j in first.jobs.jobs()} == {"queued"}
+        first.close()  # the holder goes: the waiting command takes the data dir and runs the queue
+        out, err = waiting.communicate(timeout=120)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+    assert waiting.returncode == 0 and "ready      b.txt" in out, out + err
     second = open_ctx(data)
     second.writer_lock()
-    assert [r["doc_id"] for r in second.catalog.documents(second.catalog.live_gen())] == ["a.txt"]
+    assert [r["doc_id"] for r in second.catalog.documents(second.catalog.live_gen())] == ["a.txt", "b.txt", "c.txt"]
+    assert_one_truth(second)
     second.close()
+
+
+def test_opening_the_store_beside_another_writer_is_refused(tmp_path):
+    from app.core.datalock import DataDirBusy
+
+    data = tmp_path / "data"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     other = subprocess.Popen([sys.executable, "-c", f"from app.core.datalock import acquire; acquire({str(data)!r}); "
                               "import time; print('held', flush=True); time.sleep(60)"], cwd=ROOT, env=env,
                              stdout=subprocess.PIPE, text=True)
@@ -250,7 +269,7 @@ def test_disk_full_at_a_store_write_keeps_the_index_and_prints_the_report(tmp_pa
     monkeypatch.setattr(cli, "_ctx", lambda args: ctx)
     assert cli.main(["ingest", str(write("b.txt", TEXT.replace("cat", "owl")))]) == 1
     out = capsys.readouterr().out
-    assert "FAILED     b.txt: OSError: [Errno 28] No space left on device" in out and "0 ingested" in out
+    assert "FAILED     b.txt: OSError: [Errno 28] No space left on device" in out and "0 ready" in out
     assert ctx.catalog.pending() == [(live.gen, "b.txt")]  # the rollback could not run: the next open finishes it
     assert ctx.index.count(live.gen, 0, ["b.txt"]) > 0  # a ghost, for now
     monkeypatch.setattr(ctx.index, "_upsert_level", real_upsert)
@@ -290,7 +309,7 @@ def test_full_tmpfs_refuses_the_write_cleanly(tmp_path, write):
         p = subprocess.run(cli + [str(big)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
         assert "FAILED     big.txt: OSError: [Errno 28] not enough free disk space for the index" in p.stdout
-        assert "0 ingested" in p.stdout  # the report was printed
+        assert "0 ready" in p.stdout  # the report was printed
         assert not list(data.rglob("*.tmp"))
         ballast.unlink()
         from ingest.embed import HashingEmbedder

@@ -69,16 +69,30 @@ def test_ingest_samples_twice_and_ask(real_ctx):
 
 
 def test_cli_ingest_docs_ask_json(tmp_path, capsys):
+    """The default chunker (LGMGC, the shipped Gemma) in two phases: `mgrag ingest` returns once the document is
+    searchable (its MG first pass), an answer cites it as a first pass; `--wait ready` runs the refinements."""
     data = str(tmp_path / "d")
     assert main(["--data-dir", data, "ingest", "--quiet", str(SAMPLES / "mgrag_overview.md")]) == 0
-    assert "1 ingested" in capsys.readouterr().out
+    assert "0 ready, 1 searchable (refinement pending)" in capsys.readouterr().out
     assert main(["--data-dir", data, "docs", "--json"]) == 0
     docs = json.loads(capsys.readouterr().out)["documents"]
     assert docs[0]["doc_id"] == "mgrag_overview.md" and docs[0]["n_l0"] >= 1
+    assert docs[0]["state"] == "searchable" and docs[0]["phase"] == "first" and docs[0]["searchable"]
     assert main(["--data-dir", data, "ask", "--json", "--backend", "extractive",
                  "What is the context budget in words?"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert "1500" in out["sources"][0]["parent_text"] and out["citations"] and "1500" in out["text"]
+    assert out["citations"][0]["first_pass"]
+    assert main(["--data-dir", data, "ingest", "--json", "--wait", "ready", str(SAMPLES / "field_notes.md")]) == 0
+    f = json.loads(capsys.readouterr().out)["files"][0]
+    assert f["status"] == "ready" and 0 < f["searchable_s"] <= f["ready_s"]
+    assert main(["--data-dir", data, "docs", "--json"]) == 0
+    docs = json.loads(capsys.readouterr().out)["documents"]
+    assert [(d["state"], d["phase"]) for d in docs] == [("ready", None), ("ready", None)]  # both refined
+    assert main(["--data-dir", data, "ask", "--json", "--backend", "extractive",
+                 "What is the context budget in words?"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "1500" in out["citations"][0]["parent_text"] and not out["citations"][0]["first_pass"]
     assert main(["--data-dir", data, "ask", "   "]) == 2
     assert "the question is empty" in capsys.readouterr().err
 

@@ -57,7 +57,7 @@ def test_cli_ingest_of_a_fifo_and_a_device_reports_and_exits(tmp_path):
     r = _cli("ingest", "--quiet", str(fifo), "/dev/zero", str(good), data_dir=tmp_path / "data")
     assert "pipe.md: is a FIFO (named pipe); only regular files are read" in r.stdout
     assert "zero: is a device; only regular files are read" in r.stdout
-    assert "ingested   good.md" in r.stdout and "Traceback" not in r.stderr
+    assert "ready      good.md" in r.stdout and "Traceback" not in r.stderr
 
 
 @pytest.mark.parametrize("args, message", [
