@@ -125,8 +125,8 @@ class Runner:
         self.executor = executor or LocalExecutor(ctx)
         self.poll_s = poll_s
         s = ctx.settings
-        self.n_first = first_workers or s.ingest_workers
-        self.n_refine = refine_workers or s.refine_workers
+        self.n_first = s.ingest_workers if first_workers is None else first_workers
+        self.n_refine = s.refine_workers if refine_workers is None else refine_workers  # 0: first passes only
         self._stop = threading.Event()
         self._cv = threading.Condition()
         self._first_running = 0

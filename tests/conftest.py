@@ -23,6 +23,11 @@ CORPUS = [
 @pytest.fixture(scope="session")
 def tiny_lm():
     """(tokenizer, model): a byte-level BPE trained on a few lines and a 2-layer Llama with random weights."""
+    return build_tiny_lm()
+
+
+def build_tiny_lm():
+    """The tiny LM of :func:`tiny_lm`, for child processes of the tests (the same weights: seeded)."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast

@@ -1,0 +1,254 @@
+"""The ingestion queue (ingest/jobs.py, ingest/queue.py, ingest/work.py): two phases per document, the chunks of
+each phase equal to what the chunkers give directly, cancellation, failures that stay with their file, bounded
+retries, recovery after a dead process, progress during the LM pass, and searches that never show two chunkings of
+one document at once."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from ingest.jobs import JobError
+from ingest.pipeline import Ingestor
+from ingest.queue import LocalExecutor, Runner, document_states, enqueue, wait
+from ingest.work import Reporter, Stopped
+from tests.ingest.test_durability import assert_one_truth
+
+TEXT = ("The cat sat on the mat. It was a sunny day.\n\nDogs bark at night. Birds sing in the morning! "
+        "Qdrant stores vectors for every chunk. Chunks have parents and children.\n\n") * 12
+
+
+def spans(ctx, doc_id):
+    live = ctx.catalog.live_generation()
+    return sorted((p.payload["level"], p.payload["start"], p.payload["end"], p.id, p.payload["text"])
+                  for lv in range(live.n_levels) for p in ctx.index.points(live.gen, lv)
+                  if p.payload["doc_id"] == doc_id)
+
+
+def run_until(ctx, ids, until="ready", **kw):
+    runner = Runner(ctx, **kw).start()
+    try:
+        return wait(ctx.jobs, ids, until, timeout_s=120)
+    finally:
+        runner.stop()
+
+
+def test_two_phases_give_the_mg_chunks_first_then_exactly_the_lgmgc_chunks(make_ctx, tmp_path, write):
+    ctx = make_ctx(chunker="lgmgc", theta=40, lg_mode="streaming")
+    [q] = enqueue(ctx, [("notes.md", TEXT.encode())])
+    assert q.status == "queued" and q.job.state == "queued" and ctx.jobs.spool_path(q.job).exists()
+    [job] = run_until(ctx, [q.job.job_id], "searchable", refine_workers=0)  # first passes only
+    live = ctx.catalog.live_generation()
+    assert live.chunker == "lgmgc" and job.state == "searchable" and job.searchable_at is not None
+    # the first pass: MG's chunks at the same θ (the same ids and texts as MG ingested directly), marked as such
+    mg = make_ctx(data_dir=tmp_path / "mg", chunker="mg", theta=40)
+    Ingestor(mg).ingest_paths([write("notes.md", TEXT)])
+    assert spans(ctx, "notes.md") == spans(mg, "notes.md")
+    assert ctx.catalog.phase(live.gen, "notes.md")[1] == "first"
+    assert all(p.payload.get("first_pass") for lv in range(3) for p in ctx.index.points(live.gen, lv))
+    [row] = document_states(ctx)
+    assert row["state"] == "searchable" and row["detail"] == "searchable · refinement queued"
+    [job] = run_until(ctx, [job.job_id], "ready")
+    assert job.state == "ready" and job.ready_at >= job.searchable_at and not ctx.jobs.spool_path(q.job).exists()
+    # refined: exactly LGMGC's chunks, as a one-phase ingest of the same document makes them; nothing of MG left
+    lg = make_ctx(data_dir=tmp_path / "lg", chunker="lgmgc", theta=40, lg_mode="streaming")
+    Ingestor(lg).ingest_paths([write("notes.md", TEXT)])
+    assert spans(ctx, "notes.md") == spans(lg, "notes.md")
+    assert ctx.catalog.phase(live.gen, "notes.md")[1] is None
+    assert not any(p.payload.get("first_pass") for lv in range(3) for p in ctx.index.points(live.gen, lv))
+    assert_one_truth(ctx)
+    [row] = document_states(ctx)
+    assert row["state"] == "ready" and row["searchable"] and row["detail"] == "ready"
+
+
+def test_a_chunker_without_an_lm_and_first_pass_off_have_one_phase(make_ctx, tmp_path):
+    ctx = make_ctx(chunker="recursive", theta=40)
+    [q] = enqueue(ctx, [("a.md", TEXT.encode())])
+    [job] = run_until(ctx, [q.job.job_id])
+    assert job.state == "ready" and job.searchable_at == job.ready_at
+    off = make_ctx(data_dir=tmp_path / "off", chunker="lgmgc", theta=40, first_pass=False)
+    [q] = enqueue(off, [("a.md", TEXT.encode())])
+    [job] = run_until(off, [q.job.job_id])
+    assert job.state == "ready" and job.searchable_at == job.ready_at and not job.two_phase
+    assert off.catalog.phase(off.catalog.live_gen(), "a.md")[1] is None
+
+
+def test_refused_duplicate_and_failed_files_stay_with_their_file(make_ctx):
+    ctx = make_ctx(chunker="mg", theta=40)
+    out = enqueue(ctx, [("a.md", TEXT.encode()), ("b.exe", b"MZ"), ("c.txt", b"  "), ("bad.pdf", b"%PDF-1.4 nope"),
+                        ("d.md", TEXT.replace("cat", "owl").encode())])
+    assert [(q.name, q.status) for q in out] == [("a.md", "queued"), ("b.exe", "refused"), ("c.txt", "refused"),
+                                                 ("bad.pdf", "queued"), ("d.md", "queued")]
+    assert "unsupported file type '.exe'" in out[1].message and "is empty" in out[2].message
+    jobs = run_until(ctx, [q.job.job_id for q in out if q.job])
+    assert [j.state for j in jobs] == ["ready", "failed", "ready"]
+    assert "is not a readable PDF" in jobs[1].error and jobs[1].attempts == 0  # the file's fault: not retried
+    [again] = enqueue(ctx, [("a.md", TEXT.encode())])
+    assert again.status == "duplicate" and again.message == "unchanged; skipped"
+    states = {r["doc_id"]: (r["state"], r["searchable"]) for r in document_states(ctx)}
+    assert states == {"a.md": ("ready", True), "bad.pdf": ("failed", False), "d.md": ("ready", True)}
+
+
+class _Flaky(LocalExecutor):
+    """Fails the first ``n`` first passes with an error that is not the file's fault."""
+
+    def __init__(self, ctx, n):
+        super().__init__(ctx)
+        self.n = n
+
+    def first(self, job, data, plan, rep):
+        if self.n > 0:
+            self.n -= 1
+            raise RuntimeError("the worker went away")
+        return super().first(job, data, plan, rep)
+
+
+def test_unexpected_errors_are_retried_boundedly_then_failed_with_the_reason(make_ctx):
+    ctx = make_ctx(chunker="mg", theta=40, ingest_max_attempts=3)
+    [q] = enqueue(ctx, [("a.md", TEXT.encode())])
+    [job] = run_until(ctx, [q.job.job_id], executor=_Flaky(ctx, 2))
+    assert job.state == "ready"  # two failures, the third attempt made it
+    [q] = enqueue(ctx, [("b.md", TEXT.replace("cat", "owl").encode())])
+    [job] = run_until(ctx, [q.job.job_id], executor=_Flaky(ctx, 5))
+    assert job.state == "failed" and job.error == "RuntimeError: the worker went away (gave up after 3 attempts)"
+    assert [r["doc_id"] for r in document_states(ctx) if r["searchable"]] == ["a.md"]
+
+
+def test_a_dead_runner_s_jobs_are_resumed_and_a_file_that_keeps_killing_it_fails(make_ctx, tmp_path):
+    data = tmp_path / "data"
+    ctx = make_ctx(data_dir=data, chunker="mg", theta=40, ingest_max_attempts=2)
+    a, b = enqueue(ctx, [("a.md", TEXT.encode()), ("b.md", TEXT.replace("cat", "owl").encode())])
+    ctx.jobs.claim("first", "host:1")  # a.md was extracting when its process died
+    ctx.close()
+    ctx = make_ctx(data_dir=data, chunker="mg", theta=40, ingest_max_attempts=2)
+    runner = Runner(ctx, first_workers=1)
+    runner.start()
+    runner.stop()
+    assert [(j.name, s) for j, s in runner.recovered] == [("a.md", "queued")]
+    assert ctx.jobs.get(a.job.job_id).attempts == 1 and "interrupted while extracting" in ctx.jobs.get(a.job.job_id).error
+    ctx.jobs.claim("first", "host:2")  # and died again with it
+    ctx.close()
+    ctx = make_ctx(data_dir=data, chunker="mg", theta=40, ingest_max_attempts=2)
+    jobs = run_until(ctx, [a.job.job_id, b.job.job_id])
+    assert [j.state for j in jobs] == ["failed", "ready"]
+    assert "interrupted while extracting" in jobs[0].error and "gave up after 2 attempts" in jobs[0].error
+
+
+def test_cancel_a_queued_job_and_a_refinement(make_ctx):
+    ctx = make_ctx(chunker="lgmgc", theta=40)
+    a, b = enqueue(ctx, [("a.md", TEXT.encode()), ("b.md", TEXT.replace("cat", "owl").encode())])
+    assert ctx.jobs.request_cancel(b.job.job_id) == "cancelled"
+    assert ctx.jobs.get(b.job.job_id).state == "cancelled" and not ctx.jobs.spool_path(b.job).exists()
+    with pytest.raises(JobError, match="is cancelled; nothing to cancel"):
+        ctx.jobs.request_cancel(b.job.job_id)
+    with pytest.raises(JobError, match="no job 99"):
+        ctx.jobs.request_cancel(99)
+    # a running refinement: it stops at its next progress report, the first pass stays searchable
+    started = threading.Event()
+
+    class Slow(LocalExecutor):
+        def refine(self, job, text, plan, rep):
+            started.set()
+            while True:
+                rep.update("LM pass", 0.1)
+                time.sleep(0.05)
+
+    runner = Runner(ctx, executor=Slow(ctx)).start()
+    try:
+        assert started.wait(60)
+        assert ctx.jobs.request_cancel(a.job.job_id).startswith("cancelling")
+        [job] = wait(ctx.jobs, [a.job.job_id], "ready", timeout_s=30)
+    finally:
+        runner.stop()
+    assert job.state == "cancelled" and job.failed_in == "refine"
+    [row] = [r for r in document_states(ctx) if r["doc_id"] == "a.md"]
+    assert row["state"] == "searchable" and row["searchable"] and ctx.catalog.phase(ctx.catalog.live_gen(),
+                                                                                      "a.md")[1] == "first"
+    assert "b.md" not in {r["doc_id"] for r in document_states(ctx)}
+
+
+def test_refinements_wait_while_first_passes_are_queued(make_ctx):
+    ctx = make_ctx(chunker="lgmgc", theta=40)
+    gate = threading.Event()
+    order = []
+
+    class Gated(LocalExecutor):
+        def first(self, job, data, plan, rep):
+            order.append(("first", job.name))
+            if job.name == "b.md":
+                gate.wait(60)
+            return super().first(job, data, plan, rep)
+
+        def refine(self, job, text, plan, rep):
+            order.append(("refine", job.name))
+            return super().refine(job, text, plan, rep)
+
+    a, b = enqueue(ctx, [("a.md", TEXT.encode()), ("b.md", TEXT.replace("cat", "owl").encode())])
+    runner = Runner(ctx, executor=Gated(ctx), first_workers=1).start()
+    try:
+        wait(ctx.jobs, [a.job.job_id], "searchable", timeout_s=60)
+        time.sleep(1.5)  # a.md searchable, b.md's first pass held: a.md's refinement must wait for it
+        assert order == [("first", "a.md"), ("first", "b.md")] and ctx.jobs.get(a.job.job_id).state == "searchable"
+        gate.set()
+        jobs = wait(ctx.jobs, [a.job.job_id, b.job.job_id], "ready", timeout_s=120)
+    finally:
+        gate.set()
+        runner.stop()
+    assert [j.state for j in jobs] == ["ready", "ready"]
+    assert order[2:] == [("refine", "a.md"), ("refine", "b.md")]
+
+
+def test_progress_moves_during_the_lm_pass_and_a_stop_interrupts_it(make_ctx):
+    from ingest.queue import plan_for
+    from ingest.work import cut
+
+    ctx = make_ctx(chunker="lgmgc", theta=40, lg_mode="streaming")
+    ctx.scorer.block_tokens, ctx.scorer.context_tokens, ctx.scorer.batch_size = 64, 8, 1
+    with ctx.write_lock:
+        gen = Ingestor(ctx).live_generation()
+    plan = plan_for(ctx, gen, None, first_pass=False)
+    seen = []
+    rep = Reporter(lambda label, share, eta: seen.append((label, share, eta)) or False, interval_s=0)
+    c = cut(ctx, TEXT * 3, "a.md", "h" * 64, plan, rep)
+    lm = [share for label, share, _ in seen if label == "LM pass"]
+    assert len(set(lm)) >= 5 and lm == sorted(lm)  # it moves, never backwards, during the pass itself
+    assert all(eta is not None for _, _, eta in seen[1:])
+    assert c.vectors.shape[0] == len(c.spans) > 0
+    stop_at = []
+
+    def sink(label, share, eta):
+        stop_at.append(share)
+        return label == "LM pass" and share > 0.2  # a cancellation requested mid-pass
+
+    with pytest.raises(Stopped, match="cancelled"):
+        cut(ctx, TEXT * 3, "a.md", "h" * 64, plan, Reporter(sink, interval_s=0))
+    assert max(stop_at) < 0.97
+
+
+def test_reporter_estimate_follows_the_observed_pace():
+    now = [0.0]
+    seen = []
+    r = Reporter(lambda *a: seen.append(a) or False, interval_s=0, clock=lambda: now[0])
+    r.begin([("LM pass", 100.0), ("embedding", 10.0)])
+    r.update("LM pass", 0.0)
+    assert seen[-1][2] == pytest.approx(110.0)  # from the rates until the pass has a pace
+    now[0] = 50.0
+    r.update("LM pass", 0.25)  # twice as slow as expected: 150 s left of the pass, embedding scaled by 2
+    assert seen[-1][1] == pytest.approx(25 / 110) and seen[-1][2] == pytest.approx(150.0 + 20.0)
+
+
+def test_searches_show_only_chunks_the_catalog_records(make_ctx):
+    """A point written but not (yet) recorded, as during the swap of a document's chunks, is never a source."""
+    from ingest.types import Chunk
+    from retrieval.search import retrieve
+
+    ctx = make_ctx(chunker="mg", theta=40)
+    Ingestor(ctx).ingest_bytes([("a.md", TEXT.encode())])
+    live = ctx.catalog.live_generation()
+    ghost = Chunk("Zebras graze zebras zebras.", 0, 27, 0, 0, 27, "a.md", "f" * 64)
+    ctx.index.upsert(live.gen, [ghost], ctx.embedder.embed_passages([ghost.text]), 1)
+    assert ghost.id in {p.id for p in ctx.index.search(0, ctx.embedder.embed_queries(["zebras"])[0], 5)}
+    for retriever in ("dense", "hybrid"):
+        res = retrieve(ctx, "zebras graze", retriever=retriever)
+        assert ghost.id not in {s.parent_id for s in res.sources}
