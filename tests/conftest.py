@@ -48,6 +48,22 @@ def build_tiny_lm():
     return hf, model
 
 
+@pytest.fixture(scope="session")
+def tiny_lm_dir(tiny_lm, tmp_path_factory):
+    """The tiny LM saved as a model folder, for processes that load the chunker LM from their settings
+    (``MGRAG_LM_MODEL=<folder>``, with ``TINY_LM_SETTINGS``): `mgrag worker`, a killed runner."""
+    tok, model = tiny_lm
+    path = tmp_path_factory.mktemp("tiny-lm")
+    tok.save_pretrained(path)
+    model.save_pretrained(path)
+    return path
+
+
+# the settings that make a process cut with the tiny LM as the tests' in-process contexts do
+TINY_LM_SETTINGS = {"MGRAG_LG_BOUNDARY_TOKENS": '["\\n\\n", "<eos>"]', "MGRAG_EMBEDDER": "hashing",
+                    "MGRAG_TORCH_THREADS": "1"}
+
+
 @pytest.fixture
 def scorer(tiny_lm):
     from ingest.lm import LogitsScorer
