@@ -20,6 +20,7 @@ class AppContext:
         # index writes of this process (a document's commit, a deletion, a re-ingestion) one at a time; the work
         # before a commit (extraction, chunking, embedding) runs outside it
         self.write_lock = threading.Lock()
+        self.runners: list = []  # ingestion queue runners working on this context (stopped by close())
         self.check_report = None
         if embedder is not None:
             self.__dict__["embedder"] = embedder
@@ -144,6 +145,8 @@ class AppContext:
         return openai_client(self.settings)
 
     def close(self) -> None:
+        while self.runners:
+            self.runners.pop().stop()
         if "index" in self.__dict__ and not getattr(self, "_shared_index", False):
             try:
                 self.__dict__.pop("index").close()

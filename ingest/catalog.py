@@ -193,6 +193,11 @@ class Catalog:
     def chunk_counts(self, gen: int) -> dict[int, int]:
         return dict(self.db.execute("SELECT level, COUNT(*) FROM chunks WHERE gen=? GROUP BY level", (gen,)))
 
+    def chunk_counts_of(self, gen: int, doc_id: str) -> dict[int, int]:
+        """Chunks per level of one document in ``gen``."""
+        return dict(self.db.execute("SELECT level, COUNT(*) FROM chunks WHERE gen=? AND doc_id=? GROUP BY level",
+                                    (gen, doc_id)))
+
     def level_chunk_ids(self, gen: int, level: int) -> dict[str, str]:
         """chunk id -> doc id of every chunk of one level of ``gen``."""
         return dict(self.db.execute("SELECT id, doc_id FROM chunks WHERE gen=? AND level=?", (gen, level)))

@@ -122,11 +122,18 @@ class Runner:
                  refine_workers: int | None = None):
         self.ctx = ctx
         self.jobs: JobStore = ctx.jobs
+        s = ctx.settings
+        if executor is None and s.queue_url:
+            from ingest.remote import RedisExecutor
+
+            executor = RedisExecutor(ctx)
         self.executor = executor or LocalExecutor(ctx)
         self.poll_s = poll_s
-        s = ctx.settings
-        self.n_first = s.ingest_workers if first_workers is None else first_workers
-        self.n_refine = s.refine_workers if refine_workers is None else refine_workers  # 0: first passes only
+        # in this process: as many lanes as it has cores for; with workers elsewhere: as many jobs as may be handed out
+        lanes_first, lanes_refine = ((s.queue_inflight, s.queue_inflight) if self.executor.remote
+                                     else (s.ingest_workers, s.refine_workers))
+        self.n_first = lanes_first if first_workers is None else first_workers
+        self.n_refine = lanes_refine if refine_workers is None else refine_workers  # 0: first passes only
         self._stop = threading.Event()
         self._cv = threading.Condition()
         self._first_running = 0
@@ -141,6 +148,9 @@ class Runner:
         process left running, then start the lanes."""
         self.ctx.writer_lock()
         self.recovered = self.jobs.recover()
+        runners = getattr(self.ctx, "runners", None)
+        if runners is not None:
+            runners.append(self)
         for job, state in self.recovered:
             log.warning("job %d (%s) was %s when the last run stopped: now %s", job.job_id, job.name, job.state, state)
         self._beat()
@@ -157,7 +167,12 @@ class Runner:
     def stop(self, timeout_s: float = 60.0) -> None:
         """Stop taking jobs; running ones stop at their next progress report and go back to their lane unchanged
         (not counted as an attempt)."""
+        if self._stop.is_set():
+            return
         self._stop.set()
+        runners = getattr(self.ctx, "runners", None)
+        if runners is not None and self in runners:
+            runners.remove(self)
         self.wake()
         deadline = time.monotonic() + timeout_s
         for t in self._threads:
@@ -319,8 +334,9 @@ class Runner:
             ctx.store.put(job.hash, data, doc.text, doc.layout)
             chunks = c.chunks(doc.text, job.doc_id, job.hash, doc.layout, first_pass=two)
             state = "searchable" if two else "ready"
-            msg = "; ".join(x for x in (doc.warning, f"stored as {job.doc_id!r}" if job.doc_id != job.name else "")
-                            if x)
+            version = f"new version {cat.version_for(job.doc_id, job.hash)}" if prev else ""
+            msg = "; ".join(x for x in (version, doc.warning,
+                                        f"stored as {job.doc_id!r}" if job.doc_id != job.name else "") if x)
             words = c.timings.get("words")
             ing._write(gen, LoadedDoc(job.name, data, doc.text, doc.kind), job.doc_id, job.hash, chunks, c.vectors, t0,
                        own, owner=job.owner, phase="first" if two else None,

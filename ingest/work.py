@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ingest import loaders
 from ingest.chunkers import NEEDS_LM, build_chunker
-from ingest.loaders import IngestError, Limits, LoadedDoc, load_bytes
+from ingest.loaders import IngestError, Limits, LoadedDoc
 from ingest.types import Chunk
 
 log = logging.getLogger(__name__)
@@ -247,7 +248,7 @@ def extract(name: str, data: bytes, limits: Limits, rep: Reporter | None = None)
         rep.update("reading", done / max(n, 1), f"reading pages {done} of {n}")
 
     rep.update("reading", 0.0)
-    return load_bytes(name, data, limits=limits, on_progress=pages)
+    return loaders.load_bytes(name, data, limits=limits, on_progress=pages)
 
 
 def cut(models, text: str, doc_id: str, h: str, plan: Plan, rep: Reporter | None = None, name: str = "") -> Cut:

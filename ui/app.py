@@ -10,10 +10,11 @@ import html
 import logging
 import os
 import secrets
+import time
 from pathlib import Path
 
 from ui import render
-from ui.service import AdminRequired, UiService, browser_owner, new_browser_id
+from ui.service import ADMIN, AdminRequired, UiService, browser_owner, new_browser_id
 
 log = logging.getLogger(__name__)
 
@@ -130,9 +131,21 @@ def build_app(service: UiService):
         owner = reader_of(browser_id, request)
         return gr.update(choices=service.own_documents(owner) if owner else [], value=[])
 
-    def on_upload(paths, browser_id, request: gr.Request, progress=gr.Progress()):
+    upload_cols = ["name", "status", "message", "chunks"]
+
+    def upload_table(rows):
+        df = pd.DataFrame([{k: r.get(k, "") for k in upload_cols} for r in rows], columns=upload_cols)
+        return df.rename(columns={"status": "state", "chunks": "chunks per level"})
+
+    def on_upload(paths, browser_id, request: gr.Request):
+        """Queue the files and show their rows at once; the rows move (extracting, searchable, refining N% with the
+        time left, ready) until every file is searchable, then the timer keeps them moving through the refinement.
+        The API's `/upload` returns when every file is searchable or has failed."""
+        from ingest.queue import reached
+
         if not paths:
-            return gr.update(), None, gr.update(), gr.update()
+            yield gr.update(), None, gr.update(), gr.update(), gr.update(), gr.update()
+            return
         try:
             browser_id = browser_id_of(browser_id, request)
         except ValueError as e:
@@ -140,26 +153,40 @@ def build_app(service: UiService):
             raise _error(e) from e
         try:
             owner = owner_of(browser_id, request)
-            loaded = "embedder" in service.ctx.__dict__  # cached on the context after the first use
-            progress(0.0, desc="reading the files" if loaded else
-                     "loading the models (the first upload only; about 20 s), then reading the files")
-
-            def step(st):  # moves within each file: chunking (LM windows), embedding, writing; with an estimate
-                progress(st.fraction, desc=st.message())
-
-            rows = service.ingest_files(paths, owner=owner, on_step=step)
+            rows, ids = service.enqueue_files(paths, owner=owner)
         finally:
             _remove_uploads(paths, service.upload_root)
-        df = pd.DataFrame(rows, columns=["name", "status", "message", "chunks"])
-        df = df.rename(columns={"chunks": "chunks per level"})
-        n_ok = sum(r["status"] in ("ingested", "updated") for r in rows)
-        bad = [r for r in rows if r["status"] in ("failed", "refused")]
+        yield upload_table(rows), None, gr.update(), browser_id, rows, gr.Timer(active=False)
+        while ids and not all(reached(service.ctx.jobs.get(i), "searchable") for i in ids):
+            time.sleep(0.5)
+            yield upload_table(service.upload_rows(rows)), None, gr.update(), browser_id, rows, gr.update()
+        now = service.upload_rows(rows)
+        bad = [r for r in now if r["status"] in ("failed", "refused", "cancelled")]
         if bad:
             gr.Warning(html.escape(f"{len(bad)} file(s) not ingested: "
                                    + "; ".join(f"{r['name']}: {r['message']}" for r in bad)))
-        if n_ok:
-            gr.Info(f"{n_ok} document(s) ingested and searchable")
-        return df, None, mine(browser_id, request), browser_id
+        ok = [r for r in now if r["status"] in ("searchable", "refining", "ready")]
+        if ok:
+            refining = sum(r["status"] != "ready" for r in ok)
+            gr.Info(f"{len(ok)} document(s) searchable" + (f"; {refining} being refined in the background (the "
+                                                          "table follows it)" if refining else ""))
+        active = any(r["status"] in ("queued", "extracting", "searchable", "refining") for r in now)
+        yield upload_table(now), None, mine(browser_id, request), browser_id, rows, gr.Timer(active=active)
+
+    def on_upload_tick(rows):
+        """The timer: the last upload's rows as they are now; it stops when every file is done."""
+        now = service.upload_rows(rows or [])
+        active = any(r["status"] in ("queued", "extracting", "searchable", "refining") for r in now)
+        return upload_table(now), gr.Timer(active=active)
+
+    def on_cancel_upload(rows, browser_id, request: gr.Request):
+        ids = [r["job_id"] for r in service.upload_rows(rows or [])
+               if r.get("job_id") and r["status"] in ("queued", "extracting", "searchable", "refining")]
+        if not ids:
+            gr.Info("nothing of the last upload is still queued or running")
+            return upload_table(service.upload_rows(rows or []))
+        gr.Info(html.escape("; ".join(service.cancel_jobs(owner_of(browser_id, request), ids))))
+        return upload_table(service.upload_rows(rows))
 
     def on_delete_mine(browser_id, selected, request: gr.Request):
         try:
@@ -432,7 +459,7 @@ def build_app(service: UiService):
 
     def docs_outputs(token):
         live, rows = service.documents(token)
-        cols = ["document", "owner", "size (KB)", "version", "parents", "θ/2", "θ/4", "ingest s", "indexed",
+        cols = ["document", "state", "owner", "size (KB)", "version", "parents", "θ/2", "θ/4", "ingest s", "indexed",
                 "parameters"]
         head = (f"Live index: generation {live['gen']}, chunker **{live['chunker']}**, θ = {live['theta']}"
                 if live else "No index yet.")
@@ -456,6 +483,27 @@ def build_app(service: UiService):
     @admin
     def on_docs(token):
         return docs_outputs(token)
+
+    queue_cols = ["job", "document", "owner", "state", "detail", "attempts", "queued"]
+
+    def on_queue(token):
+        """The queue table, refreshed by its timer while an admin is logged in on this page."""
+        if not token:
+            return gr.update(), gr.Timer(active=False)
+        try:
+            rows = service.queue_rows(token)
+        except AdminRequired:
+            return gr.update(), gr.Timer(active=False)
+        return pd.DataFrame(rows, columns=queue_cols), gr.Timer(active=True)
+
+    @admin
+    def on_cancel_jobs(token, ids):
+        service.auth.check(token)
+        wanted = [x.strip() for x in (ids or "").replace(";", ",").split(",") if x.strip()]
+        if not wanted or not all(x.isdigit() for x in wanted):
+            raise ValueError("give the job numbers to cancel, e.g. 12, 15 (the queue table's first column)")
+        done = service.cancel_jobs(ADMIN, [int(x) for x in wanted])
+        return pd.DataFrame(service.queue_rows(token), columns=queue_cols), render.plain_text_markdown("; ".join(done))
 
     @admin
     def on_delete(token, selected):
@@ -626,8 +674,14 @@ def build_app(service: UiService):
                         files = gr.File(label=f"Upload documents (drag and drop; {', '.join(sorted(SUPPORTED))}; "
                                               f"at most {s.max_file_mb:g} MB each)",
                                         file_count="multiple", type="filepath", elem_id="upload")
-                        upload_report = gr.Dataframe(headers=["name", "status", "message", "chunks per level"],
-                                                     label="Last upload", interactive=False, elem_id="upload-report")
+                        upload_report = gr.Dataframe(headers=["name", "state", "message", "chunks per level"],
+                                                     label="Last upload (searchable in seconds; refined after)",
+                                                     interactive=False, elem_id="upload-report")
+                        with gr.Row():
+                            cancel_upload_btn = gr.Button("Cancel unfinished", size="sm", scale=0,
+                                                          elem_id="cancel-upload")
+                        upload_rows_state = gr.State([])
+                        upload_timer = gr.Timer(1.0, active=False)
                         scope_in = gr.CheckboxGroup([], label="Search in (this conversation; none ticked: all your "
                                                               "documents)", elem_id="scope")
                         with gr.Accordion("Your uploads", open=False, elem_id="my-docs"):
@@ -665,6 +719,15 @@ def build_app(service: UiService):
                                              elem_id="reingest-theta")
                         reingest_btn = gr.Button("Re-ingest", variant="primary", scale=0, elem_id="reingest")
                     admin_msg = gr.Markdown(elem_id="admin-msg")
+                    with gr.Accordion("Ingestion queue (uploads and `mgrag ingest`: searchable in seconds, refined in "
+                                      "the background)", open=True, elem_id="queue-admin"):
+                        queue_df = gr.Dataframe(interactive=False, elem_id="queue-table")
+                        with gr.Row():
+                            cancel_ids_in = gr.Textbox(label="job numbers to cancel (comma-separated)", scale=2,
+                                                       elem_id="cancel-ids")
+                            cancel_jobs_btn = gr.Button("Cancel jobs", variant="stop", scale=0, elem_id="cancel-jobs")
+                        queue_msg = gr.Markdown(elem_id="queue-msg")
+                        queue_timer = gr.Timer(2.0, active=False)
                     with gr.Accordion("LLM endpoint (OpenAI-compatible: Ollama, llama.cpp server, vLLM, …)", open=True,
                                       elem_id="llm-admin"):
                         with gr.Row():
@@ -775,8 +838,14 @@ def build_app(service: UiService):
                            api_name="admin_llm_test")
         llm_save_btn.click(on_llm_save, [token_state, llm_url, llm_model, llm_key, backend_in],
                            [llm_msg, llm_key, backend_in, backend_note], api_name="admin_llm_save")
-        files.upload(on_upload, [files, browser], [upload_report, files, my_docs, browser], api_name="upload",
-                     concurrency_limit=4).then(refresh_scope, [browser, scope_in], [scope_in], api_visibility="private")
+        files.upload(on_upload, [files, browser], [upload_report, files, my_docs, browser, upload_rows_state,
+                                                   upload_timer], api_name="upload", concurrency_limit=16,
+                     show_progress="hidden").then(refresh_scope, [browser, scope_in], [scope_in],
+                                                  api_visibility="private")
+        upload_timer.tick(on_upload_tick, [upload_rows_state], [upload_report, upload_timer], api_visibility="private",
+                          show_progress="hidden")
+        cancel_upload_btn.click(on_cancel_upload, [upload_rows_state, browser], [upload_report],
+                                api_name="cancel_upload")
         delete_mine_btn.click(on_delete_mine, [browser, my_docs], [my_docs], api_name="delete_upload").then(
             refresh_scope, [browser, scope_in], [scope_in], api_visibility="private")
         ask_args = dict(fn=on_ask, inputs=[question, chatbot, answers_state, conversation_state, k_in, budget_in,
@@ -805,9 +874,15 @@ def build_app(service: UiService):
         user_remove_btn.click(on_user_remove, [token_state, user_name_in], [users_md, user_pw_in],
                               api_name="admin_user_remove")
         login_btn.click(on_login, [user_in, pw_in], login_out,
-                        api_name="admin_login")
+                        api_name="admin_login").then(on_queue, [token_state], [queue_df, queue_timer],
+                                                     api_visibility="private")
         pw_in.submit(on_login, [user_in, pw_in], login_out,
-                     api_visibility="private")
+                     api_visibility="private").then(on_queue, [token_state], [queue_df, queue_timer],
+                                                    api_visibility="private")
+        queue_timer.tick(on_queue, [token_state], [queue_df, queue_timer], api_visibility="private",
+                         show_progress="hidden")
+        cancel_jobs_btn.click(on_cancel_jobs, [token_state, cancel_ids_in], [queue_df, queue_msg],
+                              api_name="admin_cancel_jobs")
         refresh_btn.click(on_docs, [token_state], [docs_df, selected, live_md], api_name="admin_docs")
         delete_btn.click(on_delete, [token_state, selected], [docs_df, selected, live_md, admin_msg],
                          api_name="admin_delete")
@@ -930,6 +1005,7 @@ def serve(settings=None, *, host: str | None = None, port: int | None = None) ->
         log.warning("MGRAG_ADMIN_PASSWORD is not set; the Admin tab's password for this run is: %s (user %s)",
                     password, s.admin_user)
     service = UiService(ctx, admin_password=password)
+    service.ensure_runner()  # jobs a stopped server (or `mgrag ingest --no-wait`) left queued resume now
     _, url = launch(service, host=host, port=port, block=False)
     log.info("MGRAG is serving on %s", url)
     print(f"MGRAG web app: {url}", flush=True)
@@ -941,4 +1017,5 @@ def serve(settings=None, *, host: str | None = None, port: int | None = None) ->
     except KeyboardInterrupt:
         return 0
     finally:
+        service.close()  # a refinement in flight goes back to the queue; the next start resumes it
         ctx.close()

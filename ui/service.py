@@ -188,8 +188,10 @@ class UiService:
         saved = self._read_llm()
         if saved:  # the endpoint the admin set on the Admin tab wins over mgrag.toml and the environment
             self._apply_llm(saved)
-        self.write_lock = threading.Lock()
+        self.write_lock = ctx.write_lock  # the context's: the ingestion queue's commits take it too
         self.job = JobState()
+        self.runner = None  # the ingestion queue's runner (ingest/queue.py), started by the first upload or `serve`
+        self._runner_lock = threading.Lock()
         self._feedback = None
         self._feedback_lock = threading.Lock()
 
@@ -375,39 +377,113 @@ class UiService:
         except IngestError as e:
             raise UploadRefused(name, e.problem) from e
 
-    def ingest_files(self, paths: list[str | Path], progress: Progress | None = None,
-                     names: list[str] | None = None, owner: str | None = None, on_step=None) -> list[dict]:
-        """Ingest uploaded files (in the upload folder: Gradio's upload cache) for ``owner`` (a browser or user; None:
-        the shared library). Returns one row per file: name, status, message, chunks per level. A refused or
-        failing file is reported; the rest still ingests. The text is extracted (in a child process with limits)
-        before the write lock is taken, so one slow or hostile file does not hold up other users' uploads."""
-        from ingest.loaders import Limits, load_bytes
+    # -- the ingestion queue ---------------------------------------------------------------------------------------
+    def ensure_runner(self):
+        """The queue's runner in this process (started once; it resumes what a stopped server left queued)."""
+        from ingest.queue import Runner
 
-        limits = Limits.of(self.ctx.settings)
+        with self._runner_lock:
+            if self.runner is None:  # with MGRAG_QUEUE_URL, its jobs are computed by `mgrag worker` processes
+                self.runner = Runner(self.ctx).start()
+            return self.runner
+
+    def close(self) -> None:
+        with self._runner_lock:
+            if self.runner is not None:
+                self.runner.stop()
+                self.runner = None
+
+    def enqueue_files(self, paths: list[str | Path], names: list[str] | None = None, owner: str | None = None
+                      ) -> tuple[list[dict], list[int]]:
+        """Queue uploaded files (in the upload folder: Gradio's upload cache) for ``owner`` (a browser or user; None:
+        the shared library) and return at once: one row per file (refused and duplicate files say why) and the ids
+        of the jobs made. The queue's runner extracts them in a child process with limits, outside the write lock,
+        so one slow or hostile file holds up no one else's upload."""
+        from ingest.queue import enqueue
+
         rows: dict[int, dict] = {}
-        loaded: list[tuple[int, object]] = []
+        named: list[tuple[int, str, bytes]] = []
         for i, p in enumerate(paths):
             p = Path(p)
             name = names[i] if names else p.name
             try:
                 name = check_upload_name(name)
-                data = self._read_upload(p, name)
+                named.append((i, name, self._read_upload(p, name)))
             except UploadRefused as e:
-                rows[i] = {"name": e.name, "status": "refused", "message": e.problem, "chunks": ""}
+                rows[i] = {"name": e.name, "status": "refused", "message": e.problem, "chunks": "", "job_id": None}
+        runner = self.ensure_runner() if named else None
+        queued = enqueue(self.ctx, [(n, d) for _, n, d in named], owner, source="upload")
+        for (i, _, _), q in zip(named, queued):
+            rows[i] = {"name": q.name, "status": q.status, "message": q.message, "chunks": "",
+                       "job_id": q.job.job_id if q.job else None}
+        if runner is not None:
+            runner.wake()
+        out = [rows[i] for i in sorted(rows)]
+        return out, [r["job_id"] for r in out if r["job_id"] is not None]
+
+    def upload_rows(self, rows: list[dict]) -> list[dict]:
+        """``rows`` of :meth:`enqueue_files` with their jobs' states now: the state, what is being done (with the
+        progress and the time left), the chunks per level once the document is searchable."""
+        live = self.ctx.catalog.live_generation()
+        out = []
+        for r in rows:
+            job = self.ctx.jobs.get(r["job_id"]) if r.get("job_id") else None
+            if job is None:
+                out.append(dict(r))
                 continue
-            if progress is not None:
-                progress(0, len(paths), f"reading {name}")
+            chunks = ""
+            if job.searchable and live is not None:
+                d = self.ctx.catalog.indexed_doc(live.gen, job.doc_id)
+                if d is not None:
+                    counts = self.ctx.catalog.chunk_counts_of(live.gen, job.doc_id)
+                    chunks = "/".join(str(counts.get(lv, 0)) for lv in range(live.n_levels))
+            message = job.describe() if job.state != "ready" else (job.message or "")
+            if job.state == "queued":
+                ahead = self.ctx.jobs.position(job)
+                message = f"queued ({ahead} ahead)" if ahead else "queued (next)"
+            if job.doc_id != job.name and job.state not in ("failed", "cancelled"):
+                message = "; ".join(x for x in (message, f"stored as {job.doc_id!r}") if x and x != job.state)
+            out.append({**r, "status": job.state, "message": message, "chunks": chunks})
+        return out
+
+    def ingest_files(self, paths: list[str | Path], names: list[str] | None = None, owner: str | None = None,
+                     until: str = "searchable", timeout_s: float = 3600.0) -> list[dict]:
+        """:meth:`enqueue_files`, then wait until every file is searchable (``until="ready"``: refined too) or ended;
+        the rows as they are then (the API's upload and the tests use it; the Chat tab shows the rows as they move)."""
+        from ingest.queue import wait
+
+        rows, ids = self.enqueue_files(paths, names, owner)
+        if ids:
+            wait(self.ctx.jobs, ids, until, timeout_s=timeout_s)
+        return self.upload_rows(rows)
+
+    def cancel_jobs(self, owner, job_ids: list[int]) -> list[str]:
+        """Cancel queued or running ingestion jobs: ``owner``'s own (the admin: any). What happened, per job."""
+        from ingest.jobs import JobError
+
+        out = []
+        for i in job_ids:
+            job = self.ctx.jobs.get(int(i))
+            if job is None or (owner is not ADMIN and job.owner != owner):
+                out.append(f"job {i}: not one of your uploads")
+                continue
             try:
-                loaded.append((i, load_bytes(name, data, limits=limits)))
-            except IngestError as e:
-                loaded.append((i, e))
-        if loaded:
-            with self._writing("upload"):
-                report = self._ingestor(progress, on_step).ingest_loaded([d for _, d in loaded], owner=owner)
-            for (i, _), r in zip(loaded, report.results):
-                rows[i] = {"name": r.name, "status": r.status, "message": r.message,
-                           "chunks": "/".join(str(c) for c in r.chunks_per_level)}
-        return [rows[i] for i in sorted(rows)]
+                out.append(f"{job.name}: {self.ctx.jobs.request_cancel(job.job_id)}")
+            except JobError as e:
+                out.append(f"{job.name}: {e}")
+        return out
+
+    def queue_rows(self, token: str) -> list[dict]:
+        """The Admin tab's view of the queue: every active job and the last finished ones."""
+        from ingest.jobs import ACTIVE
+
+        self.auth.check(token)
+        active = self.ctx.jobs.jobs(ACTIVE)
+        done = [j for j in self.ctx.jobs.jobs(limit=50) if j.state not in ACTIVE][-20:]
+        return [{"job": j.job_id, "document": j.doc_id, "owner": _owner_label(j.owner), "state": j.state,
+                 "detail": j.describe(), "attempts": j.attempts,
+                 "queued": time.strftime("%H:%M:%S", time.localtime(j.created)) if j.created else ""}
+                for j in active + done]
 
     def ask(self, question: str, *, k: int | None = None, budget_words: int | None = None,
             retriever: str | None = None, backend: str | None = None, owner=ADMIN,
@@ -670,16 +746,19 @@ class UiService:
         self.auth.logout(token)
 
     def documents(self, token: str) -> tuple[dict | None, list[dict]]:
+        from ingest.queue import document_states
+
         self.auth.check(token)
         live = self.ctx.catalog.live_generation()
-        rows = self.ctx.catalog.documents(live.gen if live else None)
+        rows = document_states(self.ctx)
         params = {"chunker": live.chunker, "theta": live.theta, **live.params} if live else {}
-        out = [{"document": r["doc_id"], "size (KB)": round((r["size"] or 0) / 1024, 1), "version": r["version"],
+        out = [{"document": r["doc_id"], "state": r["detail"], "size (KB)": round((r["size"] or 0) / 1024, 1),
+                "version": r["version"] or "",
                 "parents": r["n_l0"] or 0, "θ/2": r["n_l1"] or 0, "θ/4": r["n_l2"] or 0,
                 "ingest s": round(r["seconds"] or 0.0, 2),
                 "indexed": time.strftime("%Y-%m-%d %H:%M", time.localtime(r["indexed_at"])) if r["indexed_at"] else "",
                 "parameters": json.dumps(_own_params(r["chunking"]) or params, ensure_ascii=False, sort_keys=True),
-                "owner": "library" if r["owner"] is None else r["owner"].split(":")[0] + " " + r["owner"][-6:]}
+                "owner": _owner_label(r["owner"])}
                for r in rows]
         return ({"gen": live.gen, **params} if live else None), out
 
@@ -769,3 +848,6 @@ def _own_params(chunking: dict | None) -> dict | None:
     return {**(chunking.get("params") or {}), "chunker": chunking["chunker"], "theta": chunking["theta"]}
 
 
+def _owner_label(owner: str | None) -> str:
+    """``library`` or the owner's kind and the end of its id (``browser 3f9a1c``), for the admin's tables."""
+    return "library" if owner is None else owner.split(":")[0] + " " + owner[-6:]

@@ -126,7 +126,8 @@ def test_a_dead_runner_s_jobs_are_resumed_and_a_file_that_keeps_killing_it_fails
     runner.start()
     runner.stop()
     assert [(j.name, s) for j, s in runner.recovered] == [("a.md", "queued")]
-    assert ctx.jobs.get(a.job.job_id).attempts == 1 and "interrupted while extracting" in ctx.jobs.get(a.job.job_id).error
+    again = ctx.jobs.get(a.job.job_id)
+    assert again.attempts == 1 and "interrupted while extracting" in again.error
     ctx.jobs.claim("first", "host:2")  # and died again with it
     ctx.close()
     ctx = make_ctx(data_dir=data, chunker="mg", theta=40, ingest_max_attempts=2)

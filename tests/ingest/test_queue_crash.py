@@ -96,7 +96,8 @@ def _points(ctx, doc_id):
     live = ctx.catalog.live_generation()
     return sorted((p.payload["level"], p.payload["start"], p.payload["end"], p.id, p.payload["text"],
                    bool(p.payload.get("first_pass")))
-                  for lv in range(live.n_levels) for p in ctx.index.points(live.gen, lv) if p.payload["doc_id"] == doc_id)
+                  for lv in range(live.n_levels) for p in ctx.index.points(live.gen, lv)
+                  if p.payload["doc_id"] == doc_id)
 
 
 @pytest.mark.parametrize("moment", ["lm", "upserted", "recorded", "deleted"])

@@ -127,8 +127,8 @@ def test_extraction_happens_outside_the_write_lock(make_ctx, tmp_path, monkeypat
     t.start()
     assert slow_started.wait(30)
     rows["fast"] = svc.ingest_files([tmp_path / "fast.md"], owner="b:2")  # done while slow.md is still extracting
-    assert rows["fast"][0]["status"] == "ingested" and "slow" not in rows
+    assert rows["fast"][0]["status"] == "ready" and "slow" not in rows
     release.set()
     t.join(30)
-    assert rows["slow"][0]["status"] == "ingested"
+    assert rows["slow"][0]["status"] == "ready"
     assert seen_locked == [False, False]

@@ -14,7 +14,7 @@ def test_deleted_upload_leaves_no_trace(make_ctx, tmp_path):
     owner = browser_owner(BROWSER)
     p = tmp_path / "boathouse.md"
     p.write_text(SECRET, encoding="utf-8")
-    assert svc.ingest_files([p], owner=owner)[0]["status"] == "ingested"
+    assert svc.ingest_files([p], owner=owner)[0]["status"] == "ready"
     ctx = svc.ctx
     row = ctx.catalog.documents(None)[0]
     h, gen = row["hash"], ctx.catalog.live_generation().gen

@@ -35,18 +35,19 @@ def _doc_text(svc, doc_id):
 def test_same_name_from_another_browser_is_a_new_document(svc, tmp_path):
     a = _up(svc, tmp_path, "notes.md", A_TEXT, BROWSER_A)
     b = _up(svc, tmp_path, "notes.md", B_TEXT, BROWSER_B)
-    assert a["status"] == "ingested" and b["status"] == "ingested" and "stored as 'notes (2).md'" in b["message"]
+    assert a["status"] == "ready" and b["status"] == "ready" and "stored as 'notes (2).md'" in b["message"]
     assert _doc_text(svc, "notes.md") == A_TEXT and _doc_text(svc, "notes (2).md") == B_TEXT
     # the owner's own re-upload is a new version of its own document
     a2 = _up(svc, tmp_path, "notes.md", A_TEXT + "Neap tides reach 3.1 metres.\n", BROWSER_A)
-    assert a2["status"] == "updated" and _doc_text(svc, "notes.md").endswith("3.1 metres.\n")
+    assert a2["status"] == "ready" and "new version 2" in a2["message"]
+    assert _doc_text(svc, "notes.md").endswith("3.1 metres.\n")
     assert _doc_text(svc, "notes (2).md") == B_TEXT
 
 
 def test_identical_content_in_another_browsers_document_is_not_revealed(svc, tmp_path):
     _up(svc, tmp_path, "tides.md", A_TEXT, BROWSER_A)
     b = _up(svc, tmp_path, "copy.md", A_TEXT, BROWSER_B)
-    assert b["status"] == "ingested" and "tides" not in b["message"]  # no "same content as 'tides.md'"
+    assert b["status"] == "ready" and "tides" not in b["message"]  # no "same content as 'tides.md'"
     again = _up(svc, tmp_path, "copy2.md", A_TEXT, BROWSER_B)
     assert again["status"] == "duplicate" and "copy.md" in again["message"]  # its own copy is
 
@@ -83,7 +84,7 @@ def test_the_shared_library_is_not_replaced_by_a_chat_upload(svc, tmp_path, writ
 
     Ingestor(svc.ctx).ingest_paths([write("rules.md", A_TEXT)])  # `mgrag ingest`: the shared library
     r = _up(svc, tmp_path, "rules.md", B_TEXT, BROWSER_A)
-    assert r["status"] == "ingested" and "rules (2).md" in r["message"]
+    assert r["status"] == "ready" and "rules (2).md" in r["message"]
     assert _doc_text(svc, "rules.md") == A_TEXT
 
 
@@ -93,7 +94,7 @@ def test_over_the_api_a_same_named_upload_does_not_replace(sec_server, client, t
     b.mkdir()
     (a / "minutes.md").write_text("The harbour board met on Tuesday and approved a new crane.\n", encoding="utf-8")
     (b / "minutes.md").write_text("Wipe: this replaces the minutes with nothing of value at all.\n", encoding="utf-8")
-    assert "ingested" in str(upload(client, a / "minutes.md", BROWSER_A))
+    assert "ready" in str(upload(client, a / "minutes.md", BROWSER_A))
     assert "minutes (2).md" in str(upload(client, b / "minutes.md", BROWSER_B))
     assert "approved a new crane" in ask(client, "What did the harbour board approve?", BROWSER_A)
     assert "approved a new crane" not in ask(client, "What did the harbour board approve?", BROWSER_B)

@@ -94,6 +94,6 @@ def test_uploaded_files_leave_the_upload_cache(sec_server, client, tmp_path):
     p.write_text("The north pier was rebuilt in 1998 after the winter storm. It is 140 metres long.\n",
                  encoding="utf-8")
     table = upload(client, p, BROWSER_A)
-    assert "ingested" in str(table)
+    assert "ready" in str(table)
     leftovers = [f for f in sec_server.upload_root.rglob("*") if f.is_file() and f.name == "pier.md"]
     assert leftovers == []

@@ -42,7 +42,7 @@ def test_uploads_and_conversations_belong_to_the_user(users_server, tmp_path):
                    encoding="utf-8")
     ines_1, ines_2, jonas = _client(users_server, "ines"), _client(users_server, "ines"), _client(users_server, "jonas")
     table, *_ = ines_1.predict([handle_file(str(doc))], None, api_name="/upload")
-    assert "ingested" in str(table)
+    assert "ready" in str(table)
     owner = {r["doc_id"]: r["owner"] for r in users_server.service.ctx.catalog.documents(None)}["roster.md"]
     assert owner == "user:ines"
 

@@ -26,7 +26,7 @@ ORCHARD = ("# Orchard notes\n\nThe orchard has forty apple trees and six pear tr
 def _called_from_ingestion() -> bool:
     f = sys._getframe(1)
     while f is not None:
-        if f.f_code.co_filename.endswith(os.path.join("ingest", "pipeline.py")):
+        if f.f_code.co_filename.endswith((os.path.join("ingest", "pipeline.py"), os.path.join("ingest", "work.py"))):
             return True
         f = f.f_back
     return False

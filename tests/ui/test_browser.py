@@ -67,7 +67,7 @@ def test_upload_ask_streamed_answer_and_sources(ui_server, page, tmp_path):
     _open(page, ui_server.url)
     page.locator("#upload input[type=file]").set_input_files([str(notes), str(bad)])
     report = page.locator("#upload-report")
-    _see(report, "ingested")
+    _see(report, "ready")
     _see(report, "refused")
     assert "unsupported file type" in report.inner_text()
     assert ui_server.service.ctx.catalog.find_document("orchard.md") == "orchard.md"
@@ -97,7 +97,7 @@ def test_pdf_citation_with_its_page_opens_the_viewer_there(ui_server, page, tmp_
                              outline=[("Meetings", 0), ("Fees", 1), ("Operations", 2), ("Lighthouse", 3)]))
     _open(page, ui_server.url)
     page.locator("#upload input[type=file]").set_input_files([str(pdf)])
-    _see(page.locator("#upload-report"), "ingested")
+    _see(page.locator("#upload-report"), "ready")
     _ask(page, "How much do visiting yachts pay a night at the harbour?")
     _wait_sources(page, 1)
     chat = page.locator("#chatbot")
@@ -132,19 +132,19 @@ def test_upload_progress_moves_within_one_large_file(ui_server, page, tmp_path):
     ui_server.embedder.delay_s = 1.0
     try:
         page.locator("#upload input[type=file]").set_input_files([str(big)])
-        seen = []  # the progress messages shown, in order ("ledger.md: embedding 40% · about 3 s left")
+        seen = []  # the progress shown in the file's row, in order ("extracting 40% · embedding · about 3 s left")
         for _ in range(300):
             text = page.locator("#upload-report").inner_text()
-            m = re.search(r"ledger\.md: [^\n]*?\d+%[^\n-]*", text)
+            m = re.search(r"extracting \d+%[^\n\t]*", text)
             if m and m.group(0).strip() not in seen:
                 seen.append(m.group(0).strip())
-            if "ingested" in text:
+            if "ready" in text:
                 break
             page.wait_for_timeout(100)
     finally:
         ui_server.embedder.delay_s = 0.0
-    _see(page.locator("#upload-report"), "ingested")
-    embedding = [int(re.search(r"embedding (\d+)%", t).group(1)) for t in seen if "embedding" in t]
+    _see(page.locator("#upload-report"), "ready")
+    embedding = [int(re.search(r"extracting (\d+)%", t).group(1)) for t in seen if "embedding" in t]
     assert len(set(embedding)) >= 2 and embedding == sorted(embedding), seen  # moved within the one file
     assert any("left" in t for t in seen), seen
 
@@ -345,7 +345,7 @@ def test_a_conversation_scoped_to_one_document(ui_server, page, tmp_path):
     _open(page, ui_server.url)
     page.locator("#new-conversation").click()
     page.locator("#upload input[type=file]").set_input_files([str(notes)])
-    _see(page.locator("#upload-report"), "ingested")
+    _see(page.locator("#upload-report"), "ready")
     scope = page.locator("#scope")
     _see(scope, "orchard-notes.md")
     scope.get_by_label("orchard-notes.md").check()

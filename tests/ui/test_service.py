@@ -43,7 +43,7 @@ def test_upload_rules_refuse_with_message_and_the_rest_ingests(svc, write, tmp_p
     before = set(_files(tmp_path))
     rows = svc.ingest_files([good, big, exe, good], names=["notes.md", "big.txt", "tool.exe", "../../etc/passwd"])
     by = {r["name"]: r for r in rows}
-    assert by["notes.md"]["status"] == "ingested" and by["notes.md"]["chunks"]
+    assert by["notes.md"]["status"] == "ready" and by["notes.md"]["chunks"]
     assert by["big.txt"]["status"] == "refused" and "MGRAG_MAX_FILE_MB" in by["big.txt"]["message"]
     assert by["tool.exe"]["status"] == "refused" and "supported" in by["tool.exe"]["message"]
     assert by["../../etc/passwd"]["status"] == "refused" and "looks like a path" in by["../../etc/passwd"]["message"]
@@ -55,8 +55,8 @@ def test_upload_rules_refuse_with_message_and_the_rest_ingests(svc, write, tmp_p
 
 def test_failed_file_reported_rest_ingests(svc, write):
     rows = svc.ingest_files([write("empty.txt", "   "), write("ok.txt", TEXT)])
-    assert rows[0]["status"] == "failed" and "empty" in rows[0]["message"]
-    assert rows[1]["status"] == "ingested"
+    assert rows[0]["status"] == "refused" and "empty" in rows[0]["message"]  # refused before it is queued
+    assert rows[1]["status"] == "ready"
 
 
 def test_admin_login_rules(make_ctx):
