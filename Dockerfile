@@ -11,5 +11,7 @@ COPY ui ui
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
  && pip install -c constraints.txt . \
  && mgrag setup-models
+# the web app on every interface of the container (publish the port on the host's loopback, docker-compose.yml)
+ENV MGRAG_UI_HOST=0.0.0.0
 EXPOSE 7860
-CMD ["mgrag", "docs"]
+CMD ["mgrag", "serve"]
