@@ -27,8 +27,8 @@ TEXT = ("The cat sat on the mat. It was a sunny day.\n\nDogs bark at night. Bird
         "Qdrant stores vectors for every chunk. Chunks have parents and children.\n\n") * 20
 DOCS = [("owl.md", TEXT.replace("cat", "owl").encode()), ("elk.txt", TEXT.replace("cat", "elk").encode()),
         ("yak.md", TEXT.replace("cat", "yak").encode()),
-        ("report.pdf", make_pdf([["The harbour fee is 40 euros a night."] * 30, ["The lighthouse was built in 1911."] * 30,
-                                 ["Pilots board at the outer buoy."] * 30])),
+        ("report.pdf", make_pdf([["The harbour fee is 40 euros a night."] * 30,
+                                 ["The lighthouse was built in 1911."] * 30, ["Pilots board at the outer buoy."] * 30])),
         ("broken.pdf", b"%PDF-1.4 this is not a PDF")]
 
 
@@ -86,7 +86,7 @@ def _start_worker(env, tmp_path, name, slow_lm_s=0.0):
             f"if {slow_lm_s!r}:\n"
             "    import ingest.lm as lm\n"
             "    real = lm.LogitsScorer._forward\n"
-            f"    lm.LogitsScorer._forward = lambda self, *a, **k: (time.sleep({slow_lm_s!r}), real(self, *a, **k))[1]\n"
+            f"    lm.LogitsScorer._forward = lambda s, *a, **k: (time.sleep({slow_lm_s!r}), real(s, *a, **k))[1]\n"
             "from app.cli import main\n"
             f"sys.exit(main(['--data-dir', {str(tmp_path / name)!r}, 'worker']))\n")
     log = open(tmp_path / f"{name}.log", "w")
