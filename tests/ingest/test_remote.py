@@ -28,7 +28,8 @@ TEXT = ("The cat sat on the mat. It was a sunny day.\n\nDogs bark at night. Bird
 DOCS = [("owl.md", TEXT.replace("cat", "owl").encode()), ("elk.txt", TEXT.replace("cat", "elk").encode()),
         ("yak.md", TEXT.replace("cat", "yak").encode()),
         ("report.pdf", make_pdf([["The harbour fee is 40 euros a night."] * 30,
-                                 ["The lighthouse was built in 1911."] * 30, ["Pilots board at the outer buoy."] * 30])),
+                                 ["The lighthouse was built in 1911."] * 30,
+                                 ["Pilots board at the outer buoy."] * 30])),
         ("broken.pdf", b"%PDF-1.4 this is not a PDF")]
 
 
