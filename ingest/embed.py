@@ -121,7 +121,7 @@ class SentenceTransformerEmbedder:
             i = j
         return out
 
-    def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+    def _embed(self, texts: Sequence[str], prefix: str, on_fraction=None) -> np.ndarray:
         pieces: list[str] = []
         owner: list[int] = []
         weight: list[int] = []
@@ -131,7 +131,17 @@ class SentenceTransformerEmbedder:
                 owner.append(t_i)
                 weight.append(n)
         self.windows_embedded += len(pieces) - len(texts)
-        vecs = self._encode(pieces)
+        if on_fraction is None:
+            vecs = self._encode(pieces)
+        else:  # longest first over the whole list (batches of like lengths pad little), in slices for the progress
+            order = np.argsort(-np.asarray(weight), kind="stable")
+            vecs = np.zeros((len(pieces), self.dim), dtype=np.float32)
+            step = self.batch_size * 4
+            for i in range(0, len(order), step):
+                on_fraction(i / len(order))
+                idx = order[i:i + step]
+                vecs[idx] = self._encode([pieces[j] for j in idx])
+            on_fraction(1.0)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         np.add.at(out, np.asarray(owner, dtype=np.int64), vecs * np.asarray(weight, dtype=np.float32)[:, None])
         return _normalise(out)
@@ -139,6 +149,13 @@ class SentenceTransformerEmbedder:
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         with self._lock:
             return self._embed(list(texts), self.passage_prefix)
+
+    def embed_passages_with_progress(self, texts: Sequence[str], on_fraction) -> np.ndarray:
+        """:meth:`embed_passages`, calling ``on_fraction(share done)`` as it goes. The windows of all the texts are
+        batched together by length: cutting a document's chunks into blocks first mixed 256-token windows with short
+        ones in every batch and cost 1.7× the time (42 s against 25 s for the 991 MG chunks of 30k words of Emma)."""
+        with self._lock:
+            return self._embed(list(texts), self.passage_prefix, on_fraction)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         with self._lock:

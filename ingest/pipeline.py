@@ -127,11 +127,12 @@ class Ingestor:
 
     # -- generation & chunker ---------------------------------------------------------------------------
     def _chunker_for(self, chunker: str, theta: int, on_window: Callable[[int], None] | None = None,
-                     params: dict | None = None, on_fraction: Callable[[float], None] | None = None):
+                     params: dict | None = None, on_fraction: Callable[[float], None] | None = None,
+                     describe_only: bool = False):
         """The chunker of a generation: ``params`` (the generation's recorded ones) win over the settings."""
         from ingest.work import chunker_for
 
-        return chunker_for(self.ctx, chunker, theta, params, on_window, on_fraction)
+        return chunker_for(self.ctx, chunker, theta, params, on_window, on_fraction, describe_only)
 
     def live_generation(self, create: bool = True) -> Generation | None:
         cat, index = self.ctx.catalog, self.ctx.index  # the index first: its consistency check runs on open
@@ -139,7 +140,7 @@ class Ingestor:
         if live is not None or not create:
             return live
         s = self.ctx.settings
-        ch = self._chunker_for(s.chunker, s.theta)
+        ch = self._chunker_for(s.chunker, s.theta, describe_only=True)  # the first pass needs no LM loaded
         gen = cat.new_generation(s.chunker, s.theta, ch.describe(), s.embedder, self.ctx.embedder.dim, ch.n_levels)
         index.create_generation(gen, self.ctx.embedder.dim, ch.n_levels)
         index.switch(gen, ch.n_levels)

@@ -100,8 +100,8 @@ class LocalExecutor:
         c.timings.update(read_s=read_s, pages=len((doc.layout or {}).get("pages") or ()))
         return doc, c
 
-    def refine(self, job: Job, text: str, plan: Plan, rep: Reporter) -> Cut:
-        return cut(self.ctx, text, job.doc_id, job.hash, plan, rep, job.name)
+    def refine(self, job: Job, text: str, plan: Plan, rep: Reporter, known=None) -> Cut:
+        return cut(self.ctx, text, job.doc_id, job.hash, plan, rep, job.name, known)
 
     def close(self) -> None:
         pass
@@ -362,7 +362,7 @@ class Runner:
         own = cat.chunking(gen.gen, job.doc_id)
         plan = plan_for(ctx, gen, own, first_pass=False)
         text, layout = ctx.store.text(job.hash), ctx.store.layout(job.hash)
-        c = self.executor.refine(job, text, plan, self._reporter(job, "refine"))
+        c = self.executor.refine(job, text, plan, self._reporter(job, "refine"), self._known_vectors(gen, job))
         with ctx.write_lock:
             if self.jobs.cancel_requested(job.job_id):
                 raise Stopped("cancelled")
@@ -381,6 +381,17 @@ class Runner:
                        on_commit=lambda db: self.jobs.ready_sql(db, job.job_id))
         log.info("%s: refined in %.1f s (%s)", job.name, time.time() - t0, plan.cut_by)
         self._learn(c.timings)
+
+    def _known_vectors(self, gen, job: Job) -> dict:
+        """The first pass's vectors of ``job``'s document by chunk text: the refinement reuses those of the chunks
+        it cuts the same way."""
+        ids = self.ctx.catalog.chunk_ids(gen.gen, job.doc_id)
+        out = {}
+        for lv, chunk_ids in ids.items():
+            for p in self.ctx.index.retrieve(lv, chunk_ids, gen=gen.gen, with_vectors=True):
+                if p.payload.get("doc_hash") == job.hash:
+                    out[p.payload["text"]] = p.vector
+        return out
 
     @staticmethod
     def _nothing_to_refine(job: Job, here) -> tuple[str, str] | None:

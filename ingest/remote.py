@@ -24,6 +24,8 @@ import threading
 import time
 import uuid
 
+import numpy as np
+
 from ingest.jobs import Job
 from ingest.loaders import IngestError, Limits, LoadedDoc
 from ingest.work import Cut, Plan, Reporter, Stopped, check_models, cut, extract, first_pass_stages
@@ -126,7 +128,10 @@ def task_first(payload: dict) -> dict:
 def task_refine(payload: dict) -> dict:
     """A refinement: cut the stored text by the plan (the LM pass), embed."""
     def body(plan: Plan, rep: Reporter) -> dict:
-        c = cut(_models, payload["text"], payload["doc_id"], payload["hash"], plan, rep, payload["name"])
+        k = payload.get("known") or {"texts": [], "vectors": b"", "dim": 0}
+        vecs = np.frombuffer(k["vectors"], dtype=np.float32).reshape(len(k["texts"]), -1) if k["texts"] else []
+        known = dict(zip(k["texts"], vecs))
+        c = cut(_models, payload["text"], payload["doc_id"], payload["hash"], plan, rep, payload["name"], known)
         return {"cut": c.to_wire()}
 
     return _run_task(payload, body)
@@ -209,8 +214,11 @@ class RedisExecutor:
         return (LoadedDoc(job.name, b"", out["text"], out["kind"], out.get("warning") or "", out.get("layout")),
                 Cut.from_wire(out["cut"]))
 
-    def refine(self, job: Job, text: str, plan: Plan, rep: Reporter) -> Cut:
-        out = self._run("refine", "ingest.remote.task_refine", job, self._payload(job, plan, rep, text=text), rep)
+    def refine(self, job: Job, text: str, plan: Plan, rep: Reporter, known=None) -> Cut:
+        texts = list(known or {})
+        vectors = np.asarray([known[t] for t in texts], dtype=np.float32).tobytes() if texts else b""
+        out = self._run("refine", "ingest.remote.task_refine", job,
+                        self._payload(job, plan, rep, text=text, known={"texts": texts, "vectors": vectors}), rep)
         return Cut.from_wire(out["cut"])
 
     def _run(self, lane: str, func: str, job: Job, payload: dict, rep: Reporter) -> dict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from ingest.jobs import JobError
@@ -55,6 +56,10 @@ def test_two_phases_give_the_mg_chunks_first_then_exactly_the_lgmgc_chunks(make_
     lg = make_ctx(data_dir=tmp_path / "lg", chunker="lgmgc", theta=40, lg_mode="streaming")
     Ingestor(lg).ingest_paths([write("notes.md", TEXT)])
     assert spans(ctx, "notes.md") == spans(lg, "notes.md")
+    vecs = {lv: {p.id: p.vector for p in ctx.index.points(live.gen, lv, with_vectors=True)} for lv in range(3)}
+    for lv in range(3):  # the vectors too: those the refinement reused from the first pass and those it embedded
+        for p in lg.index.points(lg.catalog.live_gen(), lv, with_vectors=True):
+            np.testing.assert_allclose(vecs[lv][p.id], p.vector, atol=1e-6)
     assert ctx.catalog.phase(live.gen, "notes.md")[1] is None
     assert not any(p.payload.get("first_pass") for lv in range(3) for p in ctx.index.points(live.gen, lv))
     assert_one_truth(ctx)
@@ -149,7 +154,7 @@ def test_cancel_a_queued_job_and_a_refinement(make_ctx):
     started = threading.Event()
 
     class Slow(LocalExecutor):
-        def refine(self, job, text, plan, rep):
+        def refine(self, job, text, plan, rep, known=None):
             started.set()
             while True:
                 rep.update("LM pass", 0.1)
@@ -181,7 +186,7 @@ def test_refinements_wait_while_first_passes_are_queued(make_ctx):
                 gate.wait(60)
             return super().first(job, data, plan, rep)
 
-        def refine(self, job, text, plan, rep):
+        def refine(self, job, text, plan, rep, known=None):
             order.append(("refine", job.name))
             return super().refine(job, text, plan, rep)
 
@@ -225,6 +230,29 @@ def test_progress_moves_during_the_lm_pass_and_a_stop_interrupts_it(make_ctx):
     with pytest.raises(Stopped, match="cancelled"):
         cut(ctx, TEXT * 3, "a.md", "h" * 64, plan, Reporter(sink, interval_s=0))
     assert max(stop_at) < 0.97
+
+
+def test_a_refinement_embeds_only_the_chunks_the_first_pass_did_not(make_ctx):
+    from ingest.queue import plan_for
+    from ingest.work import cut
+
+    ctx = make_ctx(chunker="lgmgc", theta=40)
+    with ctx.write_lock:
+        gen = Ingestor(ctx).live_generation()
+    first = cut(ctx, TEXT, "a.md", "h" * 64, plan_for(ctx, gen, None, first_pass=True))
+    known = {TEXT[s:e]: v for (s, e, *_), v in zip(first.spans, first.vectors)}
+    calls = []
+    real = ctx.embedder.embed_passages
+    ctx.embedder.embed_passages = lambda texts: calls.append(list(texts)) or real(texts)
+    plan = plan_for(ctx, gen, None, first_pass=False)
+    again = cut(ctx, TEXT, "a.md", "h" * 64, plan, known=known)
+    embedded = [t for c in calls for t in c]
+    assert again.timings["reused"] > 0 and len(embedded) == len(again.spans) - again.timings["reused"]
+    assert not set(embedded) & set(known)
+    ctx.embedder.embed_passages = real
+    fresh = cut(ctx, TEXT, "a.md", "h" * 64, plan)
+    assert fresh.spans == again.spans
+    np.testing.assert_allclose(fresh.vectors, again.vectors, atol=1e-6)
 
 
 def test_reporter_estimate_follows_the_observed_pace():
