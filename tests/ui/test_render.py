@@ -77,3 +77,11 @@ def test_sources_under_the_relevance_floor_are_folded_unless_cited():
     assert "[1] d1.md" in shown and "[2] d2.md" in shown and "[4] d4.md" in shown  # cited: always shown
     assert "1 more passage(s) below the relevance floor" in folded and "[3] d3.md" in folded
     assert "<details" not in sources_html([src(1, 0.9), src(3, 0.5)], floor=0.0)
+
+
+def test_a_source_from_a_first_pass_says_so_in_its_line():
+    src = {"number": 1, "doc_id": "10q.pdf", "start": 0, "end": 5, "parent_text": "Hello", "matched_start": 0,
+           "matched_end": 5, "score": 0.9, "matched_level": 2, "level_scores": {}, "pages": [4, 5],
+           "headings": ["Risk factors"], "first_pass": True}
+    assert "p. 4–5 · Risk factors · first pass (refining)" in render.sources_html([src], {1})
+    assert "first pass" not in render.sources_html([{**src, "first_pass": False}], {1})
