@@ -40,7 +40,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     words INTEGER, attempts INTEGER NOT NULL DEFAULT 0, error TEXT, failed_in TEXT,
     cancel INTEGER NOT NULL DEFAULT 0, batch TEXT, source TEXT, two_phase INTEGER NOT NULL DEFAULT 1,
     claimed_by TEXT, heartbeat REAL, message TEXT, created REAL, started REAL, searchable_at REAL,
-    ready_at REAL, finished REAL, updated REAL);
+    ready_at REAL, finished REAL, updated REAL, claimed REAL);
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, job_id);
 CREATE INDEX IF NOT EXISTS jobs_doc ON jobs(doc_id, job_id);
 CREATE INDEX IF NOT EXISTS jobs_batch ON jobs(batch);
@@ -87,6 +87,7 @@ class Job:
     ready_at: float | None
     finished: float | None
     updated: float | None
+    claimed: float | None  # when a lane last took it
 
     @property
     def searchable(self) -> bool:
@@ -154,6 +155,8 @@ class JobStore:
         self.max_attempts = max_attempts
         with catalog._lock:
             catalog.db.executescript(SCHEMA)
+            if "claimed" not in {r[1] for r in catalog.db.execute("PRAGMA table_info(jobs)")}:
+                catalog.db.execute("ALTER TABLE jobs ADD COLUMN claimed REAL")
 
     # -- reading --------------------------------------------------------------------------------------------------
     def _rows(self, where: str = "", args: tuple = (), order: str = "job_id") -> list[Job]:
@@ -195,12 +198,42 @@ class JobStore:
         with self.catalog._lock:
             return dict(self.catalog.db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall())
 
+    _ORDER = ("WITH served AS (SELECT owner, MAX(claimed) AS t FROM jobs GROUP BY owner) "
+              "SELECT j.job_id FROM jobs j LEFT JOIN served s ON s.owner IS j.owner "
+              "WHERE j.state=? AND j.cancel=0 ORDER BY s.t IS NOT NULL, s.t, j.job_id")
+
+    def first_pass_pending(self) -> bool:
+        """Whether any file waits for, or is in, its first pass."""
+        with self.catalog._lock:
+            return self.catalog.db.execute("SELECT 1 FROM jobs WHERE state IN ('queued','extracting') LIMIT 1"
+                                           ).fetchone() is not None
+
     def position(self, job: Job) -> int:
-        """How many jobs wait before ``job`` in its lane."""
+        """How many jobs the lane will take before ``job`` if nothing else is queued meanwhile: :meth:`claim`'s turns
+        played out."""
         lane = "first" if job.state == "queued" else "refine"
         with self.catalog._lock:
-            return self.catalog.db.execute("SELECT COUNT(*) FROM jobs WHERE state=? AND job_id<? AND cancel=0",
-                                           (LANES[lane][0], job.job_id)).fetchone()[0]
+            db = self.catalog.db
+            waiting = db.execute("SELECT job_id, owner FROM jobs WHERE state=? AND cancel=0 ORDER BY job_id",
+                                 (LANES[lane][0],)).fetchall()
+            served = dict(db.execute("SELECT owner, MAX(claimed) FROM jobs GROUP BY owner").fetchall())
+        queues: dict = {}
+        for job_id, owner in waiting:
+            queues.setdefault(owner, []).append(job_id)
+        last = {o: (served.get(o) is not None, served.get(o) or 0.0, q[0]) for o, q in queues.items()}
+        n, turn = 0, time.time()
+        while queues:
+            owner = min(queues, key=lambda o: last[o])
+            taken = queues[owner].pop(0)
+            if taken == job.job_id:
+                return n
+            n += 1
+            turn += 1.0
+            if queues[owner]:
+                last[owner] = (True, turn, queues[owner][0])
+            else:
+                del queues[owner]
+        return n
 
     # -- adding ---------------------------------------------------------------------------------------------------
     def spool_path(self, job: Job) -> Path | None:
@@ -263,17 +296,18 @@ class JobStore:
 
     # -- running --------------------------------------------------------------------------------------------------
     def claim(self, lane: str, worker: str) -> Job | None:
-        """The oldest job waiting in ``lane`` ("first" or "refine"), now marked running by ``worker``."""
+        """The next job waiting in ``lane`` ("first" or "refine"), now marked running by ``worker``: owners take turns
+        (the owner a lane served least recently first, so one user's hundred files do not hold up another's one),
+        and each owner's jobs go oldest first."""
         waiting, running = LANES[lane]
         now = time.time()
         with self.catalog.transaction() as db:
-            row = db.execute("SELECT job_id FROM jobs WHERE state=? AND cancel=0 ORDER BY job_id LIMIT 1",
-                             (waiting,)).fetchone()
+            row = db.execute(self._ORDER + " LIMIT 1", (waiting,)).fetchone()
             if row is None:
                 return None
-            db.execute("UPDATE jobs SET state=?, claimed_by=?, heartbeat=?, started=COALESCE(started, ?), stage=?, "
-                       "progress=0, eta_s=NULL, updated=? WHERE job_id=?",
-                       (running, worker, now, now, "starting", now, row[0]))
+            db.execute("UPDATE jobs SET state=?, claimed_by=?, heartbeat=?, started=COALESCE(started, ?), claimed=?, "
+                       "stage=?, progress=0, eta_s=NULL, updated=? WHERE job_id=?",
+                       (running, worker, now, now, now, "starting", now, row[0]))
         return self.get(row[0])
 
     def report(self, job_id: int, stage: str, progress: float | None, eta_s: float | None,

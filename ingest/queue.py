@@ -137,7 +137,6 @@ class Runner:
         self._stop = threading.Event()
         self._cv = threading.Condition()
         self._first_running = 0
-        self._queued_seen = (0.0, False)
         self._threads: list[threading.Thread] = []
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self.recovered: list = []
@@ -208,14 +207,9 @@ class Runner:
 
     # -- lanes --------------------------------------------------------------------------------------------------
     def _first_pending(self) -> bool:
-        """Whether first passes are running here or waiting (then refinements give way to them)."""
-        if self._first_running:
-            return True
-        t, seen = self._queued_seen
-        if time.monotonic() - t > 0.5:
-            seen = bool(self.jobs.counts().get("queued"))
-            self._queued_seen = (time.monotonic(), seen)
-        return seen
+        """Whether first passes are running or waiting (then refinements give way to them). Read from the catalog
+        each time: a job claimed a moment ago is already ``extracting`` there."""
+        return self._first_running > 0 or self.jobs.first_pass_pending()
 
     def _loop(self, lane: str) -> None:
         worked = False

@@ -174,6 +174,19 @@ def test_cancel_a_queued_job_and_a_refinement(make_ctx):
     assert "b.md" not in {r["doc_id"] for r in document_states(ctx)}
 
 
+def test_owners_take_turns_and_each_owner_s_files_go_oldest_first(make_ctx):
+    ctx = make_ctx(chunker="mg", theta=40)
+    files = [(f"{w}.md", TEXT.replace("cat", w).encode()) for w in ("owl", "elk", "yak")]
+    a = enqueue(ctx, files, "browser:a")
+    [b] = enqueue(ctx, [("fox.md", TEXT.replace("cat", "fox").encode())], "browser:b")
+    [lib] = enqueue(ctx, [("gnu.md", TEXT.replace("cat", "gnu").encode())])
+    assert ctx.jobs.position(b.job) == 1 and ctx.jobs.position(a[2].job) == 4
+    order = []
+    while (job := ctx.jobs.claim("first", "test")) is not None:
+        order.append(job.name)
+    assert order == ["owl.md", "fox.md", "gnu.md", "elk.md", "yak.md"]  # a, b, the library, then a's others
+
+
 def test_refinements_wait_while_first_passes_are_queued(make_ctx):
     ctx = make_ctx(chunker="lgmgc", theta=40)
     gate = threading.Event()
