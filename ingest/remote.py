@@ -59,23 +59,28 @@ class _Beat:
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True, name="mgrag-beat")
 
+    def _beat(self) -> None:
+        try:
+            self.conn.set(self.key, str(time.time()), px=self.ttl_ms)
+        except Exception:  # pragma: no cover - Redis away for a moment: the next beat tries again
+            log.debug("beat failed", exc_info=True)
+
     def _run(self) -> None:
-        while True:
-            try:
-                self.conn.set(self.key, str(time.time()), px=self.ttl_ms)
-            except Exception:  # pragma: no cover - Redis away for a moment: the next beat tries again
-                log.debug("beat failed", exc_info=True)
-            if self._stop.wait(self.every_s):
-                return
+        while not self._stop.wait(self.every_s):
+            self._beat()
 
     def __enter__(self):
+        self._beat()  # the first one before the task starts
         self._t.start()
         return self
 
     def __exit__(self, *exc):
+        # One last beat, left to expire: between the task's return and RQ marking the job finished (it stores the
+        # result first, which for a long document's vectors takes a while) the holder must still see a beat, or
+        # it would call a worker that just finished lost and run the job again.
         self._stop.set()
         self._t.join(2)
-        self.conn.delete(self.key)
+        self._beat()
 
     def cancelled(self) -> bool:
         return bool(self.conn.exists(self.cancel_key))
@@ -255,7 +260,8 @@ class RedisExecutor:
                             raise Stopped("cancelled")
                 if status == "started":
                     started_at = started_at or now
-                    if now - started_at > self.lost_s and not self.conn.exists(beat_key):
+                    if (now - started_at > self.lost_s and not self.conn.exists(beat_key)
+                            and rq_job.get_status(refresh=True).value == "started"):  # not just finished
                         self._cancel(rq_job, cancel_key)
                         raise RuntimeError(f"the worker running it was lost (no beat for {self.lost_s:g} s)")
                 time.sleep(self.poll_s)

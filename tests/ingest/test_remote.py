@@ -184,3 +184,18 @@ def test_a_worker_killed_in_a_refinement_is_noticed_and_its_job_runs_again(tmp_p
     live = ctx.catalog.live_generation()
     assert ctx.catalog.phase(live.gen, "owl.md")[1] is None
     ctx.close()
+
+
+def test_a_finished_task_s_beat_outlives_it_so_the_holder_does_not_call_its_worker_lost(redis_url):
+    """Between a task's return and RQ marking its job finished (the result, a long document's vectors, is stored
+    first) the holder polls: the beat must still be there, or a worker that just finished a refinement would be
+    called lost and its job run again (seen in the workers benchmark)."""
+    from redis import Redis
+
+    from ingest.remote import _Beat
+
+    conn = Redis.from_url(redis_url)
+    with _Beat(conn, "t", "job-1", ttl_s=30):
+        assert conn.exists("t:beat:job-1")
+    ttl = conn.pttl("t:beat:job-1")
+    assert 25_000 < ttl <= 30_000  # left to expire, not deleted
