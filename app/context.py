@@ -130,8 +130,9 @@ class AppContext:
         tok, model = load_causal_lm(s.lm_model, s.cache_dir, load_in_8bit=s.lm_8bit, device=device)
         _, self.threads_note = choose_threads(model, s.torch_threads)
         log.info("torch threads: %s", self.threads_note)
+        batch = s.lg_batch_size or (4 if str(device).startswith("cuda") else 1)  # batching is slower on a CPU
         return LogitsScorer(tok, model, prompt=s.lg_prompt, boundary_tokens=tuple(s.lg_boundary_tokens),
-                            batch_size=s.lg_batch_size, block_tokens=s.lg_block_tokens,
+                            batch_size=batch, block_tokens=s.lg_block_tokens,
                             context_tokens=s.lg_context_tokens)
 
     @property

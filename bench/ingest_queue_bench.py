@@ -513,8 +513,9 @@ def workers(args) -> dict:
     write_json("ingest_workers.json", out)
     by = {n: [r for r in rows if r["workers"] == n] for n in (1, 2)}
     med = {n: float(np.median([r["all_ready_s"] for r in rs])) for n, rs in by.items()}
+    med_s = {n: float(np.median([r["all_searchable_s"] for r in rs])) for n, rs in by.items()}
     table = markdown_table(["workers", "files", "all searchable (s)", "all ready (s)", "ready"],
-                           [[r["workers"], r["files"], r["all_searchable_s"], r["all_ready_s"], r["ready"]]
+                           [[r["workers"], r["files"], f"{r['all_searchable_s']:.1f}", f"{r['all_ready_s']:.1f}", r["ready"]]
                             for r in rows])
     write_section("ingest-workers", f"""## One vs two workers on one Redis queue (`bench/ingest_queue_bench.py workers`)
 
@@ -524,7 +525,8 @@ and the LGMGC refinements, on this same 2-core machine, in alternating runs.
 
 {table}
 
-Two workers on 2 cores: all ready in {med[2] / med[1]:.2f}× the time of one (medians). Each worker's torch uses the
+Two workers on 2 cores: all searchable in {med_s[2] / med_s[1]:.2f}× and all ready in {med[2] / med[1]:.2f}× the time
+of one (medians). Each worker's torch uses the
 cores it measures best (one or two threads), so two workers on two cores mostly take turns on the same cores; the
 gain of more workers comes from more machines (docs/sizing.md). Raw figures: `bench/results/ingest_workers.json`.
 """)
@@ -533,7 +535,7 @@ gain of more workers comes from more machines (docs/sizing.md). Raw figures: `be
 
 # -- batching ---------------------------------------------------------------------------------------------------
 def batching(args) -> dict:
-    """Is batching LM blocks across documents worth it? Streaming mode already batches ``lg_batch_size`` (4) blocks
+    """Is batching LM blocks across documents worth it? Streaming mode batched ``lg_batch_size`` (4 until this measurement; now 1 on a CPU) blocks
     of one document per forward pass; a document shorter than four blocks (about 3,000 words) fills fewer. Tokens
     per second of the boundary LM's pass over 1,024-token blocks of *Emma*, 1, 2, 4 and 8 per pass, interleaved,
     best of three: if the rate does not grow with the batch on this CPU, filling batches from several documents
@@ -570,8 +572,10 @@ blocks per forward pass, interleaved, best of three:
 
 {table}
 
-Streaming mode batches 4 blocks of one document per pass; a document under ~3,000 words has fewer blocks, so
-batches from several documents would fill them. {verdict} Raw figures: `bench/results/ingest_batching.json`.
+Streaming mode batched 4 blocks of one document per pass; a document under ~3,000 words has fewer blocks, so
+batches from several documents would fill them. {verdict} Since this run the default is one block per pass on a CPU
+and four on CUDA (`lg_batch_size` unset); the phases and load figures above were taken with four. Raw figures:
+`bench/results/ingest_batching.json`.
 """)
     return out
 

@@ -58,7 +58,9 @@ class Settings(BaseSettings):
     lg_structure_weight: float = Field(0.0, ge=0, le=100, description="LG cut score: log p(boundary) + this × the layout break after the sentence (paragraph 1, line 0.5, heading or page 1.5); 0 = the paper's argmax of p.")
     lg_size_prior: float = Field(1.0, ge=0, le=100, description="LG cut score: + this × log(chunk words / θ), so parents fill θ (1: the default, measured best in BENCHMARKS.md lg-variants); 0 = none (the paper).")
     lg_children: Literal["theta", "parent"] = Field("theta", description="LGMGC children: θ/2 and θ/4 words (MG's rule), or half and a quarter of their own parent.")
-    lg_batch_size: int = Field(4, ge=1, description="Blocks per forward pass in streaming mode.")
+    lg_batch_size: int | None = Field(None, ge=1, description=(
+        "Blocks per forward pass in streaming mode (default: 1 on a CPU, where batching measured slower, "
+        "BENCHMARKS.md 'LM blocks batched'; 4 on CUDA)."))
     lg_block_tokens: int = Field(1024, ge=64, description="Streaming block length in tokens.")
     lg_context_tokens: int = Field(64, ge=0, description="Streaming: preceding tokens re-read before each block.")
     torch_threads: int | None = Field(None, description="torch CPU threads (default: measured when the LM loads: 1 thread or one per core, whichever runs the LM faster now).")

@@ -68,6 +68,18 @@ def test_streaming_blocks_cover_every_sentence(tiny_lm):
     assert sc.forward_passes >= 2  # several batches of blocks
 
 
+def test_blocks_batched_or_one_by_one_give_the_same_probabilities(tiny_lm):
+    """The CPU default is one block per pass, CUDA's four: the chunking must not depend on it."""
+    tok, model = tiny_lm
+    text = " ".join(f"Sentence number {i} ends here." for i in range(40))
+    sents = split_sentences(text)
+    out = []
+    for b in (1, 3):
+        sc = LogitsScorer(tok, model, boundary_tokens=("\n\n",), block_tokens=16, context_tokens=4, batch_size=b)
+        out.append(sc.stream_probs(sc.tokenize(text, sents)))
+    np.testing.assert_allclose(out[0], out[1], rtol=1e-4, atol=1e-6)
+
+
 def test_boundary_probs_is_softmax_mass():
     logits = np.log(np.array([[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]]))
     np.testing.assert_allclose(boundary_probs(logits, [2]), [0.25, 0.8])
