@@ -12,6 +12,7 @@ import hashlib
 import logging
 import re
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -87,6 +88,10 @@ class SentenceTransformerEmbedder:
     # one call at a time: the Hugging Face fast tokenizer keeps padding/truncation state that concurrent calls
     # (the web app's sessions) would mix up ("expected sequence of length 89 at dim 1 (got 86)")
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+    # calls waiting for the lock: a document's embedding (minutes for a long PDF) gives way to them between slices,
+    # so a question asked during an upload waits for one slice, not for the whole document
+    _waiting: int = field(default=0, init=False, repr=False, compare=False)
+    _count_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.dim = int(self.model.get_embedding_dimension())
@@ -136,9 +141,11 @@ class SentenceTransformerEmbedder:
         else:  # longest first over the whole list (batches of like lengths pad little), in slices for the progress
             order = np.argsort(-np.asarray(weight), kind="stable")
             vecs = np.zeros((len(pieces), self.dim), dtype=np.float32)
-            step = self.batch_size * 4
+            step = self.batch_size * 2
             for i in range(0, len(order), step):
                 on_fraction(i / len(order))
+                if i:
+                    self._give_way()
                 idx = order[i:i + step]
                 vecs[idx] = self._encode([pieces[j] for j in idx])
             on_fraction(1.0)
@@ -146,9 +153,33 @@ class SentenceTransformerEmbedder:
         np.add.at(out, np.asarray(owner, dtype=np.int64), vecs * np.asarray(weight, dtype=np.float32)[:, None])
         return _normalise(out)
 
+    def _give_way(self) -> None:
+        """Called holding the lock between slices of a long embedding: let the calls waiting for it (a question's
+        embedding, an answer's grounding) go first."""
+        if self._waiting:
+            self._lock.release()
+            try:
+                deadline = time.monotonic() + 30.0
+                while self._waiting and time.monotonic() < deadline:
+                    time.sleep(0.002)
+            finally:
+                self._lock.acquire()
+
+    def _locked(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        with self._count_lock:
+            self._waiting += 1
+        try:
+            self._lock.acquire()
+        finally:
+            with self._count_lock:
+                self._waiting -= 1
+        try:
+            return self._embed(list(texts), prefix)
+        finally:
+            self._lock.release()
+
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        with self._lock:
-            return self._embed(list(texts), self.passage_prefix)
+        return self._locked(texts, self.passage_prefix)
 
     def embed_passages_with_progress(self, texts: Sequence[str], on_fraction) -> np.ndarray:
         """:meth:`embed_passages`, calling ``on_fraction(share done)`` as it goes. The windows of all the texts are
@@ -158,8 +189,7 @@ class SentenceTransformerEmbedder:
             return self._embed(list(texts), self.passage_prefix, on_fraction)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        with self._lock:
-            return self._embed(list(texts), self.query_prefix)
+        return self._locked(texts, self.query_prefix)
 
 
 def load_embedder(name: str, *, query_prefix: str | None = None, passage_prefix: str | None = None,

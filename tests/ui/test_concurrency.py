@@ -18,3 +18,36 @@ def test_minilm_concurrent_embedding_matches_serial():
         parallel = list(pool.map(emb.embed_passages, texts))
     for a, b in zip(serial, parallel):
         assert np.allclose(a, b, atol=1e-5)
+
+
+@pytest.mark.integration
+def test_a_question_does_not_wait_for_a_document_s_whole_embedding():
+    """The newcomer run: a question asked while a 168-page PDF's first pass was embedding waited 137 s for it. A
+    document's embedding now gives way between slices: the question's vector comes back while the document's
+    embedding is still going, and the document's vectors are those it gets alone."""
+    import threading
+
+    from ingest.embed import load_embedder
+
+    emb = load_embedder("all-MiniLM-L6-v2")
+    doc = [f"Passage {i} of the report: the harbour fee rose to {i} euros a night in the second quarter." * 2
+           for i in range(1500)]
+    shares: list[float] = []
+    started = threading.Event()
+    out = {}
+
+    def on_fraction(f: float) -> None:
+        shares.append(f)
+        if f > 0:
+            started.set()
+
+    t = threading.Thread(target=lambda: out.update(v=emb.embed_passages_with_progress(doc, on_fraction)))
+    t.start()
+    assert started.wait(120)
+    q = emb.embed_queries(["What is the harbour fee?"])
+    share_when_answered = shares[-1]
+    t.join()
+    assert q.shape == (1, emb.dim)
+    assert share_when_answered < 0.9, "the question waited for the whole document"
+    alone = emb.embed_passages_with_progress(doc[:300], lambda f: None)
+    assert np.allclose(out["v"][:300], alone, atol=1e-4)
