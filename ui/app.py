@@ -131,11 +131,17 @@ def build_app(service: UiService):
         owner = reader_of(browser_id, request)
         return gr.update(choices=service.own_documents(owner) if owner else [], value=[])
 
-    upload_cols = ["name", "status", "message", "chunks"]
+    def upload_state(r) -> str:
+        """One column a person can read in the narrow upload panel: the state, with what is being done, the
+        progress and the time left ("refining 34% · about 4 min left"), or the reason a file was refused."""
+        status, message = str(r.get("status") or ""), str(r.get("message") or "")
+        if not message or message == status:
+            return status
+        return message if message.startswith(status) else f"{status}: {message}"
 
     def upload_table(rows):
-        df = pd.DataFrame([{k: r.get(k, "") for k in upload_cols} for r in rows], columns=upload_cols)
-        return df.rename(columns={"status": "state", "chunks": "chunks per level"})
+        return pd.DataFrame([[r.get("name", ""), upload_state(r), r.get("chunks", "")] for r in rows],
+                            columns=["name", "state", "chunks per level"])
 
     def on_upload(paths, browser_id, request: gr.Request):
         """Queue the files and show their rows at once; the rows move (extracting, searchable, refining N% with the
@@ -674,9 +680,10 @@ def build_app(service: UiService):
                         files = gr.File(label=f"Upload documents (drag and drop; {', '.join(sorted(SUPPORTED))}; "
                                               f"at most {s.max_file_mb:g} MB each)",
                                         file_count="multiple", type="filepath", elem_id="upload")
-                        upload_report = gr.Dataframe(headers=["name", "state", "message", "chunks per level"],
+                        upload_report = gr.Dataframe(headers=["name", "state", "chunks per level"],
                                                      label="Last upload (searchable in seconds; refined after)",
-                                                     interactive=False, elem_id="upload-report")
+                                                     interactive=False, elem_id="upload-report", wrap=True,
+                                                     column_widths=["38%", "44%", "18%"])
                         with gr.Row():
                             cancel_upload_btn = gr.Button("Cancel unfinished", size="sm", scale=0,
                                                           elem_id="cancel-upload")
