@@ -51,3 +51,34 @@ def test_a_question_does_not_wait_for_a_document_s_whole_embedding():
     assert share_when_answered < 0.9, "the question waited for the whole document"
     alone = emb.embed_passages_with_progress(doc[:300], lambda f: None)
     assert np.allclose(out["v"][:300], alone, atol=1e-4)
+
+
+@pytest.mark.integration
+def test_two_documents_embeddings_take_turns():
+    """Two first-pass lanes embed at once: the second document's progress moves (its row does not freeze behind the
+    first's whole embedding) and ends before a much longer first document does."""
+    import threading
+
+    from ingest.embed import load_embedder
+
+    emb = load_embedder("all-MiniLM-L6-v2")
+    long_doc = [f"Section {i}: the harbour fee rose to {i} euros a night in the second quarter of the year." * 2
+                for i in range(1500)]
+    short_doc = [f"Note {i}: pilots board at the outer buoy at dawn." for i in range(300)]
+    shares: list[float] = []
+    started = threading.Event()
+
+    def on_fraction(f: float) -> None:
+        shares.append(f)
+        if f > 0:
+            started.set()
+
+    t = threading.Thread(target=lambda: emb.embed_passages_with_progress(long_doc, on_fraction))
+    t.start()
+    assert started.wait(120)
+    moved: list[float] = []
+    emb.embed_passages_with_progress(short_doc, moved.append)
+    share_when_short_done = shares[-1]
+    t.join()
+    assert moved[-1] == 1.0 and len(moved) >= 3
+    assert share_when_short_done < 0.9, "the second document waited for the whole first one"
