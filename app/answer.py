@@ -46,18 +46,21 @@ class Citation:
     # the sentences of this source that support the answer: document offsets, text, support score
     support: list[dict] = field(default_factory=list)
     first_pass: bool = False  # from the document's quick first pass; its LM refinement is still to come
+    unit: str = "page"  # what ``pages`` counts: page, slide, sheet or row
 
     @classmethod
     def of(cls, s: Source) -> "Citation":
         return cls(s.rank, s.doc_id, s.start, s.end, s.text, s.matched_level, s.matched_start, s.matched_end,
                    s.matched_text, s.score, dict(s.level_scores), dict(s.bm25_level_scores), s.pages,
-                   list(s.headings), s.matched_pages, s.doc_hash, first_pass=getattr(s, "first_pass", False))
+                   list(s.headings), s.matched_pages, s.doc_hash, first_pass=getattr(s, "first_pass", False),
+                   unit=getattr(s, "unit", "page"))
 
     @property
     def label(self) -> str:
         """``p. 4–5 · Section › Subsection`` ("" when the document has neither pages nor headings), and ``first pass
-        (refining)`` for a passage of a document still in its first phase."""
-        return source_place(self.pages, self.headings, self.first_pass)
+        (refining)`` for a passage of a document still in its first phase. When the answer quotes this source, the
+        place is that of the quoted sentences (the page and section they are in), not of the passage's start."""
+        return source_place(self.pages, self.headings, self.first_pass, self.unit, self.support)
 
 
 @dataclass
@@ -127,11 +130,12 @@ class Grounder:
         self.vectors = G.sentence_vectors_of(ctx)
         self.question = question
         self.sentences = G.source_sentences(sources)
-        self.svecs = self.vectors.passages([x.text for x in self.sentences])
+        self.svecs = self.vectors.passages([x.shown for x in self.sentences])
         self.qvec = self.vectors.query(question)
         # how well the closest sentence matches the question: the support score of a question-only claim
         self.about = G.score_sentences(question, "", self.sentences, self.svecs, self.qvec)
-        self.context_score = max((x.score for x in self.about), default=0.0)
+        # a heading or a title line that matches the question does not answer it
+        self.context_score = max((x.score for x in self.about if x.sentence.answerable), default=0.0)
 
     def scored(self, claim: str) -> list[G.SentenceSupport]:
         cvec = self.vectors.query(f"{self.question} {G.strip_citations(claim)}")
@@ -148,7 +152,8 @@ class Grounder:
         """The ``k`` sentences closest to the question that pass the context floor (what the hybrid style
         quotes)."""
         floor = self.floors.context if floor is None else floor
-        return sorted((x for x in self.about if x.score >= floor), key=lambda x: -x.score)[:k]
+        return sorted((x for x in self.about if x.score >= floor and x.sentence.answerable),
+                      key=lambda x: -x.score)[:k]
 
 
 def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | None = None,
@@ -236,6 +241,7 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
     if grounder is not None and not error:
         yield "status", "checking the answer against the sources"
         text, cited, abstained = _grounded_reply(grounder, draft, len(read), below, style, kind, sources, gmeta)
+        _support_pages(ctx, [sources[n - 1] for n in cited])
     else:
         text, abstained = draft, bool(draft) and G.is_abstention(draft)
         cited = cited_numbers(text, len(sources))
@@ -269,7 +275,7 @@ def _grounded_reply(g: Grounder, draft: str, n_read: int, below: bool, style: st
         support = {n: list(xs) for n, xs in v.support.items()}
         for x in quoted:
             support.setdefault(x.sentence.source, []).append(x)
-        body = " ".join(f"“{x.sentence.text}” [{x.sentence.source}]" for x in quoted)
+        body = " ".join(f"“{x.sentence.shown}” [{x.sentence.source}]" for x in quoted)
         text = (head + ("\n\n" if head and body else "") + body).strip()
         v = G.Verdict(False, text, cited_numbers(text, n_read), support)
     if v.abstained:
@@ -281,10 +287,33 @@ def _grounded_reply(g: Grounder, draft: str, n_read: int, below: bool, style: st
     return v.text, v.cited, False
 
 
+def _support_pages(ctx: AppContext, cites: list[Citation]) -> None:
+    """The page (slide, sheet, row) and heading path of each supporting sentence of a citation, so a citation
+    says where its quote is, not only where its passage starts (:attr:`Citation.label`)."""
+    from ingest.layout import Layout, heading_path, page_span
+
+    layouts: dict[str, Layout] = {}
+    for c in cites:
+        if not c.support or not c.doc_hash:
+            continue
+        if c.doc_hash not in layouts:
+            try:
+                layouts[c.doc_hash] = Layout.from_json(ctx.store.layout(c.doc_hash))
+            except (OSError, ValueError):
+                layouts[c.doc_hash] = Layout()
+        lay = layouts[c.doc_hash]
+        for x in c.support:
+            span = page_span(lay, x["start"], x["end"])
+            if span:
+                x["pages"] = list(span)
+            if lay.headings:
+                x["headings"] = heading_path(lay, x["start"])
+
+
 def _extractive_verdict(g: Grounder, draft: str, n_read: int) -> G.Verdict:
     """The extractive answer's quoted sentences, each supported by itself (kept when it is in its source)."""
     support: dict[int, list[G.SentenceSupport]] = {}
-    by_text = {(x.source, " ".join(x.text.split())): x for x in g.sentences}  # a PDF's line ends print as spaces
+    by_text = {(x.source, x.shown): x for x in g.sentences}
     for m in re.finditer(r"(.+?) \[(\d+)\]", draft):
         n, sent = int(m.group(2)), " ".join(m.group(1).split())
         x = by_text.get((n, sent))

@@ -108,23 +108,81 @@ def support_score(answer_recall: float, similarity: float, question_overlap: flo
 
 @dataclass(frozen=True)
 class Sentence:
-    """A sentence of a source: the source's number, document offsets and text."""
+    """A sentence of a source: the source's number, document offsets and text; ``quote`` is how an answer shows it
+    (a table row with its column headers), ``answerable`` False for what is never an answer on its own (a heading,
+    a title line, a running header)."""
 
     source: int
     start: int
     end: int
     text: str
+    quote: str = ""
+    answerable: bool = True
+
+    @property
+    def shown(self) -> str:
+        """What an answer quotes: :attr:`quote`, else the text on one line (a PDF's line ends as spaces)."""
+        return self.quote or " ".join(self.text.split())
 
 
 def source_sentences(sources: Sequence, max_words: int = 80) -> list[Sentence]:
-    """Every sentence of every source, with document offsets (``source.start`` + offset in its text)."""
+    """Every sentence of every source, with document offsets (``source.start`` + offset in its text): a table row
+    is a sentence, quoted with its column headers (a header row is none); headings and title lines are sentences
+    that are not :attr:`Sentence.answerable`."""
     from ingest.sentences import PASSAGE_MIN_LINES, split_sentences
+    from ingest.tables import is_header_row, is_table_line, row_quote
 
     out = []
     for src in sources:
-        for s, e in split_sentences(src.text, max_words=max_words, min_lines=PASSAGE_MIN_LINES):
-            out.append(Sentence(src.rank, src.start + s, src.start + e, src.text[s:e]))
+        heads = [(b[0] - src.start, b[1] - src.start) for b in getattr(src, "blocks", None) or () if b[2] == "heading"]
+        # (a source without ``start`` is a test's or a caller's bare text: offsets are then its own)
+        for s, e in split_sentences(src.text, max_words=max_words, min_lines=PASSAGE_MIN_LINES, table_rows=True):
+            if is_header_row(src.text, s, e):
+                continue
+            if is_table_line(src.text[s:e]):
+                quote = row_quote(src.text, s, e)
+                ok = " — " in quote  # a row with values; a label-only row ("Net sales:") is no answer
+            else:
+                quote = ""
+                ok = not any(hs <= s and e <= he for hs, he in heads) and answerable_text(src.text, s, e)
+            base = getattr(src, "start", 0)
+            out.append(Sentence(src.rank, base + s, base + e, src.text[s:e], quote, ok))
     return out
+
+
+_TITLE_START = re.compile(r"^(exhibit|item|part|note|section|schedule|appendix|article|chapter|table)\s+"
+                          r"(\d+[\w.]*|[IVXLC]+\b|[A-Z]\b)", re.I)
+
+
+def is_title_line(sentence: str) -> bool:
+    """A heading, a title or a running header rather than a statement: no sentence end, and mostly capitals or
+    capitalised words ("EXHIBIT 21 The Boeing Company Subsidiaries", "BEST BUY CO., INC. FORM 10-Q FOR THE QUARTER
+    ENDED JULY 29, 2023", "Item 1A. Risk Factors").
+
+    >>> is_title_line("Best Buy Co., Inc. Shareholders' Equity"), is_title_line("Net sales rose 5% in the quarter.")
+    (True, False)
+    """
+    t = " ".join(sentence.split())
+    if not t or t.endswith((".", "!", "?", ";", "”", '"')) and not _TITLE_START.match(t):
+        return False
+    words = [w for w in re.findall(r"[A-Za-z][A-Za-z'’.&-]*", t)]
+    if not words or len(t.split()) > 25:
+        return False
+    letters = [c for c in t if c.isalpha()]
+    if letters and sum(c.isupper() for c in letters) / len(letters) >= 0.7:
+        return True
+    small = {"a", "an", "and", "as", "at", "by", "for", "from", "in", "of", "on", "or", "the", "to", "with", "per"}
+    content = [w for w in words if w.lower() not in small]
+    caps = sum(1 for w in content if w[0].isupper())
+    return bool(content) and caps / len(content) >= 0.75 or bool(_TITLE_START.match(t) and len(t.split()) <= 12)
+
+
+def answerable_text(text: str, start: int, end: int) -> bool:
+    """Can ``text[start:end]`` be quoted as an answer? (:func:`app.synth.extractive.answerable_sentence`, and not a
+    title line.)"""
+    from app.synth.extractive import answerable_sentence
+
+    return answerable_sentence(text, start, end) and not is_title_line(text[start:end])
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,10 @@ log = logging.getLogger(__name__)
 LiveGen = Callable[[], "int | None"]
 
 
-# chunk fields that travel in the payload: pages and heading path (ingest/layout.py), and the mark of a first-pass
+# chunk fields that travel in the payload: pages (and their unit), heading path and table/heading blocks
+# (ingest/layout.py), and the mark of a first-pass
 # chunk whose document is still being refined (ingest/queue.py)
-PAYLOAD_META = ("pages", "headings", "first_pass")
+PAYLOAD_META = ("pages", "unit", "headings", "blocks", "first_pass")
 
 
 @dataclass

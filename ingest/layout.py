@@ -19,19 +19,28 @@ from dataclasses import dataclass, field
 class Layout:
     pages: tuple[int, ...] = ()  # offset where page i + 1 starts (pages[0] == 0); empty: no pages (not a PDF)
     headings: tuple[tuple[int, int, str], ...] = ()  # (offset, level 1–6, title), sorted by offset
+    blocks: tuple[tuple[int, int, str], ...] = ()  # (start, end, "table" | "heading"): structural blocks, sorted
+    unit: str = "page"  # what ``pages`` counts: page (PDF, image), slide (pptx), sheet (xlsx), row (csv)
 
     def to_json(self) -> dict:
-        return {"pages": list(self.pages), "headings": [list(h) for h in self.headings]}
+        out = {"pages": list(self.pages), "headings": [list(h) for h in self.headings]}
+        if self.blocks:
+            out["blocks"] = [list(b) for b in self.blocks]
+        if self.unit != "page":
+            out["unit"] = self.unit
+        return out
 
     @classmethod
     def from_json(cls, d: dict | None) -> "Layout":
         if not d:
             return cls()
         return cls(tuple(d.get("pages") or ()),
-                   tuple((int(o), int(lv), str(t)) for o, lv, t in d.get("headings") or ()))
+                   tuple((int(o), int(lv), str(t)) for o, lv, t in d.get("headings") or ()),
+                   tuple((int(s), int(e), str(k)) for s, e, k in d.get("blocks") or ()),
+                   str(d.get("unit") or "page"))
 
     def __bool__(self) -> bool:
-        return bool(self.pages or self.headings)
+        return bool(self.pages or self.headings or self.blocks)
 
 
 def page_span(layout: Layout, start: int, end: int) -> tuple[int, int] | None:
@@ -58,22 +67,39 @@ def heading_path(layout: Layout, offset: int) -> list[str]:
 FIRST_PASS_NOTE = "first pass (refining)"
 
 
-def source_place(pages, headings, first_pass: bool = False) -> str:
+def source_place(pages, headings, first_pass: bool = False, unit: str | None = None, support=()) -> str:
     """The place of a source as its line shows it: :func:`place_label`, then ``first pass (refining)`` when the
-    passage comes from a document whose LM refinement has not replaced its quick first-pass chunks yet.
+    passage comes from a document whose LM refinement has not replaced its quick first-pass chunks yet. With the
+    answer's ``support`` (sentences carrying their own ``pages``/``headings``), the place of those sentences.
 
     >>> source_place([4, 4], ["Fees"], True)
     'p. 4 · Fees · first pass (refining)'
     """
-    return " · ".join(x for x in (place_label(pages, headings), FIRST_PASS_NOTE if first_pass else "") if x)
+    located = [x for x in support or () if "pages" in x or "headings" in x]
+    if located:  # the place of the quoted sentences, where the answer quotes the source
+        spans = [x["pages"] for x in located if x.get("pages")]
+        if spans:
+            pages = [min(p[0] for p in spans), max(p[-1] for p in spans)]
+        if located[0].get("headings") is not None:
+            headings = located[0]["headings"]
+    return " · ".join(x for x in (place_label(pages, headings, unit), FIRST_PASS_NOTE if first_pass else "") if x)
 
 
-def place_label(pages, headings) -> str:
+UNIT_LABELS = {"page": ("p.", "p."), "slide": ("slide", "slides"), "sheet": ("sheet", "sheets"),
+               "row": ("row", "rows")}
+
+
+def place_label(pages, headings, unit: str | None = None) -> str:
     """``p. 4–5 · Section › Subsection`` from a passage's ``pages`` [first, last] and heading path (either may be
-    missing; "" when both are)."""
+    missing; "" when both are); ``unit`` names what the numbers count (``slide 3``, ``sheet 2``, ``rows 4–9``).
+
+    >>> place_label([3, 3], ["Revenue"], "sheet"), place_label([2, 9], [], "row")
+    ('sheet 3 · Revenue', 'rows 2–9')
+    """
     parts = []
+    one, many = UNIT_LABELS.get(unit or "page", UNIT_LABELS["page"])
     if pages:
-        parts.append(f"p. {pages[0]}" if pages[0] == pages[-1] else f"p. {pages[0]}–{pages[-1]}")
+        parts.append(f"{one} {pages[0]}" if pages[0] == pages[-1] else f"{many} {pages[0]}–{pages[-1]}")
     if headings:
         parts.append(" › ".join(headings[-3:]))
     return " · ".join(parts)
@@ -81,18 +107,38 @@ def place_label(pages, headings) -> str:
 
 def cite_label(layout: Layout, start: int, end: int) -> str:
     """The :func:`place_label` of the span ``[start, end)``."""
-    return place_label(page_span(layout, start, end), heading_path(layout, start))
+    return place_label(page_span(layout, start, end), heading_path(layout, start), layout.unit)
+
+
+def blocks_in(layout: Layout, start: int, end: int) -> list[list]:
+    """The structural blocks (:attr:`Layout.blocks`) overlapping ``[start, end)``, as ``[start, end, kind]``."""
+    if not layout.blocks:
+        return []
+    i = bisect.bisect_left(layout.blocks, (start,)) - 1
+    out = []
+    for s, e, k in layout.blocks[max(i, 0):]:
+        if s >= end:
+            break
+        if e > start:
+            out.append([s, e, k])
+    return out
 
 
 def chunk_meta(layout: Layout, start: int, end: int) -> dict:
-    """The payload fields of a chunk: ``pages`` [first, last] and ``headings`` (the path at its start)."""
+    """The payload fields of a chunk: ``pages`` [first, last] (and their ``unit`` when they are not pages),
+    ``headings`` (the path at its start) and ``blocks``: the tables and headings it holds, in document offsets."""
     out: dict = {}
     span = page_span(layout, start, end)
     if span:
         out["pages"] = list(span)
+        if layout.unit != "page":
+            out["unit"] = layout.unit
     path = heading_path(layout, start)
     if path:
         out["headings"] = path
+    blocks = blocks_in(layout, start, end)
+    if blocks:
+        out["blocks"] = blocks
     return out
 
 
@@ -148,10 +194,13 @@ class PageCleaner:
         need = max(3, (len(self.pages) + 1) // 2)
         self.repeated = {k for k, n in counts.items() if n >= need and k}
 
-    def clean(self, page: str) -> str:
-        lines = page.splitlines()
+    def keep_mask(self, lines: list[str]) -> list[bool]:
+        """For each line of a page: False for a running header, footer or bare page number at the page's edge."""
         idx = [i for i, ln in enumerate(lines) if ln.strip()]
         edge = set(idx[:_EDGE_LINES] + idx[-_EDGE_LINES:])
-        keep = [ln for i, ln in enumerate(lines)
-                if not (i in edge and (_norm(ln) in self.repeated or _PAGE_NUMBER.match(ln)))]
-        return "\n".join(keep).strip()
+        return [not (i in edge and (_norm(ln) in self.repeated or _PAGE_NUMBER.match(ln)))
+                for i, ln in enumerate(lines)]
+
+    def clean(self, page: str) -> str:
+        lines = page.splitlines()
+        return "\n".join(ln for ln, k in zip(lines, self.keep_mask(lines)) if k).strip()

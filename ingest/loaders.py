@@ -23,7 +23,9 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text", ".rst"}
-SUPPORTED = TEXT_SUFFIXES | {".pdf", ".docx", ".html", ".htm"}
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".tif", ".tiff"}
+SUPPORTED = TEXT_SUFFIXES | IMAGE_SUFFIXES | {".pdf", ".docx", ".html", ".htm", ".pptx", ".xlsx", ".csv", ".tsv",
+                                              ".epub"}
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")  # keeps \t \n \f \r
 _NON_LATIN_SCRIPTS = ("CJK", "HIRAGANA", "KATAKANA", "HANGUL", "CYRILLIC", "GREEK", "ARABIC", "HEBREW", "THAI",
                       "DEVANAGARI", "ARMENIAN", "GEORGIAN")
@@ -60,13 +62,16 @@ class Limits:
     memory_mb: int = 2048
     sandbox: bool = True  # PDF, DOCX and HTML extracted in a child process
     pdf_pages_per_range: int = 40  # a PDF is read this many pages at a time, each range in its own child
+    ocr_engine: str = "auto"  # pages without a text layer and images: ingest/ocr.py
+    max_rows: int = 200_000  # rows of one spreadsheet or CSV file
 
     @classmethod
     def of(cls, settings) -> "Limits":
         return cls(max_bytes=int(settings.max_file_mb * 2**20),
                    max_unpacked_bytes=int(settings.max_unpacked_mb * 2**20),
                    max_words=settings.max_words_per_file, timeout_s=settings.extract_timeout_s,
-                   memory_mb=settings.extract_memory_mb, pdf_pages_per_range=settings.pdf_pages_per_range)
+                   memory_mb=settings.extract_memory_mb, pdf_pages_per_range=settings.pdf_pages_per_range,
+                   ocr_engine=settings.ocr_engine, max_rows=settings.max_rows)
 
 
 def _too_big(size: int, max_bytes: int) -> str:
@@ -134,22 +139,6 @@ def clean_text(text: str) -> tuple[str, int]:
 # -- extractors (run in the sandbox child for pdf, docx and html) --------------------------------------------------
 # Each returns the text and its layout (page starts, headings: ingest/layout.py) as JSON; pieces are cleaned of
 # control characters before they are joined, so the layout's offsets are those of the final text.
-def _join(blocks: list[tuple[str, int, str]]) -> tuple[str, list]:
-    """Blocks ``(text, heading level or 0, kind)`` joined by blank lines, with the headings' offsets."""
-    parts, headings, offset = [], [], 0
-    for text, level, _ in blocks:
-        text = clean_text(text)[0].strip()
-        if not text:
-            continue
-        if parts:
-            offset += 2
-        if level:
-            headings.append((offset, level, " ".join(text.split())[:200]))
-        parts.append(text)
-        offset += len(text)
-    return "\n\n".join(parts), headings
-
-
 def _pdf_outline(reader) -> list[tuple[int, int, str]]:
     """(page index, level, title) of the PDF's bookmarks (its outline), outermost level 1."""
     out = []
@@ -189,61 +178,32 @@ def _pdf_reader(name: str, data: bytes):
     return reader
 
 
-def _pdf_pages(name: str, data: bytes, first: int, last: int | None) -> tuple[int, list[str], list]:
-    """``(page count, raw text of pages first..last-1, outline)`` of a PDF (the outline only when ``first`` is 0).
-    One call reads one page range, so a large PDF is read range by range, each in a fresh child with its own memory
-    cap (:func:`pdf_text`)."""
+def _pdf_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine: str | None = None):
+    """``(page count, page data of pages first..last-1, outline)`` of a PDF (:func:`ingest.pdf.read_pages`; the
+    outline only when ``first`` is 0). One call reads one page range, so a large PDF is read range by range, each in a
+    fresh child with its own memory cap (:func:`pdf_text`)."""
     try:
         from pypdf.errors import PdfReadError
     except ImportError as e:  # pragma: no cover
         raise IngestError(name, "reading PDF needs `pip install pypdf[crypto]`") from e
+    from ingest.pdf import read_pages
+
     try:
-        reader = _pdf_reader(name, data)
-        n = len(reader.pages)
-        last = n if last is None else min(last, n)
-        raw = [clean_text(reader.pages[i].extract_text() or "")[0] for i in range(first, last)]
-        outline = _pdf_outline(reader) if first == 0 else []
+        return read_pages(name, data, first, last, ocr_engine)
     except IngestError:
         raise
     except MemoryError:
         raise
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:
         raise IngestError(name, f"is not a readable PDF ({e.__class__.__name__}: {str(e)[:120]})") from e
-    return n, raw, outline
 
 
-def _pdf_assemble(name: str, raw: list[str], outline: list) -> tuple[str, dict]:
-    """The text and layout of a PDF from its pages' raw text: running headers and footers removed (they repeat
-    from page to page), pages joined, the outline turned into headings."""
-    from ingest.layout import Layout, PageCleaner
-
-    cleaner = PageCleaner(raw)
-    pages = [cleaner.clean(p) for p in raw]
-    parts, starts, offset, last = [], [], 0, ""
-    for p in pages:  # every page gets a start (an empty page starts where the next one does)
-        if parts and p:
-            # a sentence that runs on over the page break stays one sentence: a line break, not a paragraph break
-            sep = "\n" if last.isalnum() or last in ",;-–—" else "\n\n"
-            parts.append(sep)
-            offset += len(sep)
-        starts.append(offset)
-        if p:
-            parts.append(p)
-            offset += len(p)
-            last = p.rstrip()[-1:]
-    text = "".join(parts)
-    if not text.strip():
-        raise IngestError(
-            name, f"PDF has {len(pages)} page(s) but no text layer (scanned?); run OCR on it first (e.g. ocrmypdf)"
-        )
-    headings = sorted((starts[i], lv, t) for i, lv, t in outline if i < len(starts))
-    return text, Layout(tuple(starts), tuple(headings)).to_json()
-
-
-def _pdf_text(name: str, data: bytes) -> tuple[str, dict]:
+def _pdf_text(name: str, data: bytes, ocr_engine: str | None = None) -> tuple[str, dict]:
     """The text and layout of a whole PDF in this process."""
-    _, raw, outline = _pdf_pages(name, data, 0, None)
-    return _pdf_assemble(name, raw, outline)
+    from ingest.pdf import assemble
+
+    _, pages, outline = _pdf_pages(name, data, 0, None, ocr_engine)
+    return assemble(name, pages, outline)
 
 
 def pdf_text(name: str, data: bytes, limits: "Limits", on_progress=None) -> tuple[str, dict]:
@@ -251,36 +211,38 @@ def pdf_text(name: str, data: bytes, limits: "Limits", on_progress=None) -> tupl
     process with the memory cap and the time limit (:mod:`ingest.sandbox`), so a 300-page filing costs the memory
     of one range, not of the whole parse, and the time limit applies per range. ``on_progress(pages_done,
     pages)`` after each range."""
+    from ingest.pdf import assemble
     from ingest.sandbox import SandboxError, run_limited
 
     step = max(1, limits.pdf_pages_per_range)
-    raw: list[str] = []
+    pages: list[dict] = []
     outline: list = []
     n, first = None, 0
     while n is None or first < n:
         try:
-            n, part, ol = run_limited("ingest.loaders:_pdf_pages", (name, data, first, first + step), name=name,
-                                      timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
+            n, part, ol = run_limited("ingest.loaders:_pdf_pages", (name, data, first, first + step, limits.ocr_engine),
+                                      name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
         except SandboxError as e:
             where = f" (pages {first + 1}–{first + step})" if n is not None and n > step else ""
             raise IngestError(name, e.problem + where) from e
-        raw += part
+        pages += part
         outline = outline or ol
         first += step
         if on_progress is not None:
             on_progress(min(first, n), n)
-    return _pdf_assemble(name, raw, outline)
+    return assemble(name, pages, outline)
 
 
-def _check_unpacked_size(name: str, data: bytes, max_unpacked: int) -> None:
-    """Refuse a zip container (DOCX) whose members unpack to more than ``max_unpacked`` bytes, before parsing."""
+def _check_unpacked_size(name: str, data: bytes, max_unpacked: int, kind: str = "DOCX") -> None:
+    """Refuse a zip container (DOCX, PPTX, XLSX, EPUB) whose members unpack to more than ``max_unpacked`` bytes,
+    before parsing."""
     import zipfile
 
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             total = sum(i.file_size for i in z.infolist())
     except (zipfile.BadZipFile, ValueError, OSError) as e:
-        raise IngestError(name, f"is not a readable DOCX file (not a zip container: {e})") from e
+        raise IngestError(name, f"is not a readable {kind} file (not a zip container: {e})") from e
     if total > max_unpacked:
         raise IngestError(name, f"unpacks to {total / 2**20:,.0f} MB, over the limit of {max_unpacked / 2**20:g} MB "
                                 "(MGRAG_MAX_UNPACKED_MB); it may be a decompression bomb")
@@ -296,57 +258,58 @@ def _docx_level(style_name: str) -> int:
 
 
 def _docx_text(name: str, data: bytes, max_unpacked: int = 200 * 2**20) -> tuple[str, dict]:
-    from ingest.layout import Layout
-
     try:
         import docx
     except ImportError as e:  # pragma: no cover
         raise IngestError(name, "reading DOCX needs `pip install python-docx`") from e
     _check_unpacked_size(name, data, max_unpacked)
     try:
+        from ingest.formats import docx_blocks
+
         d = docx.Document(io.BytesIO(data))
-        blocks = [(p.text, _docx_level(p.style.name if p.style is not None else ""), "p") for p in d.paragraphs]
+        blocks = docx_blocks(d)
     except MemoryError:  # the sandbox's memory cap: reported as such
         raise
     except Exception as e:  # python-docx raises several unrelated types for corrupt files
         raise IngestError(name, f"is not a readable DOCX file ({e.__class__.__name__})") from e
-    text, headings = _join(blocks)
-    return text, Layout((), tuple(headings)).to_json()
+    from ingest.formats import build
+
+    return build(blocks)
 
 
 def _html_text(name: str, data: bytes) -> tuple[str, dict]:
     from bs4 import BeautifulSoup
 
-    from ingest.layout import Layout
+    from ingest.formats import build, html_blocks
 
     raw, _ = decode_text(name, data)
-    soup = BeautifulSoup(raw, "html.parser")
-    for tag in soup(["script", "style", "noscript", "template", "head"]):
-        tag.decompose()
-    blocks = []
-    block_tags = ["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquote", "td", "th", "dt", "dd"]
-    for el in soup.find_all(block_tags):
-        if el.find(["p", "li", "pre", "blockquote", "table"]):
-            continue  # a container; its children are taken one by one
-        t = " ".join(el.get_text(" ").split())
-        if t:
-            blocks.append((t, int(el.name[1]) if el.name in ("h1", "h2", "h3", "h4", "h5", "h6") else 0, el.name))
-    if not blocks:
-        blocks = [(" ".join(soup.get_text(" ").split()), 0, "body")]
-    text, headings = _join(blocks)
-    return text, Layout((), tuple(headings)).to_json()
+    return build(html_blocks(BeautifulSoup(raw, "html.parser")))
 
 
-def _extract(suffix: str, name: str, data: bytes, max_unpacked: int) -> tuple[str, dict]:
-    """The text and layout of a PDF, DOCX or HTML file (the sandbox child's entry point)."""
+def _extract(suffix: str, name: str, data: bytes, max_unpacked: int, max_rows: int = 200_000,
+             ocr_engine: str | None = None) -> tuple[str, dict]:
+    """The text and layout of a file that is not plain text (the sandbox child's entry point)."""
+    from ingest import formats as F
+
     if suffix == ".pdf":
-        return _pdf_text(name, data)
+        return _pdf_text(name, data, ocr_engine)
     if suffix == ".docx":
         return _docx_text(name, data, max_unpacked)
+    if suffix == ".pptx":
+        return F.pptx_text(name, data, max_unpacked)
+    if suffix == ".xlsx":
+        return F.xlsx_text(name, data, max_unpacked, max_rows)
+    if suffix in (".csv", ".tsv"):
+        return F.csv_text(name, data, max_rows)
+    if suffix == ".epub":
+        return F.epub_text(name, data, max_unpacked)
+    if suffix in IMAGE_SUFFIXES:
+        return F.image_text(name, data, ocr_engine)
     return _html_text(name, data)
 
 
-_KINDS = {".pdf": "pdf", ".docx": "docx", ".html": "html", ".htm": "html"}
+_KINDS = {".pdf": "pdf", ".docx": "docx", ".html": "html", ".htm": "html", ".pptx": "pptx", ".xlsx": "xlsx",
+          ".csv": "csv", ".tsv": "csv", ".epub": "epub", **{x: "image" for x in IMAGE_SUFFIXES}}
 
 
 def check_input(name: str, data: bytes, limits: Limits) -> None:
@@ -384,12 +347,14 @@ def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: 
             from ingest.sandbox import SandboxError, run_limited
 
             try:
-                text, layout = run_limited("ingest.loaders:_extract", (suffix, name, data, limits.max_unpacked_bytes),
+                text, layout = run_limited("ingest.loaders:_extract", (suffix, name, data, limits.max_unpacked_bytes,
+                                                                       limits.max_rows, limits.ocr_engine),
                                            name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
             except SandboxError as e:
                 raise IngestError(name, e.problem) from e
         else:
-            text, layout = _extract(suffix, name, data, limits.max_unpacked_bytes)
+            text, layout = _extract(suffix, name, data, limits.max_unpacked_bytes, limits.max_rows,
+                                    limits.ocr_engine)
     else:
         from ingest.layout import Layout, markdown_headings
 

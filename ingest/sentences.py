@@ -11,6 +11,8 @@ Rule-based, language-light and fast (a 900 kB book segments in well under a seco
   stays with the item's text: a line ``1.`` or ``(a)`` alone, or a heading label such as ``Clause 1.`` or
   ``Section IV.``, is joined to the sentence that follows instead of becoming a sentence of its own;
 * CJK terminal punctuation (``。！？``), which needs no following space;
+* Markdown tables (how every extractor writes a table, :mod:`ingest.tables`): a table group is one unit for the
+  chunkers (or one unit per row for answering), never cut inside a row;
 * a "sentence" longer than ``max_words`` (no punctuation, a 10,000-word run-on) is split on word boundaries
   into pieces of at most ``max_words`` words (CJK characters count as words and split between characters).
 
@@ -192,16 +194,79 @@ def split_long(text: str, start: int, end: int, max_words: int) -> list[tuple[in
 PASSAGE_MIN_LINES = 4  # a passage of four or more wrapped lines is judged hard-wrapped on its own lines
 
 
-def split_sentences(text: str, max_words: int | None = None, min_lines: int = 20) -> list[tuple[int, int]]:
+def _table_cuts(text: str, cuts: list[int], rows: bool) -> tuple[list[int], list[tuple[int, int]]]:
+    """``cuts`` with Markdown tables (:mod:`ingest.tables`) kept whole: no cut inside a table group (a run of table
+    lines), a cut at its start and end, and with ``rows`` one at each row (the header row stays with its separator).
+    Also returns the groups' spans."""
+    from ingest.tables import table_lines
+
+    lines = table_lines(text)
+    if not lines:
+        return cuts, []
+    groups: list[list[int]] = []
+    for s, e, kind in lines:
+        if groups and groups[-1][1] + 1 == s:
+            groups[-1][1] = e
+        else:
+            groups.append([s, e])
+        if rows and kind != 2:
+            cuts.append(s)
+    starts = [g[0] for g in groups]
+    kept = []
+    for c in cuts:
+        i = bisect_right(starts, c) - 1
+        if i >= 0 and groups[i][0] < c < groups[i][1] and not (rows and _row_start(lines, c)):
+            continue
+        kept.append(c)
+    for s, e in groups:
+        kept += [s, e]
+    return kept, [(s, e) for s, e in groups]
+
+
+def _row_start(lines, c: int) -> bool:
+    i = bisect_right([s for s, _, _ in lines], c) - 1
+    return i >= 0 and lines[i][0] == c and lines[i][2] != 2
+
+
+def _split_rows(text: str, start: int, end: int, max_words: int) -> list[tuple[int, int]]:
+    """A table group ``text[start:end]`` over ``max_words`` words as consecutive runs of whole rows of at most
+    that many words (a single row over it is split on words)."""
+    pieces: list[tuple[int, int]] = []
+    cur, words, pos = None, 0, start
+    while pos < end:
+        nl = text.find("\n", pos, end)
+        stop = end if nl == -1 else nl
+        n = count_words(text[pos:stop])
+        if n > max_words:
+            if cur is not None:
+                pieces.append(cur)
+            pieces.extend(split_long(text, pos, stop, max_words))
+            cur, words = None, 0
+        elif cur is not None and words + n <= max_words:
+            cur, words = (cur[0], stop), words + n
+        else:
+            if cur is not None:
+                pieces.append(cur)
+            cur, words = (pos, stop), n
+        pos = stop + 1
+    if cur is not None:
+        pieces.append(cur)
+    return pieces
+
+
+def split_sentences(text: str, max_words: int | None = None, min_lines: int = 20,
+                    table_rows: bool = False) -> list[tuple[int, int]]:
     """Sentence spans of ``text`` (see module doc). ``max_words`` bounds every span's word count; ``min_lines``: see
     :func:`is_hard_wrapped` (callers splitting a retrieved passage rather than a document pass
-    :data:`PASSAGE_MIN_LINES`)."""
+    :data:`PASSAGE_MIN_LINES`). A Markdown table group is one span (``table_rows``: one span per row, the header
+    row with its separator line), never cut inside a row; one over ``max_words`` is split between rows."""
     if max_words is not None and max_words < 1:
         raise ValueError(f"max_words must be >= 1, got {max_words}")
     if not text or text.isspace():
         return []
     newline_breaks = not is_hard_wrapped(text, min_lines)
-    cuts = sorted(set(_split_points(text, 0, len(text), newline_breaks)))
+    cuts, tables = _table_cuts(text, _split_points(text, 0, len(text), newline_breaks), table_rows)
+    cuts = sorted(set(cuts))
     spans: list[tuple[int, int]] = []
     prev = 0
     for c in cuts + [len(text)]:
@@ -212,9 +277,11 @@ def split_sentences(text: str, max_words: int | None = None, min_lines: int = 20
     spans = _join_markers(text, spans)
     if max_words is not None:
         bounded: list[tuple[int, int]] = []
+        table_starts = {s for s, _ in tables}
         for s, e in spans:
             if count_words(text[s:e]) > max_words:
-                bounded.extend(split_long(text, s, e, max_words))
+                rows = s in table_starts or (table_rows and text.startswith("|", s))
+                bounded.extend(_split_rows(text, s, e, max_words) if rows else split_long(text, s, e, max_words))
             else:
                 bounded.append((s, e))
         spans = bounded

@@ -43,6 +43,8 @@ class Source:
     matched_pages: list[int] | None = None  # pages of the matched child
     doc_hash: str = ""  # the content hash of the document version the passage comes from
     first_pass: bool = False  # a quick first-pass chunk: the document's LM refinement has not replaced it yet
+    unit: str = "page"  # what ``pages`` counts: page, slide, sheet or row (ingest/layout.py)
+    blocks: list = field(default_factory=list)  # [start, end, "table" | "heading"] in document offsets
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -53,6 +55,8 @@ class Source:
         self.matched_pages = matched_payload.get("pages")
         self.doc_hash = payload.get("doc_hash", "")
         self.first_pass = bool(payload.get("first_pass"))
+        self.unit = payload.get("unit") or "page"
+        self.blocks = list(payload.get("blocks") or [])
         return self
 
 

@@ -956,7 +956,7 @@ def add_viewer_routes(app, service: UiService) -> None:
         view, row = got
         text = service.ctx.store.text(view.hash)
         lay = Layout.from_json(service.ctx.store.layout(view.hash))
-        label = place_label(page_span(lay, view.start, view.end), [])
+        label = place_label(page_span(lay, view.start, view.end), [], lay.unit)
         n_pages, page_url = None, None
         if row["kind"] == "pdf" and lay.pages:
             from dataclasses import replace

@@ -121,7 +121,8 @@ def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict
         star = " ★ cited" if s["number"] in cited else ""
         support = [] if abstained else [(x["start"], x["end"]) for x in s.get("support") or ()]
         note = " · <span class=\"mg-support-key\">supporting sentence</span>" if support else ""
-        place = source_place(s.get("pages"), s.get("headings"), bool(s.get("first_pass")))
+        place = source_place(s.get("pages"), s.get("headings"), bool(s.get("first_pass")), s.get("unit"),
+                             () if abstained else s.get("support"))
         where = html.escape(place) if place else f'chars {s["start"]}–{s["end"]}'
         if s["number"] in links:
             where += (f' · <a class="mg-open" href="{html.escape(links[s["number"]])}" target="_blank" '

@@ -30,10 +30,12 @@ class Settings(BaseSettings):
     hnsw_ef: int = Field(256, ge=1, description="Edge: HNSW search breadth (ef) for levels that have a graph (recall@10 0.992 on MiniLM chunks of the dev sets, BENCHMARKS.md).")
     collection_prefix: str = Field("mgrag", description="Prefix of Qdrant collections and aliases.")
     max_file_mb: float = Field(20.0, gt=0, description="Files larger than this are refused with a message.")
-    max_unpacked_mb: float = Field(200.0, gt=0, description="A DOCX whose parts unpack to more than this is refused before it is parsed (decompression bombs).")
+    max_unpacked_mb: float = Field(200.0, gt=0, description="A DOCX, PPTX, XLSX or EPUB whose parts unpack to more than this is refused before it is parsed (decompression bombs).")
     max_words_per_file: int = Field(4_000_000, ge=1, description="Files whose extracted text has more words are refused.")
     extract_timeout_s: float = Field(120.0, gt=0, description="Time limit for extracting the text of one PDF, DOCX or HTML file (in a child process).")
     extract_memory_mb: int = Field(2048, ge=256, description="Memory cap of the child process that extracts one PDF, DOCX or HTML file.")
+    ocr_engine: Literal["auto", "tesseract", "rapidocr", "none"] = Field("auto", description="OCR for PDF pages without a text layer and for images: rapidocr (installed with MGRAG, models in the wheel; more accurate in reading order, BENCHMARKS.md \"OCR\"), tesseract (Debian's tesseract-ocr; 2.6x faster), auto (rapidocr if installed, else tesseract), none (such pages are refused).")
+    max_rows: int = Field(200_000, ge=1, description="Rows of one CSV file or of all sheets of one XLSX file; more is refused.")
     pdf_pages_per_range: int = Field(40, ge=1, description="A PDF is read this many pages at a time, each range in its own child process (memory cap and time limit per range; progress per range).")
 
     # ingestion queue

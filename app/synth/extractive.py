@@ -6,7 +6,6 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from app.grounding import SentenceVectors
-from ingest.sentences import PASSAGE_MIN_LINES, split_sentences
 
 MIN_WORDS = 4
 
@@ -47,11 +46,11 @@ class ExtractiveSynthesizer:
         return self.vectors.passages(texts)
 
     def select(self, question: str, sources: Sequence) -> list[tuple[str, int]]:
-        cands: list[tuple[str, int, int]] = []
-        for src in sources:
-            for s, e in split_sentences(src.text, max_words=80, min_lines=PASSAGE_MIN_LINES):
-                if answerable_sentence(src.text, s, e):
-                    cands.append((src.text[s:e], src.rank, s))
+        """The sentences to quote: the ``max_sentences`` answerable sentences of the sources closest to the question
+        (a table row quoted with its column headers; never a heading or a title line), in source order."""
+        from app.grounding import source_sentences
+
+        cands = [(x.shown, x.source, x.start) for x in source_sentences(sources) if x.answerable]
         if not cands:
             return []
         q = self.vectors.query(question)
@@ -66,4 +65,4 @@ class ExtractiveSynthesizer:
             yield "I cannot find an answer in the documents."
             return
         for i, (sentence, rank) in enumerate(picked):
-            yield ("" if i == 0 else " ") + f"{' '.join(sentence.split())} [{rank}]"  # a PDF's line ends as spaces
+            yield ("" if i == 0 else " ") + f"{sentence} [{rank}]"

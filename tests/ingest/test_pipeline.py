@@ -130,8 +130,13 @@ def test_binary_file(make_ctx, write):
 
 
 def test_unsupported_type(make_ctx, write):
+    status, msg = run_batch(make_ctx(theta=40), write, "setup.exe", b"MZ\x90\x00....")
+    assert status == "failed" and "unsupported file type '.exe'" in msg
+
+
+def test_a_corrupt_image_is_refused_by_name(make_ctx, write):
     status, msg = run_batch(make_ctx(theta=40), write, "photo.png", b"\x89PNG....")
-    assert status == "failed" and "unsupported file type '.png'" in msg
+    assert status == "failed" and "not a readable image" in msg and "BytesIO" not in msg
 
 
 def test_non_utf8_text_is_decoded_with_warning(make_ctx, write):

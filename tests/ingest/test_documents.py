@@ -1,0 +1,326 @@
+"""Documents read as documents (issue 20): tables kept whole and quoted with their headers, headings as structure,
+image-only pages read by OCR, and the pptx, xlsx, csv, epub and image formats, each with its limits. Every file
+is made in the test."""
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+
+from ingest.layout import Layout
+from ingest.loaders import IngestError, Limits, load_bytes
+from ingest.sentences import split_sentences
+from ingest.tables import markdown_tables, row_quote
+from tests.pdfgen import make_pdf, table_ops
+
+SEGMENTS = [["Segment", "2023", "2022"], ["Widgets", "4,210", "3,980"], ["Gadgets", "1,375", "1,512"],
+            ["Total revenue", "5,585", "5,492"]]
+PROSE = ["The company makes widgets and gadgets in two plants near the harbour.",
+         "Its board met four times during the year to review the results."]
+
+
+def _table_pdf() -> bytes:
+    page2 = ["Revenue by segment is shown in the table below, in thousands of dollars."]
+    return make_pdf([PROSE, page2], footer=None, extra={1: table_ops(SEGMENTS, top=600)},
+                    headings={1: "Segment Results"})
+
+
+# -- tables ------------------------------------------------------------------------------------------------------------
+def test_a_long_table_is_split_by_rows_with_its_header_repeated():
+    rows = [[f"Item {i}", str(i * 10), str(i * 7)] for i in range(40)]
+    groups = markdown_tables(["Name", "2023", "2022"], rows, max_words=60)
+    assert len(groups) > 3
+    for g in groups:
+        lines = g.split("\n")
+        assert lines[0] == "| Name | 2023 | 2022 |" and lines[1] == "|---|---|---|"
+    body = [ln for g in groups for ln in g.split("\n")[2:]]
+    assert body == [f"| Item {i} | {i * 10} | {i * 7} |" for i in range(40)]  # every row once, whole, in order
+
+
+def test_the_sentence_splitter_never_cuts_inside_a_row():
+    table = "\n".join(markdown_tables(["", "Q1", "Q2"], [["Sales rose. Costs fell", "1.5", "2.5"],
+                                                         ["Net. income", "3", "4"]]))
+    text = f"Intro sentence here. Another one.\n\n{table}\n\nAfter the table."
+    units = [text[s:e] for s, e in split_sentences(text)]
+    assert table in units  # one unit for the chunkers
+    rows = [text[s:e] for s, e in split_sentences(text, table_rows=True)]
+    assert "| Sales rose. Costs fell | 1.5 | 2.5 |" in rows and "| Net. income | 3 | 4 |" in rows
+    bounded = [text[s:e] for s, e in split_sentences(text, max_words=12)]
+    assert all(u.startswith("|") == u.endswith("|") for u in bounded)  # cut between rows, never inside one
+    t = text.index("| Net. income")
+    assert row_quote(text, t, text.index("\n", t)) == "Net. income — Q1: 3; Q2: 4"
+
+
+def test_pdf_table_is_read_as_a_markdown_table_with_its_page_and_heading():
+    doc = load_bytes("report.pdf", _table_pdf())
+    lay = Layout.from_json(doc.layout)
+    assert "| Segment | 2023 | 2022 |\n|---|---|---|\n| Widgets | 4,210 | 3,980 |" in doc.text
+    (start, end, kind), = [b for b in lay.blocks if b[2] == "table"]
+    assert doc.text[start:end].startswith("| Segment") and doc.text[start:end].endswith("| 5,585 | 5,492 |")
+    assert start >= lay.pages[1]  # on page 2
+    heads = [b for b in lay.blocks if b[2] == "heading"]
+    assert [doc.text[s:e] for s, e, _ in heads] == ["Segment Results"]
+    assert [t for _, _, t in lay.headings] == ["Segment Results"]
+
+
+def test_a_question_about_a_cell_quotes_the_row_with_its_header_cited_at_its_page(make_ctx, write):
+    from app.answer import answer
+    from ingest.pipeline import Ingestor
+
+    ctx = make_ctx(chunker="mg", theta=60, synth_backend="extractive")
+    Ingestor(ctx).ingest_paths([write("report.pdf", _table_pdf())])
+    payloads = [p.payload for lv in range(3) for p in ctx.index.points(ctx.catalog.live_gen(), lv)]
+    assert any(b[2] == "table" for p in payloads for b in p.get("blocks", []))  # chunk payloads mark the table
+    a = answer(ctx, "What was the Widgets revenue in 2023?", backend="extractive")
+    assert "Widgets — 2023: 4,210; 2022: 3,980" in a.text, a.text
+    cited = [c for c in a.citations if "Widgets" in c.parent_text]
+    support = [x for x in cited[0].support if "| Widgets | 4,210 | 3,980 |" in x["text"]]
+    assert support and support[0]["pages"] == [2, 2]  # the quoted row is on page 2 (its passage runs over 1–2)
+
+
+def test_docx_and_html_tables_are_markdown_tables():
+    import docx
+
+    d = docx.Document()
+    d.add_heading("Fleet", level=1)
+    d.add_paragraph("The fleet is listed below.")
+    t = d.add_table(rows=3, cols=2)
+    for i, (a, b) in enumerate([("Ship", "Tonnage"), ("Aurora", "12,000"), ("Borealis", "9,500")]):
+        t.cell(i, 0).text, t.cell(i, 1).text = a, b
+    d.add_paragraph("After the table.")
+    buf = io.BytesIO()
+    d.save(buf)
+    doc = load_bytes("fleet.docx", buf.getvalue(), limits=Limits(sandbox=False))
+    assert "The fleet is listed below.\n\n| Ship | Tonnage |\n|---|---|\n| Aurora | 12,000 |\n| Borealis | 9,500 |" \
+           "\n\nAfter the table." in doc.text
+    html = ("<h1>Fleet</h1><p>Ships:</p><table><caption>Ships in service</caption><tr><th>Ship</th><th>Tonnage</th>"
+            "</tr><tr><td>Aurora</td><td>12,000</td></tr></table><p>End.</p>")
+    doc = load_bytes("fleet.html", html.encode(), limits=Limits(sandbox=False))
+    assert "Ships in service\n\n| Ship | Tonnage |\n|---|---|\n| Aurora | 12,000 |\n\nEnd." in doc.text
+    assert any(k == "table" for _, _, k in Layout.from_json(doc.layout).blocks)
+
+
+# -- headings and title lines are not answers --------------------------------------------------------------------------
+@pytest.mark.parametrize("line,title", [
+    ("EXHIBIT 21 The Boeing Company Subsidiaries", True),
+    ("BEST BUY CO., INC. FORM 10-Q FOR THE QUARTER ENDED JULY 29, 2023", True),
+    ("Best Buy Co., Inc. Shareholders' Equity", True),
+    ("Item 1A. Risk Factors", True),
+    ("Multiple legal actions have been filed against us as a result of the accident.", False),
+    ("Note that revenue increased in the quarter.", False),
+])
+def test_title_lines_are_told_from_statements(line, title):
+    from app.grounding import is_title_line
+
+    assert is_title_line(line) is title
+
+
+def test_the_extractive_answer_never_quotes_a_heading_or_title_line(make_ctx, write):
+    from app.answer import answer
+    from ingest.pipeline import Ingestor
+
+    text = ("# Legal Proceedings of the Company\n\nLEGAL PROCEEDINGS AND CLAIMS OF THE COMPANY\n\n"
+            "Multiple legal actions have been filed against the company as a result of the harbour accident.\n\n"
+            "# Exhibits\n\nExhibit 21 Legal Proceedings Subsidiaries List\n")
+    ctx = make_ctx(chunker="mg", theta=60, synth_backend="extractive")
+    Ingestor(ctx).ingest_paths([write("filing.md", text)])
+    a = answer(ctx, "What legal proceedings has the company reported?", backend="extractive")
+    assert "Multiple legal actions" in a.text
+    assert "LEGAL PROCEEDINGS AND CLAIMS" not in a.text and "Exhibit 21" not in a.text
+    assert "Legal Proceedings of the Company [" not in a.text
+
+
+# -- OCR ---------------------------------------------------------------------------------------------------------------
+def _page_image(lines: list[str], size=(1275, 1650)):
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("L", size, 255)
+    draw = ImageDraw.Draw(img)
+    font = ImageFont.load_default(size=30)
+    for i, ln in enumerate(lines):
+        draw.text((100, 150 + i * 48), ln, fill=0, font=font)
+    return img
+
+
+SCAN = ["The lighthouse keeper lit the lamp at dusk.", "The lamp burned whale oil until the year 1890.",
+        "After that the keeper used kerosene instead."]
+
+
+def _scanned_pdf() -> bytes:
+    buf = io.BytesIO()
+    first = _page_image(["Harbour Records"] + SCAN[:1])
+    first.save(buf, "PDF", resolution=150, save_all=True, append_images=[_page_image(SCAN[1:])])
+    return buf.getvalue()
+
+
+def _engines():
+    from ingest.ocr import _rapidocr_installed, tesseract_path
+
+    out = []
+    if _rapidocr_installed():
+        out.append("rapidocr")
+    if tesseract_path():
+        out.append("tesseract")
+    return out
+
+
+@pytest.mark.parametrize("engine", ["rapidocr", "tesseract"])
+def test_an_image_only_pdf_is_read_by_ocr_with_its_pages(engine):
+    import os
+
+    if engine not in _engines():
+        if os.environ.get("MGRAG_REQUIRE_SERVICES") == "1":
+            pytest.fail(f"OCR engine {engine} is not installed (CI installs both)")
+        pytest.skip(f"{engine} not installed")
+    doc = load_bytes("scan.pdf", _scanned_pdf(), limits=Limits(ocr_engine=engine))
+    lay = Layout.from_json(doc.layout)
+    assert doc.layout["ocr_pages"] == [1, 2]
+    words = doc.text.lower()
+    assert "lighthouse keeper" in words and "whale oil" in words and "1890" in words
+    oil = words.index("whale oil")
+    assert len(lay.pages) == 2 and lay.pages[1] <= oil  # the second page's text is on page 2
+
+
+def test_a_question_about_a_scanned_pdf_is_answered(make_ctx, write):
+    from app.answer import answer
+    from ingest.pipeline import Ingestor
+
+    ctx = make_ctx(chunker="mg", theta=40, synth_backend="extractive")
+    report = Ingestor(ctx).ingest_paths([write("scan.pdf", _scanned_pdf())])
+    assert report.results[0].status == "ingested", report.results[0].message
+    a = answer(ctx, "What did the lamp burn until 1890?", backend="extractive")
+    assert "whale oil" in a.text.lower() and a.citations
+    quote = [x for c in a.citations for x in c.support if "whale oil" in x["text"]]
+    assert quote and quote[0].get("pages", a.citations[0].pages) == [2, 2]
+
+
+def test_an_image_is_read_by_ocr_and_a_page_without_ocr_is_refused_clearly(monkeypatch):
+    buf = io.BytesIO()
+    _page_image(SCAN).save(buf, "PNG")
+    doc = load_bytes("photo.png", buf.getvalue(), limits=Limits(sandbox=False))
+    assert doc.kind == "image" and "whale oil" in doc.text.lower() and doc.layout["pages"] == [0]
+    with pytest.raises(IngestError, match="photo.png.*needs OCR.*tesseract-ocr.*rapidocr"):
+        load_bytes("photo.png", buf.getvalue(), limits=Limits(sandbox=False, ocr_engine="none"))
+
+
+# -- formats -----------------------------------------------------------------------------------------------------------
+def _pptx() -> bytes:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    prs = Presentation()
+    s1 = prs.slides.add_slide(prs.slide_layouts[1])
+    s1.shapes.title.text = "Harbour plan"
+    s1.placeholders[1].text = "The new pier opens in May."
+    s2 = prs.slides.add_slide(prs.slide_layouts[5])
+    s2.shapes.title.text = "Berth fees"
+    tbl = s2.shapes.add_table(3, 2, Inches(1), Inches(2), Inches(6), Inches(1.5)).table
+    for i, (a, b) in enumerate([("Vessel", "Fee per night"), ("Yacht", "40 euros"), ("Ferry", "300 euros")]):
+        tbl.cell(i, 0).text, tbl.cell(i, 1).text = a, b
+    s2.notes_slide.notes_text_frame.text = "Fees were last raised in 2021."
+    buf = io.BytesIO()
+    prs.save(buf)
+    return buf.getvalue()
+
+
+def _xlsx(rows_per_sheet: int = 3) -> bytes:
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Staff"
+    ws.append(["Name", "Role"])
+    ws.append(["Ada", "Harbour master"])
+    ws2 = wb.create_sheet("Revenue")
+    ws2.append(["Quarter", "Revenue"])
+    for i in range(rows_per_sheet):
+        ws2.append([f"Q{i + 1}", 1000 + i])
+    buf = io.BytesIO()
+    wb.save(buf)
+    return buf.getvalue()
+
+
+def _epub() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("mimetype", "application/epub+zip")
+        z.writestr("META-INF/container.xml", '<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:'
+                   'tc:opendocument:xmlns:container"><rootfiles><rootfile full-path="OEBPS/content.opf" media-type='
+                   '"application/oebps-package+xml"/></rootfiles></container>')
+        z.writestr("OEBPS/content.opf", '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" '
+                   'version="3.0"><manifest><item id="c1" href="ch1.xhtml" media-type="application/xhtml+xml"/>'
+                   '<item id="c2" href="ch2.xhtml" media-type="application/xhtml+xml"/></manifest><spine>'
+                   '<itemref idref="c1"/><itemref idref="c2"/></spine></package>')
+        z.writestr("OEBPS/ch1.xhtml", "<html><body><h1>The Voyage</h1><p>The ship left port at dawn.</p></body></html>")
+        z.writestr("OEBPS/ch2.xhtml", "<html><body><h1>The Storm</h1><p>A storm broke the foremast.</p></body></html>")
+    return buf.getvalue()
+
+
+def test_pptx_slides_tables_and_notes():
+    doc = load_bytes("plan.pptx", _pptx(), limits=Limits(sandbox=False))
+    lay = Layout.from_json(doc.layout)
+    assert lay.unit == "slide" and len(lay.pages) == 2
+    assert "| Vessel | Fee per night |\n|---|---|\n| Yacht | 40 euros |" in doc.text
+    assert "Notes: Fees were last raised in 2021." in doc.text
+    assert doc.text.index("Berth fees") >= lay.pages[1] and [t for _, _, t in lay.headings] == ["Harbour plan",
+                                                                                                "Berth fees"]
+
+
+def test_xlsx_sheets_as_tables_and_csv_rows(make_ctx, write):
+    doc = load_bytes("books.xlsx", _xlsx(), limits=Limits(sandbox=False))
+    lay = Layout.from_json(doc.layout)
+    assert lay.unit == "sheet" and len(lay.pages) == 2
+    assert "Revenue\n\n| Quarter | Revenue |\n|---|---|\n| Q1 | 1000 |" in doc.text
+    rows = "\n".join(["city,population"] + [f"Town{i},{1000 + i}" for i in range(60)])
+    doc = load_bytes("towns.csv", rows.encode(), limits=Limits(sandbox=False))
+    lay = Layout.from_json(doc.layout)
+    groups = doc.text.split("\n\n")
+    assert len(groups) > 1 and all(g.startswith("| city | population |\n|---|---|\n") for g in groups)
+    from ingest.layout import cite_label
+
+    i = doc.text.index("| Town40 |")
+    assert cite_label(lay, i, i + 10) == "row 42"  # line 42 of the file (the header is line 1)
+
+
+@pytest.mark.parametrize("name,make,question,quote,label", [
+    ("plan.pptx", _pptx, "What is the berth fee per night for a ferry?", "300 euros", "slide 2 · Berth fees"),
+    ("books.xlsx", _xlsx, "What was the revenue in Q2?", "| Q2 | 1001 |", "sheet 2 · Revenue"),
+    ("voyage.epub", _epub, "What did the storm break?", "foremast", "The Storm"),
+])
+def test_formats_are_cited_by_slide_sheet_and_chapter(make_ctx, write, name, make, question, quote, label):
+    from app.answer import answer
+    from ingest.pipeline import Ingestor
+
+    ctx = make_ctx(chunker="mg", theta=40, synth_backend="extractive")
+    report = Ingestor(ctx).ingest_paths([write(name, make())])
+    assert report.results[0].status == "ingested", report.results[0].message
+    from ingest.layout import source_place
+
+    a = answer(ctx, question, backend="extractive")
+    assert a.citations, a.text
+    c = a.citations[0]
+    support = [x for x in c.support if quote in x["text"]]
+    assert support, (a.text, c.support)
+    # the quoted sentence's own place (a tiny document is one passage over every slide or sheet)
+    assert source_place(None, None, unit=c.unit, support=support) == label
+    assert label.split(" · ")[0].split()[0] in c.label  # and the source line names the unit
+
+
+def test_format_limits_refuse_by_name():
+    with pytest.raises(IngestError, match="books.xlsx.*more than 3 rows.*MGRAG_MAX_ROWS"):
+        load_bytes("books.xlsx", _xlsx(rows_per_sheet=5), limits=Limits(sandbox=False, max_rows=3))
+    with pytest.raises(IngestError, match="towns.csv.*more than 2 rows"):
+        load_bytes("towns.csv", b"a,b\n1,2\n3,4\n5,6\n", limits=Limits(sandbox=False, max_rows=2))
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("ppt/slides/slide1.xml", b"\0" * (3 * 2**20))
+    with pytest.raises(IngestError, match="plan.pptx.*unpacks to.*decompression bomb"):
+        load_bytes("plan.pptx", bomb.getvalue(), limits=Limits(sandbox=False, max_unpacked_bytes=2**20))
+    with pytest.raises(IngestError, match="plan.pptx.*not a readable PPTX"):
+        load_bytes("plan.pptx", b"PK\x03\x04 not really a zip", limits=Limits(sandbox=False))
+    with pytest.raises(IngestError, match="book.epub.*not a readable EPUB"):
+        z = io.BytesIO()
+        with zipfile.ZipFile(z, "w") as zz:
+            zz.writestr("mimetype", "application/epub+zip")
+        load_bytes("book.epub", z.getvalue(), limits=Limits(sandbox=False))
