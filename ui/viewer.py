@@ -74,8 +74,20 @@ def marked_text(text: str, view: View, context_chars: int = 1200) -> str:
     if view.matched:
         spans.append((*view.matched, "child"))
     spans += [(s, e, "support") for s, e in view.support]
-    cuts = sorted({lo, hi, *(max(lo, min(hi, x)) for s, e, _ in spans for x in (s, e))})
     out = ["…" if lo > 0 else ""]
+    pos = lo
+    for ts, te in _tables(text, lo, hi):  # a Markdown table (how tables are read) is shown as a table
+        out.append(_marked(text, pos, ts, spans, view))
+        out.append(_table_html(text, ts, te, spans, view))
+        pos = te
+    out.append(_marked(text, pos, hi, spans, view))
+    out.append("…" if hi < len(text) else "")
+    return "".join(out)
+
+
+def _marked(text: str, lo: int, hi: int, spans, view: View) -> str:
+    cuts = sorted({lo, hi, *(max(lo, min(hi, x)) for s, e, _ in spans for x in (s, e))})
+    out = []
     for a, b in zip(cuts, cuts[1:]):
         if a == b:
             continue
@@ -86,8 +98,37 @@ def marked_text(text: str, view: View, context_chars: int = 1200) -> str:
                 first = " id=mg-first" if k == "passage" and a == view.start else ""
                 piece = f'<mark class="mg-{k}"{first}>{piece}</mark>'
         out.append(piece)
-    out.append("…" if hi < len(text) else "")
     return "".join(out)
+
+
+def _tables(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
+    """The spans of whole Markdown tables (runs of table lines) inside ``[lo, hi)``."""
+    from ingest.tables import table_lines
+
+    out: list[list[int]] = []
+    for s, e, _ in table_lines(text, lo, hi):
+        if out and out[-1][1] + 1 == s:
+            out[-1][1] = e
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def _table_html(text: str, start: int, end: int, spans, view: View) -> str:
+    """A Markdown table as an HTML table; each row coloured by the innermost highlight that covers it."""
+    from ingest.tables import split_cells, table_lines
+
+    rows = []
+    for s, e, kind in table_lines(text, start, end):
+        if kind == 2:
+            continue
+        kinds = [k for a, b, k in spans if a <= s and e <= b]
+        cls = next((k for k in ("support", "child", "passage") if k in kinds), "")
+        first = " id=mg-first" if cls == "passage" and s <= view.start <= e else ""
+        tag = "th" if kind == 1 else "td"
+        cells = "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in split_cells(text[s:e]))
+        rows.append(f'<tr{f" class=mg-{cls}" if cls else ""}{first}>{cells}</tr>')
+    return f'<table class="mg-table">{"".join(rows)}</table>'
 
 
 # -- PDF ----------------------------------------------------------------------------------------------------------
@@ -149,6 +190,10 @@ main {display: flex; gap: 16px; padding: 16px; align-items: flex-start;}
 .mg-page img {max-width: 100%; box-shadow: 0 1px 4px #0003; background: #fff;}
 .mg-text {flex: 1; background: #fff; padding: 12px 16px; white-space: pre-wrap; line-height: 1.5; max-width: 70ch;}
 mark.mg-passage {background: #fde68a;} mark.mg-child {background: #fdba74;} mark.mg-support {background: #86efac;}
+table.mg-table {border-collapse: collapse; white-space: normal; margin: 4px 0; font-size: 0.92em;}
+.mg-table td, .mg-table th {border: 1px solid #d4d4d8; padding: 2px 6px; text-align: right;}
+.mg-table td:first-child, .mg-table th:first-child {text-align: left;}
+tr.mg-passage {background: #fde68a;} tr.mg-child {background: #fdba74;} tr.mg-support {background: #86efac;}
 .legend span {padding: 0 6px; margin-right: 8px;} a {color: #c2410c;}
 """
 

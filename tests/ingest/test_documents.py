@@ -324,3 +324,15 @@ def test_format_limits_refuse_by_name():
         with zipfile.ZipFile(z, "w") as zz:
             zz.writestr("mimetype", "application/epub+zip")
         load_bytes("book.epub", z.getvalue(), limits=Limits(sandbox=False))
+
+
+def test_the_viewer_shows_a_table_passage_as_a_table_with_the_quoted_row_marked():
+    from ui.viewer import View, marked_text
+
+    table = "\n".join(markdown_tables(["Segment", "2023"], [["Widgets", "4,210"], ["<b>Gadgets</b>", "1,375"]]))
+    text = f"Revenue by segment.\n\n{table}\n\nThe end."
+    row = text.index("| Widgets")
+    html = marked_text(text, View("r.pdf", "h", 0, len(text), support=((row, text.index("\n", row)),)))
+    assert '<table class="mg-table"><tr class=mg-passage><th>Segment</th><th>2023</th></tr>' in html
+    assert "<tr class=mg-support><td>Widgets</td><td>4,210</td></tr>" in html
+    assert "<td>&lt;b&gt;Gadgets&lt;/b&gt;</td>" in html and "|---|" not in html  # escaped; no separator line
