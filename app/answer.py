@@ -58,9 +58,14 @@ class Citation:
     @property
     def label(self) -> str:
         """``p. 4–5 · Section › Subsection`` ("" when the document has neither pages nor headings), and ``first pass
-        (refining)`` for a passage of a document still in its first phase. When the answer quotes this source, the
-        place is that of the quoted sentences (the page and section they are in), not of the passage's start."""
-        return source_place(self.pages, self.headings, self.first_pass, self.unit, self.support)
+        (refining)`` for a passage of a document still in its first phase."""
+        return source_place(self.pages, self.headings, self.first_pass, self.unit)
+
+    @property
+    def quote_label(self) -> str:
+        """The place of the sentences the answer quotes from this source (the page, slide or sheet and the section
+        they are in; a passage may run over several), or "" when it quotes none."""
+        return source_place(None, None, False, self.unit, self.support) if self.support else ""
 
 
 @dataclass

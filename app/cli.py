@@ -337,13 +337,17 @@ def cmd_delete(args) -> int:
 def _print_sources(final, out=None) -> None:
     out = out or sys.stdout
     print("\nSources:" if not final.abstained else "\nClosest passages (none supports an answer):", file=out)
+    from ingest.layout import source_place
+
     for c in final.sources:
         lv = ", ".join(f"L{k}={v:.3f}" for k, v in sorted(c.level_scores.items()))
         mark = "*" if c in final.citations else " "
         print(f" {mark}[{c.number}] {c.doc_id} {c.label or f'chars {c.start}-{c.end}'} score {c.score:.3f}"
               f" (matched level {c.matched_level}{'; ' + lv if lv else ''})", file=out)
         for x in c.support:
-            print(f"      supporting sentence, chars {x['start']}-{x['end']}: {x['text'][:160]}", file=out)
+            where = source_place(None, None, False, c.unit, [x])
+            print(f"      supporting sentence, {where + ', ' if where else ''}chars {x['start']}-{x['end']}: "
+                  f"{' '.join(x['text'].split())[:160]}", file=out)
 
 
 def _scope(ctx, refs: list[str] | None) -> list[str] | None:

@@ -32,9 +32,19 @@ def norm(text: str) -> str:
     return re.sub(r"\s+", " ", text.replace("$", "")).replace(" %", "%").lower()
 
 
+def forms(figure: str) -> list[str]:
+    """A reference figure and the ways a filing also writes it: "14,514" (millions) as "14.51 billion" or "14.5
+    billion"."""
+    out = [norm(figure)]
+    if re.fullmatch(r"\d{1,3}(,\d{3})+", figure):
+        v = int(figure.replace(",", "")) / 1000
+        out += [f"{v:.2f} billion", f"{v:.1f} billion"]
+    return out
+
+
 def has_figure(text: str, answers) -> bool:
     t = norm(text)
-    return any(re.search(rf"(?<![\d.,]){re.escape(norm(a))}(?![\d])", t) for a in answers)
+    return any(re.search(rf"(?<![\d.,]){re.escape(f)}(?![\d])", t) for a in answers for f in forms(a))
 
 
 def quotes_a_title(reply: str) -> bool:

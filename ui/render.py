@@ -120,9 +120,10 @@ def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict
         scores = " · ".join(x for x in (f"dense: {dense}" if dense else "", f"BM25: {bm25}" if bm25 else "") if x)
         star = " ★ cited" if s["number"] in cited else ""
         support = [] if abstained else [(x["start"], x["end"]) for x in s.get("support") or ()]
-        note = " · <span class=\"mg-support-key\">supporting sentence</span>" if support else ""
-        place = source_place(s.get("pages"), s.get("headings"), bool(s.get("first_pass")), s.get("unit"),
-                             () if abstained else s.get("support"))
+        place = source_place(s.get("pages"), s.get("headings"), bool(s.get("first_pass")), s.get("unit"))
+        quoted = source_place(None, None, False, s.get("unit"), s.get("support")) if support else ""
+        note = (" · <span class=\"mg-support-key\">supporting sentence</span>"
+                + (f" ({html.escape(quoted)})" if quoted and quoted != place else "")) if support else ""
         where = html.escape(place) if place else f'chars {s["start"]}–{s["end"]}'
         if s["number"] in links:
             where += (f' · <a class="mg-open" href="{html.escape(links[s["number"]])}" target="_blank" '

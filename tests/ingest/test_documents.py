@@ -304,7 +304,7 @@ def test_formats_are_cited_by_slide_sheet_and_chapter(make_ctx, write, name, mak
     assert support, (a.text, c.support)
     # the quoted sentence's own place (a tiny document is one passage over every slide or sheet)
     assert source_place(None, None, unit=c.unit, support=support) == label
-    assert label.split(" · ")[0].split()[0] in c.label  # and the source line names the unit
+    assert label.split(" · ")[0].split()[0] in c.label and label.split()[0] in c.quote_label  # the unit is named
 
 
 def test_format_limits_refuse_by_name():
