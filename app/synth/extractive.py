@@ -38,8 +38,8 @@ def focus_overlap(question: str, sentences: Sequence[str]) -> np.ndarray:
     count little, the question's focus ("gross margin") much. Filings' boilerplate ("I have reviewed this quarterly
     report on Form 10-Q of …") is close in embedding space to any question that names the report.
 
-    >>> focus_overlap("What was the gross margin in the report?",
-    ...               ["This report covers the quarter.", "Gross margin — Q3: 36,413", "The report was filed."]).round(2)
+    >>> sentences = ["This report covers the quarter.", "Gross margin — Q3: 36,413", "The report was filed."]
+    >>> focus_overlap("What was the gross margin in the report?", sentences).round(2)
     array([0.19, 0.81, 0.19], dtype=float32)
     """
     from retrieval.bm25 import tokenize
