@@ -32,31 +32,8 @@ def answerable_sentence(text: str, start: int, end: int) -> bool:
     return not looks_like_instruction(sentence)  # a document's orders to an AI are never an answer
 
 
-def focus_overlap(question: str, sentences: Sequence[str]) -> np.ndarray:
-    """For each sentence, the share of the question's terms it contains, each term weighted by how rare it is among
-    ``sentences`` (IDF over the context): the words a whole filing repeats ("10-Q", "report", the company's name)
-    count little, the question's focus ("gross margin") much. Filings' boilerplate ("I have reviewed this quarterly
-    report on Form 10-Q of …") is close in embedding space to any question that names the report.
-
-    >>> sentences = ["This report covers the quarter.", "Gross margin — Q3: 36,413", "The report was filed."]
-    >>> focus_overlap("What was the gross margin in the report?", sentences).round(2)
-    array([0.19, 0.81, 0.19], dtype=float32)
-    """
-    from retrieval.bm25 import tokenize
-
-    q_terms = set(tokenize(question))
-    if not q_terms or not sentences:
-        return np.zeros(len(sentences))
-    toks = [set(tokenize(s)) for s in sentences]
-    n = len(sentences)
-    idf = {t: float(np.log((n + 1) / (sum(1 for x in toks if t in x) + 0.5))) for t in q_terms}
-    total = sum(max(w, 0.0) for w in idf.values()) or 1.0
-    return np.array([sum(max(idf[t], 0.0) for t in q_terms if t in x) / total for x in toks], dtype=np.float32)
-
-
 class ExtractiveSynthesizer:
     name = "extractive"
-    lexical_weight = 0.5  # focus_overlap's share in the score (bench/filings_answers.py, BENCHMARKS "Filings")
 
     def __init__(self, embedder, max_sentences: int = 3, cache_size: int = 20_000, vectors=None):
         self.embedder = embedder
@@ -78,8 +55,7 @@ class ExtractiveSynthesizer:
             return []
         q = self.vectors.query(question)
         v = self._passage_vectors([c for c, _, _ in cands])
-        score = v @ q + self.lexical_weight * focus_overlap(question, [c for c, _, _ in cands])
-        order = np.argsort(-score, kind="stable")[: self.max_sentences]
+        order = np.argsort(-(v @ q), kind="stable")[: self.max_sentences]
         picked = sorted(order.tolist(), key=lambda i: (cands[i][1], cands[i][2]))  # source order, then text order
         return [(cands[i][0], cands[i][1]) for i in picked]
 
