@@ -134,8 +134,8 @@ def source_sentences(sources: Sequence, max_words: int = 80) -> list[Sentence]:
 
     out = []
     for src in sources:
-        heads = [(b[0] - src.start, b[1] - src.start) for b in getattr(src, "blocks", None) or () if b[2] == "heading"]
-        # (a source without ``start`` is a test's or a caller's bare text: offsets are then its own)
+        base = getattr(src, "start", 0)  # a source without ``start`` is bare text: its offsets are its own
+        heads = [(b[0] - base, b[1] - base) for b in getattr(src, "blocks", None) or () if b[2] == "heading"]
         for s, e in split_sentences(src.text, max_words=max_words, min_lines=PASSAGE_MIN_LINES, table_rows=True):
             if is_header_row(src.text, s, e):
                 continue
@@ -145,7 +145,6 @@ def source_sentences(sources: Sequence, max_words: int = 80) -> list[Sentence]:
             else:
                 quote = ""
                 ok = not any(hs <= s and e <= he for hs, he in heads) and answerable_text(src.text, s, e)
-            base = getattr(src, "start", 0)
             out.append(Sentence(src.rank, base + s, base + e, src.text[s:e], quote, ok))
     return out
 
@@ -165,7 +164,7 @@ def is_title_line(sentence: str) -> bool:
     t = " ".join(sentence.split())
     if not t or t.endswith((".", "!", "?", ";", "”", '"')) and not _TITLE_START.match(t):
         return False
-    words = [w for w in re.findall(r"[A-Za-z][A-Za-z'’.&-]*", t)]
+    words = re.findall(r"[A-Za-z][A-Za-z'’.&-]*", t)
     if not words or len(t.split()) > 25:
         return False
     letters = [c for c in t if c.isalpha()]

@@ -6,6 +6,7 @@ import json
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,6 +46,8 @@ class DocumentStore:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self._layouts: OrderedDict[str, dict | None] = OrderedDict()  # by hash: write-once, so never stale
+        self._layouts_lock = threading.Lock()
 
     def _path(self, h: str, what: str) -> Path:
         return self.root / h[:2] / f"{h}.{what}"
@@ -75,14 +78,26 @@ class DocumentStore:
         return self._path(h, "txt").exists()
 
     def layout(self, h: str) -> dict | None:
-        """The pages and headings of ``h``'s text (ingest/layout.py), or None when it has none recorded."""
+        """The pages and headings of ``h``'s text (ingest/layout.py), or None when it has none recorded. The last
+        32 are kept parsed (answers look up the page of each quoted sentence); callers must not modify them."""
+        with self._layouts_lock:
+            if h in self._layouts:
+                self._layouts.move_to_end(h)
+                return self._layouts[h]
         p = self._path(h, "layout.json")
-        return json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
+        lay = json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
+        with self._layouts_lock:
+            self._layouts[h] = lay
+            while len(self._layouts) > 32:
+                self._layouts.popitem(last=False)
+        return lay
 
     def remove(self, h: str) -> None:
         """Delete the original and text of ``h`` (when no document refers to it any more)."""
         for what in ("orig", "txt", "layout.json"):
             self._path(h, what).unlink(missing_ok=True)
+        with self._layouts_lock:
+            self._layouts.pop(h, None)
 
 
 @dataclass(frozen=True)

@@ -198,34 +198,23 @@ def _table_cuts(text: str, cuts: list[int], rows: bool) -> tuple[list[int], list
     """``cuts`` with Markdown tables (:mod:`ingest.tables`) kept whole: no cut inside a table group (a run of table
     lines), a cut at its start and end, and with ``rows`` one at each row (the header row stays with its separator).
     Also returns the groups' spans."""
-    from ingest.tables import table_lines
+    from ingest.tables import table_groups, table_lines
 
     lines = table_lines(text)
     if not lines:
         return cuts, []
-    groups: list[list[int]] = []
-    for s, e, kind in lines:
-        if groups and groups[-1][1] + 1 == s:
-            groups[-1][1] = e
-        else:
-            groups.append([s, e])
-        if rows and kind != 2:
-            cuts.append(s)
+    groups = table_groups(lines)
+    row_starts = {s for s, _, kind in lines if kind != 2} if rows else set()
     starts = [g[0] for g in groups]
-    kept = []
+    kept = list(row_starts)
     for c in cuts:
         i = bisect_right(starts, c) - 1
-        if i >= 0 and groups[i][0] < c < groups[i][1] and not (rows and _row_start(lines, c)):
+        if i >= 0 and groups[i][0] < c < groups[i][1] and c not in row_starts:
             continue
         kept.append(c)
     for s, e in groups:
         kept += [s, e]
-    return kept, [(s, e) for s, e in groups]
-
-
-def _row_start(lines, c: int) -> bool:
-    i = bisect_right([s for s, _, _ in lines], c) - 1
-    return i >= 0 and lines[i][0] == c and lines[i][2] != 2
+    return kept, groups
 
 
 def _split_rows(text: str, start: int, end: int, max_words: int) -> list[tuple[int, int]]:

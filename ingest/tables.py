@@ -140,6 +140,17 @@ def table_lines(text: str, start: int = 0, end: int | None = None) -> list[tuple
     return out
 
 
+def table_groups(lines: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+    """The spans of the runs of adjacent table lines (:func:`table_lines`): one Markdown table each."""
+    out: list[list[int]] = []
+    for s, e, _ in lines:
+        if out and out[-1][1] + 1 == s:
+            out[-1][1] = e
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
 def split_cells(line: str) -> list[str]:
     """The cells of a Markdown table line (``\\|`` inside a cell kept)."""
     body = line.strip()

@@ -103,15 +103,9 @@ def _marked(text: str, lo: int, hi: int, spans, view: View) -> str:
 
 def _tables(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
     """The spans of whole Markdown tables (runs of table lines) inside ``[lo, hi)``."""
-    from ingest.tables import table_lines
+    from ingest.tables import table_groups, table_lines
 
-    out: list[list[int]] = []
-    for s, e, _ in table_lines(text, lo, hi):
-        if out and out[-1][1] + 1 == s:
-            out[-1][1] = e
-        else:
-            out.append([s, e])
-    return [(s, e) for s, e in out]
+    return table_groups(table_lines(text, lo, hi))
 
 
 def _table_html(text: str, start: int, end: int, spans, view: View) -> str:
