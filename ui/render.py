@@ -14,6 +14,26 @@ def level_name(level: int) -> str:
     return LEVEL_NAMES.get(level, f"L{level}")
 
 
+def table_html(text: str, start: int, end: int, spans, order: tuple[str, ...], first: tuple[str, int] | None = None
+               ) -> str:
+    """The Markdown table ``text[start:end]`` as an HTML table (cells escaped, the separator line dropped); each
+    row gets the class ``mg-<kind>`` of the first kind in ``order`` among the ``(start, end, kind)`` spans that
+    cover it; ``first``: (kind, offset) whose row gets ``id=mg-first`` (the viewer scrolls to it)."""
+    from ingest.tables import split_cells, table_lines
+
+    rows = []
+    for s, e, kind in table_lines(text, start, end):
+        if kind == 2:
+            continue
+        kinds = [k for a, b, k in spans if a <= s and e <= b]
+        cls = next((k for k in order if k in kinds), "")
+        mark = " id=mg-first" if first and cls == first[0] and s <= first[1] <= e else ""
+        tag = "th" if kind == 1 else "td"
+        cells = "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in split_cells(text[s:e]))
+        rows.append(f'<tr{f" class=mg-{cls}" if cls else ""}{mark}>{cells}</tr>')
+    return f'<table class="mg-table">{"".join(rows)}</table>'
+
+
 def highlight(parent_text: str, start: int, end: int, matched_start: int, matched_end: int,
               support: list[tuple[int, int]] | None = None) -> str:
     """The parent passage as HTML with the matched child (document offsets) inside ``<mark>`` and the sentences
@@ -28,11 +48,25 @@ def highlight(parent_text: str, start: int, end: int, matched_start: int, matche
         a, b = s_ - start, e_ - start
         if 0 <= a < b <= n:
             spans.append((a, b, "support"))
+    from ingest.tables import table_groups, table_lines
+
+    out, pos = [], 0
+    for ts, te in table_groups(table_lines(parent_text)):  # a table passage shows as a table
+        out.append(_marks(parent_text, pos, ts, spans))
+        out.append(table_html(parent_text, ts, te, spans, ("support", "match")))
+        pos = te
+    out.append(_marks(parent_text, pos, n, spans))
+    return "".join(out)
+
+
+def _marks(parent_text: str, lo: int, hi: int, spans) -> str:
     if not spans:
-        return _esc(parent_text)
-    cuts = sorted({0, n, *(x for a, b, _ in spans for x in (a, b))})
+        return _esc(parent_text[lo:hi])
+    cuts = sorted({lo, hi, *(max(lo, min(hi, x)) for a, b, _ in spans for x in (a, b))})
     out = []
     for a, b in zip(cuts, cuts[1:]):
+        if a == b:
+            continue
         kinds = {k for s_, e_, k in spans if s_ <= a and b <= e_}
         piece = _esc(parent_text[a:b])
         if not kinds:

@@ -110,19 +110,9 @@ def _tables(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
 
 def _table_html(text: str, start: int, end: int, spans, view: View) -> str:
     """A Markdown table as an HTML table; each row coloured by the innermost highlight that covers it."""
-    from ingest.tables import split_cells, table_lines
+    from ui.render import table_html
 
-    rows = []
-    for s, e, kind in table_lines(text, start, end):
-        if kind == 2:
-            continue
-        kinds = [k for a, b, k in spans if a <= s and e <= b]
-        cls = next((k for k in ("support", "child", "passage") if k in kinds), "")
-        first = " id=mg-first" if cls == "passage" and s <= view.start <= e else ""
-        tag = "th" if kind == 1 else "td"
-        cells = "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in split_cells(text[s:e]))
-        rows.append(f'<tr{f" class=mg-{cls}" if cls else ""}{first}>{cells}</tr>')
-    return f'<table class="mg-table">{"".join(rows)}</table>'
+    return table_html(text, start, end, spans, ("support", "child", "passage"), first=("passage", view.start))
 
 
 # -- PDF ----------------------------------------------------------------------------------------------------------

@@ -336,3 +336,14 @@ def test_the_viewer_shows_a_table_passage_as_a_table_with_the_quoted_row_marked(
     assert '<table class="mg-table"><tr class=mg-passage><th>Segment</th><th>2023</th></tr>' in html
     assert "<tr class=mg-support><td>Widgets</td><td>4,210</td></tr>" in html
     assert "<td>&lt;b&gt;Gadgets&lt;/b&gt;</td>" in html and "|---|" not in html  # escaped; no separator line
+
+
+def test_the_chat_sources_show_a_table_passage_as_a_table():
+    from ui.render import highlight
+
+    table = "\n".join(markdown_tables(["Segment", "2023"], [["Widgets", "4,210"], ["Gadgets", "1,375"]]))
+    text = f"Revenue by segment.\n\n{table}"
+    row = text.index("| Widgets")
+    out = highlight(text, 100, 100 + len(text), 100, 100 + 19, [(100 + row, 100 + text.index("\n", row))])
+    assert out.startswith("<mark>Revenue by segment.</mark>") and "|---|" not in out
+    assert "<tr class=mg-support><td>Widgets</td><td>4,210</td></tr><tr><td>Gadgets</td>" in out
