@@ -362,24 +362,26 @@ def _scope(ctx, refs: list[str] | None) -> list[str] | None:
 
 
 def _run_turn(ctx, question: str, args, history=None):
-    """One question: the draft streamed to stdout (unless --json), then the checked reply when it differs.
-    Returns the final Answer."""
+    """One question: with grounding on (the default) the reply once checked against the sources, with what is
+    happening meanwhile on stderr (a terminal only); with grounding off the draft streamed to stdout. Returns the
+    final Answer."""
     from app.answer import ask
 
     final, streamed = None, False
+    live = not args.json and not ctx.settings.grounding  # nothing unchecked is printed
     for kind, value in ask(ctx, question, backend=args.backend, k=args.k, budget_words=args.budget,
                            retriever=args.retriever, no_retrieval_doc=getattr(args, "no_retrieval", None),
                            history=history, doc_ids=_scope(ctx, getattr(args, "doc", None))):
         if kind == "status" and not args.json and sys.stderr.isatty():
             print(f"[{value}]", file=sys.stderr)
-        elif kind == "token" and not args.json:
+        elif kind == "token" and live:
             print(value, end="", flush=True)
             streamed = True
         elif kind == "done":
             final = value
     if not args.json and (not streamed or final.text != final.draft):
         if streamed:
-            print("\n\nChecked against the sources:" if not final.abstained else "\n\nNot supported by the sources:")
+            print("\n")
         print(final.text, end="")
     return final
 

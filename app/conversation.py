@@ -39,14 +39,36 @@ def user_turns(history: Sequence[Turn]) -> list[Turn]:
     return [t for t in history if t.get("role") == "user"]
 
 
+_BE = frozenset("is are was were be been being has have had will would may might could can should must "
+                "seem seems seemed appear appears appeared".split())
+
+
+def _referring(words: Sequence[str]) -> bool:
+    """A pronoun or demonstrative that points back; "there" only as a place ("What happened there?"), not the
+    existential "there" of "Was there any drop …?" or "there were three …".
+
+    >>> _referring(["was", "there", "any", "drop"]), _referring(["what", "happened", "there"])
+    (False, True)
+    """
+    for i, w in enumerate(words):
+        if w not in REFERRING:
+            continue
+        if w == "there" and ((i > 0 and words[i - 1] in _BE) or (i + 1 < len(words) and words[i + 1] in _BE)):
+            continue
+        return True
+    return False
+
+
 def refers_back(question: str) -> bool:
     """True when the question needs the conversation to be understood (pronoun, ellipsis, or too short).
 
     >>> refers_back("Who founded it?"), refers_back("Who founded the Elm Street bakery?"), refers_back("And Paris?")
     (True, False, True)
+    >>> refers_back("Was there any drop in cash and cash equivalents in the quarter?")
+    False
     """
     words = [w.lower() for w in _WORD_RE.findall(question)]
-    if any(w in REFERRING for w in words) or _ELLIPSIS_RE.search(question):
+    if _referring(words) or _ELLIPSIS_RE.search(question):
         return True
     return len([w for w in words if w not in _GENERIC]) <= 2
 
@@ -146,23 +168,60 @@ REWRITE_SYSTEM = (
 
 
 def rewrite_messages(question: str, history: Sequence[Turn], max_turns: int = 4) -> list[dict]:
-    """The strict rewrite prompt for a chat LLM: the last turns as a transcript, then the question."""
+    """The strict rewrite prompt for a chat LLM: the conversation's subject (its first question, when the last
+    turns no longer hold it), the last turns as a transcript, then the question."""
     lines = []
-    for t in list(history)[-max_turns:]:
+    recent = list(history)[-max_turns:]
+    first = next((t for t in history if t.get("role") == "user"), None)
+    if first is not None and first not in recent:
+        subject = strip_citations(str(first.get("content", "")))[:600]
+        lines.append(f"User (the conversation's first question): {subject}")
+        lines.append("…")
+    for t in recent:
         who = "User" if t.get("role") == "user" else "Assistant"
         lines.append(f"{who}: {strip_citations(str(t.get('content', '')))[:600]}")
     user = ("Conversation:\n" + "\n".join(lines) + f"\n\nLast question: {question.strip()}\n\nRewritten question:")
     return [{"role": "system", "content": REWRITE_SYSTEM}, {"role": "user", "content": user}]
 
 
+_QUESTION_START = re.compile(r"^(what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|"
+                             r"could|would|should|will|has|have|had|may|might|must|shall|list|name|describe|"
+                             r"explain|tell|give|show|summari[sz]e|compare)\b", re.I)
+
+
+def own_terms(question: str) -> set[str]:
+    """The question's own content words: what a rewrite must keep (not pronouns, question words or stopwords)."""
+    return {w.lower() for w in _WORD_RE.findall(question)} - _GENERIC - REFERRING
+
+
 def clean_rewrite(output: str, question: str, history: Sequence[Turn]) -> str | None:
-    """The LLM's rewrite if it is one plausible question, else None (the caller then uses the rules)."""
+    """The LLM's rewrite if it is one plausible question, else None (the caller then uses the rules): one line,
+    not far longer than the conversation warrants, still a question when the user asked one, and keeping at least
+    two thirds of the question's own content words (a rewrite that swaps the question for an earlier one is not
+    a rewrite).
+
+    >>> clean_rewrite("Who founded the Elm Street bakery?", "Who founded it?", [])
+    'Who founded the Elm Street bakery?'
+    >>> clean_rewrite("The bakery was founded in 1901.", "Who founded it?", []) is None
+    True
+    >>> clean_rewrite("Who are Boeing's main suppliers?", "Who are the primary customers of Boeing?", []) is None
+    True
+    """
     text = re.sub(r"^(rewritten question|question)\s*:\s*", "", output.strip(), flags=re.I).strip().strip('"“”').strip()
     if not text or "\n" in text or len(text) < 4:
         return None
     budget = len(question) + sum(len(str(t.get("content", ""))) for t in user_turns(history)[-1:]) + 40
     if len(text) > max(budget, 2 * len(question) + 40):
         return None
+    asked = question.rstrip().endswith("?") or _QUESTION_START.match(question.strip())
+    if asked and not (text.endswith("?") or _QUESTION_START.match(text)):
+        return None
+    own = own_terms(question)
+    if own:
+        kept = {w.lower() for w in _WORD_RE.findall(text)}
+        stems = {w[:5] for w in kept}  # "customer" kept as "customers"
+        if sum(1 for w in own if w in kept or w[:5] in stems) < (2 * len(own)) / 3:
+            return None
     return text
 
 
@@ -170,7 +229,7 @@ def rewrite(question: str, history: Sequence[Turn], llm: Callable[[list[dict]], 
             ) -> tuple[str, str]:
     """``(query, how)``: the standalone query, and "none" (no history or it stands alone), "rules" or "llm"."""
     q = question.strip()
-    if not user_turns(history):
+    if not user_turns(history) or not refers_back(q):  # decided offline first: a standalone question is not rewritten
         return q, "none"
     if llm is not None:
         try:
@@ -179,6 +238,4 @@ def rewrite(question: str, history: Sequence[Turn], llm: Callable[[list[dict]], 
             out = None
         if out:
             return out, "llm"
-    if not refers_back(q):
-        return q, "none"
     return rewrite_rules(q, history), "rules"

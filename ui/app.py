@@ -264,8 +264,8 @@ def build_app(service: UiService):
 
     def on_ask(question, history, answers, conversation, k, budget, retriever, backend, browser_id, conv_id, scope,
                request: gr.Request):
-        """Stream one turn: what is happening while the user waits (retrieving, N sources, generating), the model's
-        draft as soon as its first token exists, then the reply checked against the sources (an abstention says
+        """Stream one turn: what is happening while the user waits (retrieving, N sources, generating; the model's
+        draft as it grows only when grounding is off), then the reply checked against the sources (an abstention says
         so plainly and shows the closest passages, uncited) with the supporting sentences highlighted. The turns
         of the conversation (a plain list, ``conversation``) let a follow-up be understood."""
         history = list(history or [])
@@ -277,6 +277,7 @@ def build_app(service: UiService):
         same = gr.update()
         yield history, answers, conversation, same, same, "", conv_id, same
         text = ""
+        grounded = service.ctx.settings.grounding
         try:
             owner = reader_of(browser_id, request)
             for kind, value in service.ask(question, k=int(k), budget_words=int(budget), retriever=retriever,
@@ -287,7 +288,10 @@ def build_app(service: UiService):
                     yield history, answers, conversation, same, same, "", conv_id, same
                 elif kind == "token":
                     text += value
-                    history[-1] = {"role": "assistant", "content": shown(text)}
+                    # a grounded answer is shown only once checked: nothing unchecked reaches the page
+                    content = (f"⏳ *drafting an answer ({len(text.split())} words); it is checked against the "
+                               "sources before it is shown…*" if grounded else shown(text))
+                    history[-1] = {"role": "assistant", "content": content}
                     yield history, answers, conversation, same, same, "", conv_id, same
                 elif kind == "done":
                     a = value.to_dict()

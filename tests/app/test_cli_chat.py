@@ -41,3 +41,19 @@ def test_chat_plain_text_in_a_subprocess(tmp_path, cli_env):
     assert out.returncode == 0, out.stderr
     assert "twenty-two years" in out.stdout and "(searched for: What does she log? (" in out.stdout
     assert "supporting sentence, chars" in out.stdout
+
+
+def test_ask_prints_only_the_checked_reply(cli_library, monkeypatch, capsys):
+    """Issue 21 (14, 17): the unchecked draft was printed before the checked reply; nothing unchecked is printed
+    now (an unsupported draft leaves only the abstention on stdout)."""
+    from tests.app.stub_openai import StubOpenAI
+
+    with StubOpenAI(reply="The keeper feeds a purple giraffe named Horace every morning [1].") as stub:
+        monkeypatch.setenv("MGRAG_OPENAI_BASE_URL", stub.base_url)
+        monkeypatch.setenv("MGRAG_OPENAI_MODEL", "stub-llm")
+        capsys.readouterr()
+        assert main(["--data-dir", cli_library, "ask", "--backend", "openai",
+                     "How long has the keeper tended the light?"]) == 0
+        out = capsys.readouterr().out
+        assert any(r["path"].endswith("/chat/completions") for r in stub.requests)
+    assert "giraffe" not in out and "do not say" in out

@@ -112,3 +112,39 @@ def test_llm_rewrite_is_used_when_plausible_else_the_rules():
 def test_clean_rewrite_strips_labels_and_quotes():
     assert clean_rewrite('Rewritten question: "Who is he?"', "Who is he?", HIST) == "Who is he?"
     assert len(rewrite_messages("q?", HIST * 5)[1]["content"].splitlines()) < 12  # the last turns only
+
+
+def test_an_existential_there_is_not_a_follow_up():
+    # seen on a real filing: "there" made a complete question a follow-up, searched with the previous one
+    q = "Was there any drop in cash and cash equivalents during the quarter?"
+    assert not refers_back(q)
+    assert rewrite(q, HIST) == (q, "none")
+    assert refers_back("What did they build there?")  # "there" as a place still points back
+
+
+def test_the_llm_is_not_asked_to_rewrite_a_standalone_question():
+    calls = []
+
+    def llm(messages):
+        calls.append(messages)
+        return "Who served with Jane Fairfax's father?"
+
+    q = "Who are the primary customers of Boeing?"
+    assert rewrite(q, HIST, llm) == (q, "none") and calls == []
+
+
+def test_a_rewrite_that_drops_the_question_or_is_no_question_falls_back_to_the_rules():
+    q = "What offer did he make to her?"
+    for bad in ("Colonel Campbell served with her father.",  # an answer, not a question
+                "How is Colonel Campbell connected to Jane Fairfax?"):  # the earlier question instead of this one
+        query, how = rewrite(q, HIST, lambda m, b=bad: b)
+        assert how == "rules" and query.startswith(q)
+
+
+def test_the_rewriter_keeps_the_conversation_subject_after_several_follow_ups():
+    hist = [{"role": "user", "content": "What does the Elm Street bakery sell?"},
+            {"role": "assistant", "content": "Rye bread [1]."},
+            {"role": "user", "content": "Who founded it?"}, {"role": "assistant", "content": "Ada Lin [2]."},
+            {"role": "user", "content": "When did she do that?"}, {"role": "assistant", "content": "In 1901 [1]."}]
+    prompt = rewrite_messages("Where was she born?", hist)[1]["content"]
+    assert "Elm Street bakery" in prompt  # the first question, though the last four turns no longer hold it

@@ -87,3 +87,25 @@ def test_http_upload_over_the_size_limit_refused(ui_server):
     r = httpx.post(f"{ui_server.url}/gradio_api/upload",
                    files=[("files", ("big.txt", b"word " * 20_000, "text/plain"))])
     assert r.status_code == 413 and "maximum allowed size" in r.text
+
+
+def test_an_unchecked_draft_never_reaches_the_page(ui_server, client):
+    """Issue 21 (14): on the openai backend the draft was streamed to the page ~0.45 s before "The documents do not
+    say" replaced it. Every intermediate state the page receives is looked at: the unsupported draft is in none."""
+    from tests.app.stub_openai import StubOpenAI
+
+    svc = ui_server.service
+    token = svc.login("admin", ADMIN_PASSWORD)
+    try:
+        with StubOpenAI(reply="The keeper feeds a purple giraffe named Horace every morning [1].") as stub:
+            svc.set_llm(token, stub.base_url, "stub-llm", "")
+            job = client.submit("How long has the keeper tended the light?", [], 5, 800, "dense", "openai", BROWSER,
+                                None, [], api_name="/ask")
+            job.result(timeout=120)
+            states = [str(o[0]) for o in job.outputs()]
+            assert any(r["path"].endswith("/chat/completions") for r in stub.requests)  # the draft was made
+    finally:
+        svc.set_llm(token, "", "")  # the other tests run without an endpoint
+    assert len(states) >= 3  # retrieving, drafting, the checked reply
+    assert not any("giraffe" in s for s in states)
+    assert "do not say" in states[-1]  # checked: unsupported, so an abstention
