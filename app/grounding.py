@@ -129,6 +129,7 @@ def source_sentences(sources: Sequence, max_words: int = 80) -> list[Sentence]:
     """Every sentence of every source, with document offsets (``source.start`` + offset in its text): a table row
     is a sentence, quoted with its column headers (a header row is none); headings and title lines are sentences
     that are not :attr:`Sentence.answerable`."""
+    from app.synth.guard import looks_like_instruction
     from ingest.sentences import PASSAGE_MIN_LINES, split_sentences
     from ingest.tables import is_header_row, is_table_line, row_quote
 
@@ -141,7 +142,8 @@ def source_sentences(sources: Sequence, max_words: int = 80) -> list[Sentence]:
                 continue
             if is_table_line(src.text[s:e]):
                 quote = row_quote(src.text, s, e)
-                ok = " — " in quote  # a row with values; a label-only row ("Net sales:") is no answer
+                # a row with values (a label-only row, "Net sales:", is no answer), and no order to an AI in a cell
+                ok = " — " in quote and not looks_like_instruction(quote)
             else:
                 quote = ""
                 ok = not any(hs <= s and e <= he for hs, he in heads) and answerable_text(src.text, s, e)
