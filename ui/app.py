@@ -416,7 +416,8 @@ def build_app(service: UiService):
         cited = [c["number"] for c in a["citations"]]
         md = (f"**Q:** {render.plain_text_markdown(a['question'])}\n\n"
               f"**A:** {shown(a['text']) if a['text'] else '(no answer)'}")
-        return md, gr.update(choices=choices, value=cited), df, render.sources_html(a["sources"], set(cited))
+        # nothing ticked to start with: the evidence is what the user looked at and chose, not the citations
+        return md, gr.update(choices=choices, value=[]), df, render.sources_html(a["sources"], set(cited))
 
     def on_f1(answers, idx, reference):
         from app.evaluation.metrics import qa_f1_score
@@ -448,7 +449,8 @@ def build_app(service: UiService):
             raise gr.Error("choose a bench set or upload a questions.jsonl")
         progress(None, desc="running the benchmark")
         try:
-            res = service.run_benchmark(ref, k=int(k), owner=reader_of(browser_id, request))
+            res = service.run_benchmark(ref, k=int(k), owner=reader_of(browser_id, request),
+                                        client=_client_host(request))
         except (ValueError, FileNotFoundError) as e:
             raise _error(e) from e
         note = f"{res['n_questions']} question(s) over the live index"
@@ -813,8 +815,8 @@ def build_app(service: UiService):
                     eval_sources = gr.HTML()
                 gr.Markdown("### Benchmark over the live index")
                 with gr.Row():
-                    bench_set = gr.Dropdown(service.bench_sets(), value=None, label="bench set (../shared/bench)",
-                                            elem_id="bench-set")
+                    bench_set = gr.Dropdown(service.bench_sets(), value=None, elem_id="bench-set",
+                                            label="evaluation set (the samples', your own evaluations, or a bench set)")
                     bench_file = gr.File(label="or upload questions.jsonl", file_types=[".jsonl"], type="filepath")
                     bench_k = gr.Slider(1, 50, value=20, step=1, label="top k per level")
                     bench_btn = gr.Button("Run benchmark", elem_id="run-bench")

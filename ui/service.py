@@ -44,6 +44,21 @@ class UploadRefused(ValueError):
 # -- who is asking ---------------------------------------------------------------------------------------------
 _BROWSER_ID = re.compile(r"^[A-Za-z0-9_-]{22,128}$")
 ADMIN = object()  # the owner argument of an admin action: sees and may change every document
+SAMPLES_SET = "samples (shipped: questions over samples/)"
+MY_EVALUATIONS = "my evaluations"
+SAMPLES_QUESTIONS = Path(__file__).resolve().parents[1] / "app" / "evaluation" / "sets" / "samples.jsonl"
+BENCH_INTERVAL_S = 60.0
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][^\s'\"\\/:]+)+[\\/]([^\s'\"\\/:]+)")
+
+
+def _no_paths(message: str) -> str:
+    """``message`` with every file path cut to its last part (an error shown to a user names the file, never the
+    server's folders).
+
+    >>> _no_paths("no bench set at /srv/mgrag/data/exports/ab/feedback.jsonl: expected questions.jsonl")
+    'no bench set at feedback.jsonl: expected questions.jsonl'
+    """
+    return _PATH.sub(r"\1", message)
 
 
 def new_browser_id() -> str:
@@ -194,6 +209,8 @@ class UiService:
         self._runner_lock = threading.Lock()
         self._feedback = None
         self._feedback_lock = threading.Lock()
+        self._bench_lock = threading.Lock()  # one benchmark at a time: it embeds every passage of its documents
+        self._bench_last: dict[str, float] = {}  # when each client last started one (see run_benchmark)
 
     # -- shared helpers ----------------------------------------------------------------------------------------
     @property
@@ -569,7 +586,7 @@ class UiService:
         reference = (reference or "").strip()
         f1 = qa_f1_score(answer.get("text", ""), reference) if reference else None
         sources = {s["number"]: s for s in answer.get("sources", [])}
-        if relevant is None or not relevant:
+        if relevant is None:  # an API caller that names none; the page always sends what the user ticked
             relevant = [c["number"] for c in answer.get("citations", [])] if rating == "good" else []
         bad = [n for n in relevant if n not in sources]
         if bad:
@@ -599,11 +616,14 @@ class UiService:
         return path, self.feedback.export_jsonl(path, owner=owner)
 
     def bench_sets(self) -> list[str]:
+        """The sets the Evaluate tab offers: the one shipped for the sample documents, the user's own saved
+        evaluations (questions over their documents, with the evidence they ticked), and the development sets of
+        ``../shared/bench`` where that folder exists (beside a checkout of this repository)."""
         from app.evaluation.bench import BENCH_DIR
 
-        if not BENCH_DIR.is_dir():
-            return []
-        return sorted(p.name for p in BENCH_DIR.iterdir() if (p / "questions.jsonl").is_file())
+        shared = sorted(p.name for p in BENCH_DIR.iterdir() if (p / "questions.jsonl").is_file()) \
+            if BENCH_DIR.is_dir() else []
+        return [SAMPLES_SET, MY_EVALUATIONS, *shared]
 
     def live_chunks(self, owner=ADMIN) -> tuple[dict[str, str], dict[str, list]]:
         """(text per document, chunks per document) of the live index among ``owner``'s searchable documents, from
@@ -613,17 +633,50 @@ class UiService:
         return live_chunks(self.ctx.catalog, self.ctx.store, self.doc_filter(owner))
 
     def run_benchmark(self, set_ref: str | Path, *, k: int = 20, budget_words: int | None = None,
-                      max_questions: int = 200, owner=ADMIN) -> dict:
+                      max_questions: int = 200, owner=ADMIN, client: str = "") -> dict:
         """Retrieval metrics of a bench set over the live index (its chunks, embedded in memory). Questions whose
-        document is not in the index are skipped and counted. ``set_ref``: a set name under ``../shared/bench``,
-        a set's folder, or an uploaded ``questions.jsonl`` whose ``doc_id``s name documents in the index."""
+        document is not in the index are skipped and counted. ``set_ref``: :data:`SAMPLES_SET`,
+        :data:`MY_EVALUATIONS` (``owner``'s saved evaluations), a set name under ``../shared/bench``, a set's
+        folder, or an uploaded ``questions.jsonl`` whose ``doc_id``s name documents in the index.
+
+        A run embeds every passage of the documents its questions name, so one runs at a time on the server, and
+        a client (``client``: its address; else its owner id) other than the admin starts one per
+        :data:`BENCH_INTERVAL_S`; errors name files, never the server's folders."""
+        key = client or ("" if owner is ADMIN else str(owner))
+        if key and time.monotonic() - self._bench_last.get(key, -1e9) < BENCH_INTERVAL_S:
+            wait = BENCH_INTERVAL_S - (time.monotonic() - self._bench_last[key])
+            raise ValueError(f"a benchmark embeds every passage of its documents: one run per {BENCH_INTERVAL_S:.0f} s "
+                             f"per client; try again in {wait:.0f} s")
+        if not self._bench_lock.acquire(blocking=False):
+            raise ValueError("a benchmark is already running on this server; try again when it has finished")
+        try:
+            if key:
+                self._bench_last[key] = time.monotonic()
+            return self._run_benchmark(set_ref, k=k, budget_words=budget_words, max_questions=max_questions,
+                                       owner=owner)
+        except (ValueError, FileNotFoundError, OSError) as e:
+            raise ValueError(_no_paths(str(e))) from e
+        finally:
+            self._bench_lock.release()
+
+    def _run_benchmark(self, set_ref, *, k, budget_words, max_questions, owner) -> dict:
         from app.evaluation.bench import BenchSet, evaluate_retrieval, load_set
 
         texts, chunks = self.live_chunks(owner)
         if not chunks:
             raise ValueError("the index is empty; ingest the bench set's documents first")
         by_stem = {Path(d).stem: d for d in texts} | {d: d for d in texts}
-        p = Path(str(set_ref))
+        if set_ref == SAMPLES_SET:
+            p = SAMPLES_QUESTIONS
+        elif set_ref == MY_EVALUATIONS:
+            if owner is None:
+                raise ValueError("your evaluations are kept per browser: this browser has none")
+            p, n = self.export_feedback(owner=owner)
+            if not n:
+                raise ValueError("you have no saved evaluations with evidence yet: ask on the Chat tab, then save an "
+                                 "evaluation here with the sources that hold the answer ticked")
+        else:
+            p = Path(str(set_ref))
         if p.is_file():
             questions = read_questions(p, require_doc_id=True)
             docs_src = {}

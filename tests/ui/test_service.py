@@ -264,3 +264,88 @@ def test_chunk_inspector_is_admin_only_and_renders_a_document(svc, write):
     assert png[:4] == b"\x89PNG" and "<mark" in page and "Mrs. Alder" in page
     assert summary["document"] == "notes.md" and summary["question"] == "Who tends the light?"
     assert set(summary["top parents"]) == {"lgmgc", "recursive", "mg"}
+
+
+def test_a_shipped_set_and_the_users_own_evaluations_can_be_benchmarked(make_ctx, tmp_path):
+    """Issue 21 (15): the Evaluate tab's list read only ../shared/bench, which a user who clones the product does
+    not have. It now offers the set shipped for samples/ and the user's own saved evaluations."""
+    from pathlib import Path
+
+    from ui.service import MY_EVALUATIONS, SAMPLES_SET
+
+    ctx = make_ctx(chunker="recursive", theta=40, synth_backend="extractive")
+    svc = UiService(ctx, admin_password="pw", upload_root=tmp_path)
+    assert svc.bench_sets()[:2] == [SAMPLES_SET, MY_EVALUATIONS]
+    import shutil
+
+    samples = Path(__file__).resolve().parents[2] / "samples"
+    svc.ingest_files([shutil.copy(p, tmp_path / p.name) for p in sorted(samples.glob("*.md"))])
+    res = svc.run_benchmark(SAMPLES_SET, k=5)
+    assert res["n_questions"] == 14 and not res["skipped_docs"] and not res["mismatched_docs"]
+    assert res["recall@20"] > 0.5
+    owner = "browser-one-0123456789abcdef"
+    with pytest.raises(ValueError, match="no saved evaluations with evidence yet"):
+        svc.run_benchmark(MY_EVALUATIONS, owner=owner)
+    a = _answer(svc, "How long has the keeper tended the light?")
+    svc.evaluate(a, rating="good", relevant=[], owner=owner)  # nothing ticked: no evidence
+    with pytest.raises(ValueError, match="no saved evaluations with evidence yet"):
+        svc._bench_last.clear()
+        svc.run_benchmark(MY_EVALUATIONS, owner=owner)
+    svc.evaluate(a, rating="good", relevant=[a["citations"][0]["number"]], owner=owner)
+    svc._bench_last.clear()
+    mine = svc.run_benchmark(MY_EVALUATIONS, owner=owner)
+    assert mine["n_questions"] == 1
+
+
+def test_the_benchmark_is_rationed_and_its_errors_name_no_server_folder(svc, write, tmp_path):
+    """Issue 21 (6): anonymous /benchmark embedded every chunk per call, any number at once, and its errors showed
+    the data path."""
+    import threading
+
+    svc.ingest_files([write("notes.md", TEXT)])
+    qs = tmp_path / "questions.jsonl"
+    qs.write_text(json.dumps({"id": "q1", "question": "How long has the keeper tended the light?", "doc_id": "notes",
+                              "answers": [], "evidence": []}) + "\n")
+    svc.run_benchmark(qs, k=5, owner="a-browser", client="10.0.0.7")
+    with pytest.raises(ValueError, match="one run per 60 s per client"):
+        svc.run_benchmark(qs, k=5, owner="another-browser", client="10.0.0.7")  # a fresh browser id is no way out
+    svc.run_benchmark(qs, k=5)  # the admin is not rationed
+    started, release = threading.Event(), threading.Event()
+    real = svc._run_benchmark
+
+    def slow(*a, **kw):
+        started.set()
+        release.wait(10)
+        return real(*a, **kw)
+
+    svc._run_benchmark = slow
+    t = threading.Thread(target=svc.run_benchmark, args=(qs,), kwargs={"k": 5})
+    t.start()
+    try:
+        assert started.wait(10)
+        with pytest.raises(ValueError, match="already running"):
+            svc.run_benchmark(qs, k=5, client="10.0.0.8")
+    finally:
+        release.set()
+        t.join()
+    missing = tmp_path / "deep" / "folder" / "nope.jsonl"
+    with pytest.raises(ValueError) as e:
+        svc.run_benchmark(str(missing.parent) + "/set", k=5, client="10.0.0.9")
+    assert str(tmp_path) not in str(e.value) and "deep" not in str(e.value)
+
+
+def test_the_evidence_list_starts_unticked(svc, write):
+    """Issue 21 (15): every cited source started ticked as evidence, so saving without looking recorded wrong
+    evidence. The Evaluate tab's pick handler now offers the sources with none ticked."""
+    from types import SimpleNamespace
+
+    from ui.app import build_app
+
+    svc.ingest_files([write("notes.md", TEXT)])
+    a = _answer(svc)
+    assert a["citations"]
+    demo = build_app(svc)
+    pick = next(f.fn for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "on_pick")
+    request = SimpleNamespace(client=SimpleNamespace(host="127.0.0.1"), headers={}, cookies={}, session_hash="s")
+    _, relevant, _, _ = pick([a], 0, 5, None, request)
+    assert relevant["choices"] and relevant["value"] == []
