@@ -46,6 +46,8 @@ def _error(e: Exception):
 
 
 def _client_host(request) -> str:
+    """The caller's address: the connection's peer, or what a trusted proxy forwarded (uvicorn's proxy headers
+    middleware rewrites the peer only for ``trusted_proxies``, see :func:`launch`)."""
     try:
         return request.client.host or ""
     except AttributeError:
@@ -918,6 +920,10 @@ def launch(service: UiService, *, host: str | None = None, port: int | None = No
     tmp.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("GRADIO_TEMP_DIR", str(tmp))
     service.upload_root = Path(os.environ["GRADIO_TEMP_DIR"]).resolve()  # the only folder uploads are read from
+    # uvicorn (which Gradio runs) takes the client's address from X-Forwarded-For when the peer is in
+    # FORWARDED_ALLOW_IPS, by default loopback: any local caller could then name itself anew with every request and
+    # escape the login slow-down. Only the configured proxies are trusted; none by default.
+    os.environ["FORWARDED_ALLOW_IPS"] = s.trusted_proxies
     demo = build_app(service)
     demo.queue(default_concurrency_limit=8, max_size=256)
     auth = service.users.check if service.users else None  # accounts made by the admin: everyone logs in
