@@ -947,12 +947,14 @@ def add_viewer_routes(app, service: UiService) -> None:
     from fastapi.responses import HTMLResponse, Response
 
     from ingest.layout import Layout, page_span, place_label
-    from ui.viewer import render_pdf_page, view_page
+    from ui.viewer import InvalidViewToken, content_disposition, render_pdf_page, view_page
 
     def opened(token: str):
         try:
             return service.open_view(token)
-        except ValueError as e:
+        except InvalidViewToken as e:  # forged, malformed or expired
+            return Response(html.escape(str(e)), status_code=403, media_type="text/plain")
+        except ValueError as e:  # a valid link whose document is gone
             return Response(html.escape(str(e)), status_code=404, media_type="text/plain")
 
     def highlights(view, text):
@@ -995,9 +997,8 @@ def add_viewer_routes(app, service: UiService) -> None:
         data = service.ctx.store.original(view.hash)
         types = {"pdf": "application/pdf", "html": "text/plain; charset=utf-8", "text": "text/plain; charset=utf-8",
                  "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}
-        name = Path(row["name"]).name.replace('"', "")
         return Response(data, media_type=types.get(row["kind"], "application/octet-stream"),
-                        headers={"Content-Disposition": f'attachment; filename="{name}"',
+                        headers={"Content-Disposition": content_disposition(Path(row["name"]).name),
                                  "X-Content-Type-Options": "nosniff"})
 
     app.add_api_route("/mgrag/view/{token}", page_view, methods=["GET"])

@@ -339,8 +339,8 @@ class UiService:
         return "mgrag/view/" + self.view_tokens.mint(view)
 
     def open_view(self, token: str):
-        """(view, version row) of a viewer token, or ValueError (bad, expired, or the document is gone); the caller
-        reads the text or the original (``ctx.store``) as it needs."""
+        """(view, version row) of a viewer token; :class:`ui.viewer.InvalidViewToken` (bad or expired) or
+        ValueError (the document is gone); the caller reads the text or the original (``ctx.store``) as it needs."""
         view = self.view_tokens.check(token)
         row = self.ctx.catalog.version_of(view.doc_id, view.hash)
         if row is None or not self.ctx.store.has(view.hash):
