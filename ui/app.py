@@ -9,7 +9,6 @@ import functools
 import html
 import logging
 import os
-import secrets
 import time
 from pathlib import Path
 
@@ -1010,19 +1009,31 @@ def render_css() -> str:
     return CSS
 
 
-def serve(settings=None, *, host: str | None = None, port: int | None = None) -> int:
-    """``mgrag serve``: one context and one service for the process; the admin password from the settings, or a
-    random one logged at start."""
+def start_service(settings=None) -> UiService:
+    """The web app's service on a context of its own. The admin password is the ``admin_password`` setting, else
+    the one kept in the data dir (:func:`ui.service.stored_admin_password`), logged only when it is made."""
     from app.context import AppContext
+    from ui.service import stored_admin_password
 
     ctx = AppContext(settings)
     s = ctx.settings
     password = s.admin_password.get_secret_value() if s.admin_password else None
     if not password:
-        password = secrets.token_urlsafe(9)
-        log.warning("MGRAG_ADMIN_PASSWORD is not set; the Admin tab's password for this run is: %s (user %s)",
-                    password, s.admin_user)
-    service = UiService(ctx, admin_password=password)
+        password, made = stored_admin_password(s.data_dir)
+        where = s.data_dir / ".secrets" / "admin_password"
+        if made:
+            log.warning("MGRAG_ADMIN_PASSWORD is not set; the Admin tab's password (user %s) is: %s (kept in %s; "
+                        "`mgrag admin password` shows it, `--reset` changes it)", s.admin_user, password, where)
+        else:
+            log.info("the Admin tab's password (user %s) is the one kept in %s (`mgrag admin password` shows it)",
+                     s.admin_user, where)
+    return UiService(ctx, admin_password=password)
+
+
+def serve(settings=None, *, host: str | None = None, port: int | None = None) -> int:
+    """``mgrag serve``: one context and one service for the process (:func:`start_service`)."""
+    service = start_service(settings)
+    ctx = service.ctx
     service.ensure_runner()  # jobs a stopped server (or `mgrag ingest --no-wait`) left queued resume now
     _, url = launch(service, host=host, port=port, block=False)
     log.info("MGRAG is serving on %s", url)

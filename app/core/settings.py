@@ -120,7 +120,7 @@ class Settings(BaseSettings):
     source_floor: float = Field(0.75, ge=0, le=1, description="Web app: uncited sources scoring under this share of the top source's score (dense retrieval) are folded away under 'N more below the relevance floor'; 0 shows all (measured on chroma: 99.1% of the relevant sources stay shown, 4.4 of 5.6 sources per answer; bench/source_floor.py).")
     answer_links: bool = Field(False, description="Web app: render Markdown links in answers as live links (raw HTML stays escaped, images stay text); off: answers are shown literally.")
     admin_password: SecretStr | None = Field(
-        None, description="Password of the Admin tab; unset: `mgrag serve` makes a random one and logs it.")
+        None, description="Password of the Admin tab; unset: `mgrag serve` makes a random one, logs it once and keeps it in data_dir/.secrets/admin_password (`mgrag admin password` shows it, `--reset` changes it).")
 
     log_level: str = Field("INFO", description="Logging level.")
 
