@@ -669,6 +669,25 @@ def cmd_users(args) -> int:
     return 0
 
 
+def cmd_admin(args) -> int:
+    """`mgrag admin password`: the Admin tab's password kept in the data dir (made if there is none); with
+    ``--reset`` a new random one, shown this once. The password alone goes to stdout."""
+    from app.core.settings import Settings
+    from ui.service import stored_admin_password
+
+    settings = Settings(**({"data_dir": args.data_dir} if args.data_dir else {}))
+    if settings.admin_password:
+        print("error: the admin password is the admin_password setting (MGRAG_ADMIN_PASSWORD or mgrag.toml), "
+              "which wins over a kept one: change it there", file=sys.stderr)
+        return 2
+    password, made = stored_admin_password(settings.data_dir, reset=args.reset)
+    print(password)
+    where = settings.data_dir / ".secrets" / "admin_password"
+    print(f"{'a new password, ' if made else ''}kept in {where} (user {settings.admin_user})"
+          + ("; a running `mgrag serve` uses it after a restart" if args.reset else ""), file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mgrag", description="MGRAG: chat with your documents (LGMGC + MoG).")
     p.add_argument("--data-dir", help="data directory (MGRAG_DATA_DIR)")
@@ -797,6 +816,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("name", nargs="?", default="")
     s.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
     s.set_defaults(func=cmd_users)
+
+    s = sub.add_parser("admin", help="the Admin tab's password, when MGRAG_ADMIN_PASSWORD is not set",
+                       description="`mgrag admin password` shows the Admin tab's password kept in the data dir "
+                                   "(.secrets/admin_password, made at the first `mgrag serve`); --reset makes a new "
+                                   "random one and shows it once.")
+    s.add_argument("what", choices=("password",))
+    s.add_argument("--reset", action="store_true", help="replace it with a new random password")
+    s.set_defaults(func=cmd_admin)
 
     s = sub.add_parser("settings", help="show the effective settings")
     s.add_argument("--table", action="store_true", help="markdown table of every setting and its default")

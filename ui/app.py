@@ -9,7 +9,6 @@ import functools
 import html
 import logging
 import os
-import secrets
 import time
 from pathlib import Path
 
@@ -46,6 +45,8 @@ def _error(e: Exception):
 
 
 def _client_host(request) -> str:
+    """The caller's address: the connection's peer, or what a trusted proxy forwarded (uvicorn's proxy headers
+    middleware rewrites the peer only for ``trusted_proxies``, see :func:`launch`)."""
     try:
         return request.client.host or ""
     except AttributeError:
@@ -924,6 +925,10 @@ def launch(service: UiService, *, host: str | None = None, port: int | None = No
     tmp.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("GRADIO_TEMP_DIR", str(tmp))
     service.upload_root = Path(os.environ["GRADIO_TEMP_DIR"]).resolve()  # the only folder uploads are read from
+    # uvicorn (which Gradio runs) takes the client's address from X-Forwarded-For when the peer is in
+    # FORWARDED_ALLOW_IPS, by default loopback: any local caller could then name itself anew with every request and
+    # escape the login slow-down. Only the configured proxies are trusted; none by default.
+    os.environ["FORWARDED_ALLOW_IPS"] = s.trusted_proxies
     demo = build_app(service)
     demo.queue(default_concurrency_limit=8, max_size=256)
     auth = service.users.check if service.users else None  # accounts made by the admin: everyone logs in
@@ -947,12 +952,14 @@ def add_viewer_routes(app, service: UiService) -> None:
     from fastapi.responses import HTMLResponse, Response
 
     from ingest.layout import Layout, page_span, place_label
-    from ui.viewer import render_pdf_page, view_page
+    from ui.viewer import InvalidViewToken, content_disposition, render_pdf_page, view_page
 
     def opened(token: str):
         try:
             return service.open_view(token)
-        except ValueError as e:
+        except InvalidViewToken as e:  # forged, malformed or expired
+            return Response(html.escape(str(e)), status_code=403, media_type="text/plain")
+        except ValueError as e:  # a valid link whose document is gone
             return Response(html.escape(str(e)), status_code=404, media_type="text/plain")
 
     def highlights(view, text):
@@ -995,9 +1002,8 @@ def add_viewer_routes(app, service: UiService) -> None:
         data = service.ctx.store.original(view.hash)
         types = {"pdf": "application/pdf", "html": "text/plain; charset=utf-8", "text": "text/plain; charset=utf-8",
                  "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}
-        name = Path(row["name"]).name.replace('"', "")
         return Response(data, media_type=types.get(row["kind"], "application/octet-stream"),
-                        headers={"Content-Disposition": f'attachment; filename="{name}"',
+                        headers={"Content-Disposition": content_disposition(Path(row["name"]).name),
                                  "X-Content-Type-Options": "nosniff"})
 
     app.add_api_route("/mgrag/view/{token}", page_view, methods=["GET"])
@@ -1009,19 +1015,31 @@ def render_css() -> str:
     return CSS
 
 
-def serve(settings=None, *, host: str | None = None, port: int | None = None) -> int:
-    """``mgrag serve``: one context and one service for the process; the admin password from the settings, or a
-    random one logged at start."""
+def start_service(settings=None) -> UiService:
+    """The web app's service on a context of its own. The admin password is the ``admin_password`` setting, else
+    the one kept in the data dir (:func:`ui.service.stored_admin_password`), logged only when it is made."""
     from app.context import AppContext
+    from ui.service import stored_admin_password
 
     ctx = AppContext(settings)
     s = ctx.settings
     password = s.admin_password.get_secret_value() if s.admin_password else None
     if not password:
-        password = secrets.token_urlsafe(9)
-        log.warning("MGRAG_ADMIN_PASSWORD is not set; the Admin tab's password for this run is: %s (user %s)",
-                    password, s.admin_user)
-    service = UiService(ctx, admin_password=password)
+        password, made = stored_admin_password(s.data_dir)
+        where = s.data_dir / ".secrets" / "admin_password"
+        if made:
+            log.warning("MGRAG_ADMIN_PASSWORD is not set; the Admin tab's password (user %s) is: %s (kept in %s; "
+                        "`mgrag admin password` shows it, `--reset` changes it)", s.admin_user, password, where)
+        else:
+            log.info("the Admin tab's password (user %s) is the one kept in %s (`mgrag admin password` shows it)",
+                     s.admin_user, where)
+    return UiService(ctx, admin_password=password)
+
+
+def serve(settings=None, *, host: str | None = None, port: int | None = None) -> int:
+    """``mgrag serve``: one context and one service for the process (:func:`start_service`)."""
+    service = start_service(settings)
+    ctx = service.ctx
     service.ensure_runner()  # jobs a stopped server (or `mgrag ingest --no-wait`) left queued resume now
     _, url = launch(service, host=host, port=port, block=False)
     log.info("MGRAG is serving on %s", url)

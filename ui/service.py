@@ -158,6 +158,27 @@ class AdminAuth:
             self._tokens.pop(token or "", None)
 
 
+def stored_admin_password(data_dir: str | Path, *, reset: bool = False) -> tuple[str, bool]:
+    """The Admin tab's password when the ``admin_password`` setting is unset: kept in ``data_dir/.secrets/
+    admin_password`` (mode 0600) until reset. ``(password, made)``: ``made`` when it was made now (none was kept,
+    or ``reset``), so the caller shows it this once."""
+    p = Path(data_dir) / ".secrets" / "admin_password"
+    if not reset and p.exists():
+        pw = p.read_text(encoding="utf-8").strip()
+        if pw:
+            if p.stat().st_mode & 0o077:  # copied with looser rights: only the owner reads it
+                os.chmod(p, 0o600)
+            return pw, False
+    p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    pw = secrets.token_urlsafe(15)
+    tmp = p.with_name(f".admin_password.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(pw + "\n")
+    os.replace(tmp, p)
+    return pw, True
+
+
 # -- uploads ----------------------------------------------------------------------------------------------------
 def check_upload_name(name: str) -> str:
     """The plain file name to store ``name`` under, or :class:`UploadRefused` for a path-like or odd name."""
@@ -356,8 +377,8 @@ class UiService:
         return "mgrag/view/" + self.view_tokens.mint(view)
 
     def open_view(self, token: str):
-        """(view, version row) of a viewer token, or ValueError (bad, expired, or the document is gone); the caller
-        reads the text or the original (``ctx.store``) as it needs."""
+        """(view, version row) of a viewer token; :class:`ui.viewer.InvalidViewToken` (bad or expired) or
+        ValueError (the document is gone); the caller reads the text or the original (``ctx.store``) as it needs."""
         view = self.view_tokens.check(token)
         row = self.ctx.catalog.version_of(view.doc_id, view.hash)
         if row is None or not self.ctx.store.has(view.hash):

@@ -34,6 +34,10 @@ class View:
     exp: float = field(default=0.0)
 
 
+class InvalidViewToken(ValueError):
+    """A viewer token that is malformed, not signed by this server, or expired (the routes answer 403)."""
+
+
 class ViewTokens:
     """Signs and checks viewer tokens with a server secret; a token lives ``ttl_s`` seconds."""
 
@@ -48,20 +52,36 @@ class ViewTokens:
         return f"{raw}.{sig}"
 
     def check(self, token: str) -> View:
-        """The view of a valid, unexpired token; ValueError otherwise."""
+        """The view of a valid, unexpired token; :class:`InvalidViewToken` otherwise."""
         try:
             raw, sig = token.split(".")
         except ValueError:
-            raise ValueError("not a viewer link") from None
-        want = base64.urlsafe_b64encode(hmac.new(self.key, raw.encode(), hashlib.sha256).digest()[:18]).decode()
-        if not hmac.compare_digest(sig, want):
-            raise ValueError("this viewer link is not valid")
+            raise InvalidViewToken("not a viewer link") from None
+        try:  # compared as bytes: a signature with other than ASCII in it is simply wrong, not an error
+            want = hmac.new(self.key, raw.encode(), hashlib.sha256).digest()[:18]
+            ok = hmac.compare_digest(sig.encode(), base64.urlsafe_b64encode(want))
+        except UnicodeEncodeError:  # a lone surrogate
+            ok = False
+        if not ok:
+            raise InvalidViewToken("this viewer link is not valid")
         d = json.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
         if d["exp"] < time.time():
-            raise ValueError("this viewer link has expired; ask the question again")
+            raise InvalidViewToken("this viewer link has expired; ask the question again")
         d["matched"] = tuple(d["matched"]) if d.get("matched") else None
         d["support"] = tuple(tuple(s) for s in d.get("support") or ())
         return View(**d)
+
+
+def content_disposition(name: str) -> str:
+    """``attachment`` naming the file ``name`` in any script: ``filename*=UTF-8''…`` (RFC 5987, percent-encoded)
+    and, for clients that read only ``filename``, an ASCII stand-in (accents dropped, other characters ``_``). The
+    header itself stays ASCII, which HTTP requires."""
+    import unicodedata
+    from urllib.parse import quote
+
+    fallback = "".join("" if unicodedata.combining(c) else c if " " <= c <= "~" and c not in '"\\' else "_"
+                       for c in unicodedata.normalize("NFKD", name)) or "download"
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
 # -- text ---------------------------------------------------------------------------------------------------------

@@ -114,11 +114,13 @@ class Settings(BaseSettings):
     # web app (`mgrag serve`)
     ui_host: str = Field("127.0.0.1", description="Address the web app listens on (`mgrag serve`).")
     ui_port: int = Field(7860, ge=1, le=65535, description="Port of the web app.")
+    trusted_proxies: str = Field(
+        "", description="Web app: addresses or networks of reverse proxies (comma-separated, e.g. 127.0.0.1 for one on this machine) whose X-Forwarded-For header names the client, so the admin login slow-down counts per client; empty: none, a client is its connection's address and the header is ignored.")
     admin_user: str = Field("admin", description="User name of the web app's Admin tab.")
     source_floor: float = Field(0.75, ge=0, le=1, description="Web app: uncited sources scoring under this share of the top source's score (dense retrieval) are folded away under 'N more below the relevance floor'; 0 shows all (measured on chroma: 99.1% of the relevant sources stay shown, 4.4 of 5.6 sources per answer; bench/source_floor.py).")
     answer_links: bool = Field(False, description="Web app: render Markdown links in answers as live links (raw HTML stays escaped, images stay text); off: answers are shown literally.")
     admin_password: SecretStr | None = Field(
-        None, description="Password of the Admin tab; unset: `mgrag serve` makes a random one and logs it.")
+        None, description="Password of the Admin tab; unset: `mgrag serve` makes a random one, logs it once and keeps it in data_dir/.secrets/admin_password (`mgrag admin password` shows it, `--reset` changes it).")
 
     log_level: str = Field("INFO", description="Logging level.")
 
@@ -128,6 +130,22 @@ class Settings(BaseSettings):
         if not v:
             raise ValueError("lg_boundary_tokens must name at least one token, e.g. ['\\n\\n'] or ['<eos>']")
         return v
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies(cls, v: str) -> str:
+        import ipaddress
+
+        out = []
+        for item in (x.strip() for x in v.split(",")):
+            if not item:
+                continue
+            try:
+                out.append(str(ipaddress.ip_network(item, strict=False) if "/" in item else ipaddress.ip_address(item)))
+            except ValueError:
+                raise ValueError(f"trusted_proxies: {item!r} is not an IP address or network (e.g. 127.0.0.1, "
+                                 "10.0.0.0/8)") from None
+        return ",".join(out)
 
     @model_validator(mode="after")
     def _check(self) -> "Settings":

@@ -30,9 +30,10 @@ class SecServer:
     upload_root: Path
 
 
-def serve(root, users: dict[str, str] | None = None):
+def serve(root, users: dict[str, str] | None = None, **settings_kw):
     """A running app on a fresh data dir under ``root`` (generator: yields a :class:`SecServer`, then stops it);
-    ``users`` (name: password) are created before it starts, so it requires logins."""
+    ``users`` (name: password) are created before it starts, so it requires logins; ``settings_kw`` are further
+    settings."""
     from app.context import AppContext
     from app.core.settings import Settings
     from ingest.embed import HashingEmbedder
@@ -45,7 +46,7 @@ def serve(root, users: dict[str, str] | None = None):
     if old_tmp is None:  # another app in this process (the UI tests') keeps its upload folder: Gradio has one
         os.environ["GRADIO_TEMP_DIR"] = str(data / "tmp" / "gradio")
     settings = Settings(data_dir=data, embedder="hashing", chunker="recursive", theta=40,
-                        synth_backend="extractive", top_k=5)
+                        synth_backend="extractive", top_k=5, **settings_kw)
     ctx = AppContext(settings, embedder=HashingEmbedder(dim=64))
     service = UiService(ctx, admin_password=ADMIN_PASSWORD)
     for name, pw in (users or {}).items():

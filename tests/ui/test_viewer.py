@@ -73,7 +73,44 @@ def test_viewer_routes(ui_server, tmp_path):
     orig = httpx.get(f"{ui_server.url}/{link.replace('/view/', '/original/')}")
     assert orig.content == p.read_bytes() and "attachment" in orig.headers["content-disposition"]
     bad = httpx.get(f"{ui_server.url}/{link[:-3]}abc")
-    assert bad.status_code == 404 and "not valid" in bad.text
+    assert bad.status_code == 403 and "not valid" in bad.text
     Ingestor(svc.ctx).delete("viewer-report.pdf")
     gone = httpx.get(f"{ui_server.url}/{link}")
     assert gone.status_code == 404 and "no longer in the library" in gone.text  # the link was valid, the doc is gone
+
+
+def test_the_original_of_a_document_with_a_non_latin1_name_downloads(ui_server, tmp_path):
+    """RFC 6266/5987: ``filename*=UTF-8''…`` carries the name, ``filename="…"`` an ASCII stand-in for old clients."""
+    from urllib.parse import unquote
+
+    from ingest.pipeline import Ingestor
+
+    svc = ui_server.service
+    name = "naïve–résumé_日本.md"
+    p = tmp_path / name
+    p.write_text("# Résumé\n\nThe naïve ferry leaves at nine.\n", encoding="utf-8")
+    Ingestor(svc.ctx).ingest_paths([p])
+    try:
+        row = next(r for r in svc.ctx.catalog.documents(None) if r["name"] == name)
+        token = svc.view_tokens.mint(View(row["doc_id"], row["hash"], 0, 10))
+        r = httpx.get(f"{ui_server.url}/mgrag/original/{token}")
+        assert r.status_code == 200, r.text
+        assert r.content == p.read_bytes()
+        cd = r.headers["content-disposition"]
+        assert cd.isascii() and cd.startswith("attachment; ")
+        params = dict(part.strip().split("=", 1) for part in cd.split(";")[1:])
+        assert params["filename*"].startswith("UTF-8''") and unquote(params["filename*"][7:]) == name
+        fallback = params["filename"]
+        assert fallback.startswith('"') and fallback.endswith('"') and fallback.endswith('.md"')
+        assert '"' not in fallback[1:-1] and "\\" not in fallback
+    finally:
+        Ingestor(svc.ctx).delete(name)
+
+
+def test_a_viewer_link_with_a_non_ascii_signature_is_refused_not_an_error(ui_server):
+    raw = ui_server.service.view_tokens.mint(View("keeper.md", "ab" * 32, 0, 10)).split(".")[0]
+    for route in ("view", "page", "original"):
+        r = httpx.get(f"{ui_server.url}/mgrag/{route}/{raw}.sig-é日本")
+        assert r.status_code == 403 and "not valid" in r.text, (route, r.status_code, r.text)
+    with pytest.raises(ValueError, match="not valid"):
+        ViewTokens("secret").check("e30.é")
