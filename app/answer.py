@@ -146,8 +146,21 @@ class Grounder:
         cvec = self.vectors.query(f"{self.question} {G.strip_citations(claim)}")
         return G.score_sentences(self.question, claim, self.sentences, self.svecs, cvec)
 
+    def copies_a_heading(self, claim: str) -> bool:
+        """Is ``claim`` a heading or title line of the sources copied as an answer ("$1,447 Q3 2023 CCG Operating
+        Income [1]", a chart label with another year)? A title-like claim of three words or more with 80% of its words
+        in one heading or title line of the sources; a short answer ("Ukraine [1].") is never one."""
+        words = G.answer_terms(G.strip_citations(claim))
+        body = " ".join(G.strip_citations(claim).split()).strip(" .")
+        if len(body.split()) < 3 or not words or not G.is_title_line(body):
+            return False
+        return any(len(words & G.answer_terms(x.text)) >= 0.8 * len(words)
+                   for x in self.sentences if not x.answerable)
+
     def verdict(self, draft: str, n_sources: int) -> G.Verdict:
-        claims = G.split_claims(draft)
+        claims = [c for c in G.split_claims(draft) if not self.copies_a_heading(c)]
+        if not claims:
+            return G.Verdict(True, G.ABSTAIN_TEXT, [], {}, "the answer only repeats a heading of the sources")
         if len(claims) > 1 and all(len(G.answer_terms(c)) <= 1 for c in claims):
             claims = [draft]  # a list of short items is one claim
         rows = [(c, cited_numbers(c, n_sources), self.scored(c)) for c in claims]

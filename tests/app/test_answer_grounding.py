@@ -152,3 +152,20 @@ def test_an_extractive_answer_quoting_wrapped_lines_keeps_its_support(make_ctx, 
     assert any("mooring fees for small fishing boats\nfrom forty pounds" in x["text"] for x in support)
     for x in support:
         assert WRAPPED[x["start"]:x["end"]] == x["text"]
+
+
+def test_a_heading_copied_as_the_answer_is_not_an_answer(make_ctx, write):
+    """Issue 20: on a real 10-Q the offline model answered "$1,447 Q3 2023 CCG Operating Income [1]", a chart label
+    of the filing (with another year). A claim that copies a heading or title line is dropped; the same figure
+    said as a statement stands."""
+    doc = ("# Client computing results\n\nThe client computing group sells notebook and desktop processors to PC "
+           "makers worldwide.\n\n$ 1,447 Q3 2022 CCG Operating Income\n\n"
+           "Operating income of the client computing group was $1,447 million in the third quarter of 2022.\n")
+    c = make_ctx(theta=60)
+    Ingestor(c).ingest_paths([write("intel.md", doc)])
+    q = "What was the operating income of the client computing group in the third quarter?"
+    copied = answer(c, q, synthesizer=Scripted("$1,447 Q3 2023 CCG Operating Income [1]"), style="generated")
+    assert copied.abstained and copied.citations == []
+    said = answer(c, q, synthesizer=Scripted("Operating income was $1,447 million in the third quarter of 2022 [1]."),
+                  style="generated")
+    assert not said.abstained and "1,447" in said.text
