@@ -194,6 +194,7 @@ class UiService:
         self._runner_lock = threading.Lock()
         self._feedback = None
         self._feedback_lock = threading.Lock()
+        self._renderer_lock = threading.Lock()
 
     # -- shared helpers ----------------------------------------------------------------------------------------
     @property
@@ -324,6 +325,17 @@ class UiService:
         if getattr(self, "_view_tokens", None) is None:
             self._view_tokens = ViewTokens(self.state_secret())
         return self._view_tokens
+
+    @property
+    def page_renderer(self):
+        """Renders the viewer's PDF page images (:class:`ui.viewer.PageRenderer`): one per service, so its render
+        slots and its cache are shared by every request."""
+        with self._renderer_lock:
+            if getattr(self, "_page_renderer", None) is None:
+                from ui.viewer import PageRenderer
+
+                self._page_renderer = PageRenderer()
+            return self._page_renderer
 
     def view_link(self, source: dict, support: list[tuple[int, int]] | None = None) -> str | None:
         """The viewer path (relative to the app's root) of one source of an answer (a Citation as a dict): its
