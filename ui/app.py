@@ -290,7 +290,9 @@ def build_app(service: UiService):
                     history[-1] = {"role": "assistant", "content": shown(text)}
                     yield history, answers, conversation, same, same, "", conv_id, same
                 elif kind == "done":
-                    a = value.to_dict()
+                    from ui.conversations import bounded_answer
+
+                    a = bounded_answer(value.to_dict())  # what the page gets and the conversation keeps
                     answers.append(a)
                     history[-1:] = answer_messages(a, draft=text)
                     conversation += memory_of([{"question": question, "answer": a}])

@@ -592,7 +592,10 @@ class UiService:
             doc_id = doc_id or s["doc_id"]
             if s["doc_id"] != doc_id or s["matched_level"] < 0:
                 continue
-            e = {"text": s["matched_text"], "start": s["matched_start"], "end": s["matched_end"]}
+            text = s["matched_text"]
+            if s.get("shortened") and self.ctx.store.has(s.get("doc_hash", "")):  # cut for the page: the whole one
+                text = self.ctx.store.text(s["doc_hash"])[s["matched_start"]:s["matched_end"]]
+            e = {"text": text, "start": s["matched_start"], "end": s["matched_end"]}
             if e not in evidence:
                 evidence.append(e)
         ev = Evaluation(answer.get("question", ""), answer.get("text", ""), rating or None, comment or "", reference,
