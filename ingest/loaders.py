@@ -129,11 +129,22 @@ def decode_text(name: str, data: bytes) -> tuple[str, str]:
     raise IngestError(name, "cannot be decoded as text")  # pragma: no cover - latin-1 decodes any bytes
 
 
+MAX_SPACE_RUN = 100  # a longer run of whitespace is shortened to a paragraph break, a line break or a space
+_SPACE_RUN_RE = re.compile(r"\s{%d,}" % (MAX_SPACE_RUN + 1))
+
+
+def _short_space(m: re.Match) -> str:
+    run = m.group()
+    return "\n\n" if run.count("\n") >= 2 else "\n" if "\n" in run else " "
+
+
 def clean_text(text: str) -> tuple[str, int]:
     """``text`` without NULs and other control characters (tab, newline, form feed and carriage return kept), and
-    how many were removed."""
+    how many were removed. A run of more than :data:`MAX_SPACE_RUN` whitespace characters is shortened to what it
+    means (a paragraph break, a line break or a space), so a chunk of a few hundred words is a few hundred words
+    long in characters too, whatever lies between them."""
     cleaned, n = _CONTROL_RE.subn("", text)
-    return cleaned, n
+    return _SPACE_RUN_RE.sub(_short_space, cleaned), n
 
 
 # -- extractors (run in the sandbox child for pdf, docx and html) --------------------------------------------------

@@ -14,7 +14,10 @@ Rule-based, language-light and fast (a 900 kB book segments in well under a seco
 * Markdown tables (how every extractor writes a table, :mod:`ingest.tables`): a table group is one unit for the
   chunkers (or one unit per row for answering), never cut inside a row;
 * a "sentence" longer than ``max_words`` (no punctuation, a 10,000-word run-on) is split on word boundaries
-  into pieces of at most ``max_words`` words (CJK characters count as words and split between characters).
+  into pieces of at most ``max_words`` words (CJK characters count as words and split between characters);
+* a "word" longer than :data:`MAX_WORD_CHARS` characters (a file of megabytes with no space) counts as several
+  words of at most that many characters, and splits between them, so a span of ``max_words`` words is bounded in
+  characters too (URLs and hashes fit in one word).
 
 Spans are ``(start, end)`` with ``text[start:end]`` stripped of surrounding whitespace; spans are ordered
 and disjoint, and everything between them is whitespace.
@@ -35,7 +38,8 @@ _CJK = (
     r"\u2e80-\u2fff\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
     r"\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
 )
-_WORD_RE = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")
+MAX_WORD_CHARS = 200  # a longer run without a space (a 10 MB "word") counts as words of this many characters
+_WORD_RE = re.compile(rf"[{_CJK}]|[^\s{_CJK}]{{1,{MAX_WORD_CHARS}}}")
 _CJK_RE = re.compile(rf"[{_CJK}]")
 # A terminal mark, then closing quotes/brackets. ASCII marks need whitespace (or end) after them; CJK marks don't.
 _TERMINAL_RE = re.compile(r"(?:[.!?…]+|[。！？]+)[\"'”’»)\]」』）]*")
@@ -53,12 +57,14 @@ _BARE_MARKER_RE = re.compile(
 
 
 def count_words(text: str) -> int:
-    """Whitespace-separated words, with each CJK character counted as one word."""
+    """Whitespace-separated words, with each CJK character counted as one word and a run of more than
+    :data:`MAX_WORD_CHARS` characters as one word per that many."""
     return len(_WORD_RE.findall(text))
 
 
 def word_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
-    """Offsets of the words of ``text[start:end]`` (CJK characters are one word each)."""
+    """Offsets of the words of ``text[start:end]`` (CJK characters are one word each; a run longer than
+    :data:`MAX_WORD_CHARS` is pieces of that length)."""
     return [(m.start(), m.end()) for m in _WORD_RE.finditer(text, start, len(text) if end is None else end)]
 
 

@@ -295,7 +295,9 @@ def build_app(service: UiService):
                     history[-1] = {"role": "assistant", "content": content}
                     yield history, answers, conversation, same, same, "", conv_id, same
                 elif kind == "done":
-                    a = value.to_dict()
+                    from ui.conversations import bounded_answer
+
+                    a = bounded_answer(value.to_dict())  # what the page gets and the conversation keeps
                     answers.append(a)
                     history[-1:] = answer_messages(a, draft=text)
                     conversation += memory_of([{"question": question, "answer": a}])
@@ -948,11 +950,14 @@ def launch(service: UiService, *, host: str | None = None, port: int | None = No
 
 def add_viewer_routes(app, service: UiService) -> None:
     """``/mgrag/view/TOKEN`` (the viewer page), ``/mgrag/page/TOKEN`` (a PDF page as PNG, highlights drawn) and
-    ``/mgrag/original/TOKEN`` (the original file). Tokens are minted per answer (:meth:`UiService.view_link`)."""
+    ``/mgrag/original/TOKEN`` (the original file). Tokens are minted per answer (:meth:`UiService.view_link`).
+    Page images come from :attr:`UiService.page_renderer` (pixel cap, capped child process, a few at once, cached);
+    when every render slot stays taken the answer is 503 with ``Retry-After``."""
     from fastapi.responses import HTMLResponse, Response
 
     from ingest.layout import Layout, page_span, place_label
-    from ui.viewer import InvalidViewToken, content_disposition, render_pdf_page, view_page
+    from ingest.sandbox import SandboxError
+    from ui.viewer import InvalidViewToken, RenderBusy, content_disposition, view_page
 
     def opened(token: str):
         try:
@@ -991,7 +996,15 @@ def add_viewer_routes(app, service: UiService) -> None:
         if row["kind"] != "pdf":
             return Response("not a PDF", status_code=404, media_type="text/plain")
         store = service.ctx.store
-        png, _ = render_pdf_page(store.original(view.hash), page, highlights(view, store.text(view.hash)))
+        try:
+            png, _ = service.page_renderer.render(view.hash, lambda: store.original(view.hash), page,
+                                                  highlights(view, store.text(view.hash)))
+        except RenderBusy as e:
+            return Response(str(e), status_code=503, media_type="text/plain", headers={"Retry-After": "5"})
+        except SandboxError as e:
+            log.warning("rendering page %s of %s failed: %s", page, view.doc_id, e.problem)
+            return Response("this page could not be rendered within the viewer's memory and time limits; download "
+                            "the original to see it", status_code=422, media_type="text/plain")
         return Response(png, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
 
     def original(token: str):

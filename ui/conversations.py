@@ -1,7 +1,8 @@
 """Conversations kept server side (``data_dir/conversations.sqlite``): each belongs to one owner (a browser, or a
 user when the admin has configured users), has a title, the documents its questions are limited to (its scope),
-and its turns (the question and the whole answer object). A reload of the page lists them and reopens the last one.
-Every call names the owner, and another owner's conversation is "not found" (its existence is not revealed)."""
+and its turns (the question and the answer object, its texts bounded: :func:`bounded_answer`). A reload of the
+page lists them and reopens the last one. Every call names the owner, and another owner's conversation is "not
+found" (its existence is not revealed)."""
 from __future__ import annotations
 
 import json
@@ -22,6 +23,45 @@ CREATE TABLE IF NOT EXISTS turns (
     answer TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (conv_id, n));
 """
 MAX_TITLE = 80
+MAX_SOURCE_CHARS = 6_000  # each text of a source kept with an answer: its passage, matched chunk, quoted sentences
+MAX_ANSWER_CHARS = 20_000  # any other text of an answer (its reply, its draft)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _capped(value, limit: int, cuts: list | None = None):
+    """``value`` (JSON-like) with every string cut to ``limit`` characters; each cut is noted in ``cuts``."""
+    if isinstance(value, str):
+        if len(value) > limit and cuts is not None:
+            cuts.append(len(value))
+        return _cut(value, limit)
+    if isinstance(value, dict):
+        return {k: _capped(v, limit, cuts) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_capped(v, limit, cuts) for v in value]
+    return value
+
+
+def bounded_answer(answer: dict) -> dict:
+    """A copy of ``answer`` (an :class:`~app.answer.Answer` as a dict) that is bounded in size, as the page gets it
+    and a conversation stores it: every text of a source (its passage, matched chunk, supporting sentences) cut to
+    :data:`MAX_SOURCE_CHARS` characters, the source then marked ``"shortened": True`` (the whole passage stays in
+    the index and opens in the viewer), and every other text to :data:`MAX_ANSWER_CHARS`. A passage of a normal
+    document (θ words) is far under the cap; a file of one 10 MB "word" no longer costs megabytes per question."""
+    def source(s: dict) -> dict:
+        cuts: list[int] = []
+        out = _capped(s, MAX_SOURCE_CHARS, cuts)
+        if cuts:
+            out["shortened"] = True
+        return out
+
+    out = {k: _capped(v, MAX_ANSWER_CHARS) for k, v in answer.items() if k not in ("sources", "citations")}
+    for k in ("sources", "citations"):
+        if k in answer:
+            out[k] = [source(s) for s in answer[k] or ()]
+    return out
 
 
 class ConversationNotFound(KeyError):
@@ -71,7 +111,9 @@ class ConversationStore:
         return {"id": conv_id, "title": title or "New chat", "scope": json.loads(scope), "turns": turns}
 
     def add_turn(self, owner: str, conv_id: str, question: str, answer: dict) -> int:
-        """Append a turn (the first one titles an untitled conversation); returns its number."""
+        """Append a turn (the first one titles an untitled conversation); returns its number. The answer is stored
+        bounded in size (:func:`bounded_answer`)."""
+        answer = bounded_answer(answer)
         with self._lock:
             self._own(owner, conv_id)
             n = self.db.execute("SELECT COALESCE(MAX(n), 0) + 1 FROM turns WHERE conv_id=?", (conv_id,)).fetchone()[0]

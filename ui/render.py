@@ -132,6 +132,9 @@ def weight_bars(weights) -> str:
     return f'<div class="mg-weights"><strong>Router weights</strong>{rows}</div>'
 
 
+SHORTENED = ' <em class="mg-shortened">(shortened: open ↗ shows the whole passage)</em>'
+
+
 def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict[int, str] | None = None,
                  abstained: bool = False, floor: float = 0.0) -> str:
     """Every source of an answer: document, the parent passage with its matched child highlighted and the
@@ -170,7 +173,7 @@ def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict
             f'{star}{note}</div><div class="mg-scores">{scores}</div>'
             f'<div class="mg-passage">'
             f'{highlight(s["parent_text"], s["start"], s["end"], s["matched_start"], s["matched_end"], support)}'
-            f'</div></div>')
+            f'{SHORTENED if s.get("shortened") else ""}</div></div>')
     if folded:
         parts.append(f'<details class="mg-folded"><summary>{len(folded)} more passage(s) below the relevance floor'
                      f'</summary>{"".join(folded)}</details>')

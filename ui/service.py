@@ -232,6 +232,7 @@ class UiService:
         self._feedback_lock = threading.Lock()
         self._bench_lock = threading.Lock()  # one benchmark at a time: it embeds every passage of its documents
         self._bench_last: dict[str, float] = {}  # when each client last started one (see run_benchmark)
+        self._renderer_lock = threading.Lock()
 
     # -- shared helpers ----------------------------------------------------------------------------------------
     @property
@@ -362,6 +363,17 @@ class UiService:
         if getattr(self, "_view_tokens", None) is None:
             self._view_tokens = ViewTokens(self.state_secret())
         return self._view_tokens
+
+    @property
+    def page_renderer(self):
+        """Renders the viewer's PDF page images (:class:`ui.viewer.PageRenderer`): one per service, so its render
+        slots and its cache are shared by every request."""
+        with self._renderer_lock:
+            if getattr(self, "_page_renderer", None) is None:
+                from ui.viewer import PageRenderer
+
+                self._page_renderer = PageRenderer()
+            return self._page_renderer
 
     def view_link(self, source: dict, support: list[tuple[int, int]] | None = None) -> str | None:
         """The viewer path (relative to the app's root) of one source of an answer (a Citation as a dict): its
@@ -618,7 +630,10 @@ class UiService:
             doc_id = doc_id or s["doc_id"]
             if s["doc_id"] != doc_id or s["matched_level"] < 0:
                 continue
-            e = {"text": s["matched_text"], "start": s["matched_start"], "end": s["matched_end"]}
+            text = s["matched_text"]
+            if s.get("shortened") and self.ctx.store.has(s.get("doc_hash", "")):  # cut for the page: the whole one
+                text = self.ctx.store.text(s["doc_hash"])[s["matched_start"]:s["matched_end"]]
+            e = {"text": text, "start": s["matched_start"], "end": s["matched_end"]}
             if e not in evidence:
                 evidence.append(e)
         ev = Evaluation(answer.get("question", ""), answer.get("text", ""), rating or None, comment or "", reference,

@@ -5,7 +5,8 @@ A link in the Sources panel carries a signed token (:class:`ViewTokens`: HMAC of
 the spans to highlight and an expiry) minted for an answer the reader was allowed to see, so the viewer needs no
 login of its own and opens nothing else. PDFs are shown as the rendered page (pypdfium2) with the spans boxed on
 it; every format also gets the text around the passage with the spans marked. Rendering is pure (bytes in, HTML
-or PNG out); :func:`add_routes` mounts it on the web app.
+or PNG out); :func:`ui.app.add_viewer_routes` mounts it on the web app, which renders page images through
+:class:`PageRenderer`: scaled to a pixel cap, in a capped child process, a few at once, cached.
 """
 from __future__ import annotations
 
@@ -148,9 +149,26 @@ def _find(page_text: str, snippet: str) -> tuple[int, int] | None:
     return None
 
 
-def render_pdf_page(data: bytes, page: int, highlights: list[tuple[str, str]], scale: float = 1.6) -> tuple[bytes, int]:
+MAX_PAGE_PIXELS = 4_000_000  # a page image holds at most this many pixels (a 7200-pt page is scaled down to it)
+
+
+def page_scale(width_pt: float, height_pt: float, scale: float = 1.6, max_pixels: int = MAX_PAGE_PIXELS) -> float:
+    """``scale`` (pixels per point), lowered so that the rendered page holds at most ``max_pixels`` pixels."""
+    import math
+
+    w, h = max(width_pt, 1.0), max(height_pt, 1.0)
+    s = min(scale, (max_pixels / (w * h)) ** 0.5)
+    while s > 1e-6 and math.ceil(w * s) * math.ceil(h * s) > max_pixels:  # pixels are whole: round up, stay under
+        s *= 0.995
+    return s
+
+
+def render_pdf_page(data: bytes, page: int, highlights: list[tuple[str, str]], scale: float = 1.6,
+                    max_pixels: int = MAX_PAGE_PIXELS) -> tuple[bytes, int]:
     """PNG of page ``page`` (1-based) with each ``(snippet, kind)`` boxed in its colour where it is found on the
-    page; and the number of pages."""
+    page; and the number of pages. The page is scaled down (:func:`page_scale`) so that the image holds at most
+    ``max_pixels`` pixels, whatever size the PDF gives it. In this process: the web app calls it through
+    :class:`PageRenderer` (a capped child process)."""
     import pypdfium2 as pdfium
     from PIL import Image, ImageDraw
 
@@ -159,6 +177,7 @@ def render_pdf_page(data: bytes, page: int, highlights: list[tuple[str, str]], s
         n = len(pdf)
         page = min(max(1, page), n)
         pg = pdf[page - 1]
+        scale = page_scale(*pg.get_size(), scale, max_pixels)
         img = pg.render(scale=scale).to_pil().convert("RGBA")
         overlay = Image.new("RGBA", img.size, (0, 0, 0, 0))
         draw = ImageDraw.Draw(overlay)
@@ -184,6 +203,79 @@ def render_pdf_page(data: bytes, page: int, highlights: list[tuple[str, str]], s
         return out.getvalue(), n
     finally:
         pdf.close()
+
+
+class RenderBusy(Exception):
+    """Every render slot stayed taken while the request waited; the caller answers 503 (try again shortly)."""
+
+
+class PageRenderer:
+    """Renders the viewer's page images for the web app: each render in a child process with a memory cap and a
+    time limit (:func:`ingest.sandbox.run_limited`), at most ``at_once`` at a time (a request waits ``wait_s`` for a
+    slot, then gets :class:`RenderBusy`), each image at most ``max_pixels`` pixels, and the last images kept in a
+    small LRU cache (``cache_bytes`` in all) keyed by the document's content hash, the page, the pixel cap and the
+    highlights, so opening the same link again costs no render."""
+
+    def __init__(self, *, at_once: int = 2, wait_s: float = 10.0, memory_mb: int = 1024, timeout_s: float = 30.0,
+                 max_pixels: int = MAX_PAGE_PIXELS, cache_bytes: int = 64 * 2**20, cache_items: int = 64):
+        import threading
+        from collections import OrderedDict
+
+        self.at_once, self.wait_s = at_once, wait_s
+        self.memory_mb, self.timeout_s, self.max_pixels = memory_mb, timeout_s, max_pixels
+        self.cache_bytes, self.cache_items = cache_bytes, cache_items
+        self.slots = threading.BoundedSemaphore(at_once)
+        self._cache: OrderedDict[tuple, tuple[bytes, int]] = OrderedDict()
+        self._cached_bytes = 0
+        self._lock = threading.Lock()
+
+    def key(self, doc_hash: str, page: int, highlights: list[tuple[str, str]]) -> tuple:
+        marks = hashlib.sha256(json.dumps(list(highlights)).encode()).hexdigest()
+        return doc_hash, int(page), self.max_pixels, marks
+
+    def cached(self, key: tuple) -> tuple[bytes, int] | None:
+        with self._lock:
+            got = self._cache.get(key)
+            if got is not None:
+                self._cache.move_to_end(key)
+            return got
+
+    def _keep(self, key: tuple, value: tuple[bytes, int]) -> None:
+        size = len(value[0])
+        if size > self.cache_bytes:
+            return
+        with self._lock:
+            if key in self._cache:
+                return
+            self._cache[key] = value
+            self._cached_bytes += size
+            while self._cache and (self._cached_bytes > self.cache_bytes or len(self._cache) > self.cache_items):
+                _, (png, _) = self._cache.popitem(last=False)
+                self._cached_bytes -= len(png)
+
+    def render(self, doc_hash: str, original, page: int, highlights: list[tuple[str, str]]) -> tuple[bytes, int]:
+        """(PNG, number of pages) of page ``page`` of the PDF whose content hash is ``doc_hash``; ``original()``
+        gives its bytes (read only when the page is not cached). :class:`RenderBusy` when no slot frees in time,
+        :class:`ingest.sandbox.SandboxError` when the render fails or passes its memory or time limit."""
+        from ingest import sandbox
+
+        key = self.key(doc_hash, page, highlights)
+        got = self.cached(key)
+        if got is not None:
+            return got
+        if not self.slots.acquire(timeout=self.wait_s):
+            raise RenderBusy(f"the server is busy rendering other pages ({self.at_once} at a time); "
+                             "try again in a few seconds")
+        try:
+            got = self.cached(key)  # rendered by another request while this one waited
+            if got is None:
+                got = sandbox.run_limited("ui.viewer:render_pdf_page",
+                                          (original(), page, list(highlights), 1.6, self.max_pixels),
+                                          name=f"page-{page}", timeout_s=self.timeout_s, memory_mb=self.memory_mb)
+                self._keep(key, got)
+        finally:
+            self.slots.release()
+        return got
 
 
 # -- the page -----------------------------------------------------------------------------------------------------

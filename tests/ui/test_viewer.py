@@ -56,6 +56,14 @@ def test_pdf_page_is_rendered_with_the_supporting_sentence_boxed():
     assert _green_pixels(elsewhere) == 0  # not on page 3
 
 
+def test_pdf_page_is_scaled_down_to_the_pixel_cap():
+    from PIL import Image
+
+    png, _ = render_pdf_page(make_pdf(BODY), 1, [], max_pixels=100_000)
+    img = Image.open(io.BytesIO(png))
+    assert img.width * img.height <= 100_000 and img.width >= 250  # Letter at 1.6 would be 979 x 1267
+
+
 def test_viewer_routes(ui_server, tmp_path):
     from ingest.pipeline import Ingestor
 
