@@ -11,9 +11,18 @@ from tests.security.conftest import ADMIN_PASSWORD, BROWSER_A, BROWSER_B
 from ui.service import AdminAuth, AdminRequired, LoginThrottle
 
 
-def _save(client, browser_id, question):
+def _save(client, service, browser_id, question):
+    """Ask over the API as ``browser_id``, then save an evaluation of that answer with source [1] ticked as its
+    evidence (the page ticks nothing for the user, and an evaluation without evidence is not exported; the API's
+    tick list only takes the sources the page offered, so the service saves it as the page would)."""
+    from ui.service import browser_owner
+
     client.predict(question, [], 5, 800, "dense", "extractive", browser_id, None, [], api_name="/ask")
-    return client.predict(None, "", "good", "from " + browser_id[:9], [], browser_id, api_name="/save_evaluation")
+    owner = browser_owner(browser_id)
+    for kind, value in service.ask(question, backend="extractive", owner=owner):
+        if kind == "done":
+            eid, _, n = service.evaluate(value.to_dict(), rating="good", relevant=[1], owner=owner)
+            return f"Saved evaluation #{eid}; {n} evidence span(s)."
 
 
 def _export(client, browser_id):
@@ -26,7 +35,8 @@ def test_feedback_export_holds_only_the_callers_evaluations(sec_server):
     from gradio_client import Client
 
     a, b = Client(sec_server.url, verbose=False), Client(sec_server.url, verbose=False)
-    assert "Saved evaluation" in _save(a, BROWSER_A, "When does the harbour master open the lock gates?")
+    assert "Saved evaluation" in _save(a, sec_server.service, BROWSER_A,
+                                       "When does the harbour master open the lock gates?")
     recs_b, msg_b = _export(b, BROWSER_B)
     assert recs_b == [] and "0 record(s)" in msg_b
     recs_a, _ = _export(a, BROWSER_A)
