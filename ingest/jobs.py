@@ -295,14 +295,22 @@ class JobStore:
         return f"{stem} ({n}){suffix}"
 
     # -- running --------------------------------------------------------------------------------------------------
-    def claim(self, lane: str, worker: str) -> Job | None:
+    def claim(self, lane: str, worker: str, owner_cap: int | None = None) -> Job | None:
         """The next job waiting in ``lane`` ("first" or "refine"), now marked running by ``worker``: owners take turns
         (the owner a lane served least recently first, so one user's hundred files do not hold up another's one),
-        and each owner's jobs go oldest first."""
+        and each owner's jobs go oldest first. ``owner_cap``: the most jobs one owner may have running in the lane
+        (the shared library's, queued by the admin or the CLI, excepted), so a user's slow files never hold every
+        worker and another user's upload starts at once."""
         waiting, running = LANES[lane]
         now = time.time()
+        order, args = self._ORDER, (waiting,)
+        if owner_cap:
+            order = order.replace("WHERE j.state=? AND j.cancel=0",
+                                  "WHERE j.state=? AND j.cancel=0 AND (j.owner IS NULL OR "
+                                  "(SELECT COUNT(*) FROM jobs r WHERE r.owner=j.owner AND r.state=?) < ?)")
+            args = (waiting, running, owner_cap)
         with self.catalog.transaction() as db:
-            row = db.execute(self._ORDER + " LIMIT 1", (waiting,)).fetchone()
+            row = db.execute(order + " LIMIT 1", args).fetchone()
             if row is None:
                 return None
             db.execute("UPDATE jobs SET state=?, claimed_by=?, heartbeat=?, started=COALESCE(started, ?), claimed=?, "

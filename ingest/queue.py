@@ -206,6 +206,14 @@ class Runner:
         return not self.jobs.jobs(ACTIVE)
 
     # -- lanes --------------------------------------------------------------------------------------------------
+    def owner_cap(self, lane: str) -> int:
+        """The most jobs of one user (an owner other than the shared library) running at once in ``lane``: every
+        worker but one (``owner_workers``, 0: that default), so one worker is always left for another user's upload;
+        a single worker is everyone's in turn."""
+        n = self.n_first if lane == "first" else self.n_refine
+        cap = self.ctx.settings.owner_workers or n - 1
+        return max(1, min(cap, n))
+
     def _first_pending(self) -> bool:
         """Whether first passes are running or waiting (then refinements give way to them). Read from the catalog
         each time: a job claimed a moment ago is already ``extracting`` there."""
@@ -219,7 +227,8 @@ class Runner:
                 if lane == "refine" and not self.executor.remote and self._first_pending():
                     pass  # first passes before refinements
                 else:
-                    job = self.jobs.claim(lane, f"{self.name}:{threading.current_thread().name}")
+                    job = self.jobs.claim(lane, f"{self.name}:{threading.current_thread().name}",
+                                          owner_cap=self.owner_cap(lane))
             except Exception:  # a busy database: try again at the next poll
                 log.exception("claiming a %s job failed", lane)
             if job is None:

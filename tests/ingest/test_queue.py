@@ -294,3 +294,45 @@ def test_searches_show_only_chunks_the_catalog_records(make_ctx):
     for retriever in ("dense", "hybrid"):
         res = retrieve(ctx, "zebras graze", retriever=retriever)
         assert ghost.id not in {s.parent_id for s in res.sources}
+
+
+def test_one_user_s_slow_files_leave_a_worker_for_another_user_s_upload(make_ctx):
+    """Issue 21 (5): four hostile PDFs took every upload slot for 120 s per wave and a victim's small upload waited
+    122 s. One user's files now hold at most every worker but one; the library's (admin, CLI) are not limited."""
+    ctx = make_ctx(chunker="mg", theta=40)
+    gate = threading.Event()
+    started = []
+
+    class Slow(LocalExecutor):  # the hostile user's files take as long as the gate stays shut
+        def first(self, job, data, plan, rep):
+            started.append(job.name)
+            if job.owner == "browser:hostile":
+                gate.wait(60)
+            return super().first(job, data, plan, rep)
+
+    hostile = enqueue(ctx, [(f"bomb{i}.md", TEXT.replace("cat", f"c{i}").encode()) for i in range(4)],
+                      "browser:hostile")
+    runner = Runner(ctx, executor=Slow(ctx), first_workers=2, refine_workers=1).start()
+    try:
+        deadline = time.time() + 30
+        while not started and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # time for a second worker to take a second hostile file, were it allowed to
+        [victim] = enqueue(ctx, [("notes.md", TEXT.replace("cat", "fox").encode())], "browser:victim")
+        runner.wake()
+        [done] = wait(ctx.jobs, [victim.job.job_id], "searchable", timeout_s=60)
+        assert done.state in ("searchable", "ready")
+        assert started[:1] == ["bomb0.md"] and "bomb1.md" not in started  # still one hostile file at a time
+    finally:
+        gate.set()
+        runner.stop()
+    assert [j.state for j in wait(ctx.jobs, [h.job.job_id for h in hostile], "searchable", timeout_s=5)]
+
+
+def test_the_owner_cap_leaves_the_library_unlimited(make_ctx):
+    ctx = make_ctx(chunker="mg", theta=40)
+    enqueue(ctx, [(f"{w}.md", TEXT.replace("cat", w).encode()) for w in ("owl", "elk")], "browser:a")
+    enqueue(ctx, [(f"{w}.md", TEXT.replace("cat", w).encode()) for w in ("gnu", "emu")])
+    got = [ctx.jobs.claim("first", "t", owner_cap=1) for _ in range(4)]
+    names = [j.name if j else None for j in got]
+    assert names[:3] == ["owl.md", "gnu.md", "emu.md"] and names[3] is None  # elk waits for owl to finish
