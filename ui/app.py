@@ -22,18 +22,19 @@ CSS = """
 .mg-src-head {font-size: 0.9em;}
 .mg-scores {font-size: 0.8em; color: #666;}
 .mg-passage {font-size: 0.85em; white-space: pre-wrap;}
-.mg-passage mark {background: #fde68a;}
-.mg-passage mark.mg-support {background: #bbf7d0; border-bottom: 2px solid #16a34a;}
-.mg-passage mark.mg-support.mg-match {background: #bbf7d0; box-shadow: inset 0 -0.35em #fde68a;}
-.mg-support-key {background: #bbf7d0; border-bottom: 2px solid #16a34a; padding: 0 2px;}
+.mg-passage mark {background: @CHILD;}
+.mg-passage mark.mg-support {background: @SUPPORT; border-bottom: 2px solid @LINE;}
+.mg-passage mark.mg-support.mg-match {background: @SUPPORT; box-shadow: inset 0 -0.35em @CHILD;}
+.mg-support-key {background: @SUPPORT; border-bottom: 2px solid @LINE; padding: 0 2px;}
 .mg-passage table.mg-table {border-collapse: collapse; margin: 4px 0; font-size: 0.95em; white-space: normal;}
 .mg-passage .mg-table td, .mg-passage .mg-table th {border: 1px solid #d4d4d8; padding: 1px 5px; text-align: right;}
 .mg-passage .mg-table td:first-child, .mg-passage .mg-table th:first-child {text-align: left;}
-.mg-passage tr.mg-match {background: #fde68a;} .mg-passage tr.mg-support {background: #bbf7d0;}
+.mg-passage tr.mg-match {background: @CHILD;} .mg-passage tr.mg-support {background: @SUPPORT;}
 .mg-abstain {font-size: 0.9em; margin: 4px 0;}
 .mg-weights {font-size: 0.85em; margin-top: 4px;}
 .mg-wlab {display: inline-block; width: 3em;}
-"""
+""".replace("@SUPPORT", render.HIGHLIGHT["support"]).replace("@LINE", render.HIGHLIGHT["support_line"]).replace(
+    "@CHILD", render.HIGHLIGHT["child"])
 BACKENDS = ("offline", "extractive", "transformers", "openai")
 CHUNKERS = ("lgmgc", "mg", "lg", "recursive", "paragraph", "semantic", "ppl", "llamachunk", "lumber")
 

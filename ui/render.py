@@ -8,6 +8,14 @@ import re
 from ingest.layout import source_place
 
 LEVEL_NAMES = {0: "θ", 1: "θ/2", 2: "θ/4"}
+# one palette for the chat's sources, the viewer's text and its page images: the sentence that supports the answer
+# green and underlined, the chunk that matched the question yellow, the rest of the cited passage pale
+HIGHLIGHT = {"support": "#bbf7d0", "support_line": "#16a34a", "child": "#fde68a", "passage": "#fef9c3"}
+
+
+def rgb(hex_colour: str) -> tuple[int, int, int]:
+    """``"#bbf7d0"`` → ``(187, 247, 208)``."""
+    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
 
 
 def level_name(level: int) -> str:

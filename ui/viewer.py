@@ -20,7 +20,9 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 
-COLORS = {"passage": (253, 230, 138), "child": (249, 115, 22), "support": (34, 197, 94)}
+from ui.render import HIGHLIGHT, rgb
+
+COLORS = {k: rgb(HIGHLIGHT[k]) for k in ("passage", "child", "support")}  # the chat's colours (ui/render.py)
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,7 @@ def render_pdf_page(data: bytes, page: int, highlights: list[tuple[str, str]], s
     ``max_pixels`` pixels, whatever size the PDF gives it. In this process: the web app calls it through
     :class:`PageRenderer` (a capped child process)."""
     import pypdfium2 as pdfium
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageChops, ImageDraw
 
     pdf = pdfium.PdfDocument(data)
     try:
@@ -178,8 +180,8 @@ def render_pdf_page(data: bytes, page: int, highlights: list[tuple[str, str]], s
         page = min(max(1, page), n)
         pg = pdf[page - 1]
         scale = page_scale(*pg.get_size(), scale, max_pixels)
-        img = pg.render(scale=scale).to_pil().convert("RGBA")
-        overlay = Image.new("RGBA", img.size, (0, 0, 0, 0))
+        img = pg.render(scale=scale).to_pil().convert("RGB")
+        overlay = Image.new("RGB", img.size, (255, 255, 255))  # multiplied in: a highlighter, the text stays black
         draw = ImageDraw.Draw(overlay)
         tp = pg.get_textpage()
         text = tp.get_text_range()
@@ -191,15 +193,14 @@ def render_pdf_page(data: bytes, page: int, highlights: list[tuple[str, str]], s
                 if found:
                     boxes.append((found, kind))
         for found, kind in boxes:
-            r, g, b = COLORS[kind]
             for i in range(*found):
                 x0, y0, x1, y1 = tp.get_charbox(i)
                 if x1 <= x0:
                     continue
                 box = (x0 * scale - 1, (height - y1) * scale - 2, x1 * scale + 1, (height - y0) * scale + 2)
-                draw.rectangle(box, fill=(r, g, b, 90 if kind == "passage" else 120))
+                draw.rectangle(box, fill=COLORS[kind])
         out = io.BytesIO()
-        Image.alpha_composite(img, overlay).convert("RGB").save(out, format="PNG", optimize=True)
+        ImageChops.multiply(img, overlay).save(out, format="PNG", optimize=True)
         return out.getvalue(), n
     finally:
         pdf.close()
@@ -285,13 +286,16 @@ header {padding: 10px 16px; background: #fff; border-bottom: 1px solid #e4e4e7; 
 main {display: flex; gap: 16px; padding: 16px; align-items: flex-start;}
 .mg-page img {max-width: 100%; box-shadow: 0 1px 4px #0003; background: #fff;}
 .mg-text {flex: 1; background: #fff; padding: 12px 16px; white-space: pre-wrap; line-height: 1.5; max-width: 70ch;}
-mark.mg-passage {background: #fde68a;} mark.mg-child {background: #fdba74;} mark.mg-support {background: #86efac;}
+mark.mg-passage {background: @PASSAGE;} mark.mg-child {background: @CHILD;}
+mark.mg-support {background: @SUPPORT; border-bottom: 2px solid @LINE;}
 table.mg-table {border-collapse: collapse; white-space: normal; margin: 4px 0; font-size: 0.92em;}
 .mg-table td, .mg-table th {border: 1px solid #d4d4d8; padding: 2px 6px; text-align: right;}
 .mg-table td:first-child, .mg-table th:first-child {text-align: left;}
-tr.mg-passage {background: #fde68a;} tr.mg-child {background: #fdba74;} tr.mg-support {background: #86efac;}
-.legend span {padding: 0 6px; margin-right: 8px;} a {color: #c2410c;}
-"""
+tr.mg-passage {background: @PASSAGE;} tr.mg-child {background: @CHILD;} tr.mg-support {background: @SUPPORT;}
+.legend span {padding: 0 6px; margin-right: 8px;} .legend .mg-support {background: @SUPPORT;}
+.legend .mg-child {background: @CHILD;} .legend .mg-passage {background: @PASSAGE;} a {color: #c2410c;}
+""".replace("@SUPPORT", HIGHLIGHT["support"]).replace("@LINE", HIGHLIGHT["support_line"]).replace(
+    "@CHILD", HIGHLIGHT["child"]).replace("@PASSAGE", HIGHLIGHT["passage"])
 
 
 def view_page(view: View, text: str, kind: str, n_pages: int | None, page_url: str | None, original_url: str,
@@ -309,8 +313,8 @@ def view_page(view: View, text: str, kind: str, n_pages: int | None, page_url: s
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(view.doc_id)}</title>
 <style>{PAGE_CSS}</style></head><body><header><strong>{html.escape(view.doc_id)}</strong>
 {(" · " + html.escape(label)) if label else ""} · <a href="{html.escape(original_url)}">download the original</a>
-<div class="legend"><span style="background:#86efac">supporting sentence</span>\
-<span style="background:#fdba74">the chunk that
-matched the question</span><span style="background:#fde68a">cited source</span></div></header>
+<div class="legend"><span class="mg-support">supporting sentence</span>\
+<span class="mg-child">the chunk that matched the question</span><span class="mg-passage">cited source</span></div>\
+</header>
 <main>{pages}<div class="mg-text">{marked_text(text, view)}</div></main>
 <script>document.getElementById("mg-first")?.scrollIntoView({{block: "center"}});</script></body></html>"""

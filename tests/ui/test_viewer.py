@@ -122,3 +122,21 @@ def test_a_viewer_link_with_a_non_ascii_signature_is_refused_not_an_error(ui_ser
         assert r.status_code == 403 and "not valid" in r.text, (route, r.status_code, r.text)
     with pytest.raises(ValueError, match="not valid"):
         ViewTokens("secret").check("e30.é")
+
+
+def test_the_chat_and_the_viewer_highlight_in_the_same_colours():
+    """Issue 21 (17): the supporting sentence was light green in the chat and another green in the viewer (and the
+    matched chunk orange there, yellow in the chat)."""
+    import re
+
+    from ui.app import CSS
+    from ui.viewer import COLORS, PAGE_CSS
+
+    def colour(css, selector):
+        return re.search(re.escape(selector) + r" \{background: (#[0-9a-f]{6})", css).group(1)
+
+    assert colour(CSS, ".mg-passage mark.mg-support") == colour(PAGE_CSS, "mark.mg-support")
+    assert colour(CSS, ".mg-passage mark") == colour(PAGE_CSS, "mark.mg-child")  # the chunk that matched
+    assert colour(CSS, ".mg-passage tr.mg-support") == colour(PAGE_CSS, "tr.mg-support")
+    support = colour(PAGE_CSS, "mark.mg-support")
+    assert COLORS["support"] == tuple(int(support[i:i + 2], 16) for i in (1, 3, 5))  # the page image's boxes
