@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-_held: dict[Path, list] = {}  # resolved path -> [fd, count]
+_held: dict[Path, list] = {}  # resolved path -> [fd, count, first open claimed]
 _guard = threading.Lock()
 
 
@@ -94,8 +94,20 @@ def acquire(data_dir: Path) -> WriterLock:
         info = json.dumps({"pid": os.getpid(), "cmd": _command(), "started": time.time()}).encode()
         os.ftruncate(fd, 0)
         os.pwrite(fd, info, 0)
-        _held[key] = [fd, 1]
+        _held[key] = [fd, 1, False]
         return WriterLock(data_dir)
+
+
+def first_open(data_dir: Path) -> bool:
+    """True once per taking of the lock by this process (then False until every sharer has released it): the
+    caller is the first of this process to open the data dir since, so nothing else writes to it meanwhile (no
+    other process holds the lock, no other context of this one has opened the store yet)."""
+    with _guard:
+        entry = _held.get(Path(data_dir).resolve())
+        if entry is None or entry[2]:
+            return False
+        entry[2] = True
+        return True
 
 
 def held(data_dir: Path) -> bool:
