@@ -429,7 +429,9 @@ def load_file(path: str | Path, *, max_bytes: int | None = None, limits: Limits 
 def input_files(paths) -> list[tuple[Path, str]]:
     """``(path, document name)`` of the files given directly (named by their file name) and of the files under given
     folders (named by their path relative to that folder, so ``sub1/notes.md`` and ``sub2/notes.md`` are two
-    documents); sorted, hidden files and folders skipped."""
+    documents); sorted, hidden files and folders skipped. Names are distinct: a file named like one before it
+    (``mgrag ingest a/notes.md b/notes.md``) is named by as many of its folders as tell it apart (``b/notes.md``),
+    else ``notes (2).md``; the same file given twice is listed once."""
     out: list[tuple[Path, str]] = []
     for p in map(Path, paths):
         if p.is_dir():
@@ -440,7 +442,37 @@ def input_files(paths) -> list[tuple[Path, str]]:
                 out.append((f, rel.as_posix()))
         else:
             out.append((p, p.name))
+    return _distinct_names(out)
+
+
+def _distinct_names(files: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
+    taken = {name for _, name in files}
+    seen: set[str] = set()
+    reals: set[Path] = set()
+    out: list[tuple[Path, str]] = []
+    for f, name in files:
+        real = f.resolve()
+        if real in reals and f.exists():
+            continue  # the same file again
+        if name in seen:
+            parts = real.parts[:-len(Path(name).parts)]
+            name = next((n for n in (Path(*parts[-k:], name).as_posix() for k in range(1, len(parts)))
+                         if n not in taken), None) or _numbered(name, taken)
+            taken.add(name)
+        seen.add(name)
+        reals.add(real)
+        out.append((f, name))
     return out
+
+
+def _numbered(name: str, taken: set[str]) -> str:
+    """``notes (2).md``, ``notes (3).md``, ...: the first not in ``taken``."""
+    p = Path(name)
+    stem, suffix = (p.stem, p.suffix) if p.stem else (p.name, "")
+    n = 2
+    while (cand := (p.parent / f"{stem} ({n}){suffix}").as_posix().removeprefix("./")) in taken:
+        n += 1
+    return cand
 
 
 def expand_paths(paths) -> list[Path]:
