@@ -145,8 +145,13 @@ class AdminAuth:
 
 # -- uploads ----------------------------------------------------------------------------------------------------
 def check_upload_name(name: str) -> str:
-    """The plain file name to store ``name`` under, or :class:`UploadRefused` for a path-like or odd name."""
+    """The plain file name to store ``name`` under (bidirectional and invisible characters removed), or
+    :class:`UploadRefused` for a path-like or odd name."""
+    from ingest.loaders import clean_name
+
     raw = name or ""
+    if not _BAD_NAME.search(raw):  # a name with C0 controls is refused below, as before
+        raw = clean_name(raw)
     if not raw.strip():
         raise UploadRefused("(unnamed)", "the file has no name")
     if "/" in raw or "\\" in raw or raw in (".", "..") or raw.startswith(".") or _BAD_NAME.search(raw):

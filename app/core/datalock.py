@@ -77,15 +77,17 @@ class WriterLock:
 def acquire(data_dir: Path) -> WriterLock:
     """Take (or share, within this process) the writer lock of ``data_dir``; :class:`DataDirBusy` if another
     process holds it."""
+    from app.core.private import make_private
+
     data_dir = Path(data_dir)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     key = data_dir.resolve()
     with _guard:
         entry = _held.get(key)
         if entry is not None:
             entry[1] += 1
             return WriterLock(data_dir)
-        fd = os.open(key / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(key / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -95,6 +97,7 @@ def acquire(data_dir: Path) -> WriterLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, info, 0)
         _held[key] = [fd, 1, False]
+        make_private(key)  # private uploads and conversations: owner-only, and all this process writes from now on
         return WriterLock(data_dir)
 
 
