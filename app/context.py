@@ -61,9 +61,14 @@ class AppContext:
             self._acquire()
         idx = open_index(self.settings, self.catalog.live_gen, client=self._client)
         if self._lock is not None:
-            from ingest.consistency import check
+            from app.core.datalock import first_open
+            from ingest.consistency import ORPHAN_AGE_S, check
 
-            self.check_report = check(self.catalog, idx, self.bm25, self.settings.data_dir, own_store=self.embedded)
+            # the first opener since this process took the lock removes every unreferenced original; a later one
+            # shares the lock with contexts that may be storing an upload right now: only old ones
+            age = 0.0 if first_open(self.settings.data_dir) else ORPHAN_AGE_S
+            self.check_report = check(self.catalog, idx, self.bm25, self.settings.data_dir, own_store=self.embedded,
+                                      orphan_min_age_s=age)
         return idx
 
     @cached_property

@@ -45,7 +45,7 @@ class DocumentStore:
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._layouts: OrderedDict[str, dict | None] = OrderedDict()  # by hash: write-once, so never stale
         self._layouts_lock = threading.Lock()
 
@@ -60,10 +60,11 @@ class DocumentStore:
             p = self._path(h, what)
             if p.exists():
                 continue
-            p.parent.mkdir(parents=True, exist_ok=True)
+            p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             tmp = p.with_suffix(p.suffix + f".{os.getpid()}.tmp")
             try:
-                tmp.write_bytes(payload)
+                with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+                    f.write(payload)  # owner-only: a private upload
                 os.replace(tmp, p)
             finally:
                 tmp.unlink(missing_ok=True)

@@ -8,7 +8,14 @@ an ingestion, a deletion or a re-ingestion leaves at most:
 * generations still ``building`` (a re-ingestion that never switched): dropped, store, BM25 and rows;
 * store generations the catalog does not call live (a retired generation not yet dropped): dropped;
 * on a server, aliases naming another generation than the catalog: pointed back at the live one;
-* ``*.tmp`` files of interrupted atomic writes (a full disk): removed.
+* ``*.tmp`` files of interrupted atomic writes (a full disk): removed;
+* originals, texts and layouts in the document store that no catalog row refers to (no version of any document,
+  no indexed row of any generation, no unfinished ingestion job): a deletion killed after the catalog forgot the
+  document, an ingestion killed after storing the upload but before recording it. Removed when older than
+  ``orphan_min_age_s``: the context that first opens the data dir since its process took the writer lock passes 0
+  (no other process may write while the lock is held, and nothing in this one has yet); a later context of the
+  same process shares the lock with others that may be storing an upload at this moment, so it passes
+  :data:`ORPHAN_AGE_S` and leaves younger files to a later open.
 
 Then each live level's point count is compared with the catalog's chunk count; only when they differ are the
 ids compared one by one (points no row owns are deleted; rows without points are reported, their documents
@@ -21,6 +28,8 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger(__name__)
 
+ORPHAN_AGE_S = 3600.0  # an unreferenced stored file younger than this may be an ingestion's in flight
+
 
 @dataclass
 class CheckReport:
@@ -29,22 +38,26 @@ class CheckReport:
     removed_points: int = 0
     missing: dict[str, int] = field(default_factory=dict)  # doc id -> chunks recorded without points
     removed_tmp: int = 0
+    removed_orphans: int = 0  # stored originals (with their text and layout) no catalog row refers to
     aliases_fixed: bool = False
 
     @property
     def clean(self) -> bool:
         return not (self.pending or self.dropped_generations or self.removed_points or self.missing
-                    or self.removed_tmp or self.aliases_fixed)
+                    or self.removed_tmp or self.removed_orphans or self.aliases_fixed)
 
 
-def check(catalog, index, bm25, data_dir=None, own_store: bool = True) -> CheckReport:
+def check(catalog, index, bm25, data_dir=None, own_store: bool = True,
+          orphan_min_age_s: float = ORPHAN_AGE_S) -> CheckReport:
     """``own_store``: the store belongs to this data dir alone (embedded), so any generation the catalog does not
-    call live is dropped; on a server, only the generations this catalog made are (others may be another's)."""
+    call live is dropped; on a server, only the generations this catalog made are (others may be another's).
+    ``orphan_min_age_s``: unreferenced stored files younger than this stay (see the module doc)."""
     rep = CheckReport()
     if data_dir is not None:
         for tmp in list(data_dir.glob("originals/*/*.tmp")) + list(data_dir.glob("bm25/*.tmp")):
             tmp.unlink(missing_ok=True)
             rep.removed_tmp += 1
+        rep.removed_orphans = remove_orphans(catalog, data_dir / "originals", orphan_min_age_s)
     live = catalog.live_generation()
     for g in catalog.generations("building"):
         rep.dropped_generations.append(g.gen)
@@ -105,12 +118,53 @@ def check(catalog, index, bm25, data_dir=None, own_store: bool = True) -> CheckR
     return _log(rep)
 
 
+def referenced_hashes(catalog) -> set[str]:
+    """Content hashes some catalog row refers to: a version of a document, an indexed row of any generation (live,
+    building or retired), or an ingestion job not finished yet."""
+    db = catalog.db
+    sql = "SELECT hash FROM versions UNION SELECT hash FROM indexed"
+    if db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='jobs'").fetchone():
+        from ingest.jobs import ACTIVE
+
+        sql += f" UNION SELECT hash FROM jobs WHERE state IN ({','.join('?' * len(ACTIVE))})"
+        return {r[0] for r in db.execute(sql, ACTIVE)}
+    return {r[0] for r in db.execute(sql)}
+
+
+def remove_orphans(catalog, root, min_age_s: float) -> int:
+    """Remove the stored files (``<hash>.orig``, ``.txt``, ``.layout.json``) under ``root`` whose hash no catalog
+    row refers to and that were last written ``min_age_s`` or more ago; returns how many originals went."""
+    import time
+
+    if not root.exists():
+        return 0
+    keep = referenced_hashes(catalog)
+    now, removed = time.time(), 0
+    for path in root.glob("*/*"):
+        h = path.name.split(".", 1)[0]
+        if h in keep or path.name.endswith(".tmp") or not path.is_file():
+            continue
+        try:
+            if now - path.stat().st_mtime < min_age_s:
+                continue
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        removed += path.name.endswith(".orig")
+    if not min_age_s:  # nothing else writes: empty hash-prefix folders go too (else one may be in use)
+        for d in root.iterdir():
+            if d.is_dir() and not any(d.iterdir()):
+                d.rmdir()
+    return removed
+
+
 def _log(rep: CheckReport) -> CheckReport:
     if rep.clean:
         return rep
     log.warning("consistency check: %d document write(s) interrupted, %d point(s) no catalog row owns removed, "
-                "generation(s) %s dropped, %d temporary file(s) removed%s",
+                "generation(s) %s dropped, %d temporary file(s) and %d original(s) no document refers to removed%s",
                 len(rep.pending), rep.removed_points, rep.dropped_generations or "none", rep.removed_tmp,
+                rep.removed_orphans,
                 ", aliases pointed back at the live generation" if rep.aliases_fixed else "")
     if rep.missing:
         log.error("the store lacks points of %s; re-ingest them (`mgrag reingest DOC`)", ", ".join(sorted(rep.missing)))

@@ -169,38 +169,100 @@ def markdown_headings(text: str) -> tuple[tuple[int, int, str], ...]:
 
 # -- PDF pages: running headers and footers ------------------------------------------------------------------------
 _PAGE_NUMBER = re.compile(r"^\s*(?:page\s+)?[-–—]?\s*\d{1,4}\s*[-–—]?\s*(?:(?:of|/)\s*\d{1,4})?\s*$", re.IGNORECASE)
+_PAGE_MARK = re.compile(r"\b(?:page|p\.|pg\.?)\s*\d|\d\s*(?:of|/)\s*\d", re.IGNORECASE)  # "page 5", "5 of 12"
+_NUMBER = re.compile(r"\d+")
 _EDGE_LINES = 2  # lines at the top and at the bottom of a page that may be a running header or footer
+_PAGE_OFFSET = 30  # a printed page number without "page"/"of" differs from the page's place by at most this
 
 
 def _norm(line: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"\d+", "#", line)).strip().lower()
 
 
+def _exact(line: str) -> str:
+    return re.sub(r"\s+", " ", line).strip().lower()
+
+
+def _edge(lines: list[str]) -> list[str]:
+    idx = [i for i, ln in enumerate(lines) if ln.strip()]
+    return sorted(set(idx[:_EDGE_LINES] + idx[-_EDGE_LINES:]))
+
+
+def _page_pattern(seen: list[tuple[int, str]]) -> tuple | None:
+    """How the numbers of one templated edge line (``seen``: (0-based page, text) on each page) follow the page:
+    per number, ``("=", value)`` when it never changes or ``("+", offset)`` when it is the page's place plus a
+    fixed offset; None when some number does neither (a receipt's total, an invoice date): not a running line."""
+    nums = [(pi, [int(x) for x in _NUMBER.findall(text)]) for pi, text in seen]
+    if len({len(n) for _, n in nums}) != 1:
+        return None
+    marked = all(_PAGE_MARK.search(text) for _, text in seen)
+    pattern = []
+    for j in range(len(nums[0][1])):
+        values = {n[j] for _, n in nums}
+        offsets = {n[j] - (pi + 1) for pi, n in nums}
+        if len(values) == 1:
+            pattern.append(("=", values.pop()))
+        elif len(offsets) == 1 and (marked or abs(next(iter(offsets))) <= _PAGE_OFFSET):
+            pattern.append(("+", offsets.pop()))
+        else:
+            return None
+    return tuple(pattern)
+
+
 @dataclass
 class PageCleaner:
-    """Removes running headers and footers from the pages of one PDF: a line among the first or last
-    ``_EDGE_LINES`` of a page that recurs (digits ignored) on at least half of the pages (and on 3 or more), and
-    bare page numbers ("5", "Page 5", "- 5 -", "5 of 12") at a page's edge."""
+    """Removes running headers and footers from the pages of one PDF. Only lines among the first or last
+    ``_EDGE_LINES`` of a page are candidates, and only these go:
+
+    * a line that recurs unchanged at the edge of at least half of the pages (and of 3 or more);
+    * a line that recurs there with only numbers changed when each changed number is the page number ("Annual
+      Report | page 5", "ACME 12"): the page's place plus one fixed offset (small unless "page"/"of" marks it);
+      a templated line whose numbers change otherwise ("Receipt 1043 Total $ 12.50") is content and stays;
+    * a bare page number ("5", "Page 5", "- 5 -", "5 of 12").
+
+    A page with text never ends empty: when every line of it would go, all stay."""
 
     pages: list[str]
-    repeated: set[str] = field(default_factory=set)
+    repeated: set[str] = field(default_factory=set)  # exact lines (see :func:`_exact`)
+    paged: dict[str, tuple] = field(default_factory=dict)  # digit-normalised line: its :func:`_page_pattern`
 
     def __post_init__(self) -> None:
-        counts: Counter = Counter()
-        for page in self.pages:
-            lines = [ln for ln in page.splitlines() if ln.strip()]
-            edge = {_norm(ln) for ln in lines[:_EDGE_LINES] + lines[-_EDGE_LINES:]}
-            counts.update(edge)
+        exact: Counter = Counter()
+        templated: dict[str, list[tuple[int, str]]] = {}
+        for pi, page in enumerate(self.pages):
+            lines = page.splitlines()
+            edge = [lines[i] for i in _edge(lines)]
+            exact.update({_exact(ln) for ln in edge})
+            for ln in edge:
+                templated.setdefault(_norm(ln), []).append((pi, ln))
         need = max(3, (len(self.pages) + 1) // 2)
-        self.repeated = {k for k, n in counts.items() if n >= need and k}
+        self.repeated = {k for k, n in exact.items() if n >= need and k}
+        for key, seen in templated.items():
+            if key and len({pi for pi, _ in seen}) >= need and len({_exact(t) for _, t in seen}) > 1:
+                pattern = _page_pattern(seen)
+                if pattern is not None:
+                    self.paged[key] = pattern
 
-    def keep_mask(self, lines: list[str]) -> list[bool]:
-        """For each line of a page: False for a running header, footer or bare page number at the page's edge."""
-        idx = [i for i, ln in enumerate(lines) if ln.strip()]
-        edge = set(idx[:_EDGE_LINES] + idx[-_EDGE_LINES:])
-        return [not (i in edge and (_norm(ln) in self.repeated or _PAGE_NUMBER.match(ln)))
-                for i, ln in enumerate(lines)]
+    def _running(self, line: str, page: int | None) -> bool:
+        if _exact(line) in self.repeated or _PAGE_NUMBER.match(line):
+            return True
+        pattern = self.paged.get(_norm(line))
+        if pattern is None or page is None:
+            return False
+        nums = [int(x) for x in _NUMBER.findall(line)]
+        return len(nums) == len(pattern) and all(n == (v if op == "=" else page + 1 + v)
+                                                 for n, (op, v) in zip(nums, pattern))
+
+    def keep_mask(self, lines: list[str], page: int | None = None, other_content: bool = False) -> list[bool]:
+        """For each line of a page (``page``: its 0-based place, needed to recognise numbered running lines):
+        False for a running header, footer or page number at the page's edge. When that would leave the page
+        without any line (and it has no ``other_content``, such as a table), every line is kept."""
+        drop = {i for i in _edge(lines) if self._running(lines[i], page)}
+        if not other_content and drop and all(i in drop for i, ln in enumerate(lines) if ln.strip()):
+            drop = set()
+        return [i not in drop for i in range(len(lines))]
 
     def clean(self, page: str) -> str:
         lines = page.splitlines()
-        return "\n".join(ln for ln, k in zip(lines, self.keep_mask(lines)) if k).strip()
+        at = self.pages.index(page) if page in self.pages else None
+        return "\n".join(ln for ln, k in zip(lines, self.keep_mask(lines, at)) if k).strip()

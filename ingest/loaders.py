@@ -147,6 +147,22 @@ def clean_text(text: str) -> tuple[str, int]:
     return _SPACE_RUN_RE.sub(_short_space, cleaned), n
 
 
+# bidirectional controls (U+061C, U+200E/F, U+202A–E, U+2066–9), invisible characters (U+200B, U+2060, U+FEFF), C0/C1
+# controls and line/paragraph separators: in a name they make it read as another ("invoice\u202efdp.md" shows as
+# "invoicedm.pdf") or break the line it is shown on. ZWJ/ZWNJ (U+200C/D) stay: some scripts need them.
+_NAME_HIDDEN_RE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064"
+                             "\u2066-\u206f\ufeff\ufff9-\ufffb]")
+
+
+def clean_name(name: str) -> str:
+    """A document's name without bidirectional, invisible or control characters (see ``_NAME_HIDDEN_RE``).
+
+    >>> clean_name("invoice\u202efdp.md")
+    'invoicefdp.md'
+    """
+    return _NAME_HIDDEN_RE.sub("", name)
+
+
 # -- extractors (run in the sandbox child for pdf, docx and html) --------------------------------------------------
 # Each returns the text and its layout (page starts, headings: ingest/layout.py) as JSON; pieces are cleaned of
 # control characters before they are joined, so the layout's offsets are those of the final text.
@@ -440,7 +456,9 @@ def load_file(path: str | Path, *, max_bytes: int | None = None, limits: Limits 
 def input_files(paths) -> list[tuple[Path, str]]:
     """``(path, document name)`` of the files given directly (named by their file name) and of the files under given
     folders (named by their path relative to that folder, so ``sub1/notes.md`` and ``sub2/notes.md`` are two
-    documents); sorted, hidden files and folders skipped."""
+    documents); sorted, hidden files and folders skipped. Names are distinct: a file named like one before it
+    (``mgrag ingest a/notes.md b/notes.md``) is named by as many of its folders as tell it apart (``b/notes.md``),
+    else ``notes (2).md``; the same file given twice is listed once."""
     out: list[tuple[Path, str]] = []
     for p in map(Path, paths):
         if p.is_dir():
@@ -448,10 +466,40 @@ def input_files(paths) -> list[tuple[Path, str]]:
                 rel = f.relative_to(p)
                 if f.is_dir() or any(x.startswith(".") for x in rel.parts):
                     continue
-                out.append((f, rel.as_posix()))
+                out.append((f, clean_name(rel.as_posix())))
         else:
-            out.append((p, p.name))
+            out.append((p, clean_name(p.name)))
+    return _distinct_names(out)
+
+
+def _distinct_names(files: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
+    taken = {name for _, name in files}
+    seen: set[str] = set()
+    reals: set[Path] = set()
+    out: list[tuple[Path, str]] = []
+    for f, name in files:
+        real = f.resolve()
+        if real in reals and f.exists():
+            continue  # the same file again
+        if name in seen:
+            parts = real.parts[:-len(Path(name).parts)]
+            name = next((n for n in (clean_name(Path(*parts[-k:], name).as_posix()) for k in range(1, len(parts)))
+                         if n not in taken), None) or _numbered(name, taken)
+            taken.add(name)
+        seen.add(name)
+        reals.add(real)
+        out.append((f, name))
     return out
+
+
+def _numbered(name: str, taken: set[str]) -> str:
+    """``notes (2).md``, ``notes (3).md``, ...: the first not in ``taken``."""
+    p = Path(name)
+    stem, suffix = (p.stem, p.suffix) if p.stem else (p.name, "")
+    n = 2
+    while (cand := (p.parent / f"{stem} ({n}){suffix}").as_posix().removeprefix("./")) in taken:
+        n += 1
+    return cand
 
 
 def expand_paths(paths) -> list[Path]:

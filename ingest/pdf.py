@@ -297,7 +297,7 @@ def assemble(name: str, pages: list[dict], outline: list) -> tuple[str, dict]:
     last_kind, last_text = "", ""
     ocr_pages = []
     for pi, page in enumerate(pages):
-        keep = cleaner.keep_mask(line_texts[pi])
+        keep = cleaner.keep_mask(line_texts[pi], pi, any(it["kind"] == "table" for it in page["items"]))
         page_blocks = [(k, clean_text(t)[0].strip(), lv) for k, t, lv in _blocks(page, body, keep.__getitem__)]
         page_blocks = [b for b in page_blocks if b[1]]
         if page["ocr"] and page_blocks:

@@ -28,7 +28,7 @@ from ingest.catalog import Generation
 from ingest.chunkers import NEEDS_LM
 from ingest.index import PAYLOAD_META
 from ingest.layout import Layout, chunk_meta
-from ingest.loaders import IngestError, Limits, LoadedDoc, input_files, load_bytes, load_file
+from ingest.loaders import IngestError, Limits, LoadedDoc, clean_name, input_files, load_bytes, load_file
 from ingest.types import Chunk, content_hash
 
 log = logging.getLogger(__name__)
@@ -231,6 +231,8 @@ class Ingestor:
         owner holds a document of that name; then it gets the next free ``name (n).ext`` (nothing of another owner
         is ever replaced). Content the owner can already see is reported as a duplicate and not written."""
         t0 = time.time()
+        if clean_name(doc.name) != doc.name:  # no bidi or control characters in a document's name
+            doc = dataclasses.replace(doc, name=clean_name(doc.name))
         h = content_hash(doc.data)
         cat = self.ctx.catalog
         doc_id = cat.allocate_doc_id(doc.name, owner)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.jobs import ACTIVE, Job, JobStore
-from ingest.loaders import IngestError, Limits, LoadedDoc, check_input
+from ingest.loaders import IngestError, Limits, LoadedDoc, check_input, clean_name
 from ingest.types import content_hash
 from ingest.work import Cut, Plan, Reporter, Stopped, cut, extract, first_pass_stages, needs_refinement, updated_rates
 
@@ -60,10 +60,12 @@ class Queued:
 def enqueue(ctx, named: Iterable[tuple[str, bytes]], owner: str | None = None, *, batch: str | None = None,
             source: str = "cli") -> list[Queued]:
     """Queue files (name, bytes) for ``owner`` (None: the shared library). A file of an unsupported type, too large or
-    empty is refused at once; content the owner already has is reported as a duplicate; the rest are jobs."""
+    empty is refused at once; content the owner already has is reported as a duplicate; the rest are jobs. Names
+    lose bidirectional and control characters (:func:`ingest.loaders.clean_name`)."""
     limits = Limits.of(ctx.settings)
     out = []
     for name, data in named:
+        name = clean_name(name)  # no bidi or control characters in a document's name
         try:
             check_input(name, data, limits)
         except IngestError as e:

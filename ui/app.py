@@ -88,6 +88,14 @@ def _remove_uploads(paths, root) -> None:
             log.warning("could not remove the upload %s", p)
 
 
+def _clean_uploads(service: UiService) -> None:
+    """Stale files out of the upload cache (:meth:`UiService.clean_uploads`); a failure is logged, not raised."""
+    try:
+        service.clean_uploads()
+    except Exception:  # pragma: no cover - cleaning is best effort
+        log.exception("cleaning the upload folder %s failed", service.upload_root)
+
+
 def build_app(service: UiService):
     import gradio as gr
     import pandas as pd
@@ -155,6 +163,7 @@ def build_app(service: UiService):
         The API's `/upload` returns when every file is searchable or has failed."""
         from ingest.queue import reached
 
+        _clean_uploads(service)
         if not paths:
             yield gr.update(), None, gr.update(), gr.update(), gr.update(), gr.update()
             return
@@ -932,6 +941,7 @@ def launch(service: UiService, *, host: str | None = None, port: int | None = No
     # FORWARDED_ALLOW_IPS, by default loopback: any local caller could then name itself anew with every request and
     # escape the login slow-down. Only the configured proxies are trusted; none by default.
     os.environ["FORWARDED_ALLOW_IPS"] = s.trusted_proxies
+    _clean_uploads(service)  # what the last run left: uploads never submitted or cut off by a stop
     demo = build_app(service)
     demo.queue(default_concurrency_limit=8, max_size=256)
     auth = service.users.check if service.users else None  # accounts made by the admin: everyone logs in

@@ -180,9 +180,18 @@ def stored_admin_password(data_dir: str | Path, *, reset: bool = False) -> tuple
 
 
 # -- uploads ----------------------------------------------------------------------------------------------------
+UPLOAD_MAX_AGE_S = 3600.0  # an upload cache file not submitted within this is removed
+UPLOAD_EMPTY_S = 60.0  # an empty file in the upload cache this old is no upload in progress
+
+
 def check_upload_name(name: str) -> str:
-    """The plain file name to store ``name`` under, or :class:`UploadRefused` for a path-like or odd name."""
+    """The plain file name to store ``name`` under (bidirectional and invisible characters removed), or
+    :class:`UploadRefused` for a path-like or odd name."""
+    from ingest.loaders import clean_name
+
     raw = name or ""
+    if not _BAD_NAME.search(raw):  # a name with C0 controls is refused below, as before
+        raw = clean_name(raw)
     if not raw.strip():
         raise UploadRefused("(unnamed)", "the file has no name")
     if "/" in raw or "\\" in raw or raw in (".", "..") or raw.startswith(".") or _BAD_NAME.search(raw):
@@ -426,6 +435,37 @@ class UiService:
             return read_regular_file(real, int(self.ctx.settings.max_file_mb * 2**20))
         except IngestError as e:
             raise UploadRefused(name, e.problem) from e
+
+    def clean_uploads(self, max_age_s: float = UPLOAD_MAX_AGE_S, empty_after_s: float = UPLOAD_EMPTY_S) -> int:
+        """Remove from the upload folder what no upload needs any more (the app calls it on start and on each
+        upload): files not written for ``max_age_s`` (uploaded but never submitted, or cut off by a stop), empty
+        files not written for ``empty_after_s`` (Gradio's File component leaves one per upload; an upload in
+        progress writes to its file), and then-empty folders. Only when the upload folder lies in the data dir (the
+        default): a ``GRADIO_TEMP_DIR`` elsewhere may hold other files. Returns how many files went."""
+        root = self.upload_root
+        if not root.is_dir() or not root.is_relative_to(self.ctx.settings.data_dir.resolve()):
+            return 0
+        now, removed = time.time(), 0
+        for folder, _, files in os.walk(root, topdown=False):
+            emptied = False
+            for name in files:
+                p = Path(folder) / name
+                try:
+                    st = p.lstat()
+                    age = now - st.st_mtime
+                    if age >= max_age_s or (st.st_size == 0 and age >= empty_after_s):
+                        p.unlink()
+                        removed += 1
+                        emptied = True
+                except OSError:
+                    continue
+            d = Path(folder)
+            try:  # an empty folder goes when this emptied it or it is old (a fresh one may be about to be filled)
+                if d != root and (emptied or now - d.stat().st_mtime >= empty_after_s):
+                    d.rmdir()  # only an empty one (else OSError)
+            except OSError:
+                continue
+        return removed
 
     # -- the ingestion queue ---------------------------------------------------------------------------------------
     def ensure_runner(self):

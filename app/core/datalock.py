@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-_held: dict[Path, list] = {}  # resolved path -> [fd, count]
+_held: dict[Path, list] = {}  # resolved path -> [fd, count, first open claimed]
 _guard = threading.Lock()
 
 
@@ -77,15 +77,17 @@ class WriterLock:
 def acquire(data_dir: Path) -> WriterLock:
     """Take (or share, within this process) the writer lock of ``data_dir``; :class:`DataDirBusy` if another
     process holds it."""
+    from app.core.private import make_private
+
     data_dir = Path(data_dir)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     key = data_dir.resolve()
     with _guard:
         entry = _held.get(key)
         if entry is not None:
             entry[1] += 1
             return WriterLock(data_dir)
-        fd = os.open(key / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(key / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -94,8 +96,21 @@ def acquire(data_dir: Path) -> WriterLock:
         info = json.dumps({"pid": os.getpid(), "cmd": _command(), "started": time.time()}).encode()
         os.ftruncate(fd, 0)
         os.pwrite(fd, info, 0)
-        _held[key] = [fd, 1]
+        _held[key] = [fd, 1, False]
+        make_private(key)  # private uploads and conversations: owner-only, and all this process writes from now on
         return WriterLock(data_dir)
+
+
+def first_open(data_dir: Path) -> bool:
+    """True once per taking of the lock by this process (then False until every sharer has released it): the
+    caller is the first of this process to open the data dir since, so nothing else writes to it meanwhile (no
+    other process holds the lock, no other context of this one has opened the store yet)."""
+    with _guard:
+        entry = _held.get(Path(data_dir).resolve())
+        if entry is None or entry[2]:
+            return False
+        entry[2] = True
+        return True
 
 
 def held(data_dir: Path) -> bool:

@@ -35,3 +35,31 @@ def test_ask_with_doc_searches_only_that_document(tmp_path, capsys, monkeypatch)
     assert rc == 0 and {s["doc_id"] for s in answer["sources"]} == {"bakery.md"}
     assert main(["--data-dir", data, "ask", "--doc", "nope.md", "When?"]) == 2
     assert "no document matches 'nope.md'" in capsys.readouterr().err
+
+
+def test_two_files_with_the_same_name_are_both_kept(tmp_path, capsys, monkeypatch):
+    """`mgrag ingest a/notes.md b/notes.md`: the first keeps its name, the second is named by its folder
+    (b/notes.md); neither replaces the other. The same file given twice is one document."""
+    import json
+
+    from app.context import AppContext
+    from app.core.settings import Settings
+
+    monkeypatch.setenv("MGRAG_EMBEDDER", "hashing")
+    monkeypatch.setenv("MGRAG_CHUNKER", "recursive")
+    for d, text in (("a", "The ferry leaves at noon from the east pier."), ("b", "The bakery opens at five.")):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "notes.md").write_text(text, encoding="utf-8")
+    a, b = str(tmp_path / "a" / "notes.md"), str(tmp_path / "b" / "notes.md")
+    data = str(tmp_path / "data")
+    assert main(["--data-dir", data, "ingest", "--quiet", a, b, str(tmp_path / "a" / ".." / "a" / "notes.md")]) == 0
+    out = capsys.readouterr().out
+    assert "2 ready" in out and "b/notes.md" in out
+    assert main(["--data-dir", data, "docs", "--json"]) == 0
+    docs = {r["doc_id"] for r in json.loads(capsys.readouterr().out)["documents"]}
+    assert docs == {"notes.md", "b/notes.md"}
+    ctx = AppContext(Settings(data_dir=data))
+    texts = {r["doc_id"]: ctx.store.text(r["hash"]) for r in ctx.catalog.documents(None)}
+    assert texts == {"notes.md": "The ferry leaves at noon from the east pier.",
+                     "b/notes.md": "The bakery opens at five."}
+    ctx.close()

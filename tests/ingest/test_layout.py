@@ -125,3 +125,44 @@ def test_a_sentence_running_over_a_page_break_stays_one_sentence():
     assert ("When the reading was over, its chair said the breakwater bill was a good bill and that the vote would "
             "be held the following week without further delay.") in sentences  # pages 1 → 2: a line break
     assert "survey.\n\nA third page" in doc.text  # pages 2 → 3: the page ends a sentence, a paragraph break
+
+
+# -- templated pages (receipts, statements, forms) are content, not running headers --------------------------------
+def _receipt(n: int) -> list[str]:
+    return [f"Receipt {1000 + n}", f"Date 2024-03-{n:02d} Customer {4200 + 7 * n}",
+            f"Item {n * 3} units at $ {n}.25", f"Total $ {12 + n}.{(n * 37) % 100:02d}"]
+
+
+@pytest.mark.parametrize("n_pages", [20, 3])
+def test_templated_receipt_pages_keep_every_line(n_pages):
+    """Lines repeating on every page with only their numbers changed are each page's content: kept, and the PDF
+    (which has a text layer) is not refused as having none."""
+    pages = [_receipt(n) for n in range(1, n_pages + 1)]
+    doc = load_bytes("receipts.pdf", make_pdf(pages, header=None, footer=None))
+    for lines in pages:
+        for line in lines:
+            assert line in doc.text
+    assert len(Layout.from_json(doc.layout).pages) == n_pages
+
+
+def test_page_with_only_repeated_lines_keeps_them():
+    """A page whose every line would go as a header or footer keeps its lines (a text layer never ends empty)."""
+    pages = [f"ACME Statement\nThank you for your custom\n{n}" for n in range(1, 4)]
+    assert [PageCleaner(pages).clean(p) for p in pages] == pages
+
+
+def test_running_header_and_page_numbers_still_removed_beside_templated_lines():
+    pages = [["ACME Corp - Annual Report"] + _receipt(n) for n in range(1, 6)]
+    doc = load_bytes("acme.pdf", make_pdf(pages, header=None, footer="Page {n}"))
+    assert "ACME Corp" not in doc.text and "Page 3" not in doc.text
+    for lines in pages:
+        for line in lines[1:]:
+            assert line in doc.text
+
+
+def test_numbered_running_header_is_removed():
+    pages = [f"Harbour Report 2024 | page {n}\nBody line {n * 13} of the report.\nMore text {n}.\nEnd {n * 7}."
+             for n in range(1, 6)]
+    cleaned = [PageCleaner(pages).clean(p) for p in pages]
+    assert not any("Harbour Report" in c for c in cleaned)
+    assert all(c.startswith("Body line") for c in cleaned)

@@ -3,6 +3,10 @@ original and text in the document store (unless another document has the same co
 from it in evaluations."""
 from __future__ import annotations
 
+import os
+import time
+
+from ingest.pipeline import Ingestor
 from ui.service import UiService, browser_owner
 
 SECRET = "The night code for the boathouse is 7734. Only the keeper may use it. The code changes on Fridays.\n"
@@ -34,8 +38,6 @@ def test_deleted_upload_leaves_no_trace(make_ctx, tmp_path):
 
 
 def test_shared_content_stays_for_the_other_document(make_ctx, tmp_path, write):
-    from ingest.pipeline import Ingestor
-
     ctx = make_ctx(chunker="recursive", theta=20)
     Ingestor(ctx).ingest_paths([write("a.md", SECRET)], owner="browser:one")
     r = Ingestor(ctx).ingest_bytes([("b.md", SECRET.encode())], owner="browser:two")  # same bytes, another owner
@@ -43,3 +45,50 @@ def test_shared_content_stays_for_the_other_document(make_ctx, tmp_path, write):
     h = ctx.catalog.documents(None)[0]["hash"]
     Ingestor(ctx).delete("b.md")
     assert ctx.store.has(h) and ctx.catalog.find_document("a.md") == "a.md"
+
+
+def _store_files(ctx) -> set[str]:
+    return {p.name for p in ctx.settings.store_path.rglob("*") if p.is_file()}
+
+
+def test_orphaned_originals_are_removed_on_the_next_open(make_ctx, write):
+    """A crash in `mgrag delete` after the catalog forgot the document (its original and text stay), and an
+    ingestion killed after storing its original but before recording it: the next open removes both; the
+    original a document still refers to stays."""
+    from ingest.types import content_hash
+
+    ctx = make_ctx(chunker="recursive", theta=20)
+    Ingestor(ctx).ingest_paths([write("kept.md", "The ferry leaves at noon.\n"), write("gone.md", SECRET)])
+    kept = ctx.catalog.documents(None)
+    h_kept = next(r["hash"] for r in kept if r["doc_id"] == "kept.md")
+    h_gone = next(r["hash"] for r in kept if r["doc_id"] == "gone.md")
+    ctx.catalog.remove_document("gone.md")  # the delete's catalog step; killed before the store's
+    crashed = b"An upload whose ingestion was killed before its catalog row.\n"
+    h_crashed = content_hash(crashed)
+    ctx.store.put(h_crashed, crashed, crashed.decode())
+    assert ctx.store.has(h_gone) and ctx.store.has(h_crashed)
+    ctx.close()
+
+    ctx2 = make_ctx(chunker="recursive", theta=20)
+    ctx2.writer_lock()  # the next open: the consistency check
+    assert not ctx2.store.has(h_gone) and not ctx2.store.has(h_crashed)
+    assert {n.split(".")[0] for n in _store_files(ctx2)} == {h_kept}
+    assert ctx2.store.text(h_kept) == "The ferry leaves at noon.\n"
+
+
+def test_a_file_another_context_of_this_process_may_be_writing_stays(make_ctx, write):
+    """A second context of the same process shares the writer lock with one that may be storing an upload right
+    now: its check leaves unreferenced files younger than the age threshold (an hour), and removes a day-old one."""
+    from ingest.types import content_hash
+
+    first = make_ctx(chunker="recursive", theta=20)
+    first.writer_lock()
+    fresh, old = b"being ingested right now\n", b"left by a crash long ago\n"
+    for data in (fresh, old):
+        first.store.put(content_hash(data), data, data.decode())
+    long_ago = time.time() - 24 * 3600
+    for p in first.settings.store_path.rglob(f"{content_hash(old)}.*"):
+        os.utime(p, (long_ago, long_ago))
+    second = make_ctx(chunker="recursive", theta=20)
+    second.writer_lock()
+    assert second.store.has(content_hash(fresh)) and not second.store.has(content_hash(old))

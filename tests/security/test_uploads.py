@@ -97,3 +97,29 @@ def test_uploaded_files_leave_the_upload_cache(sec_server, client, tmp_path):
     assert "ready" in str(table)
     leftovers = [f for f in sec_server.upload_root.rglob("*") if f.is_file() and f.name == "pier.md"]
     assert leftovers == []
+
+
+
+def test_stale_files_in_the_upload_cache_are_removed(sec_server, client, tmp_path):
+    """What no upload needs any more goes when the next upload comes (and when the app starts): a file uploaded
+    but never submitted, or cut off by a stop, over an hour ago; the empty temporary file Gradio's File component
+    leaves in the cache per upload, a minute on. A file uploaded a moment ago stays."""
+    import time
+
+    root = sec_server.upload_root
+    (root / "abandoned").mkdir(parents=True, exist_ok=True)
+    abandoned = root / "abandoned" / "diary.md"
+    abandoned.write_text("Never submitted.\n", encoding="utf-8")
+    stray = root / "tmpstray0"
+    stray.write_bytes(b"")
+    (root / "fresh").mkdir(exist_ok=True)
+    fresh = root / "fresh" / "now.md"
+    fresh.write_text("Uploaded a moment ago.\n", encoding="utf-8")
+    hour_ago, minutes_ago = time.time() - 3700, time.time() - 120
+    os.utime(abandoned, (hour_ago, hour_ago))
+    os.utime(stray, (minutes_ago, minutes_ago))
+    p = tmp_path / "quay.md"
+    p.write_text("The west quay has six bollards and one crane.\n", encoding="utf-8")
+    assert "ready" in str(upload(client, p, BROWSER_A))
+    assert not abandoned.exists() and not (root / "abandoned").exists() and not stray.exists()
+    assert fresh.exists()
