@@ -252,6 +252,10 @@ def cmd_answers(args) -> int:
     from app.evaluation.harness import BenchError, write_results
 
     out = _results_dir(args)
+    if args.filings:
+        return cmd_filings(args, out)
+    if args.candidates is None:
+        args.candidates = list(DEFAULT_ANSWER_CANDIDATES)
     if args.report:
         res = json.loads((out / "answers.json").read_text(encoding="utf-8"))
         for extra in args.merge or ():  # configurations measured by another run (its command is kept with them)
@@ -292,6 +296,41 @@ def cmd_answers(args) -> int:
         print(followups_table(res))
     if args.write_section or args.report:
         B.write_section("answers", answers_section(res, res.get("command") or _answers_command(args)))
+    return 0
+
+
+def cmd_filings(args, out) -> int:
+    """``mgrag bench answers --filings DOCS``: see app/evaluation/filings.py."""
+    import json
+
+    from app.core.settings import Settings
+    from app.evaluation import bench as B
+    from app.evaluation.filings import DEFAULT_CANDIDATES, filings_table, run_filings
+    from app.evaluation.harness import write_results
+
+    names = args.candidates or list(DEFAULT_CANDIDATES)
+    command = ("mgrag bench answers --filings DOCS --candidates " + ",".join(names)
+               + (f" --chunker {args.chunker}" if args.chunker else ""))
+    if args.report:
+        res = json.loads((out / "filings_answers.json").read_text(encoding="utf-8"))
+    else:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        kw = {"data_dir": args.data_dir} if args.data_dir else {}
+        if args.chunker:
+            kw["chunker"] = args.chunker
+        if args.threads:
+            kw["torch_threads"] = args.threads
+        res = run_filings(Settings(router="none", **kw), args.filings, names, fresh=args.fresh,
+                          progress=None if args.quiet else print,
+                          checkpoint=lambda r: write_results("filings_answers.partial.json", r, out))
+        res["command"] = command
+        print(f"wrote {write_results('filings_answers.json', res, out)}")
+    table = filings_table(res)
+    print(table)
+    if args.write_section or args.report:
+        B.write_section("filings_answers", f"`{res.get('command', command)}` ({res['chunker']} first pass; "
+                                           f"{res['machine'].get('cpu', '')}):\n\n{table}")
     return 0
 
 
@@ -351,8 +390,14 @@ def add_bench_parser(sub) -> None:
 
     s = bsub.add_parser("answers", help="answer quality, abstention, cited hallucinations and follow-ups per "
                                         "answering configuration")
-    s.add_argument("--candidates", type=_csv, default=list(DEFAULT_ANSWER_CANDIDATES),
-                   help="configurations (app/evaluation/answers.py CANDIDATES)")
+    s.add_argument("--candidates", type=_csv, default=None,
+                   help="configurations (app/evaluation/answers.py CANDIDATES; default: "
+                        f"{','.join(DEFAULT_ANSWER_CANDIDATES)}, or with --filings "
+                        "extractive,hybrid-gemma-500,qwen-500,hybrid-qwen-500)")
+    s.add_argument("--filings", metavar="DOCS", help="the filings dev set (bench/data/filings_qa.jsonl) instead: DOCS "
+                   "is docugami/KG-RAG-datasets' sec-10-q/data/v1/docs folder; results in filings_answers.json")
+    s.add_argument("--data-dir", help="with --filings: the index folder to build or reuse (default MGRAG_DATA_DIR)")
+    s.add_argument("--chunker", help="with --filings: the chunker (default: the setting; mg is the first pass)")
     s.add_argument("--followups-with", default="qwen-500",
                    help="the configuration that answers the follow-ups' first turns ('' to skip the follow-ups)")
     s.add_argument("--no-llm-rewrite", action="store_true", help="measure only the rule-based follow-up rewrite")

@@ -85,3 +85,28 @@ def test_followups_file_errors_name_the_line(tmp_path):
                              "kind": "pronoun"}) + "\n")
     with pytest.raises(ValueError, match=r"f.jsonl:1: chroma has no question 'nope'"):
         load_followups(p)
+
+
+def test_the_filings_run_scores_right_abstained_and_cited_non_answers(make_ctx, tmp_path):
+    """`mgrag bench answers --filings`: ingests the set's files from DOCS, asks each question scoped to its file and
+    counts right / wrong / abstained and, on the unanswerable ones, abstentions vs cited non-answers."""
+    from app.evaluation.filings import filings_table, run_filings
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "q3.md").write_text("# Quarterly report\n\nNet sales of widgets were $ 4,210 million in the quarter, up "
+                                "from $ 3,980 million a year earlier.\n\nThe company has two factories, in Leeds and "
+                                "in Turin.\n", encoding="utf-8")
+    qs = [{"id": "f1", "doc": "q3.md", "question": "What were the net sales of widgets in the quarter?",
+           "answers": ["4,210"]},
+          {"id": "u1", "doc": "q3.md", "question": "Which submarine sank the cruiser Vesuvius in the Baltic?",
+           "answers": []}]
+    settings = make_ctx(chunker="recursive", theta=40).settings
+    res = run_filings(settings, docs, ["extractive"], progress=None, questions=qs)
+    c = res["candidates"]["extractive"]
+    assert (c["right"], c["wrong"], c["abstained"]) == (1, 0, 0) and c["figure_in_context"] == 1
+    assert (c["unanswerable_abstained"], c["cited_non_answer"]) == (1, 0)
+    assert "| extractive | 1 / 1 |" in filings_table(res)
+    with pytest.raises(FileNotFoundError, match="missing.pdf"):
+        run_filings(settings, docs, ["extractive"], progress=None,
+                    questions=[{"id": "x", "doc": "missing.pdf", "question": "q?", "answers": []}])
