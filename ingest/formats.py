@@ -70,8 +70,19 @@ def _header_and_rows(rows: list[list[str]]) -> tuple[list[str], list[list[str]]]
 
 
 # -- DOCX --------------------------------------------------------------------------------------------------------------
+def _bold_heading(paragraph) -> bool:
+    """A paragraph written as a heading without a heading style: short, every run bold, no sentence end (how most
+    real documents mark their sections)."""
+    text = paragraph.text.strip()
+    runs = [r for r in paragraph.runs if r.text.strip()]
+    return (bool(runs) and 0 < len(text.split()) <= 12 and not text.endswith((".", ";", ",", ":", "?", "!"))
+            and all(r.bold or (r.style is not None and r.style.font.bold) for r in runs))
+
+
 def docx_blocks(doc) -> list[Block]:
-    """Paragraphs (headings by style) and tables of a python-docx Document, in document order."""
+    """Paragraphs (headings by style, or a short all-bold paragraph as a heading) and tables of a python-docx
+    Document, in document order; each non-empty paragraph and each table starts a new "page" numbered as a
+    paragraph (unit ``paragraph``: a citation says "¶ 12", a place inside a document that has no pages)."""
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
@@ -80,7 +91,12 @@ def docx_blocks(doc) -> list[Block]:
     out: list[Block] = []
     for item in doc.iter_inner_content():
         if isinstance(item, Paragraph):
+            if not item.text.strip():
+                continue
             level = _docx_level(item.style.name if item.style is not None else "")
+            if not level and _bold_heading(item):
+                level = 2
+            out.append(("page", None, 0))
             out.append(("h" if level else "p", item.text, level))
         elif isinstance(item, Table):
             rows = []
@@ -91,6 +107,7 @@ def docx_blocks(doc) -> list[Block]:
                     cells.append("" if key in seen else c.text)
                     seen.add(key)
                 rows.append(cells)
+            out.append(("page", None, 0))
             out.append(("table", rows, 0))
     return out
 

@@ -86,7 +86,7 @@ def source_place(pages, headings, first_pass: bool = False, unit: str | None = N
 
 
 UNIT_LABELS = {"page": ("p.", "p."), "slide": ("slide", "slides"), "sheet": ("sheet", "sheets"),
-               "row": ("row", "rows")}
+               "row": ("row", "rows"), "paragraph": ("¶", "¶¶")}
 
 
 def place_label(pages, headings, unit: str | None = None) -> str:

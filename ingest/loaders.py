@@ -301,7 +301,7 @@ def _docx_text(name: str, data: bytes, max_unpacked: int = 200 * 2**20) -> tuple
         raise IngestError(name, f"is not a readable DOCX file ({e.__class__.__name__})") from e
     from ingest.formats import build
 
-    return build(blocks)
+    return build(blocks, unit="paragraph")
 
 
 def _html_text(name: str, data: bytes) -> tuple[str, dict]:

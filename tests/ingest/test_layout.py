@@ -166,3 +166,28 @@ def test_numbered_running_header_is_removed():
     cleaned = [PageCleaner(pages).clean(p) for p in pages]
     assert not any("Harbour Report" in c for c in cleaned)
     assert all(c.startswith("Body line") for c in cleaned)
+
+
+def test_a_docx_place_is_its_paragraph_and_bold_section():
+    """Issue 21 (17): DOCX sources carried only the document's heading, never a place inside it. Each paragraph is
+    numbered (¶) and a short all-bold paragraph, how most documents mark a section, is a heading."""
+    import docx
+
+    from ingest.layout import cite_label
+
+    d = docx.Document()
+    d.add_paragraph("Harbour rules")
+    d.add_paragraph().add_run("Fees").bold = True
+    d.add_paragraph("Forty euros a night.")
+    d.add_paragraph("")  # an empty paragraph is not counted
+    d.add_paragraph().add_run("Opening hours").bold = True
+    d.add_paragraph("The office opens at nine.")
+    d.add_paragraph().add_run("A bold sentence that ends like one.").bold = True
+    buf = io.BytesIO()
+    d.save(buf)
+    doc = load_bytes("d.docx", buf.getvalue())
+    lay = Layout.from_json(doc.layout)
+    forty, office = doc.text.index("Forty"), doc.text.index("The office")
+    assert cite_label(lay, forty, forty + 5) == "¶ 3 · Fees"
+    assert cite_label(lay, office, office + 5) == "¶ 5 · Opening hours"
+    assert heading_path(lay, doc.text.index("A bold sentence")) == ["Opening hours"]  # not a heading itself
