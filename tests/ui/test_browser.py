@@ -261,6 +261,10 @@ def test_evaluation_saved_and_exported(ui_server, page):
     _see(page.locator("#f1"), "F1: 0.")
     page.locator("#rating").get_by_text("good").click()
     page.locator("#comment textarea").fill("correct, cites the log")
+    boxes = page.locator("#relevant input[type=checkbox]")
+    _see(page.locator("#relevant"), "keeper.md")
+    assert boxes.count() >= 1 and not any(boxes.nth(i).is_checked() for i in range(boxes.count()))  # none for you
+    page.locator("#relevant").get_by_text("keeper.md").first.click()  # the user ticks the source with the answer
     page.locator("#save-eval").click()
     _see(page.locator("#eval-msg"), "Saved evaluation #")
     page.locator("#export").click()
