@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from ui import render
-from ui.service import ADMIN, AdminRequired, UiService, browser_owner, new_browser_id
+from ui.service import ADMIN, AdminRequired, UiService, browser_owner
 
 log = logging.getLogger(__name__)
 
@@ -54,24 +54,14 @@ def _client_host(request) -> str:
         return ""
 
 
-class _SessionIds:
-    """Browser ids handed to page sessions that had none yet, so the load event and an event racing it agree."""
-
-    def __init__(self, size: int = 50_000):
-        import threading
-        from collections import OrderedDict
-
-        self._ids: OrderedDict[str, str] = OrderedDict()
-        self._lock = threading.Lock()
-        self.size = size
-
-    def get(self, session: str) -> str:
-        with self._lock:
-            if session not in self._ids:
-                self._ids[session] = new_browser_id()
-                while len(self._ids) > self.size:
-                    self._ids.popitem(last=False)
-            return self._ids[session]
+# Secrets the page makes itself, in the browser (``crypto.getRandomValues``): they reach the server only in request
+# bodies, never from it over the session's event stream, which anyone who knows the session hash (it is in URLs,
+# so in proxy logs) could read. The browser's id, when its storage has none, and a new admin token at every login.
+_RANDOM_JS = ("(n) => { const a = new Uint8Array(n); crypto.getRandomValues(a); return btoa(String.fromCharCode(...a))"
+              ".replace(/[+]/g, '-').replace(/[/]/g, '_').replace(/=+$/, ''); }")
+BROWSER_ID_JS = (f"(b) => (typeof b === 'string' && /^[A-Za-z0-9_-]{{22,128}}$/.test(b)) ? b : ({_RANDOM_JS})(24)")
+ADMIN_TOKEN_JS = f"() => ({_RANDOM_JS})(32)"
+LOGGED_OUT = "logged-out"  # what a logout leaves in the admin token's storage (the page does not store an empty value)
 
 
 def _remove_uploads(paths, root) -> None:
@@ -105,16 +95,12 @@ def build_app(service: UiService):
     s = service.ctx.settings
 
     # -- chat handlers ---------------------------------------------------------------------------------------
-    session_ids = _SessionIds()
-
     def browser_id_of(browser_id, request):
-        """The browser's id: the one it stored; a page that has none yet (its first load, or an event that raced
-        the load) gets one id per page session, the same for every event of that session, which the page then
-        stores. A malformed id (an API client's) is refused."""
-        if browser_id:
-            browser_owner(browser_id)  # ValueError if malformed
-            return browser_id
-        return session_ids.get(getattr(request, "session_hash", None) or "")
+        """The browser's id: the one the page made and stored (:data:`BROWSER_ID_JS`, on load). The server hands
+        out none: one handed per page session went to whoever presented that session's hash. A missing or
+        malformed id is refused (ValueError)."""
+        browser_owner(browser_id)  # ValueError if missing or malformed
+        return browser_id
 
     def owner_of(browser_id, request=None):
         """Who owns what this visitor uploads and asks: the logged-in user when the admin has configured users,
@@ -133,13 +119,6 @@ def build_app(service: UiService):
             return owner_of(browser_id, request)
         except gr.Error:
             return None
-
-    def on_load(browser_id, request: gr.Request):
-        """A browser without a (valid) id gets one; it keeps it in its local storage."""
-        try:
-            return browser_id_of(browser_id, request)
-        except ValueError:
-            return new_browser_id()
 
     def mine(browser_id, request: gr.Request):
         owner = reader_of(browser_id, request)
@@ -165,22 +144,17 @@ def build_app(service: UiService):
 
         _clean_uploads(service)
         if not paths:
-            yield gr.update(), None, gr.update(), gr.update(), gr.update(), gr.update()
+            yield gr.update(), None, gr.update(), gr.update(), gr.update()
             return
-        try:
-            browser_id = browser_id_of(browser_id, request)
-        except ValueError as e:
-            _remove_uploads(paths, service.upload_root)
-            raise _error(e) from e
         try:
             owner = owner_of(browser_id, request)
             rows, ids = service.enqueue_files(paths, owner=owner)
         finally:
             _remove_uploads(paths, service.upload_root)
-        yield upload_table(rows), None, gr.update(), browser_id, rows, gr.Timer(active=False)
+        yield upload_table(rows), None, gr.update(), rows, gr.Timer(active=False)
         while ids and not all(reached(service.ctx.jobs.get(i), "searchable") for i in ids):
             time.sleep(0.5)
-            yield upload_table(service.upload_rows(rows)), None, gr.update(), browser_id, rows, gr.update()
+            yield upload_table(service.upload_rows(rows)), None, gr.update(), rows, gr.update()
         now = service.upload_rows(rows)
         bad = [r for r in now if r["status"] in ("failed", "refused", "cancelled")]
         if bad:
@@ -192,7 +166,7 @@ def build_app(service: UiService):
             gr.Info(f"{len(ok)} document(s) searchable" + (f"; {refining} being refined in the background (the "
                                                           "table follows it)" if refining else ""))
         active = any(r["status"] in ("queued", "extracting", "searchable", "refining") for r in now)
-        yield upload_table(now), None, mine(browser_id, request), browser_id, rows, gr.Timer(active=active)
+        yield upload_table(now), None, mine(browser_id, request), rows, gr.Timer(active=active)
 
     def on_upload_tick(rows):
         """The timer: the last upload's rows as they are now; it stops when every file is done."""
@@ -495,19 +469,22 @@ def build_app(service: UiService):
         return pd.DataFrame(rows, columns=cols), gr.update(choices=[r["document"] for r in rows], value=[]), head
 
     @admin
-    def on_login(user, password, request: gr.Request):
+    def on_login(user, password, token, request: gr.Request):
+        """``token``: the one the page just made (API clients: a random string of 32 to 128 letters, digits, - or
+        _, passed to every admin call after). It is never sent back: only the browser that made it holds it."""
         try:
-            token = service.login(user, password, _client_host(request))
+            token = service.login(user, password, _client_host(request), token=token or "")
         except AdminRequired as e:
-            return ("", gr.update(visible=False), f"⚠️ {e}", gr.update(), gr.update(), gr.update(), gr.update(),
-                    gr.update(), gr.update(), gr.update(), gr.update(), gr.update())
+            return (LOGGED_OUT, gr.update(visible=False), f"⚠️ {e}", gr.update(), gr.update(), gr.update(),
+                    gr.update(), gr.update(), gr.update(), gr.update(), gr.update(), gr.update())
         df, sel, head = docs_outputs(token)
-        return (token, gr.update(visible=True), f"Logged in as {render.plain_text_markdown(user)}.", df, sel, head,
-                *llm_fields(token), users_text(token), gr.update(visible=False), gr.update(value=""))
+        return (gr.update(), gr.update(visible=True), f"Logged in as {render.plain_text_markdown(user)}.", df, sel,
+                head, *llm_fields(token), users_text(token), gr.update(visible=False), gr.update(value=""))
 
     def on_logout(token):
         service.logout(token)
-        return ("", gr.update(visible=False), "Logged out. Log in to manage documents.", gr.update(visible=True))
+        return (LOGGED_OUT, gr.update(visible=False), "Logged out. Log in to manage documents.",
+                gr.update(visible=True))
 
     @admin
     def on_docs(token):
@@ -636,8 +613,14 @@ def build_app(service: UiService):
             return "⚠️ " + render.plain_text_markdown(str(e))
 
     @admin
-    def on_llm_save(token, url, model, key, current_backend):
-        e = service.set_llm(token, url, model or "", key or None)
+    def on_llm_save(token, url, model, key, password, current_backend, request: gr.Request):
+        """Saving asks for the admin password again: the stored key goes to whatever endpoint is saved."""
+        service.auth.check(token)
+        try:
+            e = service.set_llm(token, url, model or "", key or None, password=password,
+                                client=_client_host(request))
+        except AdminRequired as e:
+            return "⚠️ " + render.plain_text_markdown(str(e)), gr.update(), gr.update(), gr.update(), gr.update(value="")
         menu, note = backend_menu(current_backend)
         if e["base_url"]:
             msg = (render.plain_text_markdown(f"Saved: {e['base_url']} · model {e['model'] or 'default'}"
@@ -646,7 +629,7 @@ def build_app(service: UiService):
         else:
             msg = "Endpoint removed."
         hint = "a key is stored (type a new one to replace it)" if e["key_set"] else "API key (if the server needs one)"
-        return msg, gr.update(value="", placeholder=hint), menu, note
+        return msg, gr.update(value="", placeholder=hint), menu, note, gr.update(value="")
 
     def users_text(token):
         names = service.user_names(token)
@@ -676,7 +659,9 @@ def build_app(service: UiService):
         current = gr.BrowserState(None, storage_key="mgrag_conversation", secret=service.state_secret())
         saved_settings = gr.BrowserState({}, storage_key="mgrag_settings", secret=service.state_secret())
         saved_backend = gr.State(None)
-        token_state = gr.State("")
+        # the admin's session token: made by the page at login (ADMIN_TOKEN_JS), kept in this browser only and sent
+        # in request bodies; a client that knows just the session hash has none (a gr.State would give it this one)
+        token_state = gr.BrowserState("", storage_key="mgrag_admin", secret=service.state_secret())
         gr.Markdown("## MGRAG: chat with your documents")
         with gr.Tabs():
             with gr.Tab("Chat", id="chat"):
@@ -770,6 +755,8 @@ def build_app(service: UiService):
                             llm_model = gr.Dropdown([], label="model", allow_custom_value=True, scale=2,
                                                     elem_id="llm-model")
                             llm_test_btn = gr.Button("Test connection", scale=0, elem_id="llm-test")
+                            llm_pw = gr.Textbox(label="admin password (asked again to save)", type="password",
+                                                scale=1, elem_id="llm-password")
                             llm_save_btn = gr.Button("Save", variant="primary", scale=0, elem_id="llm-save")
                         llm_msg = gr.Markdown(elem_id="llm-msg")
                     with gr.Accordion("Users (with any, every visitor logs in; uploads and chats belong to the user)",
@@ -841,7 +828,7 @@ def build_app(service: UiService):
         # -- events ---------------------------------------------------------------------------------------------
         restored = [chatbot, answers_state, conversation_state, current, conv_list, scope_in, k_in, budget_in,
                     retriever_in, saved_backend]
-        demo.load(on_load, [browser], [browser], api_visibility="private").then(
+        demo.load(None, [browser], [browser], js=BROWSER_ID_JS, api_visibility="private").then(
             mine, [browser], [my_docs], api_visibility="private").then(
             on_restore, [browser, current, saved_settings, chatbot], restored, api_visibility="private").then(
             backend_menu, [saved_backend], [backend_in, backend_note], api_visibility="private").then(
@@ -866,12 +853,11 @@ def build_app(service: UiService):
                            api_name="admin_llm_models")
         llm_test_btn.click(on_llm_test, [token_state, llm_url, llm_model, llm_key], [llm_msg],
                            api_name="admin_llm_test")
-        llm_save_btn.click(on_llm_save, [token_state, llm_url, llm_model, llm_key, backend_in],
-                           [llm_msg, llm_key, backend_in, backend_note], api_name="admin_llm_save")
-        files.upload(on_upload, [files, browser], [upload_report, files, my_docs, browser, upload_rows_state,
-                                                   upload_timer], api_name="upload", concurrency_limit=16,
-                     show_progress="hidden").then(refresh_scope, [browser, scope_in], [scope_in],
-                                                  api_visibility="private")
+        llm_save_btn.click(on_llm_save, [token_state, llm_url, llm_model, llm_key, llm_pw, backend_in],
+                           [llm_msg, llm_key, backend_in, backend_note, llm_pw], api_name="admin_llm_save")
+        files.upload(on_upload, [files, browser], [upload_report, files, my_docs, upload_rows_state, upload_timer],
+                     api_name="upload", concurrency_limit=16, show_progress="hidden").then(
+            refresh_scope, [browser, scope_in], [scope_in], api_visibility="private")
         upload_timer.tick(on_upload_tick, [upload_rows_state], [upload_report, upload_timer], api_visibility="private",
                           show_progress="hidden")
         cancel_upload_btn.click(on_cancel_upload, [upload_rows_state, browser], [upload_report],
@@ -903,12 +889,13 @@ def build_app(service: UiService):
                            api_name="admin_user_add")
         user_remove_btn.click(on_user_remove, [token_state, user_name_in], [users_md, user_pw_in],
                               api_name="admin_user_remove")
-        login_btn.click(on_login, [user_in, pw_in], login_out,
-                        api_name="admin_login").then(on_queue, [token_state], [queue_df, queue_timer],
-                                                     api_visibility="private")
-        pw_in.submit(on_login, [user_in, pw_in], login_out,
-                     api_visibility="private").then(on_queue, [token_state], [queue_df, queue_timer],
-                                                    api_visibility="private")
+        # a login first makes a new token in the page (no server call), then presents it with the credentials
+        login_btn.click(None, None, [token_state], js=ADMIN_TOKEN_JS, api_visibility="private").then(
+            on_login, [user_in, pw_in, token_state], login_out, api_name="admin_login").then(
+            on_queue, [token_state], [queue_df, queue_timer], api_visibility="private")
+        pw_in.submit(None, None, [token_state], js=ADMIN_TOKEN_JS, api_visibility="private").then(
+            on_login, [user_in, pw_in, token_state], login_out, api_visibility="private").then(
+            on_queue, [token_state], [queue_df, queue_timer], api_visibility="private")
         queue_timer.tick(on_queue, [token_state], [queue_df, queue_timer], api_visibility="private",
                          show_progress="hidden")
         cancel_jobs_btn.click(on_cancel_jobs, [token_state, cancel_ids_in], [queue_df, queue_msg],

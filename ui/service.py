@@ -3,8 +3,8 @@
 One :class:`UiService` per server process wraps the one :class:`~app.context.AppContext`, shared by every
 session. Writes to the index (uploads, deletions, re-ingestion) are serialised by one lock, so two admins or an
 upload and a re-ingestion never interleave; questions never take that lock, and re-ingestion builds beside the
-live index, so chat keeps answering meanwhile. Admin actions check a server-issued session token on every call
-(:class:`AdminAuth`), whatever the page shows.
+live index, so chat keeps answering meanwhile. Admin actions check a session token on every call
+(:class:`AdminAuth`: registered at login, ended by logout, idleness or age), whatever the page shows.
 """
 from __future__ import annotations
 
@@ -110,24 +110,54 @@ class LoginThrottle:
 
 
 # -- admin login ------------------------------------------------------------------------------------------------
-class AdminAuth:
-    """Credentials from the settings; a successful login gets a random token, valid for ``ttl_s``, which every
-    admin call must present. Comparisons are constant-time."""
+_ADMIN_TOKEN = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
 
-    def __init__(self, user: str, password: str | None, ttl_s: float = 12 * 3600,
-                 throttle: LoginThrottle | None = None):
+
+class AdminAuth:
+    """Credentials from the settings; a successful login registers a random token, which every admin call must
+    present. The page makes the token itself (in the browser, so it never travels from the server to the page) and
+    keeps it in its storage; it is sent only in request bodies, never in a URL. A token ends after ``idle_s``
+    without use or ``max_s`` after the login, whichever comes first, and at logout. Only a hash of each token is
+    kept. Comparisons are constant-time."""
+
+    def __init__(self, user: str, password: str | None, idle_s: float = 1800.0, max_s: float = 8 * 3600.0,
+                 throttle: LoginThrottle | None = None, clock: Callable[[], float] | None = None):
         self.user = user
         self.password = password
-        self.ttl_s = ttl_s
+        self.idle_s, self.max_s = idle_s, max_s
         self.throttle = throttle or LoginThrottle()
-        self._tokens: dict[str, float] = {}
+        self.clock = clock or time.monotonic
+        self._tokens: dict[str, tuple[float, float]] = {}  # token hash: (logged in at, last used at)
         self._lock = threading.Lock()
 
-    def login(self, user: str, password: str, client: str = "") -> str:
-        """A session token for the right credentials. ``client`` (the caller's address) is throttled after repeated
-        failures: while it waits, every attempt is refused, the right password included."""
+    @staticmethod
+    def _key(token: str | None) -> str:
+        return hashlib.sha256((token or "").encode()).hexdigest()
+
+    def _password_ok(self, password: str | None, client: str, what: str) -> None:
+        """The admin password, throttled per ``client`` like a login; AdminRequired saying ``what`` was refused."""
         if not self.password:
             raise AdminRequired("admin is disabled: set MGRAG_ADMIN_PASSWORD and restart `mgrag serve`")
+        wait = self.throttle.wait_s(client)
+        if wait > 0:
+            raise AdminRequired(f"too many failed logins; try again in {wait:.0f} s")
+        if not hmac.compare_digest((password or "").encode(), self.password.encode()):
+            self.throttle.failed(client)
+            log.warning("wrong admin password for %s from %s", what, client or "(unknown client)")
+            raise AdminRequired(f"wrong admin password: {what} refused, nothing changed")
+        self.throttle.succeeded(client)
+
+    def login(self, user: str, password: str, client: str = "", token: str | None = None) -> str:
+        """Register ``token`` (32 to 128 letters, digits, - or _; None: a new random one) for the right
+        credentials and return it. ``client`` (the caller's address) is throttled after repeated failures: while it
+        waits, every attempt is refused, the right password included."""
+        if not self.password:
+            raise AdminRequired("admin is disabled: set MGRAG_ADMIN_PASSWORD and restart `mgrag serve`")
+        if token is None:
+            token = secrets.token_urlsafe(32)
+        elif not isinstance(token, str) or not _ADMIN_TOKEN.match(token):
+            raise AdminRequired("the login needs a new random token of 32 to 128 letters, digits, - or _ (the page "
+                                "makes one; API clients pass their own, the same one on every admin call)")
         wait = self.throttle.wait_s(client)
         if wait > 0:
             raise AdminRequired(f"too many failed logins; try again in {wait:.0f} s")
@@ -138,24 +168,41 @@ class AdminAuth:
             log.warning("failed admin login from %s", client or "(unknown client)")
             raise AdminRequired("wrong user name or password")
         self.throttle.succeeded(client)
-        token = secrets.token_urlsafe(32)
+        now = self.clock()
         with self._lock:
-            self._tokens[token] = time.time() + self.ttl_s
+            for k, (since, used) in list(self._tokens.items()):  # forget the ended ones
+                if self._ended(since, used, now):
+                    del self._tokens[k]
+            self._tokens[self._key(token)] = (now, now)
         return token
 
+    def _ended(self, since: float, used: float, now: float) -> bool:
+        return now - used > self.idle_s or now - since > self.max_s
+
     def check(self, token: str | None) -> None:
-        now = time.time()
+        """Refuse a token that was never issued, is logged out, unused for ``idle_s`` or older than ``max_s``; a
+        valid one counts as used now."""
+        now = self.clock()
+        key = self._key(token)
         with self._lock:
-            expiry = self._tokens.get(token or "")
-            if expiry is not None and expiry < now:
-                del self._tokens[token]
-                expiry = None
-        if expiry is None:
+            got = self._tokens.get(key) if token else None
+            if got is not None and self._ended(*got, now):
+                del self._tokens[key]
+                got = None
+            if got is not None:
+                self._tokens[key] = (got[0], now)
+        if got is None:
             raise AdminRequired("admin login required: log in on the Admin tab")
+
+    def confirm(self, password: str | None, client: str = "", what: str = "the change") -> None:
+        """The admin password typed again before a sensitive change, throttled like a login."""
+        if not (password or "").strip():
+            raise AdminRequired(f"type the admin password again: {what} needs it (nothing changed)")
+        self._password_ok(password, client, what)
 
     def logout(self, token: str | None) -> None:
         with self._lock:
-            self._tokens.pop(token or "", None)
+            self._tokens.pop(self._key(token), None)
 
 
 def stored_admin_password(data_dir: str | Path, *, reset: bool = False) -> tuple[str, bool]:
@@ -227,7 +274,7 @@ class UiService:
         s = ctx.settings
         pw = admin_password if admin_password is not None else (
             s.admin_password.get_secret_value() if s.admin_password else None)
-        self.auth = AdminAuth(s.admin_user, pw)
+        self.auth = AdminAuth(s.admin_user, pw, idle_s=s.admin_idle_s, max_s=s.admin_session_s)
         root = upload_root or os.environ.get("GRADIO_TEMP_DIR") or s.data_dir / "tmp" / "gradio"
         self.upload_root = Path(root).resolve()
         saved = self._read_llm()
@@ -845,11 +892,13 @@ class UiService:
             raise ValueError(str(e)) from e
 
     def set_llm(self, token: str, base_url: str, model: str, api_key: str | None = None,
-                clear_key: bool = False) -> dict:
+                clear_key: bool = False, *, password: str | None = None, client: str = "") -> dict:
         """Save the endpoint for this server (``data_dir/.secrets/llm.json``, mode 0600) and use it from the next
         question on; an empty ``api_key`` keeps the stored one (for the same endpoint), ``clear_key`` drops it. An
-        empty base URL removes the endpoint."""
+        empty base URL removes the endpoint. The stored key goes to the endpoint saved, so besides the session
+        token the admin ``password`` is asked again (failures throttled per ``client`` like logins)."""
         self.auth.check(token)
+        self.auth.confirm(password, client, "saving the LLM endpoint")
         base_url = (base_url or "").strip().rstrip("/")
         if base_url and not base_url.startswith(("http://", "https://")):
             raise ValueError(f"{base_url!r} is not an http:// or https:// address")
@@ -867,8 +916,8 @@ class UiService:
         return self.llm_endpoint(token)
 
     # -- admin ---------------------------------------------------------------------------------------------------
-    def login(self, user: str, password: str, client: str = "") -> str:
-        return self.auth.login(user, password, client)
+    def login(self, user: str, password: str, client: str = "", token: str | None = None) -> str:
+        return self.auth.login(user, password, client, token)
 
     def logout(self, token: str | None) -> None:
         """The admin session ends: its token is refused from now on."""

@@ -122,6 +122,8 @@ class Settings(BaseSettings):
     answer_links: bool = Field(False, description="Web app: render Markdown links in answers as live links (raw HTML stays escaped, images stay text); off: answers are shown literally.")
     admin_password: SecretStr | None = Field(
         None, description="Password of the Admin tab; unset: `mgrag serve` makes a random one, logs it once and keeps it in data_dir/.secrets/admin_password (`mgrag admin password` shows it, `--reset` changes it).")
+    admin_idle_s: float = Field(1800.0, gt=0, description="Web app: an admin login unused this long (seconds) ends; the Admin tab asks for the password again.")
+    admin_session_s: float = Field(8 * 3600.0, gt=0, description="Web app: an admin login ends this long (seconds) after it began, however much it is used.")
 
     log_level: str = Field("INFO", description="Logging level.")
 

@@ -10,6 +10,8 @@ import pytest
 from tests.security.conftest import ADMIN_PASSWORD, BROWSER_A, BROWSER_B
 from ui.service import AdminAuth, AdminRequired, LoginThrottle
 
+TOKEN = "throttle-test-admin-token-0123456789abcdef"  # the admin token a client makes for its login
+
 
 def _save(client, service, browser_id, question):
     """Ask over the API as ``browser_id``, then save an evaluation of that answer with source [1] ticked as its
@@ -78,8 +80,8 @@ def test_48_wrong_logins_meet_a_growing_wall_and_the_right_password_waits_too():
 
 def test_login_over_the_api_is_throttled(sec_server, client):
     sec_server.service.auth.throttle = LoginThrottle()
-    said = [str(client.predict("admin", f"guess{i}", api_name="/admin_login")) for i in range(8)]
+    said = [str(client.predict("admin", f"guess{i}", TOKEN, api_name="/admin_login")) for i in range(8)]
     assert sum("wrong user name or password" in s for s in said) == 5
     assert all("too many failed logins" in s for s in said[5:])
-    assert "too many failed logins" in str(client.predict("admin", ADMIN_PASSWORD, api_name="/admin_login"))
+    assert "too many failed logins" in str(client.predict("admin", ADMIN_PASSWORD, TOKEN, api_name="/admin_login"))
     sec_server.service.auth.throttle = LoginThrottle()  # the next tests log in from the same address

@@ -12,10 +12,12 @@ from app.core.settings import Settings
 from tests.security.conftest import ADMIN_PASSWORD, serve
 from ui.service import LoginThrottle
 
+TOKEN = "forwarded-for-test-token-0123456789abcdef"  # the admin token a client makes for its login
+
 
 def _login(url: str, password: str, forwarded_for: str) -> str:
     """What the admin_login API answers (its server-sent events as text), called with an X-Forwarded-For header."""
-    r = httpx.post(f"{url}/gradio_api/call/admin_login", json={"data": ["admin", password]},
+    r = httpx.post(f"{url}/gradio_api/call/admin_login", json={"data": ["admin", password, TOKEN]},
                    headers={"X-Forwarded-For": forwarded_for}, timeout=60)
     r.raise_for_status()
     return httpx.get(f"{url}/gradio_api/call/admin_login/{r.json()['event_id']}", timeout=60).text

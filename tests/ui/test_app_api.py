@@ -6,7 +6,8 @@ import pytest
 
 from tests.ui.conftest import ADMIN_PASSWORD
 
-ADMIN_CALLS = {
+TOKEN = "api-test-admin-token-0123456789abcdefghij"  # an API client makes its own admin token for its login
+ADMIN_CALLS = {  # each called with TOKEN first, not logged in
     "/admin_docs": (),
     "/admin_delete": ([],),  # a name outside the (per-session, post-login) choices is refused earlier still
     "/admin_reingest": ([], "recursive", 20, "all"),
@@ -15,7 +16,7 @@ ADMIN_CALLS = {
     "/admin_train_router": (["feedback"],),
     "/admin_llm_models": ("http://127.0.0.1:9/v1", ""),
     "/admin_llm_test": ("http://127.0.0.1:9/v1", "m", ""),
-    "/admin_llm_save": ("http://127.0.0.1:9/v1", "m", "sk-x", "extractive"),
+    "/admin_llm_save": ("http://127.0.0.1:9/v1", "m", "sk-x", ADMIN_PASSWORD, "extractive"),
     "/admin_user_add": ("mallory", "a-long-password"),
     "/admin_user_remove": ("mallory",),
 }
@@ -34,7 +35,7 @@ def test_admin_endpoints_refuse_without_login(ui_server, client, api):
 
     gen = ui_server.service.ctx.catalog.live_generation().gen
     with pytest.raises(AppError, match="admin login required"):
-        client.predict(*ADMIN_CALLS[api], api_name=api)
+        client.predict(TOKEN, *ADMIN_CALLS[api], api_name=api)
     assert ui_server.service.ctx.catalog.find_document("keeper.md") == "keeper.md"
     assert ui_server.service.ctx.catalog.live_generation().gen == gen
 
@@ -42,13 +43,19 @@ def test_admin_endpoints_refuse_without_login(ui_server, client, api):
 def test_admin_login_wrong_password_then_right(ui_server, client):
     from gradio_client.exceptions import AppError
 
-    out = client.predict("admin", "wrong", api_name="/admin_login")
+    out = client.predict("admin", "wrong", TOKEN, api_name="/admin_login")
     assert "wrong user name or password" in str(out)
     with pytest.raises(AppError, match="admin login required"):
-        client.predict(api_name="/admin_docs")
-    client.predict("admin", ADMIN_PASSWORD, api_name="/admin_login")
-    table, _, head = client.predict(api_name="/admin_docs")
+        client.predict(TOKEN, api_name="/admin_docs")
+    out = client.predict("admin", ADMIN_PASSWORD, "short", api_name="/admin_login")
+    assert "needs a new random token" in str(out)
+    out = client.predict("admin", ADMIN_PASSWORD, TOKEN, api_name="/admin_login")
+    assert "Logged in" in str(out) and TOKEN not in str(out)  # the token is the client's; never sent back
+    table, _, head = client.predict(TOKEN, api_name="/admin_docs")
     assert "keeper.md" in str(table) and "Live index" in head
+    ui_server.service.logout(TOKEN)
+    with pytest.raises(AppError, match="admin login required"):
+        client.predict(TOKEN, api_name="/admin_docs")
 
 
 BROWSER = "api-test-browser-id-0123456789"
@@ -98,14 +105,14 @@ def test_an_unchecked_draft_never_reaches_the_page(ui_server, client):
     token = svc.login("admin", ADMIN_PASSWORD)
     try:
         with StubOpenAI(reply="The keeper feeds a purple giraffe named Horace every morning [1].") as stub:
-            svc.set_llm(token, stub.base_url, "stub-llm", "")
+            svc.set_llm(token, stub.base_url, "stub-llm", "", password=ADMIN_PASSWORD)
             job = client.submit("How long has the keeper tended the light?", [], 5, 800, "dense", "openai", BROWSER,
                                 None, [], api_name="/ask")
             job.result(timeout=120)
             states = [str(o[0]) for o in job.outputs()]
             assert any(r["path"].endswith("/chat/completions") for r in stub.requests)  # the draft was made
     finally:
-        svc.set_llm(token, "", "")  # the other tests run without an endpoint
+        svc.set_llm(token, "", "", password=ADMIN_PASSWORD)  # the other tests run without an endpoint
     assert len(states) >= 3  # retrieving, drafting, the checked reply
     assert not any("giraffe" in s for s in states)
     assert "do not say" in states[-1]  # checked: unsupported, so an abstention

@@ -200,6 +200,13 @@ def test_llm_endpoint_set_in_the_admin_tab_then_used_by_the_chat(ui_server, page
         _see(page.locator("#llm-msg"), "2 model(s): stub-llm, stub-llm-large")
         page.locator("#llm-test").click()
         _see(page.locator("#llm-msg"), "connected: 2 model(s) listed; stub-llm answered")
+        page.locator("#llm-save").click()  # saving asks for the admin password again
+        _see(page.locator("#llm-msg"), "type the admin password again")
+        page.locator("#llm-password input").fill("wrong")
+        page.locator("#llm-save").click()
+        _see(page.locator("#llm-msg"), "wrong admin password")
+        assert not ui_server.service.ctx.settings.openai_base_url
+        page.locator("#llm-password input").fill(ADMIN_PASSWORD)
         page.locator("#llm-save").click()
         _see(page.locator("#llm-msg"), "Saved:")
         page.screenshot(path=str(ARTIFACTS / "admin-llm.png"), full_page=True)
@@ -217,7 +224,8 @@ def test_llm_endpoint_set_in_the_admin_tab_then_used_by_the_chat(ui_server, page
         assert chat_calls[-1]["body"]["model"] == "stub-llm"
         assert "sk-browser-secret" not in page.content()
     svc = ui_server.service
-    svc.set_llm(svc.login("admin", ADMIN_PASSWORD), "", "")  # the other tests run without an endpoint
+    # the other tests run without an endpoint
+    svc.set_llm(svc.login("admin", ADMIN_PASSWORD), "", "", password=ADMIN_PASSWORD)
 
 
 def test_reingestion_while_a_chat_runs(ui_server, page, browser):

@@ -53,7 +53,7 @@ def test_saved_endpoint_is_used_and_its_key_is_never_shown(svc, tmp_path):
     doc.write_text("The keeper has tended the light for twenty-two years. She logs the weather.", encoding="utf-8")
     Ingestor(svc.ctx).ingest_paths([doc])
     with StubOpenAI(reply=None, api_key="sk-secret") as stub:
-        shown = svc.set_llm(tok, stub.base_url, "stub-llm", "sk-secret")
+        shown = svc.set_llm(tok, stub.base_url, "stub-llm", "sk-secret", password="pw")
         assert shown == {"base_url": stub.base_url, "model": "stub-llm", "key_set": True}
         assert "sk-secret" not in repr(shown) and svc.backends()["openai"] is None
         a = answer(svc.ctx, "How long has the keeper tended the light?", backend="openai")
@@ -65,10 +65,10 @@ def test_saved_endpoint_is_used_and_its_key_is_never_shown(svc, tmp_path):
         again = UiService(svc.ctx, admin_password="pw")
         assert again.llm_endpoint(again.login("admin", "pw"))["model"] == "stub-llm"
         # an empty key keeps the stored one; clearing drops it
-        assert svc.set_llm(tok, stub.base_url, "stub-llm-large", "")["key_set"] is True
-        assert svc.set_llm(tok, stub.base_url, "stub-llm-large", clear_key=True)["key_set"] is False
+        assert svc.set_llm(tok, stub.base_url, "stub-llm-large", "", password="pw")["key_set"] is True
+        assert svc.set_llm(tok, stub.base_url, "stub-llm-large", clear_key=True, password="pw")["key_set"] is False
     with pytest.raises(ValueError, match="is not an http:// or https:// address"):
-        svc.set_llm(tok, "ftp://example.org/v1", "m")
+        svc.set_llm(tok, "ftp://example.org/v1", "m", password="pw")
 
 
 def test_backend_menu_says_why_a_backend_cannot_run(svc, tmp_path):
