@@ -487,10 +487,14 @@ class UiService:
         """Remove from the upload folder what no upload needs any more (the app calls it on start and on each
         upload): files not written for ``max_age_s`` (uploaded but never submitted, or cut off by a stop), empty
         files not written for ``empty_after_s`` (Gradio's File component leaves one per upload; an upload in
-        progress writes to its file), and then-empty folders. Only when the upload folder lies in the data dir (the
+        progress writes to its file), and then-empty folders. Only when the upload folder is a data dir's own cache (the
         default): a ``GRADIO_TEMP_DIR`` elsewhere may hold other files. Returns how many files went."""
         root = self.upload_root
-        if not root.is_dir() or not root.is_relative_to(self.ctx.settings.data_dir.resolve()):
+        # a data dir's own upload cache (data_dir/tmp/gradio: this one's, or another MGRAG data dir's when two apps
+        # share a process and Gradio's one upload folder); never a GRADIO_TEMP_DIR the user pointed elsewhere
+        ours = root.is_relative_to(self.ctx.settings.data_dir.resolve()) or (
+            root.name == "gradio" and root.parent.name == "tmp" and (root.parent.parent / "catalog.sqlite").is_file())
+        if not root.is_dir() or not ours:
             return 0
         now, removed = time.time(), 0
         for folder, _, files in os.walk(root, topdown=False):
