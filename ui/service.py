@@ -825,9 +825,12 @@ class UiService:
                 continue
             kept.append(Question(q.id, q.question, d, q.answers, q.evidence, q.dataset))
         if not kept:
-            raise ValueError(
-                f"none of the set's documents are in the index ({', '.join(sorted(skipped | mismatched)[:5])}); "
-                "ingest them first (e.g. `mgrag ingest ../shared/bench/chroma/docs`)")
+            missing = ", ".join(sorted(skipped | mismatched)[:5])
+            if set_ref == SAMPLES_SET:
+                raise ValueError(f"the sample documents are not in the index ({missing}): upload field_notes.md and "
+                                 "mgrag_overview.md from the samples folder of MGRAG (`make demo` ingests them)")
+            raise ValueError(f"none of the set's documents are in the index ({missing}): upload them first (the "
+                             "documents a question names by its doc_id)")
         kept = kept[:max_questions]
         used = {q.doc_id for q in kept}
         bench = BenchSet(Path(str(set_ref)).stem, {d: texts[d] for d in used}, kept)

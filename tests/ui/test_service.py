@@ -266,6 +266,12 @@ def test_chunk_inspector_is_admin_only_and_renders_a_document(svc, write):
     assert set(summary["top parents"]) == {"lgmgc", "recursive", "mg"}
 
 
+def write_to(folder, name, text):
+    p = folder / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
 def test_a_shipped_set_and_the_users_own_evaluations_can_be_benchmarked(make_ctx, tmp_path):
     """Issue 21 (15): the Evaluate tab's list read only ../shared/bench, which a user who clones the product does
     not have. It now offers the set shipped for samples/ and the user's own saved evaluations."""
@@ -276,6 +282,10 @@ def test_a_shipped_set_and_the_users_own_evaluations_can_be_benchmarked(make_ctx
     ctx = make_ctx(chunker="recursive", theta=40, synth_backend="extractive")
     svc = UiService(ctx, admin_password="pw", upload_root=tmp_path)
     assert svc.bench_sets()[:2] == [SAMPLES_SET, MY_EVALUATIONS]
+    svc.ingest_files([write_to(tmp_path, "other.md", "An unrelated note about tides.\n")])
+    with pytest.raises(ValueError) as e:  # the newcomer run saw "e.g. `mgrag ingest ..docs`" (a path cut short)
+        svc.run_benchmark(SAMPLES_SET, k=5)
+    assert "upload field_notes.md and mgrag_overview.md" in str(e.value) and "mgrag ingest" not in str(e.value)
     import shutil
 
     samples = Path(__file__).resolve().parents[2] / "samples"
