@@ -399,7 +399,11 @@ def build_app(service: UiService):
                                   retriever=a["retriever"] if a["retriever"] != "none" else "dense",
                                   owner=reader_of(browser_id, request))
         df = pd.DataFrame(hits, columns=["retriever", "level", "rank", "score", "document", "chars", "text"])
-        choices = [(f"[{x['number']}] {x['doc_id']}", x["number"]) for x in a["sources"]]
+        from ingest.layout import place_label
+
+        choices = [(" · ".join(filter(None, (f"[{x['number']}] {x['doc_id']}",
+                                             place_label(x.get("pages"), [], x.get("unit"))))), x["number"])
+                   for x in a["sources"]]  # with the page: six sources of one file are told apart
         cited = [c["number"] for c in a["citations"]]
         md = (f"**Q:** {render.plain_text_markdown(a['question'])}\n\n"
               f"**A:** {shown(a['text']) if a['text'] else '(no answer)'}")
