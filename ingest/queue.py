@@ -286,9 +286,15 @@ class Runner:
             log.warning("job %d (%s): %s", job.job_id, job.name, "given up" if state == "failed" else "will retry")
 
     def _reporter(self, job: Job, lane: str) -> Reporter:
+        budget = self.ctx.settings.first_pass_timeout_s if lane == "first" else None
+        t0 = time.monotonic()
+
         def sink(label: str, share: float, eta: float | None) -> bool:
             if self._stop.is_set():
                 raise Stopped("stopping")
+            if budget is not None and time.monotonic() - t0 > budget:  # one file never holds a worker for good
+                raise IngestError(job.name, f"its first pass took longer than {budget:.0f} s "
+                                            "(MGRAG_FIRST_PASS_TIMEOUT_S): split the file, or raise that limit")
             if lane == "refine" and not self.executor.remote and self._first_pending():
                 self.jobs.report(job.job_id, "paused for new uploads", share, None)
                 while self._first_pending() and not self._stop.is_set():

@@ -41,6 +41,7 @@ class Settings(BaseSettings):
     # ingestion queue
     first_pass: bool = Field(True, description="Make each document searchable within seconds with MG chunks (no LM), then refine it with the configured LM chunker in the background (the catalog records which phase is live); off: only the configured chunker, searchable when it is done. Chunkers that need no LM have one phase either way.")
     ingest_workers: int = Field(2, ge=1, le=64, description="First passes (extraction, chunking, embedding of a new document) run at once by the process that holds the data dir (`mgrag serve`, `mgrag worker`, or `mgrag ingest` when neither runs).")
+    first_pass_timeout_s: float = Field(1800.0, gt=0, description="The most seconds one file's first pass (extraction, chunking, embedding) may hold a worker; past it the file fails with a message naming this setting, and the worker takes the next file.")
     owner_workers: int = Field(0, ge=0, le=64, description="The most files of one user (a browser) processed at once in each lane, so one user's slow files never hold every worker (0: every worker but one; the shared library's files, queued by the admin or the CLI, are not limited).")
     refine_workers: int = Field(1, ge=1, le=64, description="Refinements (the LM chunker's pass) run at once by that process; they yield the CPU to first passes.")
     ingest_max_attempts: int = Field(3, ge=1, le=20, description="A job interrupted this many times (the process killed, a worker lost, an unexpected error) is marked failed with its reason instead of being retried again.")

@@ -336,3 +336,27 @@ def test_the_owner_cap_leaves_the_library_unlimited(make_ctx):
     got = [ctx.jobs.claim("first", "t", owner_cap=1) for _ in range(4)]
     names = [j.name if j else None for j in got]
     assert names[:3] == ["owl.md", "gnu.md", "emu.md"] and names[3] is None  # elk waits for owl to finish
+
+
+def test_a_first_pass_over_its_time_budget_fails_with_the_setting_named_and_frees_the_worker(make_ctx):
+    """Issue 21 (2): a 10 MB one-line file held the write lock, then a worker, for over an hour. A first pass that
+    runs past `first_pass_timeout_s` fails with a message naming the setting; the next file is processed."""
+    ctx = make_ctx(chunker="mg", theta=40, first_pass_timeout_s=1.0)
+
+    class Endless(LocalExecutor):  # chunking that never ends, reporting its progress as the real stages do
+        def first(self, job, data, plan, rep):
+            if job.name == "endless.md":
+                rep.begin([("chunking", 1.0)])
+                for i in range(10_000):
+                    rep.update("chunking", i / 10_000)
+                    time.sleep(0.05)
+            return super().first(job, data, plan, rep)
+
+    endless, after = enqueue(ctx, [("endless.md", TEXT.encode()), ("after.md", TEXT.replace("cat", "elk").encode())])
+    runner = Runner(ctx, executor=Endless(ctx), first_workers=1, refine_workers=1).start()
+    try:
+        jobs = wait(ctx.jobs, [endless.job.job_id, after.job.job_id], "searchable", timeout_s=60)
+    finally:
+        runner.stop()
+    assert jobs[0].state == "failed" and "MGRAG_FIRST_PASS_TIMEOUT_S" in (jobs[0].error or jobs[0].message or "")
+    assert jobs[1].state in ("searchable", "ready")
