@@ -26,6 +26,19 @@ def table_ops(rows: list[list[str]], x: float = 72, top: float = 500, widths: tu
     return "\n".join(ops)
 
 
+def pdf_from_objects(objs: list[bytes]) -> bytes:
+    """A PDF file of the objects ``objs`` (object 1 the catalog), with its cross-reference table and trailer."""
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for i, o in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + o + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    return bytes(out)
+
+
 def make_pdf(pages: list[list[str]], header: str | None = None, footer: str | None = "Page {n} of {total}",
              outline: list[tuple[str, int]] | None = None, extra: dict[int, str] | None = None,
              headings: dict[int, str] | None = None) -> bytes:
@@ -58,15 +71,7 @@ def make_pdf(pages: list[list[str]], header: str | None = None, footer: str | No
         kids.append(len(objs))
     objs[0] = b"<< /Type /Catalog /Pages 2 0 R >>"
     objs[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), total)
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for i, o in enumerate(objs, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % i + o + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-    data = bytes(out)
+    data = pdf_from_objects(objs)
     if not outline:
         return data
     from pypdf import PdfReader, PdfWriter

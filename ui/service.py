@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.context import AppContext
+from app.core.private import write_secret
 from app.core.questions import Question, read_questions
 from ingest.loaders import SUPPORTED, IngestError
 
@@ -216,13 +217,8 @@ def stored_admin_password(data_dir: str | Path, *, reset: bool = False) -> tuple
             if p.stat().st_mode & 0o077:  # copied with looser rights: only the owner reads it
                 os.chmod(p, 0o600)
             return pw, False
-    p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     pw = secrets.token_urlsafe(15)
-    tmp = p.with_name(f".admin_password.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(pw + "\n")
-    os.replace(tmp, p)
+    write_secret(p, pw + "\n")
     return pw, True
 
 
@@ -458,12 +454,7 @@ class UiService:
         across restarts so a browser keeps its uploads."""
         p = self.ctx.settings.data_dir / ".secrets" / "browser_state.key"
         if not p.exists():
-            p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            tmp = p.with_suffix(f".{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(secrets.token_urlsafe(32))
-            os.replace(tmp, p)
+            write_secret(p, secrets.token_urlsafe(32))
         return p.read_text().strip()
 
     # -- chat ----------------------------------------------------------------------------------------------------
@@ -911,13 +902,7 @@ class UiService:
             raise ValueError(f"{base_url!r} is not an http:// or https:// address")
         key = None if clear_key else self._key_for(base_url, (api_key or "").strip() or None)
         cfg = {"base_url": base_url, "model": (model or "").strip(), "api_key": key}
-        p = self._llm_path
-        p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = p.with_suffix(f".{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(cfg, f)
-        os.replace(tmp, p)
+        write_secret(self._llm_path, json.dumps(cfg))
         self._apply_llm(cfg)
         log.info("LLM endpoint set to %s (model %s)", base_url or "(none)", cfg["model"] or "-")
         return self.llm_endpoint(token)

@@ -35,3 +35,17 @@ def make_private(data_dir: Path) -> None:
                     os.chmod(name, st.st_mode & 0o7700)
             except FileNotFoundError:  # removed meanwhile
                 continue
+
+
+def write_secret(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` owner-only (0600, its folder 0700) and atomically: a reader sees the old content
+    or the new, never a partial file, and never a moment with looser rights."""
+    import secrets
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)

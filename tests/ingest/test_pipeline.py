@@ -5,6 +5,7 @@ import io
 import pytest
 
 from ingest.pipeline import Ingestor
+from tests.pdfgen import pdf_from_objects
 
 GOOD = ("The cat sat on the mat. It was a sunny day.\n\nDogs bark at night. Birds sing in the morning! "
         "Qdrant stores vectors for every chunk. Chunks have parents and children.\n\n") * 6
@@ -162,15 +163,7 @@ def _text_pdf(text: str) -> bytes:
             b"/Resources << /Font << /F1 5 0 R >> >> >>",
             b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
             b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for i, o in enumerate(objs, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % i + o + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-    return bytes(out)
+    return pdf_from_objects(objs)
 
 
 def test_pdf_without_text_layer(make_ctx, write):

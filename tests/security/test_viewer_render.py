@@ -8,6 +8,8 @@ import io
 import httpx
 import pytest
 
+from tests.pdfgen import pdf_from_objects
+
 MAX_PIXELS = 4_000_000  # what a page image may hold (ui.viewer.MAX_PAGE_PIXELS)
 
 
@@ -25,15 +27,7 @@ def huge_pdf(width: int = 7200, height: int = 7200, pages: int = 2) -> bytes:
                     b"/Resources << /Font << /F1 3 0 R >> >> >>" % (width, height, len(objs)))
         kids.append(len(objs))
     objs[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), pages)
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for i, o in enumerate(objs, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % i + o + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-    return bytes(out)
+    return pdf_from_objects(objs)
 
 
 @pytest.fixture(scope="module")
