@@ -861,13 +861,13 @@ def build_app(service: UiService):
                            [llm_msg, llm_key, backend_in, backend_note, llm_pw], api_name="admin_llm_save")
         files.upload(on_upload, [files, browser], [upload_report, files, my_docs, upload_rows_state, upload_timer],
                      api_name="upload", concurrency_limit=16, show_progress="hidden").then(
-            refresh_scope, [browser, scope_in], [scope_in], api_visibility="private")
+            refresh_scope, [browser, scope_in], [scope_in], api_visibility="private", show_progress="hidden")
         upload_timer.tick(on_upload_tick, [upload_rows_state], [upload_report, upload_timer], api_visibility="private",
                           show_progress="hidden")
         cancel_upload_btn.click(on_cancel_upload, [upload_rows_state, browser], [upload_report],
                                 api_name="cancel_upload")
         delete_mine_btn.click(on_delete_mine, [browser, my_docs], [my_docs], api_name="delete_upload").then(
-            refresh_scope, [browser, scope_in], [scope_in], api_visibility="private")
+            refresh_scope, [browser, scope_in], [scope_in], api_visibility="private", show_progress="hidden")
         ask_args = dict(fn=on_ask, inputs=[question, chatbot, answers_state, conversation_state, k_in, budget_in,
                                            retriever_in, backend_in, browser, current, scope_in],
                         outputs=[chatbot, answers_state, conversation_state, weights_plot, answer_pick, question,

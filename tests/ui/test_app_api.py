@@ -116,3 +116,24 @@ def test_an_unchecked_draft_never_reaches_the_page(ui_server, client):
     assert len(states) >= 3  # retrieving, drafting, the checked reply
     assert not any("giraffe" in s for s in states)
     assert "do not say" in states[-1]  # checked: unsupported, so an abstention
+
+
+def test_an_upload_draws_one_progress(make_ctx):
+    """The upload panel's table is the one progress a person sees: neither the upload event nor the events it chains
+    (the scope list refreshed afterwards) draw Gradio's own progress overlay as well (issue 21 item 17: the progress
+    was drawn twice, once in the table and once as an overlay on the scope list)."""
+    from ui.app import build_app
+    from ui.service import UiService
+
+    ctx = make_ctx(chunker="recursive", theta=20, synth_backend="extractive")
+    demo = build_app(UiService(ctx, admin_password="pw", upload_root=ctx.settings.data_dir.parent))
+    deps = demo.config["dependencies"]
+    upload = [d for d in deps if d.get("api_name") == "upload"]
+    assert len(upload) == 1
+    chain, ids = [upload[0]], {upload[0]["id"]}
+    for d in deps:  # .then() steps name the step they follow in trigger_after
+        if d.get("trigger_after") in ids:
+            chain.append(d)
+            ids.add(d["id"])
+    assert len(chain) >= 2
+    assert [d["show_progress"] for d in chain] == ["hidden"] * len(chain)
