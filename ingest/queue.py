@@ -464,8 +464,8 @@ def document_states(ctx, owner: str | None = None, everyone: bool = True) -> lis
         if not everyone and owner_of is not None and owner_of != owner:
             continue
         indexed = bool(r and r["n_l0"] is not None)
-        if r is None and j.state in ("cancelled", "duplicate"):
-            continue  # nothing of it exists
+        if r is None and j.state in ("cancelled", "duplicate", "ready", "searchable", "refining"):
+            continue  # nothing of it exists (never made, or deleted since its job ended)
         if j is None or (j.state in ("ready", "duplicate") and indexed) or (j.state == "cancelled" and indexed):
             state = "searchable" if indexed and r.get("phase") == "first" else "ready" if indexed else "failed"
             detail = ("searchable · first pass (refinement cancelled or not queued)" if state == "searchable"

@@ -942,6 +942,9 @@ def launch(service: UiService, *, host: str | None = None, port: int | None = No
                               footer_links=["api"], css=render_css(), max_threads=64, auth=auth,
                               auth_message="MGRAG: log in with the account your admin gave you.")
     add_viewer_routes(app, service)
+    from ui.api import mount_api
+
+    mount_api(app, service)  # the HTTP API (/v1): OpenAI-compatible chat, documents, search; API keys
     if block:
         try:
             demo.block_thread()

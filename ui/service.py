@@ -386,6 +386,34 @@ class UiService:
         return self._users
 
     @property
+    def api_keys(self):
+        """The HTTP API's keys (:class:`ui.keys.Keys`)."""
+        from ui.keys import Keys
+
+        if getattr(self, "_api_keys", None) is None:
+            self._api_keys = Keys(self.ctx.settings.data_dir / ".secrets" / "keys.sqlite")
+        return self._api_keys
+
+    def key_rows(self, token: str) -> list[dict]:
+        """The API keys for the Admin tab (never a key itself: it is shown once, when made)."""
+        self.auth.check(token)
+        return [{"name": k.name, "user": k.user, "starts": k.prefix + "…", "created": k.created,
+                 "last used": k.last_used, "revoked": k.revoked} for k in self.api_keys.list()]
+
+    def add_key(self, token: str, name: str, user: str) -> str:
+        """Make an API key for ``user`` (one of the web app's users when it has any); returns it, once."""
+        self.auth.check(token)
+        user = (user or "").strip()
+        if self.users and user not in self.users.names():
+            raise ValueError(f"no user {user!r}; a key belongs to one of the web app's users "
+                             f"({', '.join(self.users.names())})")
+        return self.api_keys.add((name or "").strip(), user)
+
+    def revoke_key(self, token: str, name: str) -> None:
+        self.auth.check(token)
+        self.api_keys.revoke(name)
+
+    @property
     def conversations(self):
         """Conversations kept server side (:class:`ui.conversations.ConversationStore`)."""
         from ui.conversations import ConversationStore
@@ -406,6 +434,7 @@ class UiService:
     def remove_user(self, token: str, name: str) -> list[str]:
         self.auth.check(token)
         self.users.remove(name)
+        self.api_keys.revoke_user(name)  # a removed user's keys stop working with the user
         return self.users.names()
 
     @property

@@ -124,6 +124,7 @@ class Settings(BaseSettings):
     admin_password: SecretStr | None = Field(
         None, description="Password of the Admin tab; unset: `mgrag serve` makes a random one, logs it once and keeps it in data_dir/.secrets/admin_password (`mgrag admin password` shows it, `--reset` changes it).")
     admin_idle_s: float = Field(1800.0, gt=0, description="Web app: an admin login unused this long (seconds) ends; the Admin tab asks for the password again.")
+    api_requests_per_minute: int = Field(120, ge=1, description="HTTP API (/v1): requests one API key may make in any minute; more get 429 with Retry-After.")
     admin_session_s: float = Field(8 * 3600.0, gt=0, description="Web app: an admin login ends this long (seconds) after it began, however much it is used.")
 
     log_level: str = Field("INFO", description="Logging level.")

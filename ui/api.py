@@ -1,0 +1,387 @@
+"""The HTTP API under ``/v1``, on the web app's server (``mgrag serve``): an OpenAI-compatible chat endpoint that
+answers from the documents with citations, REST for documents (upload, list, get, delete) and search, behind API
+keys (:mod:`ui.keys`). The schema is served at ``/v1/openapi.json`` (and an explorer at ``/v1/docs``).
+
+Every request names its key as ``Authorization: Bearer mgrag-…``; the key's user decides what it sees (the shared
+library and the user's own uploads) and owns what it uploads. Errors are JSON in OpenAI's shape,
+``{"error": {"message", "type", "code"}}``, with a message that names the problem."""
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import shutil
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+from fastapi import Depends, FastAPI, File, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+log = logging.getLogger(__name__)
+
+MODEL = "mgrag"  # the configured backend; "mgrag-<backend>" picks one
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, code: str = "invalid_request", headers: dict | None = None):
+        super().__init__(message)
+        self.status, self.message, self.code, self.headers = status, message, code, headers or {}
+
+
+# -- wire format ---------------------------------------------------------------------------------------------
+class Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class Options(BaseModel):
+    """MGRAG's own options of a chat completion (the ``mgrag`` field; with the ``openai`` SDK pass
+    ``extra_body={"mgrag": {...}}``)."""
+    model_config = ConfigDict(extra="forbid")
+    documents: list[str] | None = Field(None, description="Search only these documents (ids as listed by "
+                                                          "GET /v1/documents); default: every document you may see.")
+    k: int | None = Field(None, ge=1, le=100, description="Passages retrieved per level (setting top_k).")
+    budget_words: int | None = Field(None, ge=50, le=20000, description="Words of context (setting budget_words).")
+    retriever: Literal["dense", "bm25", "hybrid"] | None = Field(None, description="Setting retriever.")
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")  # temperature, max_tokens, … are accepted and ignored
+    model: str = MODEL
+    messages: list[Message]
+    stream: bool = False
+    mgrag: Options | None = None
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str
+    k: int = Field(5, ge=1, le=100)
+    retriever: Literal["dense", "bm25", "hybrid"] = "dense"
+    documents: list[str] | None = None
+
+
+# -- keys and limits -----------------------------------------------------------------------------------------
+class RateLimit:
+    """At most ``per_minute`` requests per key in any 60 s."""
+
+    def __init__(self, per_minute: int):
+        self.per_minute = per_minute
+        self._seen: dict[str, deque] = {}
+        self._lock = threading.Lock()
+
+    def take(self, who: str) -> float:
+        """0 if the request may go on, else the seconds until it may."""
+        now = time.monotonic()
+        with self._lock:
+            q = self._seen.setdefault(who, deque())
+            while q and now - q[0] >= 60:
+                q.popleft()
+            if len(q) >= self.per_minute:
+                return 60 - (now - q[0])
+            q.append(now)
+            return 0.0
+
+
+def _text(content) -> str:
+    """A message's text: a string, or the text parts of a list of parts."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(p.get("text", "")) for p in content or () if p.get("type") == "text")
+
+
+def history_of(messages: list[Message]) -> tuple[str, list[dict]]:
+    """(the question, the conversation before it) of a chat request: the last message must be the user's; system
+    messages are not read (the answer's instructions are the product's own)."""
+    turns = [m for m in messages if m.role in ("user", "assistant")]
+    if not turns or turns[-1].role != "user":
+        raise ApiError(400, "the last message must be the user's question (role 'user')")
+    question = _text(turns[-1].content).strip()
+    if not question:
+        raise ApiError(400, "the last user message is empty; it is the question")
+    return question, [{"role": m.role, "content": _text(m.content)} for m in turns[:-1]]
+
+
+def citation_json(service, c) -> dict:
+    """One cited source as the API returns it: document, place (pages and section), the passage, the sentences
+    that support the answer and a viewer link (valid for the viewer's token lifetime)."""
+    from dataclasses import asdict
+
+    d = asdict(c)
+    link = service.view_link(d, [(x["start"], x["end"]) for x in c.support if "start" in x])
+    return {"index": c.number, "document": c.doc_id, "pages": c.pages, "unit": c.unit,
+            "section": " › ".join(c.headings), "place": c.label, "passage": c.parent_text,
+            "matched_text": c.matched_text, "score": round(float(c.score), 4),
+            "support": [{"text": x.get("text", ""), "start": x.get("start"), "end": x.get("end"),
+                         "score": x.get("score")} for x in c.support],
+            "view_url": "/" + link if link else None}
+
+
+# -- the app -------------------------------------------------------------------------------------------------
+def build_api(service, *, requests_per_minute: int | None = None):
+    """The ``/v1`` FastAPI app for ``service`` (a :class:`ui.service.UiService`); mount it with
+    :func:`mount_api`."""
+    s = service.ctx.settings
+    limit = RateLimit(requests_per_minute or s.api_requests_per_minute)
+    api = FastAPI(title="MGRAG API", version="1", docs_url="/docs", openapi_url="/openapi.json",
+                  description=__doc__)
+
+    @api.exception_handler(ApiError)
+    def _api_error(request, e: ApiError):
+        kind = {401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+                429: "rate_limit_error"}.get(e.status, "invalid_request_error")
+        return JSONResponse({"error": {"message": e.message, "type": kind, "code": e.code}}, e.status,
+                            headers=e.headers)
+
+    @api.exception_handler(RequestValidationError)
+    def _invalid(request, e: RequestValidationError):
+        problems = "; ".join(f"{'.'.join(str(x) for x in err.get('loc', ()) if x != 'body') or 'body'}: "
+                             f"{err.get('msg')}" for err in e.errors())
+        return JSONResponse({"error": {"message": f"the request is not valid: {problems}",
+                                       "type": "invalid_request_error", "code": "invalid_request"}}, 400)
+
+    def caller(request: Request):
+        """The key of the request (401 without one or with a wrong one), within its rate limit (429)."""
+        auth = request.headers.get("authorization", "")
+        key = auth[7:].strip() if auth[:7].lower() == "bearer " else None
+        found = service.api_keys.check(key)
+        if found is None:
+            raise ApiError(401, "a valid API key is needed: send 'Authorization: Bearer mgrag-…' (an admin makes "
+                                "one with `mgrag keys add NAME --user USER` or on the Admin tab)",
+                           "invalid_api_key", {"WWW-Authenticate": "Bearer"})
+        if service.users and found.user not in service.users.names():
+            raise ApiError(401, f"the user of key {found.name!r} no longer exists", "invalid_api_key")
+        wait = limit.take(found.name)
+        if wait:
+            raise ApiError(429, f"key {found.name!r} made more than {limit.per_minute} requests in a minute "
+                                f"(setting api_requests_per_minute); retry in {wait:.0f} s", "rate_limited",
+                           {"Retry-After": str(max(1, round(wait)))})
+        return found
+
+    @api.get("/models", summary="The models: the configured backend and each backend by name")
+    def models(key=Depends(caller)):
+        now = int(time.time())
+        ids = [MODEL] + [f"{MODEL}-{b}" for b, why in service.backends().items() if why is None]
+        return {"object": "list", "data": [{"id": i, "object": "model", "created": now, "owned_by": "mgrag"}
+                                           for i in ids]}
+
+    @api.post("/chat/completions", summary="A grounded answer from the documents (OpenAI's chat format)")
+    def chat(body: ChatRequest, key=Depends(caller)):
+        backend = _backend(service, body.model)
+        question, history = history_of(body.messages)
+        opts = body.mgrag or Options()
+        scope = _scope(service, key.owner, opts.documents)
+        events = service.ask(question, k=opts.k, budget_words=opts.budget_words, retriever=opts.retriever,
+                             backend=backend, owner=key.owner, scope=scope, history=history)
+        cid, created = "chatcmpl-" + secrets.token_hex(12), int(time.time())
+        if body.stream:
+            return StreamingResponse(_stream(service, events, cid, created, body.model), media_type="text/event-stream")
+        answer = _finish(events)
+        return {"id": cid, "object": "chat.completion", "created": created, "model": body.model,
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": answer.text}}],
+                **_extras(service, answer)}
+
+    @api.post("/documents", summary="Upload documents (multipart, field 'files'); ?wait=true returns when searchable")
+    def upload(files: list[UploadFile] = File(...), wait: bool = False, key=Depends(caller)):
+        return {"documents": _upload(service, files, key.owner, wait)}
+
+    @api.get("/documents", summary="The documents this key may search, with their state")
+    def documents(key=Depends(caller)):
+        return {"documents": [_doc_json(r, key.owner) for r in _visible(service, key.owner)]}
+
+    @api.get("/documents/{doc_id:path}", summary="One document with its state")
+    def document(doc_id: str, key=Depends(caller)):
+        return _doc_json(_one(service, key.owner, doc_id), key.owner)
+
+    @api.delete("/documents/{doc_id:path}", summary="Delete one of your uploads")
+    def delete(doc_id: str, key=Depends(caller)):
+        row = _one(service, key.owner, doc_id)
+        if row["owner"] != key.owner:
+            raise ApiError(403, f"{doc_id!r} is in the shared library; only the admin can delete it", "forbidden")
+        try:
+            service.delete_own(key.owner, [doc_id])
+        except ValueError as e:
+            raise ApiError(409, str(e)) from e
+        return {"deleted": doc_id}
+
+    @api.post("/search", summary="Retrieval only: the passages and the hits per level, with their scores")
+    def search(body: SearchRequest, key=Depends(caller)):
+        return _search(service, body, key.owner)
+
+    return api
+
+
+def mount_api(app, service) -> None:
+    """Serve :func:`build_api` under ``/v1`` of the web app's server ``app``."""
+    app.mount("/v1", build_api(service))
+
+
+def _backend(service, model: str) -> str | None:
+    if model in (MODEL, "", None):
+        return None
+    name = model.removeprefix(MODEL + "-")
+    why = service.backends().get(name, "unknown") if model.startswith(MODEL + "-") else "unknown"
+    if why == "unknown":
+        raise ApiError(404, f"no model {model!r}; GET /v1/models lists them ('{MODEL}' is the configured backend)",
+                       "model_not_found")
+    if why is not None:
+        raise ApiError(400, f"model {model!r} cannot run here: {why}", "model_unavailable")
+    return name
+
+
+def _scope(service, owner: str, documents: list[str] | None) -> list[str] | None:
+    if not documents:
+        return None
+    allowed = set(service.searchable_documents(owner))
+    unknown = [d for d in documents if d not in allowed]
+    if unknown:
+        raise ApiError(404, f"no document {unknown[0]!r} among those this key may search (GET /v1/documents)",
+                       "document_not_found")
+    return documents
+
+
+def _finish(events):
+    from retrieval.search import EmptyIndexError
+
+    try:
+        for kind, value in events:
+            if kind == "done":
+                return value
+    except (ValueError, EmptyIndexError) as e:
+        raise ApiError(400, str(e)) from e
+    raise ApiError(500, "the answer did not complete", "internal_error")
+
+
+def _extras(service, answer) -> dict:
+    """MGRAG's fields of a completion: the cited sources, whether it abstained, and what was searched."""
+    return {"citations": [citation_json(service, c) for c in answer.citations],
+            "mgrag": {"abstained": answer.abstained, "query": answer.query, "rewrite": answer.rewrite,
+                      "backend": answer.backend, "retriever": answer.retriever, "error": answer.error,
+                      "sources": len(answer.sources)}}
+
+
+def _stream(service, events, cid: str, created: int, model: str) -> Iterator[str]:
+    """Server-sent events in OpenAI's chunk format. Only the checked answer is sent (a draft that grounding would
+    change never leaves the server, as in the web app); the last chunk carries the citations."""
+    def chunk(delta: dict, finish=None, **extra) -> str:
+        return "data: " + json.dumps({"id": cid, "object": "chat.completion.chunk", "created": created,
+                                      "model": model, "choices": [{"index": 0, "delta": delta,
+                                                                   "finish_reason": finish}], **extra}) + "\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    try:
+        answer = _finish(events)
+    except ApiError as e:
+        yield "data: " + json.dumps({"error": {"message": e.message, "type": "invalid_request_error",
+                                               "code": e.code}}) + "\n\n"
+        return
+    words = answer.text.split(" ")
+    for i in range(0, len(words), 8):
+        yield chunk({"content": " ".join(words[i:i + 8]) + (" " if i + 8 < len(words) else "")})
+    yield chunk({}, "stop", **_extras(service, answer))
+    yield "data: [DONE]\n\n"
+
+
+def _visible(service, owner: str) -> list[dict]:
+    from ingest.queue import document_states
+
+    return document_states(service.ctx, owner, everyone=False)
+
+
+def _one(service, owner: str, doc_id: str) -> dict:
+    for r in _visible(service, owner):
+        if r["doc_id"] == doc_id:
+            return r
+    raise ApiError(404, f"no document {doc_id!r} among those this key may see (GET /v1/documents lists them)",
+                   "document_not_found")
+
+
+def _doc_json(r: dict, owner: str) -> dict:
+    return {"id": r["doc_id"], "name": r["name"], "kind": r.get("kind"), "size": r.get("size"),
+            "version": r.get("version"), "owner": "you" if r.get("owner") == owner else "library",
+            "state": r["state"], "searchable": r["searchable"], "detail": r["detail"], "progress": r.get("progress"),
+            "eta_s": r.get("eta_s"), "error": r.get("error"), "job_id": r.get("job_id"),
+            "chunks": [r.get(f"n_l{i}") for i in range(3)] if r.get("n_l0") is not None else None}
+
+
+def _upload(service, files, owner: str, wait: bool) -> list[dict]:
+    """Spool each part into the upload folder (refused past ``max_file_mb``), queue them for ``owner``, and with
+    ``wait`` return when each is searchable or failed."""
+    from ingest.queue import wait as wait_jobs
+
+    if not files:
+        raise ApiError(400, "no files: send them as multipart form field 'files'")
+    limit = int(service.ctx.settings.max_file_mb * 2**20)
+    spool = Path(service.upload_root) / f"api-{secrets.token_hex(8)}"
+    spool.mkdir(parents=True, mode=0o700)
+    try:
+        paths, names, too_big = [], [], []
+        for i, f in enumerate(files):
+            p = spool / str(i)
+            p.mkdir()
+            path = p / "upload"
+            size = _spool(f, path, limit)
+            if size > limit:
+                too_big.append(f.filename or "(unnamed)")
+                continue
+            paths.append(path)
+            names.append(f.filename or "")
+        if too_big:
+            raise ApiError(413, f"{too_big[0]}: the file is larger than the {service.ctx.settings.max_file_mb:g} MB "
+                                "limit (setting max_file_mb); nothing was uploaded", "file_too_large")
+        rows, ids = service.enqueue_files(paths, names=names, owner=owner)
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
+    if wait and ids:
+        wait_jobs(service.ctx.jobs, ids, "searchable", timeout_s=600)
+    rows = service.upload_rows(rows)
+    return [{"name": r["name"], "status": r["status"], "message": r.get("message", ""), "job_id": r.get("job_id"),
+             "id": _doc_id(service, r)} for r in rows]
+
+
+def _doc_id(service, row: dict) -> str | None:
+    job = service.ctx.jobs.get(row["job_id"]) if row.get("job_id") else None
+    return job.doc_id if job else None
+
+
+def _spool(f, path: Path, limit: int) -> int:
+    size = 0
+    with open(path, "wb") as out:
+        while chunk := f.file.read(1 << 20):
+            size += len(chunk)
+            if size > limit:
+                break
+            out.write(chunk)
+    return size
+
+
+def _search(service, body: SearchRequest, owner: str) -> dict:
+    from dataclasses import asdict
+
+    from retrieval.search import EmptyIndexError, retrieve
+
+    scope = _scope(service, owner, body.documents)
+    docs = service.doc_filter(owner, scope)
+    if docs is not None and not docs:
+        return {"passages": [], "levels": []}
+    try:
+        got = retrieve(service.ctx, body.query, k=body.k, retriever=body.retriever, doc_ids=docs)
+    except (ValueError, EmptyIndexError) as e:
+        raise ApiError(400, str(e)) from e
+    passages = []
+    for src in got.sources:
+        d = asdict(src)
+        passages.append({"rank": d["rank"], "document": d["doc_id"], "score": round(float(d["score"]), 4),
+                         "pages": d["pages"], "unit": d["unit"], "section": " › ".join(d["headings"]),
+                         "text": d["text"], "matched_level": d["matched_level"], "matched_text": d["matched_text"],
+                         "level_scores": {str(k): round(float(v), 4) for k, v in d["level_scores"].items()}})
+    levels = service.level_hits(body.query, k=body.k, retriever=body.retriever, owner=owner)
+    levels = [r for r in levels if not scope or r["document"] in scope]
+    return {"passages": passages, "weights": list(got.weights), "levels": levels}
