@@ -15,7 +15,7 @@ docs/*.md:
    with FMT (a Python format spec: ``.3f``, ``d``, ``.1%``, ``+.1f`` …), must occur as a number in the same line
    before the comment. EXPR is a path of keys separated by ``/`` (``~1`` for a ``/`` inside a key); a key may be a
    glob (``router: *``) and may end in filters (``*[answerable=false][context_score<0.4]``); a path may be
-   wrapped in ``count(…)``, ``min(…)``, ``max(…)``, ``sum(…)`` or ``mean(…)``.
+   wrapped in ``count(…)``, ``min(…)``, ``max(…)``, ``sum(…)`` or ``mean(…)``, and ``diff(A; B)`` is A − B.
 3. **Every reference to a BENCHMARKS.md section exists**: a quoted name right after ``BENCHMARKS.md`` (``"Vector
    store"``) must begin a heading of BENCHMARKS.md, a bare ``lg-variants`` must be a section marker, and a link
    ``BENCHMARKS.md#anchor`` must be a heading's anchor.
@@ -204,6 +204,9 @@ def select(data, path: str) -> list:
 
 
 def evaluate(data, expr: str):
+    m = re.fullmatch(r"diff\((.+);(.+)\)", expr.strip())
+    if m:
+        return evaluate(data, m.group(1)) - evaluate(data, m.group(2))
     m = re.fullmatch(r"(count|min|max|sum|mean)\((.+)\)", expr.strip())
     if m:
         return _AGG[m.group(1)](select(data, m.group(2)))
@@ -217,7 +220,7 @@ def _number_in(value: str, text: str) -> bool:
     text = text.replace("\u2212", "-").replace("\u2009", "")
     for m in re.finditer(re.escape(value), text):
         before, after = text[m.start() - 1:m.start()], text[m.end():m.end() + 2]
-        if not (before.isdigit() or before == "." or (before in "+-" and value[0] not in "+-")
+        if not (before.isdigit() or before == "." or (before != "" and before in "+-" and value[0] not in "+-")
                 or after[:1].isdigit() or re.match(r"[.,]\d", after)):
             return True
     return False
