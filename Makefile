@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export GRADIO_ANALYTICS_ENABLED := False
 
-.PHONY: setup models demo lint test test-fast bench bench-extra clean
+.PHONY: setup models demo lint test test-fast docs-check bench bench-extra clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -39,6 +39,11 @@ test: models lint
 
 test-fast: lint
 	MGRAG_SKIP_INTEGRATION=1 $(BIN)/python -m pytest -q -m "not integration"
+
+# the docs against the code and bench/results (bench/docs_check.py: generated sections, figures, section names,
+# commands and flags, the settings table); no model is loaded. `--fix` rewrites the generated parts.
+docs-check: setup
+	$(BIN)/python bench/docs_check.py
 
 # `make bench`: every chunker and peer on chroma and gutenqa_emma (θ 200/300/500) and the LongBench QA table,
 # regenerating their sections of BENCHMARKS.md (standard profile: about 40 minutes on 2 cores).

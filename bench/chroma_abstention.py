@@ -27,11 +27,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
 
-    import numpy as np
-
     from app.answer import Grounder, synth_sources
     from app.evaluation.answers import context_evidence_recall
-    from app.evaluation.bench import RESULTS_DIR, load_set, markdown_table, write_section
+    from app.evaluation.bench import RESULTS_DIR, load_set, write_section
     from bench.common import chroma_library
     from retrieval.search import retrieve
 
@@ -47,12 +45,34 @@ def main(argv=None) -> int:
         rows.append({"id": q.id, "doc": q.doc_id, "context_score": g.context_score, "evidence_recall": rec,
                      "floor": g.floors.context})
     ctx.close()
-    floor = rows[0]["floor"]
-    with_ev = [x for x in rows if x["evidence_recall"]]
     # the other side of the trade, from the answers benchmark's extractive rows (bench/results/answers.json)
     ans_path = RESULTS_DIR / "answers.json"
     ans = json.loads(ans_path.read_text(encoding="utf-8"))["candidates"]["extractive"]["rows"] \
         if ans_path.exists() else []
+    (RESULTS_DIR / "chroma_abstention.json").write_text(json.dumps({"rows": rows, "per_doc": per_doc(rows)},
+                                                                   indent=1), encoding="utf-8")
+    md = render(rows, ans)
+    print(md)
+    if not args.no_write:
+        write_section("chroma-abstention", md)
+    return 0
+
+
+def per_doc(rows: list[dict]) -> dict[str, float]:
+    """Share of each document's questions with evidence in context that the floor turns away."""
+    floor = rows[0]["floor"]
+    with_ev = [x for x in rows if x["evidence_recall"]]
+    docs = sorted({x["doc"] for x in with_ev})
+    return {d: sum(x["context_score"] < floor for x in with_ev if x["doc"] == d)
+            / sum(x["doc"] == d for x in with_ev) for d in docs}
+
+
+def render(rows: list[dict], ans: list[dict]) -> str:
+    """The BENCHMARKS.md section from this script's rows and the answers benchmark's extractive rows."""
+    from app.evaluation.bench import markdown_table
+
+    floor = rows[0]["floor"]
+    with_ev = [x for x in rows if x["evidence_recall"]]
     unans = [r for r in ans if not r["answerable"]]
     table = []
     for f in sorted({floor, 0.46, 0.40, 0.35, 0.30}, reverse=True):
@@ -61,11 +81,7 @@ def main(argv=None) -> int:
         table.append([f"{f:.2f}" + (" (default)" if f == floor else ""), len(with_ev), len(turned),
                       f"{len(turned) / max(len(with_ev), 1):.1%}",
                       f"{kept_out} of {len(unans)} ({kept_out / len(unans):.1%})" if unans else "–"])
-    per_doc = {d: float(np.mean([x["context_score"] < floor for x in with_ev if x["doc"] == d]))
-               for d in sorted({x["doc"] for x in with_ev})}
-    (RESULTS_DIR / "chroma_abstention.json").write_text(json.dumps({"rows": rows, "per_doc": per_doc}, indent=1),
-                                                        encoding="utf-8")
-    md = f"""### False abstention on chroma (bench/chroma_abstention.py)
+    return f"""### False abstention on chroma (bench/chroma_abstention.py)
 
 `.venv/bin/python bench/chroma_abstention.py` — the {len(rows)} chroma questions (all answerable) over one index of
 its five documents (`mg`, θ=300, MiniLM, dense, 1500 words); {len(with_ev)} have located evidence in their context.
@@ -76,12 +92,8 @@ bench/results/answers.json) whose context score is under the same floor.
 {markdown_table(["context floor", "questions with evidence in context", "turned away", "false abstention",
                  "answers benchmark: unanswerable questions abstained on"], table)}
 
-At the default floor, by document: {", ".join(f"{d} {v:.0%}" for d, v in per_doc.items())}.
+At the default floor, by document: {", ".join(f"{d} {v:.0%}" for d, v in per_doc(rows).items())}.
 """
-    print(md)
-    if not args.no_write:
-        write_section("chroma-abstention", md)
-    return 0
 
 
 if __name__ == "__main__":

@@ -55,12 +55,12 @@ class Settings(BaseSettings):
     lm_model: str = Field("gemma3-270m", description="Causal LM for the LG chunker: the shipped Gemma alias or a local HF folder.")
     lm_8bit: bool = Field(False, description="Load the LM in 8-bit with bitsandbytes (CUDA only), as the paper.")
     lm_device: str | None = Field(None, description="torch device for the LM (default: cuda if present, else cpu).")
-    lg_mode: Literal["exact", "streaming"] = Field("streaming", description="exact: one pass per window (the paper); streaming: one pass per document (the default: with the size prior it retrieved best of the LG variants on every dev set at the same CPU cost, BENCHMARKS.md lg-variants).")
+    lg_mode: Literal["exact", "streaming"] = Field("streaming", description="exact: one pass per window (the paper); streaming: one pass per document (the default: with the size prior it retrieved best of the LG variants on chroma and Emma, not on LongBench's 9 questions, at the same CPU cost, BENCHMARKS.md lg-variants).")
     lg_prompt: str = Field("Continue the text:\n\n", description="Prompt ρ placed before each window.")
     lg_boundary_tokens: list[str] = Field(["<eos>"], description="Tokens whose summed probability marks a boundary ('<eos>' = EOS; chosen by bench/boundary_signal.py).")
     lg_min_words: int = Field(0, ge=0, description="Optional minimum chunk length in words (0 = plain argmax, as the paper).")
     lg_structure_weight: float = Field(0.0, ge=0, le=100, description="LG cut score: log p(boundary) + this × the layout break after the sentence (paragraph 1, line 0.5, heading or page 1.5); 0 = the paper's argmax of p.")
-    lg_size_prior: float = Field(1.0, ge=0, le=100, description="LG cut score: + this × log(chunk words / θ), so parents fill θ (1: the default, measured best in BENCHMARKS.md lg-variants); 0 = none (the paper).")
+    lg_size_prior: float = Field(1.0, ge=0, le=100, description="LG cut score: + this × log(chunk words / θ), so parents fill θ (1: the default, measured best on chroma and Emma in BENCHMARKS.md lg-variants); 0 = none (the paper).")
     lg_children: Literal["theta", "parent"] = Field("theta", description="LGMGC children: θ/2 and θ/4 words (MG's rule), or half and a quarter of their own parent.")
     lg_batch_size: int | None = Field(None, ge=1, description=(
         "Blocks per forward pass in streaming mode (default: 1 on a CPU, where batching measured slower, "
