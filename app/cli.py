@@ -829,8 +829,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--table", action="store_true", help="markdown table of every setting and its default")
     s.set_defaults(func=cmd_settings)
 
+    from app.cli_api import add_api_parsers
     from app.evaluation.cli import add_bench_parser
 
+    add_api_parsers(sub)
     add_bench_parser(sub)
     return p
 
