@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from app.evaluation import bench as B
-from app.evaluation.peers import PEERS, Hierarchy, _Embedding, peer_spans, spans_to_chunks
+from app.evaluation.peers import PEERS, Hierarchy, _Embedding, peer_spans, peer_unavailable, spans_to_chunks
 from ingest.sentences import count_words
 from ingest.types import Chunk
 
@@ -175,6 +175,8 @@ def chunk_documents(bench: B.BenchSet, name: str, theta: int, ctx, *, cache_dir:
     if name not in ALL_CHUNKERS:
         raise BenchError(f"unknown chunker {name!r}; choose from {', '.join(ALL_CHUNKERS)}")
     if name == "lumber" and (why := lumber_available(ctx)):
+        raise BenchError(why)
+    if name in PEERS and (why := peer_unavailable(name)):
         raise BenchError(why)
     cache_dir = Path(cache_dir or ctx.settings.cache_dir)
     if name == "lg":  # the same LM pass as lgmgc: derive
