@@ -43,7 +43,7 @@ from ingest.chunkers.logits import SENTENCE_CAP, LGConfig  # noqa: E402
 from ingest.sentences import count_words, split_sentences  # noqa: E402
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--set", default="gutenqa_emma")
     ap.add_argument("--doc", default="emma")
@@ -57,7 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--boundary-tokens", nargs="+", default=["<eos>"],
                     help="LG boundary tokens (default <eos>, the signal that retrieved best in boundary_signal.py)")
     ap.add_argument("--out", default="ingest_emma.json")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
     import torch
@@ -91,23 +95,41 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"{args.doc}: {words} words; models loaded in {load_seconds:.1f}s; rss {rss_loaded:.0f} MiB", flush=True)
 
-    # (a) plain pass, (b) LGMGC exact, (c) LGMGC streaming: interleaved over segments of the document, each
-    # segment running the three in a rotated order, so that a change in the machine's load hits all three alike
-    # (the machine is shared; a ratio of two runs made at different times would measure the load, not the code)
+    chunks = chunking_runs(res, text, scorer, args, monitor)
+    # (e) exact windows batched across documents: the same windows, one at a time vs in batches (padded)
+    if args.batch_probe:
+        res["batching"] = batch_probe(scorer, text)
+        common.write_json(args.out, res)
+        print("(e) windows batched: " + ", ".join(f"{k} {v:.1f}s" for k, v in res["batching"]["seconds"].items()),
+              flush=True)
+    embed_and_retrieve(res, bench, chunks, embedder, words, monitor, args)
+
+    res["peak_rss_mb"] = common.peak_rss_mb()
+    res["total_seconds"] = time.perf_counter() - t_start
+    res["load"] = monitor.summary()
+    monitor.stop()
+    path = common.write_json(args.out, res)
+    print()
+    print(tables(res))
+    print(f"\nwrote {path}")
+    return 0
+
+
+def interleaved(segments: list[tuple[int, str]], scorer, chunkers: dict, theta: int) -> tuple[dict, int, int]:
+    """(a) plain pass, (b) LGMGC exact, (c) LGMGC streaming: interleaved over segments of the document, each
+    segment running the three in a rotated order, so that a change in the machine's load hits all three alike
+    (the machine is shared; a ratio of two runs made at different times would measure the load, not the code).
+    Returns the per-mode sums, the document's tokens and its sentences."""
     from ingest.types import Chunk
 
-    segments = split_segments(text, args.segments)
     acc = {m: {"seconds": 0.0, "cpu": 0.0, "tokens": 0, "passes": 0, "chunks": []} for m in MODES}
     n_tok = n_sents = 0
-    chunkers = {m: build_chunker("lgmgc", args.theta, scorer=scorer, lg_config=LGConfig(theta=args.theta, mode=m))
-                for m in ("exact", "streaming")}
-    m0 = monitor.mark()
     for i, (off, seg) in enumerate(segments):
         for mode in MODES[i % 3:] + MODES[:i % 3]:
             sentences_mod.clear_caches()  # each mode pays its own segmentation, as a fresh ingest would
             tp0, fp0 = scorer.tokens_processed, scorer.forward_passes
             if mode == "plain":
-                doc = scorer.tokenize(seg, split_sentences(seg, min(args.theta, SENTENCE_CAP)))
+                doc = scorer.tokenize(seg, split_sentences(seg, min(theta, SENTENCE_CAP)))
                 n_tok += doc.n_tokens
                 n_sents += len(doc.segments)
                 c0, t0 = common.cpu_seconds(), time.perf_counter()
@@ -124,6 +146,16 @@ def main(argv: list[str] | None = None) -> int:
             acc[mode]["passes"] += scorer.forward_passes - fp0
         print(f"segment {i + 1}/{len(segments)}: " + ", ".join(f"{m} {acc[m]['seconds']:.0f}s" for m in MODES),
               flush=True)
+    return acc, n_tok, n_sents
+
+
+def chunking_runs(res: dict, text: str, scorer, args, monitor) -> dict:
+    """(a), (b), (c) side by side (:func:`interleaved`), their figures into ``res``; the chunks of (b) and (c)."""
+    chunkers = {m: build_chunker("lgmgc", args.theta, scorer=scorer, lg_config=LGConfig(theta=args.theta, mode=m))
+                for m in ("exact", "streaming")}
+    segments = split_segments(text, args.segments)
+    m0 = monitor.mark()
+    acc, n_tok, n_sents = interleaved(segments, scorer, chunkers, args.theta)
     p = acc["plain"]
     res["segments"] = len(segments)
     res["plain"] = {
@@ -154,15 +186,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"({'b' if mode == 'exact' else 'c'}) lgmgc {mode}: {a['seconds']:.1f}s, {per_doc_token:.3f} LM tok/doc "
               f"tok, {wall_ratio:.3f}x plain, {len(parents)} parents of {mean_parent:.1f} words, floor {floor:.3f}",
               flush=True)
+    return chunks
 
-    # (e) exact windows batched across documents: the same windows, one at a time vs in batches (padded)
-    if args.batch_probe:
-        res["batching"] = batch_probe(scorer, text)
-        common.write_json(args.out, res)
-        print("(e) windows batched: " + ", ".join(f"{k} {v:.1f}s" for k, v in res["batching"]["seconds"].items()),
-              flush=True)
 
-    # (d) embedding + retrieval (the evaluator embeds every chunk of every level once and times it)
+def embed_and_retrieve(res: dict, bench, chunks: dict, embedder, words: int, monitor, args) -> None:
+    """(d) embedding + retrieval of (b) and (c) (the evaluator embeds every chunk of every level once and times it)."""
     for mode in ("exact", "streaming"):
         m0 = monitor.mark()
         ev = common.evaluate_retrieval(bench, {args.doc: chunks[mode]}, embedder, keep_per_question=True)
@@ -178,16 +206,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"(d) {mode}: embedded {ev['n_chunks']} chunks ({ev['embedded_words']} words) in "
               f"{ev['embed_seconds']:.1f}s; ingest {total:.1f}s = {words / total:.0f} words/s; "
               f"dcg@5 {ev['dcg@5']:.3f} recall@5 {ev['recall@5']:.3f}", flush=True)
-
-    res["peak_rss_mb"] = common.peak_rss_mb()
-    res["total_seconds"] = time.perf_counter() - t_start
-    res["load"] = monitor.summary()
-    monitor.stop()
-    path = common.write_json(args.out, res)
-    print()
-    print(tables(res))
-    print(f"\nwrote {path}")
-    return 0
 
 
 MODES = ["plain", "exact", "streaming"]

@@ -13,18 +13,32 @@ CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 
 
+def required() -> bool:
+    """True where a missing browser is a failure, not a skip: CI (.ci/run exports MGRAG_REQUIRE_SERVICES=1)."""
+    return bool(os.environ.get("CI")) or os.environ.get("MGRAG_REQUIRE_SERVICES") == "1"
+
+
+def check_browser() -> None:
+    """Chromium at :data:`CHROMIUM` and Playwright importable; else skip, or fail where :func:`required`."""
+    missing = None
+    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
+        missing = f"no Chromium at {CHROMIUM}: `apt-get install -y chromium` (.ci/run installs it)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            missing = "playwright is not installed: pip install -e '.[dev]'"
+    if missing and required():
+        pytest.fail(f"{missing}; MGRAG_REQUIRE_SERVICES=1 (CI) makes a missing browser a failure")
+    if missing:
+        pytest.skip(missing)
+
+
 @pytest.fixture(scope="session")
 def browser():
-    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
-        if os.environ.get("CI") or os.environ.get("MGRAG_REQUIRE_SERVICES") == "1":
-            pytest.fail(f"{CHROMIUM} is missing on CI; .ci/run installs it with `apt-get install -y chromium`")
-        pytest.skip(f"no Chromium at {CHROMIUM}: `apt-get install -y chromium` to run the browser tests")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        if os.environ.get("CI") or os.environ.get("MGRAG_REQUIRE_SERVICES") == "1":
-            pytest.fail("playwright is missing: pip install -e '.[dev]'")
-        pytest.skip("playwright is not installed: pip install -e '.[dev]'")
+    check_browser()
+    from playwright.sync_api import sync_playwright
+
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from app.evaluation import bench as B
-from app.evaluation.peers import PEERS, Hierarchy, _Embedding, peer_spans, spans_to_chunks
+from app.evaluation.peers import PEERS, Hierarchy, _Embedding, peer_spans, peer_unavailable, spans_to_chunks
 from ingest.sentences import count_words
 from ingest.types import Chunk
 
@@ -107,12 +107,19 @@ class ChunkRun:
         return self.lm_tokens / self.doc_tokens if self.doc_tokens else None
 
 
-def _settings_key(name: str, ctx) -> dict:
+def _settings_key(name: str, ctx, theta: int) -> dict:
+    """Every setting that changes ``name``'s chunking: the LM's, the streaming windows, and the chunker's own
+    recorded parameters (``describe()``: for LG the cutting rule, structure weight, size prior, children, min words)
+    as ingestion would build the chunker from these settings."""
     s = ctx.settings
     key: dict = {"v": CACHE_VERSION, "cv": CHUNKER_VERSION.get(name, 1)}
     if name in LM_CHUNKERS:
+        from ingest.work import chunker_for
+
         key.update(lm=s.lm_model, mode=s.lg_mode, boundary=list(s.lg_boundary_tokens), prompt=s.lg_prompt,
-                   block=s.lg_block_tokens, context=s.lg_context_tokens, min_words=s.lg_min_words)
+                   block=s.lg_block_tokens, context=s.lg_context_tokens, min_words=s.lg_min_words,
+                   params={k: v for k, v in chunker_for(ctx, name, theta, describe_only=True).describe().items()
+                           if k not in ("prompt", "boundary_tokens")})  # those two are the settings' above
     if name in ("semantic", "li-semantic"):
         key["embedder"] = s.embedder
     if name == "lumber":
@@ -122,7 +129,7 @@ def _settings_key(name: str, ctx) -> dict:
 
 def _cache_path(cache_dir: Path, bench: B.BenchSet, name: str, theta: int, ctx) -> Path:
     docs = {d: hashlib.sha256(t.encode("utf-8")).hexdigest() for d, t in sorted(bench.docs.items())}
-    blob = json.dumps({"set": bench.name, "chunker": name, "theta": theta, "settings": _settings_key(name, ctx),
+    blob = json.dumps({"set": bench.name, "chunker": name, "theta": theta, "settings": _settings_key(name, ctx, theta),
                        "docs": docs}, sort_keys=True)
     key = hashlib.sha256(blob.encode()).hexdigest()[:16]
     return cache_dir / "bench" / "chunks" / f"{bench.name}-{name}-t{theta}-{key}.json"
@@ -168,6 +175,8 @@ def chunk_documents(bench: B.BenchSet, name: str, theta: int, ctx, *, cache_dir:
     if name not in ALL_CHUNKERS:
         raise BenchError(f"unknown chunker {name!r}; choose from {', '.join(ALL_CHUNKERS)}")
     if name == "lumber" and (why := lumber_available(ctx)):
+        raise BenchError(why)
+    if name in PEERS and (why := peer_unavailable(name)):
         raise BenchError(why)
     cache_dir = Path(cache_dir or ctx.settings.cache_dir)
     if name == "lg":  # the same LM pass as lgmgc: derive

@@ -11,10 +11,14 @@
 Sizes are counted in **whitespace words** (``tokenizer=str.split`` / ``length_function``) so θ means the same
 for every chunker, and overlap is 0 everywhere (the papers' setting; our chunkers have none). Every chunk is
 located in the document by character offsets; a chunk that cannot be located exactly raises.
+
+Their libraries are the ``bench`` extra (``pip install 'mgrag[bench]'``; ``make setup`` installs it): the app does
+not need them, so they are imported only here, when a peer runs (:func:`peer_unavailable` says when one cannot).
 """
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 from collections.abc import Sequence
 
@@ -23,6 +27,19 @@ import numpy as np
 from ingest.types import Chunk
 
 PEERS = ("li-sentence", "li-semantic", "li-hierarchical", "lc-recursive")
+BENCH_EXTRA = "pip install 'mgrag[bench]'"
+
+
+def peer_unavailable(name: str) -> str | None:
+    """None when peer chunker ``name`` can run, else why not: its library (the ``bench`` extra) is not installed."""
+    module, dist = (("langchain_text_splitters", "langchain-text-splitters") if name.startswith("lc-")
+                    else ("llama_index.core", "llama-index-core"))
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return (f"{name} runs {dist}, a benchmark-only package the app does not install: {BENCH_EXTRA} "
+                "(or `make setup`), or leave the peers out of --chunkers")
+    return None
 
 
 def _quiet():

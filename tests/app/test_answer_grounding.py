@@ -73,10 +73,12 @@ def test_wrong_citation_moves_to_the_source_that_supports_it(ctx):
 def test_extractive_sentences_are_their_own_support(ctx):
     ans = answer(ctx, "How many apple trees does the orchard have?", backend="extractive")
     assert not ans.abstained and ans.citations
+    docs = {"orchard.md": ORCHARD, "keeper.md": KEEPER}
     for c in ans.citations:
-        for x in c.support:
-            assert x["text"] in ans.text and ORCHARD[x["start"]:x["end"]] == x["text"] or \
-                KEEPER[x["start"]:x["end"]] == x["text"]
+        assert c.support
+        for x in c.support:  # each support is a sentence the answer quotes, at its offsets in the cited document
+            assert " ".join(x["text"].split()) in ans.text
+            assert docs[c.doc_id][x["start"]:x["end"]] == x["text"]
 
 
 def test_ungrounded_answers_pass_through(ctx):
@@ -98,19 +100,25 @@ def test_follow_up_resolves_its_pronoun_and_retrieves_the_right_document(ctx):
 
 
 def test_chat_backend_receives_the_history_and_the_llm_rewrite(ctx):
+    """A follow-up on a chat backend: the backend's own model is asked to rewrite the question with the
+    conversation in the prompt; its rewrite (served by the stub LLM) is what is searched and what the answer
+    prompt asks, after the earlier turns (their citation numbers removed)."""
     history = [{"role": "user", "content": "Who keeps the northern lighthouse?"},
                {"role": "assistant", "content": "Mrs. Alder [1]."}]
     with StubOpenAI(reply="What does Mrs. Alder log at dawn?") as stub:
         synth = OpenAICompatSynthesizer(stub.base_url, "m")
-        synth.complete = lambda messages, n: "What does Mrs. Alder log at dawn?"
         events = list(ask(ctx, "What does she log at dawn?", synthesizer=synth, history=history))
-        body = stub.requests[-1]["body"]
+        asked = [r["body"]["messages"] for r in stub.requests]
+    assert len(asked) == 2  # the rewrite, then the answer
+    rewrite_prompt = asked[0][-1]["content"]
+    assert "Who keeps the northern lighthouse?" in rewrite_prompt and "Mrs. Alder" in rewrite_prompt
+    assert rewrite_prompt.rstrip().endswith("Last question: What does she log at dawn?\n\nRewritten question:")
     done = events[-1][1]
     assert done.rewrite == "llm" and done.query == "What does Mrs. Alder log at dawn?"
-    roles = [m["role"] for m in body["messages"]]
-    assert roles == ["system", "user", "assistant", "user"]
-    assert body["messages"][2]["content"] == "Mrs. Alder."  # earlier citation numbers are not passed on
-    last = body["messages"][-1]["content"].rstrip()
+    assert done.sources[0].doc_id == "keeper.md"
+    assert [m["role"] for m in asked[1]] == ["system", "user", "assistant", "user"]
+    assert asked[1][2]["content"] == "Mrs. Alder."  # earlier citation numbers are not passed on
+    last = asked[1][-1]["content"].rstrip()
     assert last.endswith("Question: What does Mrs. Alder log at dawn?\nAnswer with citations:")
 
 

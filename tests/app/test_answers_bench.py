@@ -7,6 +7,7 @@ from app.evaluation import answers as A
 from app.evaluation import bench as B
 from app.evaluation.answer_sets import FOLLOWUPS, load_followups
 from retrieval.search import Source
+from tests.shared_bench import need_sets
 
 
 def q(answers=(), evidence=(), doc="d.txt"):
@@ -68,7 +69,7 @@ def test_summarise_and_sweep():
 
 
 def test_followup_set_has_thirty_conversations_tied_to_dev_questions():
-    fus = load_followups(FOLLOWUPS)
+    fus = load_followups(FOLLOWUPS, need_sets("chroma", "gutenqa_emma"))
     assert len(fus) >= 30 and len({f.id for f in fus}) == len(fus)
     assert sum(f.kind != "standalone-check" for f in fus) >= 30
     for f in fus:
@@ -77,14 +78,20 @@ def test_followup_set_has_thirty_conversations_tied_to_dev_questions():
 
 
 def test_followups_file_errors_name_the_line(tmp_path):
+    bench = tmp_path / "bench"  # a one-question chroma set: the file is checked against it
+    (bench / "chroma" / "docs").mkdir(parents=True)
+    (bench / "chroma" / "docs" / "d.txt").write_text("The club was founded in Yerevan.", encoding="utf-8")
+    (bench / "chroma" / "questions.jsonl").write_text(json.dumps(
+        {"id": "chroma-3", "question": "Where was the club founded?", "doc_id": "d", "answers": ["Yerevan"],
+         "evidence": []}) + "\n", encoding="utf-8")
     p = tmp_path / "f.jsonl"
     p.write_text(json.dumps({"id": "x", "set": "chroma", "source_id": "chroma-3", "first": "a"}) + "\n")
     with pytest.raises(ValueError, match=r"f.jsonl:1: missing followup, kind"):
-        load_followups(p)
+        load_followups(p, bench)
     p.write_text(json.dumps({"id": "x", "set": "chroma", "source_id": "nope", "first": "a", "followup": "b",
                              "kind": "pronoun"}) + "\n")
     with pytest.raises(ValueError, match=r"f.jsonl:1: chroma has no question 'nope'"):
-        load_followups(p)
+        load_followups(p, bench)
 
 
 def test_the_filings_run_scores_right_abstained_and_cited_non_answers(make_ctx, tmp_path):

@@ -93,6 +93,17 @@ def test_floors_for_known_unknown_and_overridden_embedders():
     assert G.floors_for("hashing", context=0.9).context == 0.9
 
 
+def test_hashing_floors_are_the_ones_fitted_on_their_own_fixture_corpus():
+    """The test embedder's floors come from tests/fixtures/hashing_floors (a corpus no unit test asks questions of),
+    not from the tests' own corpus: FLOORS holds what the derivation gives, and its groups are apart there."""
+    from tests.fixtures.hashing_floors.derive import derive, scores
+
+    s = scores()
+    assert max(s["context_unanswerable"]) < min(s["context_answerable"])
+    assert max(s["support_made_up"]) < min(s["support_right"])
+    assert derive() == (G.FLOORS["hashing"].context, G.FLOORS["hashing"].support)
+
+
 def test_sentence_vectors_cache_embeds_each_text_once(fake_embedder):
     class Counting:
         dim = 64

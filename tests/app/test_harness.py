@@ -97,6 +97,25 @@ def test_chunk_cache_round_trip_and_lg_is_lgmgc_level_0(bctx, bench_dir):
     assert not H.chunk_documents(bench, "recursive", 40, bctx).cached
 
 
+@pytest.mark.parametrize("setting, value", [("lg_structure_weight", 2.0), ("lg_size_prior", 0.0),
+                                            ("lg_children", "parent"), ("lg_min_words", 5), ("lg_mode", "exact")])
+def test_a_changed_chunker_setting_misses_the_chunk_cache(bctx, bench_dir, monkeypatch, setting, value):
+    """Issue 22: the key left out the LG cutting rule's settings, so a re-run after changing one reused the old
+    chunking. Every setting that changes an LG chunking is a new cache entry (and the same settings the old one)."""
+    bench = B.load_set(str(bench_dir))
+    monkeypatch.setattr(H, "_MADE_THIS_RUN", set())
+    assert getattr(bctx.settings, setting) != value
+    first = H.chunk_documents(bench, "lgmgc", 40, bctx)
+    assert not first.cached and H.chunk_documents(bench, "lgmgc", 40, bctx).cached
+    monkeypatch.setattr(bctx.settings, setting, value)
+    changed = H.chunk_documents(bench, "lgmgc", 40, bctx)
+    assert not changed.cached
+    if setting == "lg_children":  # it cuts the toy set differently: the new run shows it
+        assert changed.chunks != first.chunks
+    monkeypatch.undo()
+    assert H.chunk_documents(bench, "lgmgc", 40, bctx).cached
+
+
 def test_fresh_run_shares_one_lm_pass_between_lg_and_lgmgc(bctx, bench_dir, monkeypatch):
     monkeypatch.setattr(H, "_MADE_THIS_RUN", set())
     bench = B.load_set(str(bench_dir))

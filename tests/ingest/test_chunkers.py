@@ -1,5 +1,3 @@
-from pathlib import Path
-
 import pytest
 
 from ingest.chunkers import build_chunker
@@ -9,8 +7,7 @@ from ingest.chunkers.paragraph import ParagraphChunker
 from ingest.chunkers.recursive import RecursiveChunker
 from ingest.chunkers.semantic import SemanticChunker, semantic_breaks
 from ingest.sentences import count_words, split_sentences
-
-EMMA = Path(__file__).resolve().parents[3] / "shared" / "bench" / "gutenqa_emma" / "docs" / "emma.txt"
+from tests.shared_bench import need_sets
 
 TEXT = "\n\n".join(
     " ".join(f"Sentence {p}.{i} has some words about topic {p} and more words here." for i in range(12))
@@ -103,9 +100,8 @@ def test_edge_cases(name, text):
         assert [c for c in chunks if c.level == 0]
 
 
-@pytest.mark.skipif(not EMMA.exists(), reason="../shared/bench not present")
 def test_whole_book_levels_rebuild_the_text():
-    text = EMMA.read_text(encoding="utf-8")
+    text = (need_sets("gutenqa_emma") / "gutenqa_emma" / "docs" / "emma.txt").read_text(encoding="utf-8")
     chunks = MultiGranularChunker(300).chunk(text)
     for level in range(3):
         spans = [(c.start, c.end) for c in chunks if c.level == level]
