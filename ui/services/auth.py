@@ -17,7 +17,7 @@ from pathlib import Path
 from app.core.private import write_secret
 from ui.services.base import AdminRequired
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("ui.service")  # the name it always had (log filters, tests)
 
 
 class LoginThrottle:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from app.core.private import write_secret
 from ui.services.base import ADMIN
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("ui.service")  # the name it always had (log filters, tests)
 
 
 class ChatPart:

@@ -8,7 +8,7 @@ import time
 
 from ui.services.base import ADMIN, JobState, Progress
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("ui.service")  # the name it always had (log filters, tests)
 
 
 class DocumentsPart:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from app.core.private import write_secret
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("ui.service")  # the name it always had (log filters, tests)
 
 
 class LlmPart:

@@ -12,7 +12,7 @@ from pathlib import Path
 from ingest.loaders import SUPPORTED, IngestError
 from ui.services.base import ADMIN
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("ui.service")  # the name it always had (log filters, tests)
 
 _BAD_NAME = re.compile(r"[\x00-\x1f\x7f]")
 UPLOAD_MAX_AGE_S = 3600.0  # an upload cache file not submitted within this is removed
