@@ -75,11 +75,11 @@ def test_an_admin_login_ends_after_30_idle_minutes_and_after_8_hours(monkeypatch
     """Tokens lasted 12 h whatever happened; now they end after 30 minutes unused and 8 hours after the login."""
     import types
 
-    from ui import service as service_mod
     from ui.service import AdminAuth, AdminRequired
+    from ui.services import auth as auth_mod
 
     now = [1000.0]
-    monkeypatch.setattr(service_mod, "time", types.SimpleNamespace(time=lambda: now[0], monotonic=lambda: now[0]))
+    monkeypatch.setattr(auth_mod, "time", types.SimpleNamespace(time=lambda: now[0], monotonic=lambda: now[0]))
     auth = AdminAuth("admin", "pw")
     tok = auth.login("admin", "pw")
     for _ in range(2):

@@ -1,0 +1,142 @@
+"""The Chat tab's upload panel: drop files, follow their rows (extracting, searchable, refining with the time left,
+ready) until each is done, cancel what is unfinished, list and delete this browser's (or user's) own uploads."""
+import html
+import logging
+import time
+from pathlib import Path
+
+import gradio as gr
+import pandas as pd
+
+from ui.rooms.context import RoomContext, error
+from ui.service import UiService
+
+log = logging.getLogger("ui.app")  # the name it always had (log filters, tests)
+ACTIVE = ("queued", "extracting", "searchable", "refining")
+
+
+def remove_uploads(paths, root) -> None:
+    """Delete the upload cache files Gradio handed over (their text is in the document store now, or they were
+    refused), so nothing stays downloadable by its URL."""
+    for p in paths or []:
+        try:
+            real = Path(p).resolve()
+            if real.is_relative_to(root) and real.is_file():
+                real.unlink()
+                if real.parent != root and not any(real.parent.iterdir()):
+                    real.parent.rmdir()
+        except OSError:
+            log.warning("could not remove the upload %s", p)
+
+
+def clean_uploads(service: UiService) -> None:
+    """Stale files out of the upload cache (:meth:`UiService.clean_uploads`); a failure is logged, not raised."""
+    try:
+        service.clean_uploads()
+    except Exception:  # pragma: no cover - cleaning is best effort
+        log.exception("cleaning the upload folder %s failed", service.upload_root)
+
+
+def upload_state(r) -> str:
+    """One column a person can read in the narrow upload panel: the state, with what is being done, the
+    progress and the time left ("refining 34% · about 4 min left"), or the reason a file was refused."""
+    status, message = str(r.get("status") or ""), str(r.get("message") or "")
+    if not message or message == status:
+        return status
+    return message if message.startswith(status) else f"{status}: {message}"
+
+
+def upload_table(rows):
+    return pd.DataFrame([[r.get("name", ""), upload_state(r), r.get("chunks", "")] for r in rows],
+                        columns=["name", "state", "chunks per level"])
+
+
+class UploadPanel:
+    def __init__(self, c: RoomContext):
+        self.c, self.service = c, c.service
+
+    def layout_upload(self) -> None:
+        """The drop zone, the last upload's rows and the cancel button."""
+        from ingest.loaders import SUPPORTED
+
+        s = self.c.settings
+        self.files = gr.File(label=f"Upload documents (drag and drop; {', '.join(sorted(SUPPORTED))}; "
+                                   f"at most {s.max_file_mb:g} MB each)",
+                             file_count="multiple", type="filepath", elem_id="upload")
+        self.upload_report = gr.Dataframe(headers=["name", "state", "chunks per level"],
+                                          label="Last upload (searchable in seconds; refined after)",
+                                          interactive=False, elem_id="upload-report", wrap=True,
+                                          column_widths=["38%", "44%", "18%"])
+        with gr.Row():
+            self.cancel_upload_btn = gr.Button("Cancel unfinished", size="sm", scale=0, elem_id="cancel-upload")
+        self.upload_rows_state = gr.State([])
+        self.upload_timer = gr.Timer(1.0, active=False)
+
+    def layout_own(self) -> None:
+        """This browser's uploads, to delete."""
+        with gr.Accordion("Your uploads", open=False, elem_id="my-docs"):
+            self.my_docs = gr.CheckboxGroup([], label="only this browser (and the admin) can search them",
+                                            elem_id="my-docs-select")
+            self.delete_mine_btn = gr.Button("Delete selected", variant="stop", size="sm", elem_id="delete-mine")
+
+    # -- handlers ----------------------------------------------------------------------------------------------
+    def mine(self, browser_id, request: gr.Request):
+        owner = self.c.reader_of(browser_id, request)
+        return gr.update(choices=self.service.own_documents(owner) if owner else [], value=[])
+
+    def on_upload(self, paths, browser_id, request: gr.Request):
+        """Queue the files and show their rows at once; the rows move (extracting, searchable, refining N% with the
+        time left, ready) until every file is searchable, then the timer keeps them moving through the refinement.
+        The API's `/upload` returns when every file is searchable or has failed."""
+        from ingest.queue import reached
+
+        service = self.service
+        clean_uploads(service)
+        if not paths:
+            yield gr.update(), None, gr.update(), gr.update(), gr.update()
+            return
+        try:
+            owner = self.c.owner_of(browser_id, request)
+            rows, ids = service.enqueue_files(paths, owner=owner)
+        finally:
+            remove_uploads(paths, service.upload_root)
+        yield upload_table(rows), None, gr.update(), rows, gr.Timer(active=False)
+        while ids and not all(reached(service.ctx.jobs.get(i), "searchable") for i in ids):
+            time.sleep(0.5)
+            yield upload_table(service.upload_rows(rows)), None, gr.update(), rows, gr.update()
+        now = service.upload_rows(rows)
+        bad = [r for r in now if r["status"] in ("failed", "refused", "cancelled")]
+        if bad:
+            gr.Warning(html.escape(f"{len(bad)} file(s) not ingested: "
+                                   + "; ".join(f"{r['name']}: {r['message']}" for r in bad)))
+        ok = [r for r in now if r["status"] in ("searchable", "refining", "ready")]
+        if ok:
+            refining = sum(r["status"] != "ready" for r in ok)
+            gr.Info(f"{len(ok)} document(s) searchable" + (f"; {refining} being refined in the background (the "
+                                                          "table follows it)" if refining else ""))
+        active = any(r["status"] in ACTIVE for r in now)
+        yield upload_table(now), None, self.mine(browser_id, request), rows, gr.Timer(active=active)
+
+    def on_upload_tick(self, rows):
+        """The timer: the last upload's rows as they are now; it stops when every file is done."""
+        now = self.service.upload_rows(rows or [])
+        active = any(r["status"] in ACTIVE for r in now)
+        return upload_table(now), gr.Timer(active=active)
+
+    def on_cancel_upload(self, rows, browser_id, request: gr.Request):
+        service = self.service
+        ids = [r["job_id"] for r in service.upload_rows(rows or [])
+               if r.get("job_id") and r["status"] in ACTIVE]
+        if not ids:
+            gr.Info("nothing of the last upload is still queued or running")
+            return upload_table(service.upload_rows(rows or []))
+        gr.Info(html.escape("; ".join(service.cancel_jobs(self.c.owner_of(browser_id, request), ids))))
+        return upload_table(service.upload_rows(rows))
+
+    def on_delete_mine(self, browser_id, selected, request: gr.Request):
+        try:
+            deleted = self.service.delete_own(self.c.owner_of(browser_id, request), list(selected or []))
+        except ValueError as e:
+            raise error(e) from e
+        gr.Info(html.escape(f"Deleted {', '.join(deleted)}"))
+        return self.mine(browser_id, request)

@@ -1,0 +1,1 @@
+"""The parts of :class:`ui.service.UiService`, one concern each (see ui/service.py)."""
