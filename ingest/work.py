@@ -188,7 +188,7 @@ def chunker_for(models, chunker: str, theta: int, params: dict | None = None, on
     params = params or {}
     if chunker in NEEDS_LM:
         cfg = LGConfig.from_settings(s, theta, params)
-        loaded = "scorer" in getattr(models, "__dict__", {})
+        loaded = models.loaded("scorer")
         scorer = (_SettingsScorer(s.lg_prompt, tuple(s.lg_boundary_tokens)) if describe_only and not loaded
                   else models.scorer)
         ch = build_chunker(chunker, theta, scorer=scorer, lg_config=cfg)
