@@ -21,14 +21,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ingest import loaders
-from ingest.chunkers import NEEDS_LM, build_chunker
+from ingest.chunkers import CHUNKERS, NEEDS_LM, NEEDS_MODEL, build_chunker
 from ingest.loaders import IngestError, Limits, LoadedDoc
 from ingest.types import Chunk
 
 log = logging.getLogger(__name__)
 
-# Chunkers slow enough to deserve a first pass: the LM-guided ones and lumber (an LLM call per window).
-REFINED = NEEDS_LM | {"lumber"}
+# Chunkers slow enough to deserve a first pass: those that need a model, the LM-guided ones and lumber (an LLM call
+# per window).
+REFINED = NEEDS_MODEL
 
 # Rates assumed before any job has been measured on this machine (2 CPU cores, Gemma-3-270M, MiniLM; BENCHMARKS.md).
 DEFAULT_RATES = {"lm_words_s": 250.0, "embed_words_s": 700.0, "pdf_pages_s": 8.0}
@@ -195,8 +196,9 @@ def chunker_for(models, chunker: str, theta: int, params: dict | None = None, on
         hooks = {k: v for k, v in (("on_window", on_window), ("on_fraction", on_fraction))
                  if v is not None and k in {f.name for f in dataclasses.fields(ch)}}
         return dataclasses.replace(ch, **hooks) if hooks else ch
-    llm = models.chunking_llm if chunker == "lumber" else None
-    return build_chunker(chunker, theta, embedder=models.embedder if chunker == "semantic" else None, llm=llm)
+    needs = CHUNKERS[chunker].spec.needs if chunker in CHUNKERS else frozenset()
+    llm = models.chunking_llm if "llm" in needs else None
+    return build_chunker(chunker, theta, embedder=models.embedder if "embedder" in needs else None, llm=llm)
 
 
 def check_models(models, plan: Plan) -> None:
