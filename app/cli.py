@@ -559,7 +559,10 @@ def cmd_setup_models(args) -> int:
 def cmd_settings(args) -> int:
     from app.core.settings import settings_table
 
-    if args.table:
+    if args.choices:
+        print(components.markdown_table(components.CHUNKERS, "chunker") + "\n\n"
+              + components.markdown_table(components.BACKENDS, "synth_backend"))
+    elif args.table:
         print(settings_table())
     else:
         print(_settings(args).model_dump_json(indent=2))
@@ -857,6 +860,7 @@ def _add_web_commands(sub) -> None:
 
     s = sub.add_parser("settings", help="show the effective settings")
     s.add_argument("--table", action="store_true", help="markdown table of every setting and its default")
+    s.add_argument("--choices", action="store_true", help="markdown tables of the chunkers and the answer backends")
     s.set_defaults(func=cmd_settings)
 
 

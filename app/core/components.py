@@ -53,7 +53,7 @@ CHUNKERS: dict[str, Component] = _table(
     Component("lg", "logits-guided: breaks where the LM's boundary-token probability peaks (LGMGC §3.1)",
               frozenset({"lm"})),
     Component("mg", "multi-granular: θ-word parents split into θ/2 and θ/4 children, no LM (LGMGC §3.2)"),
-    Component("lgmgc", "LG parents with MG children (LGMGC; the default)", frozenset({"lm"})),
+    Component("lgmgc", "LG parents with MG children (LGMGC)", frozenset({"lm"})),
     Component("lumber", "an instruction-following LLM names where the content changes (LumberChunker)",
               frozenset({"llm"})),
 )
@@ -62,7 +62,7 @@ CHUNKERS: dict[str, Component] = _table(
 BACKENDS: dict[str, Component] = _table(
     Component("offline", "a shipped small model (Gemma-3-270M or Qwen2.5-Coder-0.5B) on this machine",
               frozenset({"llm"})),
-    Component("extractive", "no LLM: the sources' sentences closest to the question (the default)"),
+    Component("extractive", "no LLM: the sources' sentences closest to the question"),
     Component("transformers", "a chat model from a local folder or the local HF cache (synth_model)",
               frozenset({"llm"})),
     Component("openai", "an OpenAI-compatible endpoint: Ollama, llama.cpp server, vLLM, ... (openai_base_url)",
@@ -77,6 +77,13 @@ def names(table: dict[str, Component]) -> tuple[str, ...]:
 def choices_help(table: dict[str, Component]) -> str:
     """``name: description; ...`` of every part (argparse help, docs)."""
     return "; ".join(f"{c.name}: {c.description}" for c in table.values())
+
+
+def markdown_table(table: dict[str, Component], setting: str) -> str:
+    """The parts as a Markdown table (the docs; ``mgrag settings --choices``)."""
+    rows = [f"| `{setting}` | needs | what it does |", "|---|---|---|"]
+    rows += [f"| `{c.name}` | {', '.join(sorted(c.needs)) or '-'} | {c.description} |" for c in table.values()]
+    return "\n".join(rows)
 
 
 def check_builders(kind: str, table: dict[str, Component], built: set[str]) -> None:

@@ -70,3 +70,12 @@ def test_the_benchmark_measures_every_registered_chunker():
 
     assert OWN == DEFAULT_CHUNKERS == tuple(components.CHUNKERS)
     assert LM_CHUNKERS == {n for n, c in components.CHUNKERS.items() if c.needs_lm}
+
+
+def test_the_docs_table_lists_every_part(capsys):
+    from app.cli import main
+
+    assert main(["settings", "--choices"]) == 0
+    out = capsys.readouterr().out
+    for name, c in {**components.CHUNKERS, **components.BACKENDS}.items():
+        assert f"| `{name}` | {', '.join(sorted(c.needs)) or '-'} | {c.description} |" in out
