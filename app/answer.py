@@ -176,11 +176,13 @@ class Grounder:
 
 def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | None = None,
         budget_words: int | None = None, retriever: str | None = None, weights=None, synthesizer=None,
-        no_retrieval_doc: str | None = None, doc_ids=None, history: Sequence[dict] | None = None,
+        no_retrieval_doc: str | None = None, doc_ids=None, visible_to: str | None = None,
+        history: Sequence[dict] | None = None,
         grounded: bool | None = None, style: str | None = None, rewrite_mode: str | None = None,
         synth_budget_words: int | None = None, context_floor: float | None = None) -> Iterator[tuple[str, object]]:
     """Answer ``question`` (a follow-up when ``history`` holds the conversation's earlier turns), retrieving among
-    ``doc_ids`` if given; see the module doc for the events. ``grounded``, ``style``, ``rewrite_mode`` and
+    ``doc_ids`` if given and what reader ``visible_to`` may see (its own documents and the shared library; None:
+    every document); see the module doc for the events. ``grounded``, ``style``, ``rewrite_mode`` and
     ``synth_budget_words`` override the settings ``grounding``, ``answer_style``, ``rewrite`` and the offline
     model's ``offline_context_words``; ``context_floor`` the floor below which nothing is generated (the benchmark
     lowers it to calibrate)."""
@@ -216,7 +218,7 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
         retrieval = _no_retrieval(ctx, question, no_retrieval_doc)
     else:
         retrieval = retrieve(ctx, query, k=k, budget_words=budget_words, weights=weights, retriever=retriever,
-                             doc_ids=doc_ids)
+                             doc_ids=doc_ids, visible_to=visible_to)
     t1 = time.perf_counter()
     yield "sources", retrieval
     if synth_budget_words is None and backend == "offline":

@@ -7,6 +7,8 @@ import json
 import logging
 import sys
 
+from app.core import components
+
 log = logging.getLogger("mgrag")
 
 
@@ -557,7 +559,10 @@ def cmd_setup_models(args) -> int:
 def cmd_settings(args) -> int:
     from app.core.settings import settings_table
 
-    if args.table:
+    if args.choices:
+        print(components.markdown_table(components.CHUNKERS, "chunker") + "\n\n"
+              + components.markdown_table(components.BACKENDS, "synth_backend"))
+    elif args.table:
         print(settings_table())
     else:
         print(_settings(args).model_dump_json(indent=2))
@@ -692,7 +697,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mgrag", description="MGRAG: chat with your documents (LGMGC + MoG).")
     p.add_argument("--data-dir", help="data directory (MGRAG_DATA_DIR)")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    _add_ingest_commands(sub)
+    _add_library_commands(sub)
+    _add_question_commands(sub)
+    _add_tool_commands(sub)
+    _add_web_commands(sub)
 
+    from app.cli_api import add_api_parsers
+    from app.evaluation.cli import add_bench_parser
+
+    add_api_parsers(sub)
+    add_bench_parser(sub)
+    return p
+
+
+def _add_ingest_commands(sub) -> None:
+    """`mgrag` subcommands: the ingestion queue: ingest, jobs, cancel, worker."""
     s = sub.add_parser("ingest", help="ingest files and folders (queued; searchable in seconds, refined after)",
                        description="Queue files and folders for ingestion and wait until each is searchable (its quick "
                                    "first pass committed). A running `mgrag serve` or `mgrag worker` on the same data "
@@ -721,13 +741,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--until-idle", action="store_true", help="exit when nothing is left to do")
     s.set_defaults(func=cmd_worker)
 
+
+def _add_library_commands(sub) -> None:
+    """`mgrag` subcommands: the documents: reingest, docs, delete."""
     s = sub.add_parser("reingest", help="rebuild the index from stored originals (atomic switch)",
                        description="Rebuild every document into a new index generation and switch atomically; or, "
                                    "naming documents, re-chunk only those (with --chunker/--theta: for them only) "
                                    "and copy the rest.")
     s.add_argument("docs", nargs="*", metavar="DOC", help="documents to rebuild (name or hash prefix); default: all")
-    s.add_argument("--chunker", choices=("recursive", "paragraph", "semantic", "lg", "mg", "lgmgc", "ppl", "llamachunk",
-                                         "lumber"))
+    s.add_argument("--chunker", choices=tuple(components.CHUNKERS),
+                   help="MGRAG_CHUNKER: " + components.choices_help(components.CHUNKERS))
     s.add_argument("--theta", type=_int_at_least(4))
     s.add_argument("--lg-mode", choices=("exact", "streaming"))
     s.add_argument("--allow-partial", action="store_true", help="switch even if some documents fail")
@@ -742,12 +765,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("doc")
     s.set_defaults(func=cmd_delete)
 
-    s = sub.add_parser("ask", help="answer a question from the indexed documents")
-    s.add_argument("question")
+
+def _question_options(s) -> None:
+    """The options `mgrag ask` and `mgrag chat` share."""
     s.add_argument("--k", type=_int_at_least(1), help="hits per level (MGRAG_TOP_K)")
     s.add_argument("--budget", type=_int_at_least(50), help="context budget in words (MGRAG_CONTEXT_WORDS)")
     s.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), help="MGRAG_RETRIEVER")
-    s.add_argument("--backend", choices=("offline", "extractive", "transformers", "openai"), help="MGRAG_SYNTH_BACKEND")
+    s.add_argument("--backend", choices=tuple(components.BACKENDS),
+                   help="MGRAG_SYNTH_BACKEND: " + components.choices_help(components.BACKENDS))
+
+
+def _add_question_commands(sub) -> None:
+    """`mgrag` subcommands: questions: ask, chat."""
+    s = sub.add_parser("ask", help="answer a question from the indexed documents")
+    s.add_argument("question")
+    _question_options(s)
     s.add_argument("--no-retrieval", metavar="DOC", help="baseline: answer from DOC truncated to 3500 words")
     s.add_argument("--doc", action="append", metavar="DOC",
                    help="search only this document (id, name or hash prefix; repeat for several)")
@@ -755,15 +787,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_ask)
 
     s = sub.add_parser("chat", help="a conversation: one question per line on stdin, follow-ups understood")
-    s.add_argument("--k", type=_int_at_least(1), help="hits per level (MGRAG_TOP_K)")
-    s.add_argument("--budget", type=_int_at_least(50), help="context budget in words (MGRAG_CONTEXT_WORDS)")
-    s.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), help="MGRAG_RETRIEVER")
-    s.add_argument("--backend", choices=("offline", "extractive", "transformers", "openai"), help="MGRAG_SYNTH_BACKEND")
+    _question_options(s)
     s.add_argument("--doc", action="append", metavar="DOC",
                    help="search only this document (id, name or hash prefix; repeat for several)")
     s.add_argument("--json", action="store_true", help="one JSON answer object per line for each turn")
     s.set_defaults(func=cmd_chat)
 
+
+def _add_tool_commands(sub) -> None:
+    """`mgrag` subcommands: the router, the chunk inspector, the export, the models."""
     s = sub.add_parser("train-router", help="train the MoG router on questions over the ingested corpus")
     s.add_argument("--questions", action="append", required=True, metavar="FILE.jsonl",
                    help="questions in the ../shared/bench format (repeat for several sets)")
@@ -806,6 +838,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("setup-models", help="provision the offline models (once)")
     s.set_defaults(func=cmd_setup_models)
 
+
+def _add_web_commands(sub) -> None:
+    """`mgrag` subcommands: the web app and its accounts, the settings."""
     s = sub.add_parser("serve", help="start the web app (MGRAG_UI_HOST:MGRAG_UI_PORT, default 127.0.0.1:7860)")
     s.add_argument("--host", help="address to listen on (MGRAG_UI_HOST)")
     s.add_argument("--port", type=_int_at_least(1), help="port (MGRAG_UI_PORT)")
@@ -827,14 +862,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("settings", help="show the effective settings")
     s.add_argument("--table", action="store_true", help="markdown table of every setting and its default")
+    s.add_argument("--choices", action="store_true", help="markdown tables of the chunkers and the answer backends")
     s.set_defaults(func=cmd_settings)
-
-    from app.cli_api import add_api_parsers
-    from app.evaluation.cli import add_bench_parser
-
-    add_api_parsers(sub)
-    add_bench_parser(sub)
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:

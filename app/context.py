@@ -22,13 +22,29 @@ class AppContext:
         self.write_lock = threading.Lock()
         self.runners: list = []  # ingestion queue runners working on this context (stopped by close())
         self.check_report = None
+        self._caches: dict[str, dict] = {}
+        self._shared_index = index is not None
+        # given resources take the place of the lazily built ones (a cached_property yields to an attribute)
         if embedder is not None:
-            self.__dict__["embedder"] = embedder
+            self.embedder = embedder
         if scorer is not None:
-            self.__dict__["scorer"] = scorer
+            self.scorer = scorer
         if index is not None:
-            self.__dict__["index"] = index
-            self._shared_index = True
+            self.index = index
+
+    def loaded(self, name: str) -> bool:
+        """Whether the lazily built resource ``name`` (``index``, ``embedder``, ``scorer``, ``router``, ...) is built
+        or was given."""
+        return name in vars(self)
+
+    def forget(self, name: str) -> None:
+        """Drop the built resource ``name``: the next use builds it again (e.g. the router after a training)."""
+        vars(self).pop(name, None)
+
+    def cache(self, name: str) -> dict:
+        """This context's cache ``name`` (a dict, made on first use): what is built once per context and kept,
+        e.g. the answer backends (``synthesizers``) and the sentence vectors (``sentence_vectors``)."""
+        return self._caches.setdefault(name, {})
 
     @property
     def embedded(self) -> bool:
@@ -153,9 +169,11 @@ class AppContext:
     def close(self) -> None:
         while self.runners:
             self.runners.pop().stop()
-        if "index" in self.__dict__ and not getattr(self, "_shared_index", False):
+        if self.loaded("index") and not self._shared_index:
+            idx = self.index
+            self.forget("index")
             try:
-                self.__dict__.pop("index").close()
+                idx.close()
             except Exception:  # pragma: no cover - closing is best effort
                 log.exception("closing the index failed")
         if self._lock is not None:

@@ -354,7 +354,7 @@ class SentenceVectors:
 def sentence_vectors_of(ctx) -> SentenceVectors:
     """The context's sentence-vector cache (one per embedder), shared by grounding and the extractive backend."""
     emb = ctx.embedder
-    caches = ctx.__dict__.setdefault("_sentence_vectors", {})
+    caches = ctx.cache("sentence_vectors")
     if id(emb) not in caches:
         caches[id(emb)] = SentenceVectors(emb)
     return caches[id(emb)]

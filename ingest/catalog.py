@@ -254,6 +254,10 @@ class Catalog:
         return [r[0] for r in self.db.execute(
             "SELECT doc_id FROM documents WHERE owner IS NULL OR owner=? ORDER BY doc_id", (owner,))]
 
+    def owners(self) -> dict[str, str | None]:
+        """``{doc id: owner}`` of every document (None: the shared library)."""
+        return dict(self.db.execute("SELECT doc_id, owner FROM documents"))
+
     def has_hidden_docs(self, owner: str | None) -> bool:
         """Whether some document is private to another owner (then searches for ``owner`` need a filter)."""
         return self.db.execute("SELECT 1 FROM documents WHERE owner IS NOT NULL AND owner IS NOT ? LIMIT 1",

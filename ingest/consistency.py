@@ -19,7 +19,9 @@ an ingestion, a deletion or a re-ingestion leaves at most:
 
 Then each live level's point count is compared with the catalog's chunk count; only when they differ are the
 ids compared one by one (points no row owns are deleted; rows without points are reported, their documents
-need re-ingesting). Only the holder of the writer lock runs this, so nothing else is writing meanwhile.
+need re-ingesting). Last, points stored before each point carried its document's owner (the payload searches
+filter on) are given it from the catalog (:meth:`ingest.index.VectorIndex.backfill_owners`). Only the holder of
+the writer lock runs this, so nothing else is writing meanwhile.
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ class CheckReport:
     removed_tmp: int = 0
     removed_orphans: int = 0  # stored originals (with their text and layout) no catalog row refers to
     aliases_fixed: bool = False
+    owners_backfilled: int = 0  # levels whose points were given their documents' owners (a store made before)
 
     @property
     def clean(self) -> bool:
@@ -108,6 +111,7 @@ def check(catalog, index, bm25, data_dir=None, own_store: bool = True,
                 rep.missing[doc] = rep.missing.get(doc, 0) + 1
     if stale_bm25:
         bm25.retain(live.gen, {lv: set(catalog.level_chunk_ids(live.gen, lv)) for lv in range(live.n_levels)})
+    rep.owners_backfilled = index.backfill_owners(live.gen, catalog.owners())
     index.flush(live.gen)
     if hasattr(index, "live_collections"):
         want = {index.alias(lv): index.collection(live.gen, lv) for lv in range(live.n_levels)}

@@ -10,9 +10,14 @@
   kept pointing at the live generation for other readers of the server, but searches here go to the
   collection the catalog names, so the catalog stays the one truth on both backends.
 
-Every point carries doc id, hash, version, level, parent id, offsets and text; point ids are the chunks' uuid5
-strings. A keyword payload index on ``doc_id`` keeps searches scoped to some documents on the fast path.
-Results come back as :class:`StoredPoint` (``id`` always a ``str``, whatever the engine returns).
+Every point carries doc id, hash, version, level, parent id, offsets, text and ``owner`` (its document's owner, or
+:data:`SHARED` for the shared library); point ids are the chunks' uuid5 strings. Keyword payload indexes on
+``doc_id`` and ``owner`` keep searches scoped to some documents, and to what one reader may see, on the fast path:
+a reader's search carries one condition, ``owner`` is the reader or :data:`SHARED` (:func:`visibility`), however
+many documents there are. Points written before ``owner`` was stored are given it from the catalog when the store
+is opened (:meth:`VectorIndex.backfill_owners`, run by the consistency check); until then no reader's search
+matches them (only unrestricted ones do). Results come back as :class:`StoredPoint` (``id`` always a ``str``,
+whatever the engine returns).
 """
 from __future__ import annotations
 
@@ -39,6 +44,9 @@ LiveGen = Callable[[], "int | None"]
 # chunk whose document is still being refined (ingest/queue.py)
 PAYLOAD_META = ("pages", "unit", "headings", "blocks", "first_pass")
 
+# the ``owner`` payload of the shared library's points (the catalog's owner None): visible to every reader
+SHARED = "*"
+
 
 @dataclass
 class StoredPoint:
@@ -48,10 +56,30 @@ class StoredPoint:
     vector: np.ndarray | None = None
 
 
-def _payload(c: Chunk, doc_version: int) -> dict:
+def owner_payload(owner: str | None) -> str:
+    """The ``owner`` payload of a document of ``owner`` (None: the shared library)."""
+    if owner == SHARED:
+        raise ValueError(f"{SHARED!r} names the shared library in the index; it cannot be an owner")
+    return SHARED if owner is None else owner
+
+
+def _payload(c: Chunk, doc_version: int, owner: str | None = None) -> dict:
     return {"doc_id": c.doc_id, "doc_hash": c.doc_hash, "doc_version": doc_version, "level": c.level,
-            "parent_id": c.parent_id, "start": c.start, "end": c.end, "text": c.text,
+            "parent_id": c.parent_id, "start": c.start, "end": c.end, "text": c.text, "owner": owner_payload(owner),
             **{k: c.meta[k] for k in PAYLOAD_META if k in c.meta}}
+
+
+def visibility(visible_to: str | None) -> list[str] | None:
+    """The ``owner`` values a search for reader ``visible_to`` may match: its own and the shared library's (None:
+    every document, no condition)."""
+    return None if visible_to is None else [owner_payload(visible_to), SHARED]
+
+
+def _group_by_owner(owners: dict[str, str | None]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for doc_id, owner in owners.items():
+        out.setdefault(owner_payload(owner), []).append(doc_id)
+    return out
 
 
 def _by_level(chunks: Sequence[Chunk], vectors: np.ndarray) -> dict[int, list[tuple[Chunk, np.ndarray]]]:
@@ -87,14 +115,17 @@ class VectorIndex:
     def close(self) -> None: pass
 
     # points
-    def _upsert_level(self, gen: int, level: int, items: list[tuple[Chunk, np.ndarray]], doc_version: int) -> None:
+    def _upsert_level(self, gen: int, level: int, items: list[tuple[Chunk, np.ndarray]], doc_version: int,
+                      owner: str | None) -> None:
         raise NotImplementedError
 
-    def upsert(self, gen: int, chunks: Sequence[Chunk], vectors: np.ndarray, doc_version: int) -> None:
-        """Write the chunks' points, in batches of ``batch`` per level (each batch one store write)."""
+    def upsert(self, gen: int, chunks: Sequence[Chunk], vectors: np.ndarray, doc_version: int,
+               owner: str | None = None) -> None:
+        """Write the chunks' points (of one document of ``owner``, None: the shared library), in batches of
+        ``batch`` per level (each batch one store write)."""
         for level, items in _by_level(chunks, vectors).items():
             for i in range(0, len(items), self.batch):
-                self._upsert_level(gen, level, items[i:i + self.batch], doc_version)
+                self._upsert_level(gen, level, items[i:i + self.batch], doc_version, owner)
 
     def upsert_points(self, gen: int, level: int, points: Sequence[StoredPoint]) -> None:
         """Write stored points as they are (ids, vectors, payloads): the export and copies between stores."""
@@ -106,11 +137,34 @@ class VectorIndex:
         """Delete the points of ``doc_id`` in ``gen`` whose ids are not in ``keep`` (the consistency check)."""
         raise NotImplementedError
 
+    def set_owner(self, gen: int, doc_id: str, owner: str | None) -> None:
+        """Make ``doc_id``'s points in ``gen`` the document of ``owner`` (None: the shared library)."""
+        self._set_owners(gen, {owner_payload(owner): [doc_id]}, self.levels(gen))
+
+    def backfill_owners(self, gen: int, owners: dict[str, str | None]) -> int:
+        """Give the points of ``gen`` stored without an ``owner`` their document's (``owners``: the catalog's
+        ``{doc id: owner}``) and make sure ``owner`` has its payload index: a store written before visibility was a
+        payload condition. Returns how many levels needed it (0 once done; safe to repeat after a crash)."""
+        levels = [lv for lv in self.levels(gen) if self._lacks_owner(gen, lv)]
+        if levels:
+            log.info("giving the points of generation %d levels %s their documents' owners", gen, levels)
+            self._set_owners(gen, _group_by_owner(owners), levels)
+        for lv in self.levels(gen):
+            self._ensure_owner_index(gen, lv)
+        return len(levels)
+
+    def _lacks_owner(self, gen: int, level: int) -> bool: raise NotImplementedError
+    def _set_owners(self, gen: int, docs_by_owner: dict[str, list[str]], levels: list[int]) -> None:
+        raise NotImplementedError
+    def _ensure_owner_index(self, gen: int, level: int) -> None: raise NotImplementedError
+
     def count(self, gen: int, level: int, doc_ids: Sequence[str] | None = None) -> int: raise NotImplementedError
 
-    def search(self, level: int, vector: np.ndarray, limit: int, doc_ids: Sequence[str] | None = None
-               ) -> list[StoredPoint]:
-        """Nearest points of one level of the live generation; ``doc_ids`` restricts them to those documents."""
+    def search(self, level: int, vector: np.ndarray, limit: int, doc_ids: Sequence[str] | None = None,
+               visible_to: str | None = None) -> list[StoredPoint]:
+        """Nearest points of one level of the live generation; ``doc_ids`` restricts them to those documents,
+        ``visible_to`` to what that reader may see: its own documents and the shared library's (None: all). The
+        reader's restriction is one payload condition (:func:`visibility`), never a list of documents."""
         raise NotImplementedError
 
     def retrieve(self, level: int, ids: Sequence[str], *, gen: int | None = None, with_vectors: bool = False
@@ -231,7 +285,8 @@ class EdgeIndex(VectorIndex):
         self._check_space(0)
         p.parent.mkdir(parents=True, exist_ok=True)
         sh = EdgeShard.create(str(p), self._config(dim))
-        sh.update(UpdateOperation.create_field_index("doc_id", PayloadSchemaType.Keyword))
+        for key in ("doc_id", "owner"):
+            sh.update(UpdateOperation.create_field_index(key, PayloadSchemaType.Keyword))
         sh.flush()
         self._shards[(gen, level)] = sh
 
@@ -293,15 +348,16 @@ class EdgeIndex(VectorIndex):
                                         f"{free / 2**20:.1f} MiB free, this write needs about {need / 2**20:.1f} MiB; "
                                         "free some space and ingest again (nothing was written)")
 
-    def upsert(self, gen, chunks, vectors, doc_version) -> None:
-        size = sum(len(json.dumps(_payload(c, doc_version))) for c in chunks) + 4 * int(np.size(vectors))
+    def upsert(self, gen, chunks, vectors, doc_version, owner=None) -> None:
+        size = sum(len(json.dumps(_payload(c, doc_version, owner))) for c in chunks) + 4 * int(np.size(vectors))
         self._check_space(size)
-        super().upsert(gen, chunks, vectors, doc_version)
+        super().upsert(gen, chunks, vectors, doc_version, owner)
 
-    def _upsert_level(self, gen, level, items, doc_version) -> None:
+    def _upsert_level(self, gen, level, items, doc_version, owner) -> None:
         from qdrant_edge import Point, UpdateOperation
 
-        pts = [Point(c.id, np.asarray(v, dtype=np.float32).tolist(), _payload(c, doc_version)) for c, v in items]
+        pts = [Point(c.id, np.asarray(v, dtype=np.float32).tolist(), _payload(c, doc_version, owner))
+               for c, v in items]
         self._shard(gen, level).update(UpdateOperation.upsert_points(pts))
 
     def upsert_points(self, gen, level, points) -> None:
@@ -330,10 +386,39 @@ class EdgeIndex(VectorIndex):
                 Filter(must=[FieldCondition("doc_id", match=MatchValue(doc_id))], must_not=must_not)))
 
     @staticmethod
-    def _doc_filter(doc_ids):
+    def _doc_filter(doc_ids, visible_to=None):
         from qdrant_edge import FieldCondition, Filter, MatchAny
 
-        return Filter(must=[FieldCondition("doc_id", match=MatchAny(list(doc_ids)))]) if doc_ids is not None else None
+        must = [] if doc_ids is None else [FieldCondition("doc_id", match=MatchAny(list(doc_ids)))]
+        owners = visibility(visible_to)
+        if owners is not None:
+            must.append(FieldCondition("owner", match=MatchAny(owners)))
+        return Filter(must=must) if must else None
+
+    def _lacks_owner(self, gen, level) -> bool:
+        from qdrant_edge import CountRequest, Filter, IsEmptyCondition
+
+        missing = Filter(must=[IsEmptyCondition("owner")])
+        return self._shard(gen, level).count(CountRequest(exact=True, filter=missing)) > 0
+
+    def _set_owners(self, gen, docs_by_owner, levels) -> None:
+        from qdrant_edge import FieldCondition, Filter, MatchAny, UpdateOperation
+
+        for level in levels:
+            sh = self._shard(gen, level)
+            for owner, docs in docs_by_owner.items():
+                for i in range(0, len(docs), 1000):
+                    sh.update(UpdateOperation.set_payload_by_filter(
+                        Filter(must=[FieldCondition("doc_id", match=MatchAny(docs[i:i + 1000]))]), {"owner": owner}))
+            sh.flush()
+
+    def _ensure_owner_index(self, gen, level) -> None:
+        from qdrant_edge import PayloadSchemaType, UpdateOperation
+
+        sh = self._shard(gen, level)
+        if "owner" not in sh.info().payload_schema:
+            sh.update(UpdateOperation.create_field_index("owner", PayloadSchemaType.Keyword))
+            sh.flush()
 
     def count(self, gen, level, doc_ids=None) -> int:
         from qdrant_edge import CountRequest
@@ -341,7 +426,7 @@ class EdgeIndex(VectorIndex):
         sh = self._shard(gen, level, must_exist=False)
         return 0 if sh is None else sh.count(CountRequest(exact=True, filter=self._doc_filter(doc_ids)))
 
-    def search(self, level, vector, limit, doc_ids=None) -> list[StoredPoint]:
+    def search(self, level, vector, limit, doc_ids=None, visible_to=None) -> list[StoredPoint]:
         from qdrant_edge import Query, QueryRequest, SearchParams
 
         gen = self.live()
@@ -353,7 +438,8 @@ class EdgeIndex(VectorIndex):
                 return []
             res = sh.query(QueryRequest(
                 limit=limit, query=Query.Nearest(np.asarray(vector, dtype=np.float32).tolist()), with_payload=True,
-                with_vector=False, filter=self._doc_filter(doc_ids), params=SearchParams(hnsw_ef=self.hnsw_ef)))
+                with_vector=False, filter=self._doc_filter(doc_ids, visible_to),
+                params=SearchParams(hnsw_ef=self.hnsw_ef)))
         return [StoredPoint(str(p.id), p.payload, float(p.score)) for p in res]
 
     def retrieve(self, level, ids, *, gen=None, with_vectors=False) -> list[StoredPoint]:
@@ -437,7 +523,8 @@ class ClientIndex(VectorIndex):
                                       vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE))
         with warnings.catch_warnings():  # local mode: "payload indexes have no effect" is expected
             warnings.simplefilter("ignore")
-            self.client.create_payload_index(name, "doc_id", field_schema=models.PayloadSchemaType.KEYWORD)
+            for key in ("doc_id", "owner"):
+                self.client.create_payload_index(name, key, field_schema=models.PayloadSchemaType.KEYWORD)
 
     def drop_generation(self, gen: int, n_levels: int = 3) -> None:
         for level in self.levels(gen):
@@ -489,11 +576,11 @@ class ClientIndex(VectorIndex):
                 pass
 
     # -- points -------------------------------------------------------------------------------------------------
-    def _upsert_level(self, gen, level, items, doc_version) -> None:
+    def _upsert_level(self, gen, level, items, doc_version, owner) -> None:
         from qdrant_client import models
 
         pts = [models.PointStruct(id=c.id, vector=np.asarray(v, dtype=np.float32).tolist(),
-                                  payload=_payload(c, doc_version))
+                                  payload=_payload(c, doc_version, owner))
                for c, v in items]
         self.client.upsert(self.collection(gen, level), points=pts, wait=True)
 
@@ -525,12 +612,42 @@ class ClientIndex(VectorIndex):
                 wait=True)
 
     @staticmethod
-    def _doc_filter(doc_ids):
+    def _doc_filter(doc_ids, visible_to=None):
         from qdrant_client import models
 
-        if doc_ids is None:
-            return None
-        return models.Filter(must=[models.FieldCondition(key="doc_id", match=models.MatchAny(any=list(doc_ids)))])
+        must = [] if doc_ids is None else [
+            models.FieldCondition(key="doc_id", match=models.MatchAny(any=list(doc_ids)))]
+        owners = visibility(visible_to)
+        if owners is not None:
+            must.append(models.FieldCondition(key="owner", match=models.MatchAny(any=owners)))
+        return models.Filter(must=must) if must else None
+
+    def _lacks_owner(self, gen, level) -> bool:
+        from qdrant_client import models
+
+        missing = models.Filter(must=[models.IsEmptyCondition(is_empty=models.PayloadField(key="owner"))])
+        return self.client.count(self.collection(gen, level), count_filter=missing, exact=True).count > 0
+
+    def _set_owners(self, gen, docs_by_owner, levels) -> None:
+        from qdrant_client import models
+
+        for level in levels:
+            for owner, docs in docs_by_owner.items():
+                for i in range(0, len(docs), 1000):
+                    self.client.set_payload(self.collection(gen, level), payload={"owner": owner}, wait=True,
+                                            points=models.Filter(must=[models.FieldCondition(
+                                                key="doc_id", match=models.MatchAny(any=docs[i:i + 1000]))]))
+
+    def _ensure_owner_index(self, gen, level) -> None:
+        import warnings
+
+        from qdrant_client import models
+
+        name = self.collection(gen, level)
+        if "owner" not in (self.client.get_collection(name).payload_schema or {}):
+            with warnings.catch_warnings():  # local mode keeps no payload index (and says so)
+                warnings.simplefilter("ignore")
+                self.client.create_payload_index(name, "owner", field_schema=models.PayloadSchemaType.KEYWORD)
 
     def count(self, gen, level, doc_ids=None) -> int:
         name = self.collection(gen, level)
@@ -538,12 +655,13 @@ class ClientIndex(VectorIndex):
             return 0
         return self.client.count(name, count_filter=self._doc_filter(doc_ids), exact=True).count
 
-    def search(self, level, vector, limit, doc_ids=None) -> list[StoredPoint]:
+    def search(self, level, vector, limit, doc_ids=None, visible_to=None) -> list[StoredPoint]:
         gen = self.live()
         if gen is None or (doc_ids is not None and not doc_ids):
             return []
         res = self.client.query_points(self.collection(gen, level), query=np.asarray(vector, dtype=np.float32).tolist(),
-                                       limit=limit, with_payload=True, query_filter=self._doc_filter(doc_ids)).points
+                                       limit=limit, with_payload=True,
+                                       query_filter=self._doc_filter(doc_ids, visible_to)).points
         return [StoredPoint(str(p.id), p.payload, float(p.score)) for p in res]
 
     def retrieve(self, level, ids, *, gen=None, with_vectors=False) -> list[StoredPoint]:

@@ -197,13 +197,15 @@ class Ingestor:
         readers too. ``phase`` and ``on_commit`` go to :meth:`Catalog.record_indexed`."""
         cat, index = self.ctx.catalog, self.ctx.index
         old = cat.chunk_ids(gen.gen, doc_id)
+        exists, recorded = cat.owner_of(doc_id)  # the catalog's owner wins: a re-ingestion passes none
+        owner = recorded if exists else owner
         new_ids: dict[int, list[str]] = {}
         for c in chunks:
             new_ids.setdefault(c.level, []).append(c.id)
         bm25 = self.ctx.bm25
         cat.begin_pending(gen.gen, doc_id)
         try:
-            index.upsert(gen.gen, chunks, vectors, cat.version_for(doc_id, h))
+            index.upsert(gen.gen, chunks, vectors, cat.version_for(doc_id, h), owner)
             bm25.update(gen.gen, chunks)
             index.flush(gen.gen)
             size = len(doc.data) if size is None else size

@@ -21,14 +21,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ingest import loaders
-from ingest.chunkers import NEEDS_LM, build_chunker
+from ingest.chunkers import CHUNKERS, NEEDS_LM, NEEDS_MODEL, build_chunker
 from ingest.loaders import IngestError, Limits, LoadedDoc
 from ingest.types import Chunk
 
 log = logging.getLogger(__name__)
 
-# Chunkers slow enough to deserve a first pass: the LM-guided ones and lumber (an LLM call per window).
-REFINED = NEEDS_LM | {"lumber"}
+# Chunkers slow enough to deserve a first pass: those that need a model, the LM-guided ones and lumber (an LLM call
+# per window).
+REFINED = NEEDS_MODEL
 
 # Rates assumed before any job has been measured on this machine (2 CPU cores, Gemma-3-270M, MiniLM; BENCHMARKS.md).
 DEFAULT_RATES = {"lm_words_s": 250.0, "embed_words_s": 700.0, "pdf_pages_s": 8.0}
@@ -188,15 +189,16 @@ def chunker_for(models, chunker: str, theta: int, params: dict | None = None, on
     params = params or {}
     if chunker in NEEDS_LM:
         cfg = LGConfig.from_settings(s, theta, params)
-        loaded = "scorer" in getattr(models, "__dict__", {})
+        loaded = models.loaded("scorer")
         scorer = (_SettingsScorer(s.lg_prompt, tuple(s.lg_boundary_tokens)) if describe_only and not loaded
                   else models.scorer)
         ch = build_chunker(chunker, theta, scorer=scorer, lg_config=cfg)
         hooks = {k: v for k, v in (("on_window", on_window), ("on_fraction", on_fraction))
                  if v is not None and k in {f.name for f in dataclasses.fields(ch)}}
         return dataclasses.replace(ch, **hooks) if hooks else ch
-    llm = models.chunking_llm if chunker == "lumber" else None
-    return build_chunker(chunker, theta, embedder=models.embedder if chunker == "semantic" else None, llm=llm)
+    needs = CHUNKERS[chunker].spec.needs if chunker in CHUNKERS else frozenset()
+    llm = models.chunking_llm if "llm" in needs else None
+    return build_chunker(chunker, theta, embedder=models.embedder if "embedder" in needs else None, llm=llm)
 
 
 def check_models(models, plan: Plan) -> None:

@@ -99,14 +99,7 @@ def _rrf(rankings: list[list[str]], k: int) -> dict[str, float]:
     return out
 
 
-def retrieve(ctx: Resources, question: str, k: int | None = None, budget_words: int | None = None,
-             weights=None, retriever: str | None = None, selection: str | None = None,
-             doc_ids=None) -> Retrieval:
-    """The sources for ``question``; ``doc_ids`` limits the search to those documents (None: all)."""
-    s = ctx.settings
-    question = check_question(question, s.max_question_chars)
-    k = k or s.top_k
-    budget_words = budget_words or s.context_words
+def _options(s, retriever: str | None, selection: str | None) -> tuple[str, str]:
     retriever = retriever or s.retriever
     if retriever not in RETRIEVERS:
         raise ValueError(f"retriever must be one of {RETRIEVERS}, got {retriever!r}")
@@ -116,69 +109,132 @@ def retrieve(ctx: Resources, question: str, k: int | None = None, budget_words: 
     if selection == "mog" and retriever == "hybrid":
         raise ValueError("MoG selection (MGRAG_ROUTER_SELECTION=mog) works on one retriever's scores; "
                          "use --retriever dense or bm25")
+    return retriever, selection
+
+
+def dense_search(ctx: Resources, n_levels: int, query_vector, k: int, doc_ids=None, visible_to: str | None = None
+                 ) -> list[tuple[int, object]]:
+    """``(level, point)``: the ``k`` nearest points of every level of the live generation, best first per level,
+    among ``doc_ids`` if given and what reader ``visible_to`` may see (None: everything)."""
+    return [(level, p) for level in range(n_levels)
+            for p in ctx.index.search(level, query_vector, k, doc_ids=doc_ids, visible_to=visible_to)]
+
+
+def bm25_search(ctx: Resources, live, tokens: list[str], k: int, doc_ids=None, visible_to: str | None = None
+                ) -> list[tuple[int, str, str, float]]:
+    """``(level, chunk id, parent id, score)``: the ``k`` best BM25 chunks of every level of ``live``, best first per
+    level, within the same limits as :func:`dense_search`."""
+    allowed = bm25_allowed(ctx, doc_ids, visible_to)
+    out = []
+    for level in range(live.n_levels):
+        lv = ctx.bm25.level(live.gen, level)
+        for i, score in lv.top_indices(tokens, k, allowed=allowed):
+            out.append((level, lv.ids[i], lv.parents[i] if lv.parents else lv.ids[i], score))
+    return out
+
+
+def bm25_allowed(ctx: Resources, doc_ids, visible_to: str | None):
+    """The documents a BM25 search may return (None: all): BM25 runs in this process over every chunk of a level,
+    so a reader's restriction is the catalog's list of its visible documents, asked only when some document is
+    hidden from it."""
+    if visible_to is None or not ctx.catalog.has_hidden_docs(visible_to):
+        return doc_ids
+    visible = ctx.catalog.visible_doc_ids(visible_to)
+    if doc_ids is None:
+        return visible
+    seen = set(visible)
+    return [d for d in doc_ids if d in seen]
+
+
+@dataclass
+class _Found:
+    """The hits of one question's per-level searches, the payloads read with them, and each parent's best score per
+    level (dense and BM25)."""
+
+    dense: list[Hit] = field(default_factory=list)
+    bm25: list[Hit] = field(default_factory=list)
+    payloads: dict[str, dict] = field(default_factory=dict)
+    dense_levels: dict[str, dict[int, float]] = field(default_factory=dict)
+    bm25_levels: dict[str, dict[int, float]] = field(default_factory=dict)
+
+
+def _keep_dense(ctx: Resources, live, found: list, out: _Found) -> None:
+    # only chunks the catalog records: a document whose chunks are being swapped (its refinement, a new version)
+    # shows one chunking or the other, never both (Catalog.known_ids)
+    known = ctx.catalog.known_ids(live.gen, (str(p.id) for _, p in found))
+    for level, p in found:
+        pl, pid = p.payload, str(p.id)
+        if pid not in known:
+            continue
+        out.dense.append(Hit(pid, pl["parent_id"], level, float(p.score)))
+        out.payloads[pid] = pl
+        d = out.dense_levels.setdefault(pl["parent_id"], {})
+        d[level] = max(d.get(level, -1e9), float(p.score))
+
+
+def _keep_bm25(ctx: Resources, live, found: list, out: _Found) -> None:
+    known = ctx.catalog.known_ids(live.gen, (f[1] for f in found))
+    for level, cid, parent, score in found:
+        if cid not in known:
+            continue
+        out.bm25.append(Hit(cid, parent, level, score))
+        b = out.bm25_levels.setdefault(parent, {})
+        b[level] = max(b.get(level, -1e9), score)
+
+
+def retrieve(ctx: Resources, question: str, k: int | None = None, budget_words: int | None = None,
+             weights=None, retriever: str | None = None, selection: str | None = None,
+             doc_ids=None, visible_to: str | None = None) -> Retrieval:
+    """The sources for ``question``; ``doc_ids`` limits the search to those documents (None: all), ``visible_to`` to
+    what that reader may see: its own documents and the shared library's (None: every document)."""
+    s = ctx.settings
+    question = check_question(question, s.max_question_chars)
+    k = k or s.top_k
+    budget_words = budget_words or s.context_words
+    retriever, selection = _options(s, retriever, selection)
     live = ctx.catalog.live_generation()
     if live is None or ctx.index.count(live.gen, 0) == 0:
         raise EmptyIndexError("the index is empty; ingest documents first (`mgrag ingest PATH`)")
     timings: dict[str, float] = {}
-    payloads: dict[str, dict] = {}
-    dense_hits: list[Hit] = []
-    bm25_hits: list[Hit] = []
-    dense_levels: dict[str, dict[int, float]] = {}
-    bm25_levels: dict[str, dict[int, float]] = {}
-
+    found = _Found()
+    qv = None
     if retriever in ("dense", "hybrid"):
         t = time.perf_counter()
         qv = ctx.embedder.embed_queries([question])[0]
         timings["embed_s"] = time.perf_counter() - t
-    if retriever in ("dense", "hybrid"):
         t = time.perf_counter()
-        found = [(level, p) for level in range(live.n_levels) for p in ctx.index.search(level, qv, k, doc_ids=doc_ids)]
-        # only chunks the catalog records: a document whose chunks are being swapped (its refinement, a new version)
-        # shows one chunking or the other, never both (Catalog.known_ids)
-        known = ctx.catalog.known_ids(live.gen, (str(p.id) for _, p in found))
-        for level, p in found:
-            pl, pid = p.payload, str(p.id)
-            if pid not in known:
-                continue
-            dense_hits.append(Hit(pid, pl["parent_id"], level, float(p.score)))
-            payloads[pid] = pl
-            d = dense_levels.setdefault(pl["parent_id"], {})
-            d[level] = max(d.get(level, -1e9), float(p.score))
+        _keep_dense(ctx, live, dense_search(ctx, live.n_levels, qv, k, doc_ids, visible_to), found)
         timings["dense_s"] = time.perf_counter() - t
     # the router reads the query vector and, if it was trained on them, the score profile of the dense hits
     if weights is not None:
         w, router_note = weights_or_uniform(weights, live.n_levels), "given"
     else:
         w, router_note, secs = ctx.route(embedder_name=live.embedder, n_levels=live.n_levels, question=question,
-                                         query_vector=qv if retriever != "bm25" else None,
-                                         hits=dense_hits if retriever != "bm25" else None)
+                                         query_vector=qv, hits=found.dense if retriever != "bm25" else None)
         timings["router_s"] = secs
     if retriever in ("bm25", "hybrid"):
         t = time.perf_counter()
-        qt = tokenize(question)
-        found_bm25 = []
-        for level in range(live.n_levels):
-            lv = ctx.bm25.level(live.gen, level)
-            for i, score in lv.top_indices(qt, k, allowed=doc_ids):
-                found_bm25.append((lv.ids[i], lv.parents[i] if lv.parents else lv.ids[i], level, score))
-        known = ctx.catalog.known_ids(live.gen, (f[0] for f in found_bm25))
-        for cid, parent, level, score in found_bm25:
-            if cid not in known:
-                continue
-            bm25_hits.append(Hit(cid, parent, level, score))
-            b = bm25_levels.setdefault(parent, {})
-            b[level] = max(b.get(level, -1e9), score)
+        _keep_bm25(ctx, live, bm25_search(ctx, live, tokenize(question), k, doc_ids, visible_to), found)
         timings["bm25_s"] = time.perf_counter() - t
 
     t = time.perf_counter()
     if selection == "mog":
-        sources, n = _mog_sources(ctx, live, dense_hits or bm25_hits, w, payloads, budget_words, dense_levels,
-                                  bm25_levels)
-        timings["assemble_s"] = time.perf_counter() - t
-        timings["total_s"] = sum(timings.values())
-        return Retrieval(question, sources, w, retriever, timings, n, router_note, selection)
-    dense_rank = rank_parents(dense_hits, w)
-    bm25_rank = rank_parents(bm25_hits, w)
+        sources, n = _mog_sources(ctx, live, found.dense or found.bm25, w, found.payloads, budget_words,
+                                  found.dense_levels, found.bm25_levels)
+    else:
+        sources, n = _max_sources(ctx, live, found, w, retriever, budget_words)
+    timings["assemble_s"] = time.perf_counter() - t
+    timings["total_s"] = sum(timings.values())
+    return Retrieval(question, sources, w, retriever, timings, n, router_note, selection)
+
+
+def _max_sources(ctx: Resources, live, found: _Found, w: list[float], retriever: str, budget_words: int
+                 ) -> tuple[list[Source], int]:
+    """Sources by the design card's selection: parents ranked by the max over their weighted hits (dense, BM25, or
+    both fused by RRF), assembled up to ``budget_words``."""
+    payloads = found.payloads
+    dense_rank = rank_parents(found.dense, w)
+    bm25_rank = rank_parents(found.bm25, w)
     best_hit = {pid: h for pid, _, h in bm25_rank}
     best_hit.update({pid: h for pid, _, h in dense_rank})  # prefer the dense hit as "the matched child"
     if retriever == "dense":
@@ -186,7 +242,7 @@ def retrieve(ctx: Resources, question: str, k: int | None = None, budget_words: 
     elif retriever == "bm25":
         ranked = [(pid, sc) for pid, sc, _ in bm25_rank]
     else:
-        fused = _rrf([[p for p, _, _ in dense_rank], [p for p, _, _ in bm25_rank]], s.rrf_k)
+        fused = _rrf([[p for p, _, _ in dense_rank], [p for p, _, _ in bm25_rank]], ctx.settings.rrf_k)
         ranked = sorted(fused.items(), key=lambda x: (-x[1], x[0]))
     need = [pid for pid, _ in ranked if pid not in payloads]
     need += [best_hit[pid].id for pid, _ in ranked if best_hit[pid].id not in payloads]
@@ -207,11 +263,9 @@ def retrieve(ctx: Resources, question: str, k: int | None = None, budget_words: 
         hit = best_hit[pid]
         hp = payloads.get(hit.id, pl)
         sources.append(Source(len(sources) + 1, pl["doc_id"], pid, pl["start"], pl["end"], pl["text"], float(score),
-                              hit.level, hp["start"], hp["end"], hp["text"], dense_levels.get(pid, {}),
-                              bm25_levels.get(pid, {})).with_payload(pl, hp))
-    timings["assemble_s"] = time.perf_counter() - t
-    timings["total_s"] = sum(timings.values())
-    return Retrieval(question, sources, w, retriever, timings, len(ranked), router_note, selection)
+                              hit.level, hp["start"], hp["end"], hp["text"], found.dense_levels.get(pid, {}),
+                              found.bm25_levels.get(pid, {})).with_payload(pl, hp))
+    return sources, len(ranked)
 
 
 def _mog_sources(ctx: Resources, live, hits: list[Hit], w: list[float], payloads: dict[str, dict],

@@ -44,3 +44,5 @@ class Resources(Protocol):
 
     @property
     def chunking_llm(self) -> Any: ...  # the OpenAI-compatible client of the lumber chunker, or None
+
+    def loaded(self, name: str) -> bool: ...  # whether the resource ``name`` is built already (not building it)

@@ -11,6 +11,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
+from app.core.components import BACKENDS, CHUNKERS
+
 
 def _default_cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mgrag"
@@ -49,7 +51,7 @@ class Settings(BaseSettings):
     queue_inflight: int = Field(8, ge=1, le=256, description="With queue_url: jobs per lane handed to the workers at once (the rest wait in the catalog's queue).")
 
     # chunking
-    chunker: Literal["recursive", "paragraph", "semantic", "lg", "mg", "lgmgc", "ppl", "llamachunk", "lumber"] = Field(
+    chunker: Literal[tuple(CHUNKERS)] = Field(  # the names of app/core/components.py
         "lgmgc", description="Chunker for new indexes.")
     theta: int = Field(300, ge=4, description="Parent chunk size bound in words; children are θ/2 and θ/4.")
     lm_model: str = Field("gemma3-270m", description="Causal LM for the LG chunker: the shipped Gemma alias or a local HF folder.")
@@ -87,7 +89,7 @@ class Settings(BaseSettings):
         "max", description="max: weighted level scores, parent = max over its children (the design card); mog: MoG's selection (App. A).")
 
     # answering
-    synth_backend: Literal["offline", "extractive", "transformers", "openai"] = Field(
+    synth_backend: Literal[tuple(BACKENDS)] = Field(  # the names of app/core/components.py
         "extractive", description="Synthesizer: extractive (no LLM; the default by measurement, BENCHMARKS.md \"Answers\"), offline (a shipped small model), transformers, openai.")
     synth_model: str = Field("meta-llama/Meta-Llama-3-8B-Instruct", description="Chat model for the transformers backend (local folder or local HF cache).")
     synth_4bit: bool | None = Field(None, description="Load the chat model in 4-bit (bitsandbytes); default: when CUDA is present.")

@@ -583,7 +583,7 @@ def rescore(res: dict, settings, bench_dir=None) -> None:
     answers = {q.id: q.answers for q in sets.answerable}
     ctxs = {k: AppContext(settings.model_copy(update={"data_dir": build_index(k, docs, settings)}))
             for k, docs in (("A", sets.docs_a), ("U", sets.docs_u))}
-    ctxs["U"].__dict__["embedder"] = ctxs["A"].embedder
+    ctxs["U"].embedder = ctxs["A"].embedder  # one embedder for both
     found: dict = {}
     try:
         for c in res["candidates"].values():

@@ -142,18 +142,7 @@ def evaluate_retrieval(bench: BenchSet, chunks_by_doc: dict[str, list[Chunk]], e
         raise ValueError(f"selection must be 'max' or 'mog', got {selection!r}")
     weights = list(weights) if weights is not None else None
     t0 = time.perf_counter()
-    index: dict[str, _DocIndex] = {}
-    n_chunks = 0
-    embed_words = 0
-    for doc_id, chunks in chunks_by_doc.items():
-        texts = [c.text for c in chunks]
-        n_chunks += len(texts)
-        embed_words += sum(count_words(t) for t in texts)
-        vecs = np.asarray(embedder.embed_passages(texts), dtype=np.float32)
-        parents = sorted({c.parent_span for c in chunks})
-        text = bench.docs[doc_id]
-        index[doc_id] = _DocIndex(chunks, vecs, np.array([c.level for c in chunks]), parents,
-                                  {p: count_words(text[p[0]:p[1]]) for p in parents})
+    index = _index_docs(bench, chunks_by_doc, embedder)
     embed_seconds = time.perf_counter() - t0
 
     questions = [q for q in bench.questions if q.doc_id in index]
@@ -181,27 +170,37 @@ def evaluate_retrieval(bench: BenchSet, chunks_by_doc: dict[str, list[Chunk]], e
     search_seconds = time.perf_counter() - t1
 
     out: dict = summarise_rows(rows)
-    all_parents = [w for di in index.values() for w in di.parent_words.values()]
-    out.update({
-        "n_questions": len(rows),
-        "n_evidence_relabelled": relabelled,
-        "n_chunks": n_chunks,
-        "n_parents": len(all_parents),
-        "mean_parent_words": float(np.mean(all_parents)) if all_parents else 0.0,
-        "embedded_words": embed_words,
-        "embed_seconds": embed_seconds,
-        "search_seconds": search_seconds,
-        "top_k_per_level": top_k,
-        "budget_words": budget_words,
-        "per_doc": {
-            d: {"n": len(rs), "dcg@5": float(np.mean([r["dcg@5"] for r in rs])) if 5 in ks else None,
-                "recall@5": float(np.mean([r["recall@5"] for r in rs])) if 5 in ks else None}
-            for d in index for rs in [[r for r in rows if r["doc_id"] == d]] if rs
-        },
-    })
+    out.update({"n_questions": len(rows), "n_evidence_relabelled": relabelled, **_index_counts(index),
+                "embed_seconds": embed_seconds, "search_seconds": search_seconds, "top_k_per_level": top_k,
+                "budget_words": budget_words, "per_doc": _per_doc(index, rows, ks)})
     if keep_per_question:
         out["per_question"] = rows
     return out
+
+
+def _index_docs(bench: BenchSet, chunks_by_doc: dict[str, list[Chunk]], embedder) -> dict[str, _DocIndex]:
+    """Every chunk of every document embedded once, with its document's parents and their lengths."""
+    index: dict[str, _DocIndex] = {}
+    for doc_id, chunks in chunks_by_doc.items():
+        vecs = np.asarray(embedder.embed_passages([c.text for c in chunks]), dtype=np.float32)
+        parents = sorted({c.parent_span for c in chunks})
+        text = bench.docs[doc_id]
+        index[doc_id] = _DocIndex(chunks, vecs, np.array([c.level for c in chunks]), parents,
+                                  {p: count_words(text[p[0]:p[1]]) for p in parents})
+    return index
+
+
+def _index_counts(index: dict[str, _DocIndex]) -> dict:
+    all_parents = [w for di in index.values() for w in di.parent_words.values()]
+    return {"n_chunks": sum(len(di.chunks) for di in index.values()), "n_parents": len(all_parents),
+            "mean_parent_words": float(np.mean(all_parents)) if all_parents else 0.0,
+            "embedded_words": sum(count_words(c.text) for di in index.values() for c in di.chunks)}
+
+
+def _per_doc(index: dict[str, _DocIndex], rows: list[dict], ks: Sequence[int]) -> dict:
+    return {d: {"n": len(rs), "dcg@5": float(np.mean([r["dcg@5"] for r in rs])) if 5 in ks else None,
+                "recall@5": float(np.mean([r["recall@5"] for r in rs])) if 5 in ks else None}
+            for d in index for rs in [[r for r in rows if r["doc_id"] == d]] if rs}
 
 
 def summarise_rows(rows: list[dict]) -> dict:

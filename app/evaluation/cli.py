@@ -348,6 +348,7 @@ def _answers_command(args) -> str:
 
 
 def add_bench_parser(sub) -> None:
+    from app.core.components import BACKENDS
     from app.evaluation.harness import ALL_CHUNKERS, DEFAULT_CHUNKERS, DEFAULT_THETAS, PROFILES
 
     p = sub.add_parser("bench", help="retrieval and QA benchmarks (bench sets in ../shared/bench format)")
@@ -376,7 +377,7 @@ def add_bench_parser(sub) -> None:
     s = bsub.add_parser("qa", help="LongBench QA F1 per subset: retrieved context vs no retrieval")
     s.add_argument("--set", required=True)
     common(s, ("lgmgc",), (300,))
-    s.add_argument("--backend", default="offline", choices=("offline", "extractive", "transformers", "openai"))
+    s.add_argument("--backend", default="offline", choices=tuple(BACKENDS))
     s.set_defaults(func=lambda a: (cmd_qa(a), 0)[1])
 
     s = bsub.add_parser("all", help="what `make bench` runs: chroma and gutenqa_emma retrieval, longbench QA")
@@ -384,7 +385,7 @@ def add_bench_parser(sub) -> None:
     s.set_defaults(profile="standard")
     s.add_argument("--peers", type=_csv, default=list(PEERS))
     s.add_argument("--qa-chunkers", type=_csv, default=["lgmgc"])
-    s.add_argument("--backend", default="offline", choices=("offline", "extractive", "transformers", "openai"))
+    s.add_argument("--backend", default="offline", choices=tuple(BACKENDS))
     s.add_argument("--bench-dir", help="the folder holding the sets (default ../shared/bench)")
     s.set_defaults(func=cmd_all)
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from app.core.components import CHUNKERS
 from app.evaluation import bench as B
 from app.evaluation.peers import PEERS, Hierarchy, _Embedding, peer_spans, peer_unavailable, spans_to_chunks
 from ingest.sentences import count_words
@@ -36,9 +37,9 @@ from ingest.types import Chunk
 
 log = logging.getLogger(__name__)
 
-OWN = ("recursive", "paragraph", "semantic", "ppl", "llamachunk", "lg", "mg", "lgmgc", "lumber")
+OWN = tuple(CHUNKERS)  # the product's chunkers (app/core/components.py), in the order of the results tables
 ALL_CHUNKERS = OWN + PEERS
-LM_CHUNKERS = frozenset({"lg", "lgmgc", "ppl", "llamachunk"})
+LM_CHUNKERS = frozenset(n for n, c in CHUNKERS.items() if c.needs_lm)
 THETA_FREE = frozenset({"li-semantic"})  # no size parameter: θ does not change it
 # chunkers whose θ-independent work (LM scores, sentence vectors) is done at the first θ and reused after:
 # their speed is the first θ's
@@ -558,7 +559,7 @@ def bench_context(settings):
 
 
 # -- profiles: what `make bench` runs -----------------------------------------------------------------------------
-DEFAULT_CHUNKERS = ("recursive", "paragraph", "semantic", "ppl", "llamachunk", "lg", "mg", "lgmgc", "lumber")
+DEFAULT_CHUNKERS = OWN
 DEFAULT_THETAS = (200, 300, 500)
 PROFILES: dict[str, dict] = {
     # fits `make bench` into 45 minutes on 2 CPU cores (see BENCHMARKS.md for the measured time)

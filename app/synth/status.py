@@ -41,22 +41,19 @@ def _transformers_reason(settings) -> str | None:
             "MGRAG_SYNTH_MODEL to a local folder")
 
 
+def _extractive_reason(settings) -> str | None:
+    return None
+
+
+def _openai_reason(settings) -> str | None:
+    return None if settings.openai_base_url else (
+        "no endpoint: the admin sets one on the Admin tab (Ollama, llama.cpp server, vLLM, any "
+        "OpenAI-compatible server)")
+
+
 def backend_status(settings) -> dict[str, str | None]:
-    """``{backend: None}`` when it can run, else ``{backend: why not}``, for every backend of :data:`BACKENDS`."""
+    """``{backend: None}`` when it can run, else ``{backend: why not}``, for every backend of
+    :data:`app.synth.BACKENDS` (each entry's ``why_not``: the ``_<name>_reason`` functions here)."""
     from app.synth import BACKENDS
 
-    out: dict[str, str | None] = {}
-    for name in BACKENDS:
-        if name == "extractive":
-            out[name] = None
-        elif name == "offline":
-            out[name] = _offline_reason(settings)
-        elif name == "transformers":
-            out[name] = _transformers_reason(settings)
-        elif name == "openai":
-            out[name] = None if settings.openai_base_url else (
-                "no endpoint: the admin sets one on the Admin tab (Ollama, llama.cpp server, vLLM, any "
-                "OpenAI-compatible server)")
-        else:
-            out[name] = None
-    return out
+    return {name: entry.why_not(settings) for name, entry in BACKENDS.items()}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ingest.index import ClientIndex, EdgeIndex
+from ingest.index import ClientIndex, EdgeIndex, StoredPoint, _payload
 from ingest.types import Chunk, content_hash
 
 DIM = 16
@@ -91,7 +91,7 @@ def test_create_upsert_search_count_retrieve(backend):
     got = idx.retrieve(0, [a[0].id, "00000000-0000-0000-0000-000000000000"], with_vectors=True)
     assert [p.id for p in got] == [a[0].id]
     assert got[0].payload == {"doc_id": "a.txt", "doc_hash": a[0].doc_hash, "doc_version": 1, "level": 0,
-                              "parent_id": a[0].parent_id, "start": 0, "end": 20, "text": a[0].text}
+                              "parent_id": a[0].parent_id, "start": 0, "end": 20, "text": a[0].text, "owner": "*"}
     assert np.allclose(got[0].vector, va[0], atol=1e-6)
     assert {p.id for p in idx.points(1, 1, limit=3)} == {c.id for c in allc if c.level == 1}  # paged
 
@@ -113,6 +113,81 @@ def test_filtered_search_keeps_to_the_documents(backend):
         assert [h.id for h in hits] == [r[0] for r in reference(allc, allv, 2, q, 7, scope)]
     assert idx.search(2, q, 7, doc_ids=[]) == []
     assert idx.search(2, q, 7, doc_ids=["nope.txt"]) == []
+
+
+def test_a_reader_sees_its_own_documents_and_the_shared_library(backend):
+    """``visible_to``: one payload condition (the point's owner is the reader or the shared library), alone or
+    with a chosen scope; another reader's private document never comes back."""
+    _, open_, live = backend
+    idx = open_()
+    idx.create_generation(1, DIM, 3)
+    live.gen = 1
+    owners = {"lib.txt": None, "mine.txt": "browser:me", "theirs.txt": "browser:them"}
+    docs = {d: make_chunks(d, seed=i) for i, d in enumerate(owners)}
+    for d, (c, v) in docs.items():
+        idx.upsert(1, c, v, 1, owners[d])
+    allc = [c for c, _ in docs.values() for c in c]
+    allv = np.vstack([v for _, v in docs.values()])
+    q = allv[40]  # a chunk of theirs.txt
+    hits = idx.search(2, q, 50, visible_to="browser:me")
+    assert {h.payload["doc_id"] for h in hits} == {"lib.txt", "mine.txt"}
+    assert [h.id for h in hits] == [r[0] for r in reference(allc, allv, 2, q, 50, ["lib.txt", "mine.txt"])]
+    assert {h.payload["doc_id"] for h in idx.search(2, q, 50, visible_to="browser:them")} == {"lib.txt", "theirs.txt"}
+    assert {h.payload["doc_id"] for h in idx.search(2, q, 50, visible_to="user:nobody")} == {"lib.txt"}
+    assert {h.payload["doc_id"] for h in idx.search(2, q, 50)} == set(owners)  # unrestricted: the admin, the CLI
+    # a chosen scope narrows it and never widens it
+    assert {h.payload["doc_id"] for h in idx.search(2, q, 50, doc_ids=["theirs.txt", "mine.txt"],
+                                                    visible_to="browser:me")} == {"mine.txt"}
+    assert idx.search(2, q, 50, doc_ids=["theirs.txt"], visible_to="browser:me") == []
+
+
+def test_the_visibility_filter_does_not_grow_with_the_documents(backend):
+    """A reader's filter is the same whatever the number of documents (500 private ones of others here): the
+    search carries no list of visible document ids."""
+    kind, _, _ = backend
+    cls = EdgeIndex if kind == "edge" else ClientIndex
+    flt = cls._doc_filter(None, "browser:me")
+    assert repr(flt) == repr(cls._doc_filter(None, "browser:me"))
+    assert "browser:me" in repr(flt) and "doc_id" not in repr(flt)
+    assert cls._doc_filter(None, None) is None
+    scoped = repr(cls._doc_filter(["a.txt"], "browser:me"))
+    assert "a.txt" in scoped and "browser:me" in scoped
+
+
+def test_the_shared_librarys_mark_is_no_owner():
+    from ingest.index import SHARED, owner_payload
+
+    assert owner_payload(None) == SHARED and owner_payload("user:ann") == "user:ann"
+    with pytest.raises(ValueError, match="cannot be an owner"):
+        owner_payload(SHARED)
+
+
+def test_points_stored_without_an_owner_get_it_from_the_catalog(backend):
+    """A store written before the owner was in the payload: no reader's search matches its points (they fail
+    closed) until ``backfill_owners`` gives them their documents' owners, once."""
+    kind, open_, live = backend
+    idx = open_()
+    idx.create_generation(1, DIM, 2)
+    live.gen = 1
+    owners = {"lib.txt": None, "mine.txt": "browser:me", "theirs.txt": "browser:them"}
+    for i, d in enumerate(owners):
+        c, v = make_chunks(d, seed=i)
+        old = [p for p in zip(c, v) if p[0].level < 2]
+        for level in (0, 1):  # the payload of before: no owner
+            pts = [StoredPoint(ch.id, {k: x for k, x in _payload(ch, 1).items() if k != "owner"}, vector=vec)
+                   for ch, vec in old if ch.level == level]
+            idx.upsert_points(1, level, pts)
+    q = make_chunks("mine.txt", seed=1)[1][0]
+    assert idx.search(0, q, 20, visible_to="browser:me") == []  # fail closed
+    assert len(idx.search(0, q, 20)) == 12
+    assert idx.backfill_owners(1, owners) == 2
+    assert {h.payload["doc_id"] for h in idx.search(0, q, 20, visible_to="browser:me")} == {"lib.txt", "mine.txt"}
+    assert {p.payload["owner"] for p in idx.points(1, 1)} == {"*", "browser:me", "browser:them"}
+    assert idx.backfill_owners(1, owners) == 0  # done: nothing to do on the next open
+    if kind == "edge":
+        assert "owner" in idx._shard(1, 0).info().payload_schema
+    idx.set_owner(1, "theirs.txt", None)  # the document joins the shared library: its points follow
+    assert {h.payload["doc_id"] for h in idx.search(0, q, 20, visible_to="browser:me")} == set(owners)
 
 
 def test_delete_and_delete_unowned(backend):
