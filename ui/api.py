@@ -368,11 +368,9 @@ def _search(service, body: SearchRequest, owner: str) -> dict:
     from retrieval.search import EmptyIndexError, retrieve
 
     scope = _scope(service, owner, body.documents)
-    docs = service.doc_filter(owner, scope)
-    if docs is not None and not docs:
-        return {"passages": [], "levels": []}
     try:
-        got = retrieve(service.ctx, body.query, k=body.k, retriever=body.retriever, doc_ids=docs)
+        got = retrieve(service.ctx, body.query, k=body.k, retriever=body.retriever, doc_ids=scope,
+                       visible_to=owner)
     except (ValueError, EmptyIndexError) as e:
         raise ApiError(400, str(e)) from e
     passages = []

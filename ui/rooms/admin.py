@@ -7,12 +7,12 @@ import html
 import gradio as gr
 import pandas as pd
 
+from app.core import components
 from ui import render
 from ui.rooms.context import ADMIN_TOKEN_JS, LOGGED_OUT, RoomContext, admin, client_host, error
 from ui.rooms.llm import LlmPanel
 from ui.service import ADMIN, AdminRequired
 
-CHUNKERS = ("lgmgc", "mg", "lg", "recursive", "paragraph", "semantic", "ppl", "llamachunk", "lumber")
 DOC_COLUMNS = ["document", "state", "owner", "size (KB)", "version", "parents", "θ/2", "θ/4", "ingest s", "indexed",
                "parameters"]
 QUEUE_COLUMNS = ["job", "document", "owner", "state", "detail", "attempts", "queued"]
@@ -48,7 +48,7 @@ class AdminRoom:
             self.delete_btn = gr.Button("Delete selected", variant="stop", scale=0, elem_id="delete")
         with gr.Row():
             self.which_in = gr.Radio(["all", "selected"], value="all", label="re-ingest", scale=1)
-            self.chunker_in = gr.Dropdown(list(CHUNKERS), value=None, label="chunker (empty: keep)", scale=1,
+            self.chunker_in = gr.Dropdown(list(components.CHUNKERS), value=None, label="chunker (empty: keep)", scale=1,
                                           elem_id="reingest-chunker")
             self.theta_in = gr.Number(value=None, label="θ (words; 0 or empty: keep)", precision=0, scale=1,
                                       elem_id="reingest-theta")

@@ -7,13 +7,14 @@ import logging
 
 import gradio as gr
 
+from app.core import components
+from retrieval.search import RETRIEVERS
 from ui import render
 from ui.rooms.context import RoomContext, pick_choices
 from ui.rooms.conversations import ConversationsPanel, memory_of
 from ui.rooms.uploads import UploadPanel
 
 log = logging.getLogger("ui.app")  # the name it always had (log filters, tests)
-BACKENDS = ("offline", "extractive", "transformers", "openai")
 
 
 class ChatRoom:
@@ -48,8 +49,9 @@ class ChatRoom:
         with gr.Accordion("Session settings", open=False, elem_id="session-settings"):
             self.k_in = gr.Slider(1, 50, value=s.top_k, step=1, label="k: hits per level")
             self.budget_in = gr.Slider(50, 5000, value=s.context_words, step=50, label="context budget (words)")
-            self.retriever_in = gr.Radio(["dense", "bm25", "hybrid"], value=s.retriever, label="retriever")
-            c.backend_in = gr.Dropdown(list(BACKENDS), value=s.synth_backend, label="backend", elem_id="backend")
+            self.retriever_in = gr.Radio(list(RETRIEVERS), value=s.retriever, label="retriever")
+            c.backend_in = gr.Dropdown(list(components.BACKENDS), value=s.synth_backend, label="backend",
+                                       elem_id="backend")
             c.backend_note = gr.Markdown(elem_id="backend-note")
 
     # -- answers -------------------------------------------------------------------------------------------------

@@ -176,7 +176,7 @@ class AdminPart:
                 raise ValueError(f"unknown training set {name!r}; choose feedback or one of {self.bench_sets()}")
         with self._writing("train-router"):
             report = train_from_index(self.ctx, files, self.ctx.settings.data_dir / "router", progress=False)
-            self.ctx.__dict__.pop("router", None)  # the next question loads the new router
+            self.ctx.forget("router")  # the next question loads the new router
         return report
 
 

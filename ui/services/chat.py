@@ -36,11 +36,11 @@ class ChatPart:
         from app.answer import ask
         from retrieval.search import EmptyIndexError
 
-        docs = self.doc_filter(owner, scope)
-        if docs is not None and not docs:
+        if scope and not self.doc_filter(owner, scope):
             raise ValueError("none of the documents this conversation is limited to can be searched any more; "
                              "choose others under 'Search in'")
-        kw = dict(k=k, budget_words=budget_words, retriever=retriever, backend=backend, doc_ids=docs, history=history)
+        kw = dict(k=k, budget_words=budget_words, retriever=retriever, backend=backend, doc_ids=scope or None,
+                  visible_to=self.reader(owner), history=history)
         for attempt in (1, 2):
             gen = self.ctx.catalog.live_generation()
             events = ask(self.ctx, question, **kw)

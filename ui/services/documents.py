@@ -48,6 +48,11 @@ class DocumentsPart:
 
         return _Guard()
 
+    @staticmethod
+    def reader(owner) -> str | None:
+        """Whom a search is for (the index filters on it): None for the admin, who sees every document."""
+        return None if owner is ADMIN else owner
+
     def doc_filter(self, owner, scope: list[str] | None = None) -> list[str] | None:
         """The documents ``owner`` may search (the shared library and its own uploads), limited to ``scope`` when
         one is chosen; None when that is every document (no scope, and no one else has private uploads or the

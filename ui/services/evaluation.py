@@ -43,33 +43,34 @@ class EvaluationPart:
         """The chunks retrieved at every level for ``question`` among ``owner``'s searchable documents, best first
         per level, with their scores."""
         from retrieval.bm25 import tokenize
-        from retrieval.search import check_question
+        from retrieval.search import bm25_search, check_question, dense_search
 
         q = check_question(question, self.ctx.settings.max_question_chars)
         live = self.ctx.catalog.live_generation()
         if live is None:
             return []
+        reader = self.reader(owner)
         rows = []
-        docs = self.doc_filter(owner)
+
+        def row(kind, level, rank, score, pl):
+            rows.append({"retriever": kind, "level": level, "rank": rank, "score": round(float(score), 4),
+                         "document": pl["doc_id"], "chars": f"{pl['start']}-{pl['end']}", "text": pl["text"]})
+
         if retriever in ("dense", "hybrid"):
             qv = self.ctx.embedder.embed_queries([q])[0]
-            for level in range(live.n_levels):
-                for rank, p in enumerate(self.ctx.index.search(level, qv, k, doc_ids=docs), 1):
-                    pl = p.payload
-                    rows.append({"retriever": "dense", "level": level, "rank": rank, "score": round(float(p.score), 4),
-                                 "document": pl["doc_id"], "chars": f"{pl['start']}-{pl['end']}", "text": pl["text"]})
+            ranks: dict[int, int] = {}
+            for level, p in dense_search(self.ctx, live.n_levels, qv, k, visible_to=reader):
+                ranks[level] = ranks.get(level, 0) + 1
+                row("dense", level, ranks[level], p.score, p.payload)
         if retriever in ("bm25", "hybrid"):
-            qt = tokenize(q)
-            for level in range(live.n_levels):
-                lv = self.ctx.bm25.level(live.gen, level)
-                top = lv.top_indices(qt, k, allowed=docs)
-                found = {str(p.id): p.payload for p in self.ctx.index.retrieve(level, [lv.ids[i] for i, _ in top])}
-                for rank, (i, score) in enumerate(top, 1):
-                    pl = found.get(lv.ids[i])
-                    if pl is None:
-                        continue
-                    rows.append({"retriever": "bm25", "level": level, "rank": rank, "score": round(score, 4),
-                                 "document": pl["doc_id"], "chars": f"{pl['start']}-{pl['end']}", "text": pl["text"]})
+            found = bm25_search(self.ctx, live, tokenize(q), k, visible_to=reader)
+            payloads = {str(p.id): p.payload for level in range(live.n_levels)
+                        for p in self.ctx.index.retrieve(level, [cid for lv, cid, _, _ in found if lv == level])}
+            ranks = {}
+            for level, cid, _, score in found:
+                ranks[level] = ranks.get(level, 0) + 1
+                if cid in payloads:
+                    row("bm25", level, ranks[level], score, payloads[cid])
         return rows
 
     def evaluate(self, answer: dict, *, reference: str = "", rating: str | None = None, comment: str = "",
