@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e ".[dev,bench]"
+	$(BIN)/pip install -q -c constraints.txt -e ".[dev,bench,mcp]"
 	touch $(STAMP)
 
 setup: $(STAMP)

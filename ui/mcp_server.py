@@ -18,7 +18,10 @@ INSTRUCTIONS = ("MGRAG answers questions from the user's own documents. Use `ask
 
 
 def build_mcp(url: str, key: str, timeout_s: float = 300.0):
-    from mcp.server.mcpserver import MCPServer
+    try:
+        from mcp.server.mcpserver import MCPServer
+    except ImportError as e:
+        raise SystemExit("mgrag mcp needs the MCP SDK: pip install 'mgrag[mcp]' (make setup installs it)") from e
     from mcp.server.mcpserver.exceptions import ToolError as ApiFailed  # its message reaches the client
 
     base = url.rstrip("/") + "/v1"

@@ -7,9 +7,6 @@ import os
 import sys
 
 import anyio
-import pytest
-
-pytest.importorskip("mcp")
 
 
 def _session_call(api, key: str, calls: list[tuple[str, dict]]):
