@@ -19,6 +19,9 @@ ADMIN_CALLS = {  # each called with TOKEN first, not logged in
     "/admin_llm_save": ("http://127.0.0.1:9/v1", "m", "sk-x", ADMIN_PASSWORD, "extractive"),
     "/admin_user_add": ("mallory", "a-long-password"),
     "/admin_user_remove": ("mallory",),
+    "/admin_keys": (),
+    "/admin_key_add": ("stolen", "mallory"),
+    "/admin_key_revoke": ("stolen",),
 }
 
 
@@ -137,3 +140,23 @@ def test_an_upload_draws_one_progress(make_ctx):
             ids.add(d["id"])
     assert len(chain) >= 2
     assert [d["show_progress"] for d in chain] == ["hidden"] * len(chain)
+
+
+def test_admin_makes_an_api_key_shown_once_that_the_api_accepts(ui_server, client):
+    """The Admin tab's API keys: made for a user, shown once (the table lists only its first characters), accepted
+    by /v1, refused once revoked."""
+    from gradio_client.exceptions import AppError
+
+    token = "api-keys-admin-token-0123456789abcdefghij"
+    client.predict("admin", ADMIN_PASSWORD, token, api_name="/admin_login")
+    table, shown = client.predict(token, "tablet", "alice", api_name="/admin_key_add")
+    key = shown["value"] if isinstance(shown, dict) else shown
+    assert key.startswith("mgrag-") and key not in str(table) and "tablet" in str(table)
+    models = httpx.get(f"{ui_server.url}/v1/models", headers={"Authorization": f"Bearer {key}"})
+    assert models.status_code == 200 and models.json()["data"][0]["id"] == "mgrag"
+    with pytest.raises(AppError, match="exists"):
+        client.predict(token, "tablet", "alice", api_name="/admin_key_add")
+    table, _ = client.predict(token, "tablet", api_name="/admin_key_revoke")
+    assert "revoked" in str(table)
+    assert httpx.get(f"{ui_server.url}/v1/models", headers={"Authorization": f"Bearer {key}"}).status_code == 401
+    ui_server.service.logout(token)

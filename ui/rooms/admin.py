@@ -37,6 +37,7 @@ class AdminRoom:
                 self.layout_queue()
                 self.llm.layout()
                 self.layout_users()
+                self.layout_keys()
                 self.layout_tools()
 
     def layout_documents(self) -> None:
@@ -76,6 +77,20 @@ class AdminRoom:
                                              elem_id="user-password")
                 self.user_add_btn = gr.Button("Add / set password", scale=0, elem_id="user-add")
                 self.user_remove_btn = gr.Button("Remove", variant="stop", scale=0, elem_id="user-remove")
+
+    def layout_keys(self) -> None:
+        """The HTTP API's keys (/v1; docs/api.md): made for a user, shown once, revoked."""
+        with gr.Accordion("API keys (the OpenAI-compatible API and REST under /v1: a key sees what its user sees)",
+                          open=False, elem_id="keys-admin"):
+            self.keys_df = gr.Dataframe(interactive=False, elem_id="keys-table")
+            with gr.Row():
+                self.key_name_in = gr.Textbox(label="key name (e.g. laptop)", scale=2, elem_id="key-name")
+                self.key_user_in = gr.Textbox(label="user", scale=2, elem_id="key-user")
+                self.key_list_btn = gr.Button("List", scale=0, elem_id="key-list")
+                self.key_add_btn = gr.Button("Make key", variant="primary", scale=0, elem_id="key-add")
+                self.key_revoke_btn = gr.Button("Revoke", variant="stop", scale=0, elem_id="key-revoke")
+            self.key_out = gr.Textbox(label="the new key: copy it now, it is not shown again", interactive=False,
+                                      visible=False, elem_id="key-new")
 
     def layout_tools(self) -> None:
         """Index statistics, router training and the chunk inspector."""
@@ -201,6 +216,31 @@ class AdminRoom:
         self.service.remove_user(token, (name or "").strip())
         return self.users_text(token), gr.update(value="")
 
+    def keys_table(self, token):
+        import time
+
+        def when(t):
+            return time.strftime("%Y-%m-%d %H:%M", time.localtime(t)) if t else ""
+
+        rows = [[r["name"], r["user"], r["starts"], when(r["created"]), when(r["last used"]) or "never",
+                 "revoked " + when(r["revoked"]) if r["revoked"] else "active"] for r in self.service.key_rows(token)]
+        return pd.DataFrame(rows, columns=["name", "user", "starts with", "made", "last used", "state"])
+
+    @admin
+    def on_key_list(self, token):
+        return self.keys_table(token), gr.update(value="", visible=False)
+
+    @admin
+    def on_key_add(self, token, name, user):
+        key = self.service.add_key(token, name, user)
+        gr.Info(f"API key {name.strip()!r} made for {user.strip()}; copy it now, it is shown once")
+        return self.keys_table(token), gr.update(value=key, visible=True)
+
+    @admin
+    def on_key_revoke(self, token, name):
+        self.service.revoke_key(token, (name or "").strip())
+        return self.keys_table(token), gr.update(value="", visible=False)
+
     # -- statistics, router training, the chunk inspector ------------------------------------------------------------
     @admin
     def on_stats(self, token):
@@ -255,6 +295,12 @@ class AdminRoom:
                                 [self.users_md, self.user_pw_in], api_name="admin_user_add")
         self.user_remove_btn.click(self.on_user_remove, [c.token_state, self.user_name_in],
                                    [self.users_md, self.user_pw_in], api_name="admin_user_remove")
+        self.key_list_btn.click(self.on_key_list, [c.token_state], [self.keys_df, self.key_out],
+                                api_name="admin_keys")
+        self.key_add_btn.click(self.on_key_add, [c.token_state, self.key_name_in, self.key_user_in],
+                               [self.keys_df, self.key_out], api_name="admin_key_add")
+        self.key_revoke_btn.click(self.on_key_revoke, [c.token_state, self.key_name_in], [self.keys_df, self.key_out],
+                                  api_name="admin_key_revoke")
         on_login, on_queue = self.on_login, self.on_queue  # one function each for all their events, as before
         # a login first makes a new token in the page (no server call), then presents it with the credentials
         self.login_btn.click(None, None, [c.token_state], js=ADMIN_TOKEN_JS, api_visibility="private").then(
