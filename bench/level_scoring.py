@@ -21,11 +21,14 @@ chunks of each level of the question's document, :func:`retrieval.scoring.level_
   input), against the product's vector (the token-weighted mean of the windows of at most 254 word pieces,
   ``ingest.embed.SentenceTransformerEmbedder``), alone and in the max; and θ = 150 / 200 vs 300.
 
-LGMGC needs the Gemma LM pass: it is run on a subset where that is long (chroma: its three standard-profile
-documents; MAUD: two of its six agreements), and its rows are compared with recursive and MG on the same questions.
-Paired bootstrap over questions (2000 resamples, seed 0; the mean over sets resamples each set's questions).
+LGMGC needs the Gemma LM pass (about 80 words/s on 2 busy cores): its rows cover the sets whose lgmgc chunking is
+in the harness's chunk cache (``--lgmgc-run`` runs the pass where it is not; chroma's lgmgc is always its three
+standard-profile documents), compared with recursive and MG on the same questions. Paired bootstrap over questions
+(2000 resamples, seed 0; the mean over sets resamples each set's questions).
 
-    .venv/bin/python bench/level_scoring.py              # writes bench/results/level_scoring.json + BENCHMARKS.md
+    .venv/bin/python bench/level_scoring.py --quick      # the reported run: chroma and Emma as make bench's standard
+                                                         # profile, MAUD 2 of 6 agreements (~15 min, vectors cached)
+    .venv/bin/python bench/level_scoring.py              # every document (hours on 2 cores)
     .venv/bin/python bench/level_scoring.py --render     # the BENCHMARKS.md section again from the JSON
 """
 from __future__ import annotations
@@ -552,8 +555,7 @@ def render(res: dict) -> str:
                                    if m.get("lgmgc_docs", m["docs"]) != m["docs"] else "")
                        for s, m in meta.items() if m["lgmgc"])
     subsets = "; ".join(f"{SHORT[s]}: {m['subset']}" for s, m in meta.items())
-    out = ["### Comparable level scores, per-corpus level weights, parent size (`bench/level_scoring.py`, issue 24)",
-           "", "```", res["command"], "```", "",
+    out = ["```", res["command"], "```", "",
            f"MiniLM, θ = {THETA}, top {res['top_k_per_level']} chunks per level, {res['budget_words']}-word context, "
            f"{res['seconds'] / 60:.0f} min on {res['machine'].get('affinity', '?')} cores "
            f"({res['machine'].get('cpu', '')}). Sets: {setline} ({subsets}). "
@@ -644,6 +646,7 @@ def main(argv=None) -> int:
         res = json.loads(path.read_text(encoding="utf-8"))
     else:
         res = run(args)
+        res["command"] = " ".join([COMMAND, *(argv if argv is not None else sys.argv[1:])])
         if not args.no_write:
             H.write_results("level_scoring.json", res)
     md = render(res)
