@@ -26,10 +26,15 @@ in the harness's chunk cache (``--lgmgc-run`` runs the pass where it is not; chr
 standard-profile documents), compared with recursive and MG on the same questions. Paired bootstrap over questions
 (2000 resamples, seed 0; the mean over sets resamples each set's questions).
 
-    .venv/bin/python bench/level_scoring.py --quick      # the reported run: chroma and Emma as make bench's standard
-                                                         # profile, MAUD 2 of 6 agreements (~15 min, vectors cached)
-    .venv/bin/python bench/level_scoring.py              # every document (hours on 2 cores)
+    # 1. recursive and mg at θ 300 on every document (no lgmgc, no other θ): bench/results/level_scoring_full.json
+    .venv/bin/python bench/level_scoring.py --thetas '' --no-lgmgc --out level_scoring_full.json
+    # 2. every variant on the smaller sets (chroma and Emma as make bench's standard profile, MAUD 2 of 6
+    #    agreements), with run 1's rows added: bench/results/level_scoring.json and the BENCHMARKS.md section
+    .venv/bin/python bench/level_scoring.py --quick --with-full level_scoring_full.json
     .venv/bin/python bench/level_scoring.py --render     # the BENCHMARKS.md section again from the JSON
+
+Passage vectors are kept on disk (``<cache_dir>/bench/level_scoring_vectors.npy``), so a re-run embeds only new
+chunk texts.
 """
 from __future__ import annotations
 
@@ -527,7 +532,7 @@ def render(res: dict) -> str:
     m10, er = METRICS
     rows = res["rows"]
 
-    def table(keys, same="vs_same_chunker_uniform"):
+    def table(keys, same="vs_same_chunker_uniform", rows=rows, sets=sets):
         out = []
         for k in keys:
             r = rows[k]
@@ -555,7 +560,10 @@ def render(res: dict) -> str:
                                    if m.get("lgmgc_docs", m["docs"]) != m["docs"] else "")
                        for s, m in meta.items() if m["lgmgc"])
     subsets = "; ".join(f"{SHORT[s]}: {m['subset']}" for s, m in meta.items())
-    out = ["```", res["command"], "```", "",
+    cmds = [res["command"]]
+    if res.get("full_sets"):
+        cmds = [res["full_sets"]["command"], res["command"] + " --with-full level_scoring_full.json"]
+    out = ["```", *cmds, "```", "",
            f"MiniLM, θ = {THETA}, top {res['top_k_per_level']} chunks per level, {res['budget_words']}-word context, "
            f"{res['seconds'] / 60:.0f} min on {res['machine'].get('affinity', '?')} cores "
            f"({res['machine'].get('cpu', '')}). Sets: {setline} ({subsets}). "
@@ -567,6 +575,14 @@ def render(res: dict) -> str:
            f"{res['grid_points']['z']} pairs of offsets (θ/2, θ/4 levels, −1.5 … 1.5 z-units), the plain z-score "
            "unless better on the fitting half.", "",
            table(main), ""]
+    if res.get("full_sets"):
+        fs = res["full_sets"]
+        fl = "; ".join(f"{SHORT[s]} {m['questions']} questions / {m['docs']} docs / {m['words']:,} words"
+                       for s, m in fs["sets"].items())
+        out += [f"**Every document** (`{fs['command']}`, {fs['seconds'] / 60:.0f} min; recursive and mg at θ = "
+                f"{THETA} only): {fl}.", "",
+                table([k for k, r in fs["rows"].items() if r["theta"] == THETA], rows=fs["rows"],
+                      sets=list(fs["sets"])), ""]
     if lg:
         out += [f"**LGMGC** (θ = {THETA}) on the sets its LM pass was run for ({lgline}; the others were left out "
                 "for time); recursive and mg rows here are the same sets' (mean over these sets only):", "",
@@ -638,6 +654,10 @@ def main(argv=None) -> int:
                     help="chroma and Emma as make bench's standard profile, MAUD two agreements (about 5 min)")
     ap.add_argument("--render", action="store_true", help="only render the section from the results file")
     ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--out", default="level_scoring.json", help="results file under bench/results (another name: "
+                    "the BENCHMARKS.md section is not written)")
+    ap.add_argument("--with-full", default=None, help="a results file of a run on every document (no --quick) whose "
+                    "θ = 300 recursive and mg rows are added to this run's as 'full_sets'")
     args = ap.parse_args(argv)
     path = B.RESULTS_DIR / "level_scoring.json"
     if args.render:
@@ -646,9 +666,20 @@ def main(argv=None) -> int:
         res = json.loads(path.read_text(encoding="utf-8"))
     else:
         res = run(args)
-        res["command"] = " ".join([COMMAND, *(argv if argv is not None else sys.argv[1:])])
+        import shlex
+
+        res["command"] = " ".join([COMMAND, shlex.join(argv if argv is not None else sys.argv[1:])])
         if not args.no_write:
-            H.write_results("level_scoring.json", res)
+            H.write_results(args.out, res)
+        if args.out != "level_scoring.json":
+            return 0
+    if args.with_full:
+        import json
+
+        full = json.loads((B.RESULTS_DIR / args.with_full).read_text(encoding="utf-8"))
+        res["full_sets"] = {"command": full["command"], "sets": full["sets"], "seconds": full["seconds"],
+                            "rows": {k: r for k, r in full["rows"].items() if r["scope"] == "all"}}
+        H.write_results("level_scoring.json", res)
     md = render(res)
     print(md)
     if not args.no_write:
