@@ -101,6 +101,12 @@ def _chroma_abstention(root: Path) -> str:
                                     _results(root, "answers.json")["candidates"]["extractive"]["rows"])
 
 
+def _level_scoring(root: Path) -> str:
+    from bench import level_scoring
+
+    return level_scoring.render(_results(root, "level_scoring.json"))
+
+
 def _bench_extra(root: Path) -> str:
     """What `make bench-extra` runs, read from the Makefile's recipe."""
     cmds = [line.strip().replace("$(BIN)/", ".venv/bin/") for line in make_recipe(root, "bench-extra")]
@@ -111,6 +117,7 @@ def _bench_extra(root: Path) -> str:
 SECTIONS: dict[str, Callable[[Path], str]] = {
     "router": _router, "lg-variants": _lg_variants, "answers": _answers, "filings_answers": _filings,
     "qa-longbench_sample": _qa, "load": _load, "chroma-abstention": _chroma_abstention, "bench-extra": _bench_extra,
+    "level-scoring": _level_scoring,
 }
 SETTINGS_HEADER = "| setting | env var | default | meaning |"
 

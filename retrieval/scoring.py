@@ -160,3 +160,114 @@ def mog_rank(hits: Sequence[Hit], spans: Mapping[str, ChunkSpan], weights: Seque
         seen.add(unit.id)
         out.append((unit.id, score, Hit(f.id, f.parent_id, f.level, score)))
     return out
+
+
+# -- comparable level scores (issue 24): per-level normalisation before the max over children -----------------------
+NORMALISATIONS = ("raw", "z", "rank", "offset")
+
+
+def normalise_levels(hits: Sequence[Hit], method: str = "raw", *, offsets: Mapping[int, float] | None = None,
+                     rrf_k: int = 60) -> list[Hit]:
+    """The hits of one query with each level's scores made comparable with the other levels' before the max.
+
+    ``method``: ``raw`` (unchanged); ``z`` (z-score over the level's hits: (s - mean) / std, 0 when the level
+    has one hit or no spread); ``rank`` (reciprocal rank within the level, ``1 / (rrf_k + r)``, r from 1; ties
+    keep the hits' order); ``offset`` (``s - offsets[level]``, e.g. a level's mean top-k score calibrated on other
+    questions; a level missing from ``offsets`` is left unchanged).
+
+    >>> h = [Hit("p", "p", 0, 0.5), Hit("q", "q", 0, 0.3), Hit("c1", "p", 1, 0.9), Hit("c2", "q", 1, 0.7)]
+    >>> [round(x.score, 2) for x in normalise_levels(h, "z")]
+    [1.0, -1.0, 1.0, -1.0]
+    >>> [round(x.score, 4) for x in normalise_levels(h, "rank", rrf_k=0)]
+    [1.0, 0.5, 1.0, 0.5]
+    >>> [round(x.score, 2) for x in normalise_levels(h, "offset", offsets={1: 0.4})]
+    [0.5, 0.3, 0.5, 0.3]
+    """
+    if method not in NORMALISATIONS:
+        raise ValueError(f"method must be one of {NORMALISATIONS}, got {method!r}")
+    if method == "raw":
+        return list(hits)
+    if method == "offset":
+        off = offsets or {}
+        return [Hit(h.id, h.parent_id, h.level, h.score - float(off.get(h.level, 0.0))) for h in hits]
+    by_level: dict[int, list[int]] = {}
+    for i, h in enumerate(hits):
+        by_level.setdefault(h.level, []).append(i)
+    new = [0.0] * len(hits)
+    for idx in by_level.values():
+        scores = [hits[i].score for i in idx]
+        if method == "z":
+            n = len(scores)
+            mean = sum(scores) / n
+            std = (sum((s - mean) ** 2 for s in scores) / n) ** 0.5
+            for i, s in zip(idx, scores):
+                new[i] = (s - mean) / std if n > 1 and std > 1e-12 else 0.0
+        else:  # rank
+            order = sorted(range(len(idx)), key=lambda j: -scores[j])  # stable: ties keep the hits' order
+            for r, j in enumerate(order, 1):
+                new[idx[j]] = 1.0 / (rrf_k + r)
+    return [Hit(h.id, h.parent_id, h.level, s) for h, s in zip(hits, new)]
+
+
+def level_top_means(hits: Sequence[Hit], top: int = 10) -> dict[int, float]:
+    """Each level's mean of its ``top`` best scores for one query: the statistic whose average over calibration
+    questions gives :func:`normalise_levels`' ``offset`` values.
+
+    >>> level_top_means([Hit("a", "a", 0, 0.2), Hit("b", "b", 0, 0.6), Hit("c", "a", 1, 0.9)], top=1)
+    {0: 0.6, 1: 0.9}
+    """
+    by_level: dict[int, list[float]] = {}
+    for h in hits:
+        by_level.setdefault(h.level, []).append(h.score)
+    return {lv: sum(sorted(s, reverse=True)[:top]) / len(sorted(s, reverse=True)[:top])
+            for lv, s in sorted(by_level.items())}
+
+
+def rank_parents_combined(hits: Sequence[Hit], weights: Sequence[float] | None = None, combine: str = "max"
+                          ) -> list[tuple[str, float, Hit]]:
+    """Parents ranked by their hits combined across levels: ``max`` (:func:`rank_parents`: the best weighted hit)
+    or ``sum`` (the sum over levels of each level's best weighted hit under the parent, as reciprocal-rank fusion
+    sums ranks). Returns ``(parent_id, score, best hit)``, best first; ties by parent id.
+
+    >>> h = [Hit("p", "p", 0, 0.5), Hit("c1", "p", 1, 0.4), Hit("c2", "p", 1, 0.3), Hit("q", "q", 0, 0.8)]
+    >>> [(p, round(s, 2)) for p, s, _ in rank_parents_combined(h, combine="sum")]
+    [('p', 0.9), ('q', 0.8)]
+    >>> [p for p, _, _ in rank_parents_combined(h, combine="max")]
+    ['q', 'p']
+    """
+    if combine == "max":
+        return rank_parents(hits, weights)
+    if combine != "sum":
+        raise ValueError(f"combine must be 'max' or 'sum', got {combine!r}")
+    def w(level: int) -> float:
+        return 1.0 if weights is None else float(weights[level])
+
+    best: dict[tuple[str, int], tuple[float, Hit]] = {}
+    for h in hits:
+        s, key = w(h.level) * h.score, (h.parent_id, h.level)
+        if key not in best or s > best[key][0]:
+            best[key] = (s, h)
+    total: dict[str, float] = {}
+    top: dict[str, tuple[float, Hit]] = {}
+    for (pid, _), (s, h) in best.items():
+        total[pid] = total.get(pid, 0.0) + s
+        if pid not in top or s > top[pid][0]:
+            top[pid] = (s, h)
+    return sorted(((pid, s, top[pid][1]) for pid, s in total.items()), key=lambda x: (-x[1], x[0]))
+
+
+def simplex_grid(n_levels: int, step: float = 0.1) -> list[tuple[float, ...]]:
+    """Every weight vector of ``n_levels`` non-negative weights summing to 1 in steps of ``step`` (the search space
+    of per-corpus level weights; with the max over children only the weights' ratios matter).
+
+    >>> len(simplex_grid(3, 0.1)), simplex_grid(2, 0.5)
+    (66, [(0.0, 1.0), (0.5, 0.5), (1.0, 0.0)])
+    """
+    n = int(round(1 / step))
+
+    def rec(k: int, left: int) -> list[tuple[int, ...]]:
+        if k == 1:
+            return [(left,)]
+        return [(i, *rest) for i in range(left + 1) for rest in rec(k - 1, left - i)]
+
+    return [tuple(round(i / n, 10) for i in v) for v in rec(n_levels, n)]
