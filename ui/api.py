@@ -218,9 +218,62 @@ def build_api(service, *, requests_per_minute: int | None = None):
     return api
 
 
+MAX_FILES_PER_UPLOAD = 16
+
+
+class BodyLimit:
+    """ASGI middleware: a request body is refused (413) before it is read when it declares more than ``limit``
+    bytes, or while it streams past them without declaring its length, so one request cannot fill the disk with
+    the multipart parser's temporary files."""
+
+    def __init__(self, app, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or ()).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            return await _too_large(send, self.limit)
+        state = {"seen": 0, "refused": False}
+
+        async def counted():
+            if state["refused"]:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                state["seen"] += len(message.get("body", b""))
+                if state["seen"] > self.limit:  # answer now; the app reads a disconnect and its reply is dropped
+                    state["refused"] = True
+                    await _too_large(send, self.limit)
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message):
+            if not state["refused"]:
+                await send(message)
+
+        try:
+            await self.app(scope, counted, guarded_send)
+        except Exception:
+            if not state["refused"]:
+                raise
+
+
+async def _too_large(send, limit: int) -> None:
+    body = json.dumps({"error": {"message": f"the request is larger than {limit / 2**20:.1f} MB (at most "
+                                            f"{MAX_FILES_PER_UPLOAD} files of max_file_mb each); send fewer or "
+                                            "smaller files", "type": "invalid_request_error",
+                                 "code": "request_too_large"}}).encode()
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
 def mount_api(app, service) -> None:
-    """Serve :func:`build_api` under ``/v1`` of the web app's server ``app``."""
-    app.mount("/v1", build_api(service))
+    """Serve :func:`build_api` under ``/v1`` of the web app's server ``app``, its request bodies capped."""
+    limit = int(service.ctx.settings.max_file_mb * 2**20) * MAX_FILES_PER_UPLOAD + 2**20
+    app.mount("/v1", BodyLimit(build_api(service), limit))
 
 
 def _backend(service, model: str) -> str | None:
@@ -318,6 +371,8 @@ def _upload(service, files, owner: str, wait: bool) -> list[dict]:
 
     if not files:
         raise ApiError(400, "no files: send them as multipart form field 'files'")
+    if len(files) > MAX_FILES_PER_UPLOAD:
+        raise ApiError(400, f"{len(files)} files in one request; send at most {MAX_FILES_PER_UPLOAD} at a time")
     limit = int(service.ctx.settings.max_file_mb * 2**20)
     spool = Path(service.upload_root) / f"api-{secrets.token_hex(8)}"
     spool.mkdir(parents=True, mode=0o700)

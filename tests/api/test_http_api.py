@@ -178,3 +178,21 @@ def test_openapi_schema_validates(api):
     spec = httpx.get(f"{api.base}/openapi.json").json()
     validate(spec)
     assert {"/chat/completions", "/models", "/documents", "/search"} <= set(spec["paths"])
+
+
+def test_a_body_past_the_limit_is_refused_before_it_is_read(api):
+    """16 files of max_file_mb (0.05 MB here) plus 1 MB of form overhead: a bigger body is refused with 413 whether it
+    declares its length or streams without one, and nothing is stored."""
+    big = b"x" * (2 * 2**20)
+    r = httpx.post(f"{api.base}/documents", headers=auth(api.bob), files=[("files", ("big.md", big, "text/plain"))])
+    assert r.status_code == 413 and "larger than" in r.json()["error"]["message"]
+
+    def chunks():
+        yield b'--b\r\nContent-Disposition: form-data; name="files"; filename="big.md"\r\n\r\n'
+        for _ in range(40):
+            yield b"y" * 65536
+
+    r = httpx.post(f"{api.base}/documents", headers={**auth(api.bob), "Content-Type": "multipart/form-data; "
+                                                     "boundary=b"}, content=chunks())
+    assert r.status_code == 413
+    assert api.service.ctx.catalog.find_document("big.md") is None
