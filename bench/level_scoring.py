@@ -370,15 +370,9 @@ MULTI_VARIANTS = ("uniform max", "z-score, max", "rank 1/(60+r), max", "rank 1/(
 SINGLE_VARIANTS = ("uniform max", "parent truncated only")
 
 
-def run(args) -> dict:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from app.core.settings import Settings
-    from app.evaluation import bench as B
-    from app.evaluation import harness as H
-    from retrieval.scoring import simplex_grid
-
-    t_start = time.perf_counter()
-    ctx = H.bench_context(Settings(embedder="all-MiniLM-L6-v2", theta=THETA))
+def _prepare_all(args, ctx, H):
+    """Every chunking of every set, embedded (vectors kept on disk between runs): recursive and mg at θ = 300,
+    lgmgc where its chunking is cached (or with --lgmgc-run), and the θ variants."""
     vectors = DiskVectors(ctx.embedder, Path(ctx.settings.cache_dir) / "bench" / "level_scoring_vectors.npy")
     sets, set_notes = load_sets(args.sets, args.quick)
     qvecs = {}
@@ -406,79 +400,67 @@ def run(args) -> dict:
             for ch in ("mg", "recursive"):  # recursive's chunks are mg's parents: embedded once
                 preps[(name, ch, th, "all")] = prepare(sets[name], ch, th, ctx, vectors, qvecs)
         vectors.save()
-    print(f"prepared in {time.perf_counter() - t_start:.0f}s", flush=True)
+    return sets, set_notes, preps, lgmgc_skipped, chunkers
 
-    # raw: multiplicative level weights (row 0 uniform); z: additive level offsets after the z-score (row 0 none)
-    grids = {"raw": [(1 / 3, 1 / 3, 1 / 3)] + simplex_grid(3, 0.1),
-             "z": [(0.0, 0.0, 0.0)] + [(0.0, a, b) for a in OFFSET_STEPS for b in OFFSET_STEPS if (a, b) != (0, 0)]}
-    results: dict[tuple[str, str, int, str], dict[str, dict[str, np.ndarray]]] = {}  # (chunker, variant, θ, scope)
-    qids: dict[tuple[str, str], list[str]] = {}
-    fitted, curves, offsets_used = {}, {}, {}
-    profiles = {k: level_means(p) for k, p in preps.items() if p.n_levels > 1 and k[2] == THETA}
-    for (name, ch, th, scope), p in preps.items():
-        qids[(name, scope)] = [q.id for q in p.questions]
-        if th != THETA:
-            results.setdefault((ch, "uniform max", th, scope), {})[name] = evaluate(p, {})
-            if ch == "mg":
-                results.setdefault((ch, "z-score, max", th, scope), {})[name] = evaluate(p, {"norm": "z"})
-            continue
-        if p.n_levels == 1:
-            results.setdefault((ch, "uniform max", th, scope), {})[name] = evaluate(p, {})
-            results.setdefault((ch, "parent truncated only", th, scope), {})[name] = evaluate(p, {"truncated": True})
-            continue
-        other = [pr for (n2, c2, t2, _), prof in profiles.items() if c2 == ch and n2 != name for pr in prof.values()]
-        own = profiles[(name, ch, th, scope)]
-        off_other = mean_offsets(other) if other else None
-        sums = {lv: sum(pr.get(lv, 0.0) for pr in own.values()) for lv in range(p.n_levels)}
-        cnt = {lv: sum(lv in pr for pr in own.values()) for lv in range(p.n_levels)}
 
-        def loo(q, own=own, sums=sums, cnt=cnt):
-            return {lv: (sums[lv] - own[q.id].get(lv, 0.0)) / max(1, cnt[lv] - (lv in own[q.id])) for lv in sums}
+def _variants_of(name, ch, th, scope, p, grids, profiles, results, fitted, curves, offsets_used) -> None:
+    """Every scoring variant of one prepared chunking of one set, into ``results`` (and the fitted variants' choices
+    and learning curves)."""
+    if th != THETA:
+        results.setdefault((ch, "uniform max", th, scope), {})[name] = evaluate(p, {})
+        if ch == "mg":
+            results.setdefault((ch, "z-score, max", th, scope), {})[name] = evaluate(p, {"norm": "z"})
+        return
+    if p.n_levels == 1:
+        results.setdefault((ch, "uniform max", th, scope), {})[name] = evaluate(p, {})
+        results.setdefault((ch, "parent truncated only", th, scope), {})[name] = evaluate(p, {"truncated": True})
+        return
+    other = [pr for (n2, c2, t2, _), prof in profiles.items() if c2 == ch and n2 != name for pr in prof.values()]
+    own = profiles[(name, ch, th, scope)]
+    off_other = mean_offsets(other) if other else None
+    sums = {lv: sum(pr.get(lv, 0.0) for pr in own.values()) for lv in range(p.n_levels)}
+    cnt = {lv: sum(lv in pr for pr in own.values()) for lv in range(p.n_levels)}
 
-        offsets_used[f"{name}|{ch}"] = {"other sets": off_other,
-                                        "this set (all questions)": mean_offsets(list(own.values()))}
-        specs = {"uniform max": {}, "z-score, max": {"norm": "z"}, "rank 1/(60+r), max": {"norm": "rank"},
-                 "rank 1/(60+r), sum": {"norm": "rank", "combine": "sum"},
-                 "offset (other sets)": {"norm": "offset", "offsets": off_other} if off_other else None,
-                 "offset (other questions)": {"norm": "offset", "offsets": loo},
-                 "parent only": {"levels": {0}}, "children only": {"levels": set(range(1, p.n_levels))},
-                 "parent truncated, max": {"truncated": True}, "parent truncated only": {"truncated": True,
-                                                                                          "levels": {0}}}
-        for v, spec in specs.items():
-            if spec is not None:
-                results.setdefault((ch, v, th, scope), {})[name] = evaluate(p, spec)
-        cache: dict = {}
-        for norm, v in (("raw", "fitted weights"), ("z", "z-score + fitted level offsets")):
-            grid = grids[norm]
-            dcg = grid_dcg(p, grid, norm)
-            per_seed, chosen = cross_fit(dcg)
-            acc = {m: np.zeros(len(p.questions)) for m in METRICS}
-            for assign in per_seed:
-                for j, q in enumerate(p.questions):
-                    row = cache.get((norm, assign[j], q.id))
-                    if row is None:
-                        row = cache[(norm, assign[j], q.id)] = _score_grid_point(p, q, grids[norm][assign[j]], norm)
-                    for m in METRICS:
-                        acc[m][j] += row[m] / len(per_seed)
-            results.setdefault((ch, v, th, scope), {})[name] = acc
-            fitted[f"{name}|{ch}|{norm}"] = {
-                "chosen": [[round(x, 3) for x in grid[r]] for r in chosen],
-                "fallback_share": float(np.mean([r == 0 for r in chosen])),
-                "full_set_best": [round(x, 3) for x in grid[fit(dcg, np.arange(dcg.shape[1]))]],
-                "full_set_best_gain": float(dcg[fit(dcg, np.arange(dcg.shape[1]))].mean() - dcg[0].mean())}
-            curves[f"{name}|{ch}|{norm}"] = learning_curve(dcg)
-        print(f"{name}: {ch}: variants done ({time.perf_counter() - t_start:.0f}s)", flush=True)
+    def loo(q, own=own, sums=sums, cnt=cnt):
+        return {lv: (sums[lv] - own[q.id].get(lv, 0.0)) / max(1, cnt[lv] - (lv in own[q.id])) for lv in sums}
 
-    # recursive and mg on lgmgc's questions, to read the lgmgc rows against
-    for name in [k[0] for k in preps if k[3] == "lgmgc"]:
-        pos = {qid: i for i, qid in enumerate(qids[(name, "all")])}
-        sel = [pos[qid] for qid in qids[(name, "lgmgc")]]
-        for ref in ("recursive", "mg"):
-            for v in ("uniform max",) + (("z-score, max",) if ref == "mg" else ()):
-                full = results[(ref, v, THETA, "all")][name]
-                results.setdefault((ref, v, THETA, "lgmgc"), {})[name] = {m: full[m][sel] for m in METRICS}
+    offsets_used[f"{name}|{ch}"] = {"other sets": off_other,
+                                    "this set (all questions)": mean_offsets(list(own.values()))}
+    specs = {"uniform max": {}, "z-score, max": {"norm": "z"}, "rank 1/(60+r), max": {"norm": "rank"},
+             "rank 1/(60+r), sum": {"norm": "rank", "combine": "sum"},
+             "offset (other sets)": {"norm": "offset", "offsets": off_other} if off_other else None,
+             "offset (other questions)": {"norm": "offset", "offsets": loo},
+             "parent only": {"levels": {0}}, "children only": {"levels": set(range(1, p.n_levels))},
+             "parent truncated, max": {"truncated": True}, "parent truncated only": {"truncated": True,
+                                                                                      "levels": {0}}}
+    for v, spec in specs.items():
+        if spec is not None:
+            results.setdefault((ch, v, th, scope), {})[name] = evaluate(p, spec)
+    cache: dict = {}
+    for norm, v in (("raw", "fitted weights"), ("z", "z-score + fitted level offsets")):
+        grid = grids[norm]
+        dcg = grid_dcg(p, grid, norm)
+        per_seed, chosen = cross_fit(dcg)
+        acc = {m: np.zeros(len(p.questions)) for m in METRICS}
+        for assign in per_seed:
+            for j, q in enumerate(p.questions):
+                row = cache.get((norm, assign[j], q.id))
+                if row is None:
+                    row = cache[(norm, assign[j], q.id)] = _score_grid_point(p, q, grids[norm][assign[j]], norm)
+                for m in METRICS:
+                    acc[m][j] += row[m] / len(per_seed)
+        results.setdefault((ch, v, th, scope), {})[name] = acc
+        fitted[f"{name}|{ch}|{norm}"] = {
+            "chosen": [[round(x, 3) for x in grid[r]] for r in chosen],
+            "fallback_share": float(np.mean([r == 0 for r in chosen])),
+            "full_set_best": [round(x, 3) for x in grid[fit(dcg, np.arange(dcg.shape[1]))]],
+            "full_set_best_gain": float(dcg[fit(dcg, np.arange(dcg.shape[1]))].mean() - dcg[0].mean())}
+        curves[f"{name}|{ch}|{norm}"] = learning_curve(dcg)
 
-    # summary + paired CIs
+
+def _summary_rows(results, qids) -> dict:
+    """Each (chunker, variant, θ, scope): its means per set and over sets, and paired bootstrap CIs against the same
+    chunker's uniform max, recursive and mg."""
     rows = {}
     for (ch, v, th, scope), per_set in results.items():
         key = f"{ch}|{v}|{th}|{scope}"
@@ -504,6 +486,43 @@ def run(args) -> dict:
                     diffs[s] = per_set[s][m] - r
                 entry[rname][m] = boot(diffs)
         rows[key] = entry
+    return rows
+
+
+def run(args) -> dict:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from app.core.settings import Settings
+    from app.evaluation import bench as B
+    from app.evaluation import harness as H
+    from retrieval.scoring import simplex_grid
+
+    t_start = time.perf_counter()
+    ctx = H.bench_context(Settings(embedder="all-MiniLM-L6-v2", theta=THETA))
+    sets, set_notes, preps, lgmgc_skipped, chunkers = _prepare_all(args, ctx, H)
+    print(f"prepared in {time.perf_counter() - t_start:.0f}s", flush=True)
+
+    # raw: multiplicative level weights (row 0 uniform); z: additive level offsets after the z-score (row 0 none)
+    grids = {"raw": [(1 / 3, 1 / 3, 1 / 3)] + simplex_grid(3, 0.1),
+             "z": [(0.0, 0.0, 0.0)] + [(0.0, a, b) for a in OFFSET_STEPS for b in OFFSET_STEPS if (a, b) != (0, 0)]}
+    results: dict[tuple[str, str, int, str], dict[str, dict[str, np.ndarray]]] = {}  # (chunker, variant, θ, scope)
+    qids: dict[tuple[str, str], list[str]] = {}
+    fitted, curves, offsets_used = {}, {}, {}
+    profiles = {k: level_means(p) for k, p in preps.items() if p.n_levels > 1 and k[2] == THETA}
+    for (name, ch, th, scope), p in preps.items():
+        qids[(name, scope)] = [q.id for q in p.questions]
+        _variants_of(name, ch, th, scope, p, grids, profiles, results, fitted, curves, offsets_used)
+        print(f"{name}: {ch}: variants done ({time.perf_counter() - t_start:.0f}s)", flush=True)
+
+    # recursive and mg on lgmgc's questions, to read the lgmgc rows against
+    for name in [k[0] for k in preps if k[3] == "lgmgc"]:
+        pos = {qid: i for i, qid in enumerate(qids[(name, "all")])}
+        sel = [pos[qid] for qid in qids[(name, "lgmgc")]]
+        for ref in ("recursive", "mg"):
+            for v in ("uniform max",) + (("z-score, max",) if ref == "mg" else ()):
+                full = results[(ref, v, THETA, "all")][name]
+                results.setdefault((ref, v, THETA, "lgmgc"), {})[name] = {m: full[m][sel] for m in METRICS}
+
+    rows = _summary_rows(results, qids)  # summary + paired CIs
     meta = {name: {"docs": len(b.docs), "questions": len(b.questions), "words": b.words, "subset": set_notes[name],
                    "lgmgc_docs": len(lgmgc_subset(b).docs), "lgmgc_questions": len(lgmgc_subset(b).questions),
                    "lgmgc": name not in lgmgc_skipped and args.lgmgc, "theta_variants": name in theta_sets(list(sets))}
@@ -525,83 +544,38 @@ def _ci(x) -> str:
     return f"{x[0]:+.3f} [{x[1]:+.3f}, {x[2]:+.3f}]"
 
 
-def render(res: dict) -> str:
+def _table(keys, rows, sets, same="vs_same_chunker_uniform") -> str:
+    """Variant rows: per set DCG@10 / evidence recall, the mean, and the paired CIs."""
     from app.evaluation.bench import markdown_table
 
-    sets = list(res["sets"])
     m10, er = METRICS
-    rows = res["rows"]
+    out = []
+    for k in keys:
+        r = rows[k]
+        is_rec = r["chunker"] == "recursive" and r["variant"] == "uniform max" and r["theta"] == THETA
+        is_mg = r["chunker"] == "mg" and r["variant"] == "uniform max" and r["theta"] == THETA
+        cells = [f"{r['per_set'][s][m10]:.3f} / {r['per_set'][s][er]:.3f}" if s in r["per_set"] else "–"
+                 for s in sets]
+        label = r["chunker"] + (f" θ={r['theta']}" if r["theta"] != THETA else "")
+        out.append([label, r["variant"], *cells, f"**{r['mean'][m10]:.3f}** / {r['mean'][er]:.3f}",
+                    _ci(r[same][m10]["mean"]) if same in r else "–",
+                    _ci(r["vs_recursive"][m10]["mean"]) if not is_rec else "–",
+                    _ci(r["vs_mg"][m10]["mean"]) if not is_mg else "–"])
+    return markdown_table(["chunker", "variant", *(SHORT[s] for s in sets), "mean over sets",
+                           "Δ DCG@10 vs same chunker" + (", uniform max" if same == "vs_same_chunker_uniform"
+                                                         else ", θ 300"),
+                           "Δ vs recursive", "Δ vs mg"], out)
 
-    def table(keys, same="vs_same_chunker_uniform", rows=rows, sets=sets):
-        out = []
-        for k in keys:
-            r = rows[k]
-            is_rec = r["chunker"] == "recursive" and r["variant"] == "uniform max" and r["theta"] == THETA
-            is_mg = r["chunker"] == "mg" and r["variant"] == "uniform max" and r["theta"] == THETA
-            cells = [f"{r['per_set'][s][m10]:.3f} / {r['per_set'][s][er]:.3f}" if s in r["per_set"] else "–"
-                     for s in sets]
-            label = r["chunker"] + (f" θ={r['theta']}" if r["theta"] != THETA else "")
-            out.append([label, r["variant"], *cells, f"**{r['mean'][m10]:.3f}** / {r['mean'][er]:.3f}",
-                        _ci(r[same][m10]["mean"]) if same in r else "–",
-                        _ci(r["vs_recursive"][m10]["mean"]) if not is_rec else "–",
-                        _ci(r["vs_mg"][m10]["mean"]) if not is_mg else "–"])
-        return markdown_table(["chunker", "variant", *(SHORT[s] for s in sets), "mean over sets",
-                               "Δ DCG@10 vs same chunker" + (", uniform max" if same == "vs_same_chunker_uniform"
-                                                             else ", θ 300"),
-                               "Δ vs recursive", "Δ vs mg"], out)
 
-    main = [k for k, r in rows.items() if r["theta"] == THETA and r["scope"] == "all"]
-    lg = [k for k, r in rows.items() if r["scope"] == "lgmgc"]
-    th = [k for k, r in rows.items() if r["theta"] != THETA]
-    meta = res["sets"]
-    setline = "; ".join(f"{SHORT[s]} {m['questions']} questions / {m['docs']} docs / {m['words']:,} words"
-                        for s, m in meta.items())
-    lgline = ", ".join(SHORT[s] + (f" ({m['lgmgc_docs']} docs, {m['lgmgc_questions']} questions)"
-                                   if m.get("lgmgc_docs", m["docs"]) != m["docs"] else "")
-                       for s, m in meta.items() if m["lgmgc"])
-    subsets = "; ".join(f"{SHORT[s]}: {m['subset']}" for s, m in meta.items())
-    cmds = [res["command"]]
-    if res.get("full_sets"):
-        cmds = [res["full_sets"]["command"], res["command"] + " --with-full level_scoring_full.json"]
-    out = ["```", *cmds, "```", "",
-           f"MiniLM, θ = {THETA}, top {res['top_k_per_level']} chunks per level, {res['budget_words']}-word context, "
-           f"{res['seconds'] / 60:.0f} min on {res['machine'].get('affinity', '?')} cores "
-           f"({res['machine'].get('cpu', '')}). Sets: {setline} ({subsets}). "
-           f"Cells: DCG@10 / evidence recall @{BUDGET} w. "
-           f"Δ columns: DCG@10 difference on the mean over sets, paired bootstrap 95% CI ({res['n_boot']} resamples, "
-           "seed 0, each set's questions resampled). Fitted weights: 2-fold cross-fitting on each set's own "
-           f"questions, {len(res['seeds'])} seeds, {res['grid_points']['raw']} weight vectors (uniform + the simplex "
-           "in steps of 0.1), uniform unless the fit beats it on the fitting half; *z-score + fitted level offsets*: "
-           f"{res['grid_points']['z']} pairs of offsets (θ/2, θ/4 levels, −1.5 … 1.5 z-units), the plain z-score "
-           "unless better on the fitting half.", "",
-           table(main), ""]
-    if res.get("full_sets"):
-        fs = res["full_sets"]
-        fl = "; ".join(f"{SHORT[s]} {m['questions']} questions / {m['docs']} docs / {m['words']:,} words"
-                       for s, m in fs["sets"].items())
-        out += [f"**Every document** (`{fs['command']}`, {fs['seconds'] / 60:.0f} min; recursive and mg at θ = "
-                f"{THETA} only): {fl}.", "",
-                table([k for k, r in fs["rows"].items() if r["theta"] == THETA], rows=fs["rows"],
-                      sets=list(fs["sets"])), ""]
-    if lg:
-        out += [f"**LGMGC** (θ = {THETA}) on the sets its LM pass was run for ({lgline}; the others were left out "
-                "for time); recursive and mg rows here are the same sets' (mean over these sets only):", "",
-                table(lg), ""]
-    if th:
-        tsets = ", ".join(SHORT[s] for s, m in meta.items() if m["theta_variants"])
-        ref = []
-        for ch in ("recursive", "mg"):
-            r = rows[f"{ch}|uniform max|{THETA}|all"]
-            ts = [s for s, m in meta.items() if m["theta_variants"]]
-            ref.append(f"{ch} {np.mean([r['per_set'][s][m10] for s in ts]):.3f} / "
-                       f"{np.mean([r['per_set'][s][er] for s in ts]):.3f}")
-        out += [f"**θ for MiniLM** ({tsets}; θ = 300 uniform max on these sets, mean DCG@10 / evidence recall: "
-                f"{', '.join(ref)}; Δ vs same chunker: against that chunker's θ = 300 uniform max on the same sets; "
-                "Δ vs recursive / mg: their θ = 300 on the same sets):", "",
-                table(th, "vs_same_chunker_theta300"), ""]
+def _render_tail(res: dict, keys, sets) -> list[str]:
+    """The per-set CIs, the learning curves with the fitted weights, and the parents over MiniLM's window."""
+    from app.evaluation.bench import markdown_table
+
+    m10 = METRICS[0]
+    rows, out = res["rows"], []
     # per-set CIs of the variants against the baseline
     ci_rows = []
-    for k in main + lg:
+    for k in keys:
         r = rows[k]
         if "vs_same_chunker_uniform" not in r or r["chunker"] == "recursive":
             continue
@@ -633,6 +607,64 @@ def render(res: dict) -> str:
             for k, v in res["chunkings"].items() if v["parents_over_254_word_pieces"]]
     out += ["Parents longer than MiniLM's 254 word pieces (embedded by the product as the mean of their windows; "
             "`parent truncated` reads the first window only): " + ", ".join(over) + ".", ""]
+    return out
+
+
+def render(res: dict) -> str:
+    """The BENCHMARKS.md section of a results file (docs-check re-renders it and compares)."""
+    sets = list(res["sets"])
+    m10, er = METRICS
+    rows = res["rows"]
+
+    main = [k for k, r in rows.items() if r["theta"] == THETA and r["scope"] == "all"]
+    lg = [k for k, r in rows.items() if r["scope"] == "lgmgc"]
+    th = [k for k, r in rows.items() if r["theta"] != THETA]
+    meta = res["sets"]
+    setline = "; ".join(f"{SHORT[s]} {m['questions']} questions / {m['docs']} docs / {m['words']:,} words"
+                        for s, m in meta.items())
+    lgline = ", ".join(SHORT[s] + (f" ({m['lgmgc_docs']} docs, {m['lgmgc_questions']} questions)"
+                                   if m.get("lgmgc_docs", m["docs"]) != m["docs"] else "")
+                       for s, m in meta.items() if m["lgmgc"])
+    subsets = "; ".join(f"{SHORT[s]}: {m['subset']}" for s, m in meta.items())
+    cmds = [res["command"]]
+    if res.get("full_sets"):
+        cmds = [res["full_sets"]["command"], res["command"] + " --with-full level_scoring_full.json"]
+    out = ["```", *cmds, "```", "",
+           f"MiniLM, θ = {THETA}, top {res['top_k_per_level']} chunks per level, {res['budget_words']}-word context, "
+           f"{res['seconds'] / 60:.0f} min on {res['machine'].get('affinity', '?')} cores "
+           f"({res['machine'].get('cpu', '')}). Sets: {setline} ({subsets}). "
+           f"Cells: DCG@10 / evidence recall @{BUDGET} w. "
+           f"Δ columns: DCG@10 difference on the mean over sets, paired bootstrap 95% CI ({res['n_boot']} resamples, "
+           "seed 0, each set's questions resampled). Fitted weights: 2-fold cross-fitting on each set's own "
+           f"questions, {len(res['seeds'])} seeds, {res['grid_points']['raw']} weight vectors (uniform + the simplex "
+           "in steps of 0.1), uniform unless the fit beats it on the fitting half; *z-score + fitted level offsets*: "
+           f"{res['grid_points']['z']} pairs of offsets (θ/2, θ/4 levels, −1.5 … 1.5 z-units), the plain z-score "
+           "unless better on the fitting half.", "",
+           _table(main, rows, sets), ""]
+    if res.get("full_sets"):
+        fs = res["full_sets"]
+        fl = "; ".join(f"{SHORT[s]} {m['questions']} questions / {m['docs']} docs / {m['words']:,} words"
+                       for s, m in fs["sets"].items())
+        out += [f"**Every document** (`{fs['command']}`, {fs['seconds'] / 60:.0f} min; recursive and mg at θ = "
+                f"{THETA} only): {fl}.", "",
+                _table([k for k, r in fs["rows"].items() if r["theta"] == THETA], fs["rows"], list(fs["sets"])), ""]
+    if lg:
+        out += [f"**LGMGC** (θ = {THETA}) on the sets its LM pass was run for ({lgline}; the others were left out "
+                "for time); recursive and mg rows here are the same sets' (mean over these sets only):", "",
+                _table(lg, rows, sets), ""]
+    if th:
+        tsets = ", ".join(SHORT[s] for s, m in meta.items() if m["theta_variants"])
+        ref = []
+        for ch in ("recursive", "mg"):
+            r = rows[f"{ch}|uniform max|{THETA}|all"]
+            ts = [s for s, m in meta.items() if m["theta_variants"]]
+            ref.append(f"{ch} {np.mean([r['per_set'][s][m10] for s in ts]):.3f} / "
+                       f"{np.mean([r['per_set'][s][er] for s in ts]):.3f}")
+        out += [f"**θ for MiniLM** ({tsets}; θ = 300 uniform max on these sets, mean DCG@10 / evidence recall: "
+                f"{', '.join(ref)}; Δ vs same chunker: against that chunker's θ = 300 uniform max on the same sets; "
+                "Δ vs recursive / mg: their θ = 300 on the same sets):", "",
+                _table(th, rows, sets, "vs_same_chunker_theta300"), ""]
+    out += _render_tail(res, main + lg, sets)
     if res.get("reading"):
         out += [res["reading"], ""]
     return "\n".join(out)
