@@ -13,8 +13,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ui.users import check_name, open_secret_db
+
 PREFIX = "mgrag-"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 _KEY = re.compile(r"^mgrag-[A-Za-z0-9_-]{8}-[A-Za-z0-9_-]{40,60}$")
 
 
@@ -40,20 +41,15 @@ class ApiKey:
 class Keys:
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self.db.execute("CREATE TABLE IF NOT EXISTS keys (digest TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, "
-                        "user TEXT NOT NULL, prefix TEXT NOT NULL, created REAL NOT NULL, last_used REAL, "
-                        "revoked REAL)")
-        self.path.chmod(0o600)
+        self.db = open_secret_db(self.path, "CREATE TABLE IF NOT EXISTS keys (digest TEXT PRIMARY KEY, name TEXT NOT "
+                                            "NULL UNIQUE, user TEXT NOT NULL, prefix TEXT NOT NULL, created REAL NOT "
+                                            "NULL, last_used REAL, revoked REAL)")
         self._lock = threading.Lock()
 
     def add(self, name: str, user: str) -> str:
         """Make a key called ``name`` for ``user`` and return it (the only time it can be read)."""
-        if not _NAME.match(name or ""):
-            raise ValueError(f"key name {name!r}: use 1–64 letters, digits, '.', '_', '@' or '-'")
-        if not _NAME.match(user or ""):
-            raise ValueError(f"user name {user!r}: use 1–64 letters, digits, '.', '_', '@' or '-'")
+        check_name(name, "key name")
+        check_name(user)
         key = f"{PREFIX}{secrets.token_urlsafe(6)[:8]}-{secrets.token_urlsafe(32)}"
         with self._lock:
             try:

@@ -20,14 +20,27 @@ def _hash(password: str, salt: bytes, iterations: int = ITERATIONS) -> bytes:
     return hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
 
 
+def open_secret_db(path: Path, schema: str) -> sqlite3.Connection:
+    """A SQLite file under ``.secrets`` (folder 0700, file 0600) with ``schema`` made if missing, shared by threads
+    (writers take the owner's lock)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    db.execute(schema)
+    path.chmod(0o600)
+    return db
+
+
+def check_name(name: str, what: str = "user name") -> None:
+    if not _NAME.match(name or ""):
+        raise ValueError(f"{what} {name!r}: use 1–64 letters, digits, '.', '_', '@' or '-'")
+
+
 class Users:
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self.db.execute("CREATE TABLE IF NOT EXISTS users (name TEXT PRIMARY KEY, salt BLOB NOT NULL, "
-                        "hash BLOB NOT NULL, iterations INTEGER NOT NULL, created REAL NOT NULL)")
-        self.path.chmod(0o600)
+        self.db = open_secret_db(self.path, "CREATE TABLE IF NOT EXISTS users (name TEXT PRIMARY KEY, salt BLOB NOT "
+                                            "NULL, hash BLOB NOT NULL, iterations INTEGER NOT NULL, created REAL NOT "
+                                            "NULL)")
         self._lock = threading.Lock()
         self._dummy_salt = secrets.token_bytes(16)
 
@@ -39,8 +52,7 @@ class Users:
 
     def add(self, name: str, password: str) -> None:
         """Add a user or set a user's password."""
-        if not _NAME.match(name or ""):
-            raise ValueError(f"user name {name!r}: use 1–64 letters, digits, '.', '_', '@' or '-'")
+        check_name(name)
         if len(password or "") < 8:
             raise ValueError(f"the password of {name!r} must have at least 8 characters")
         salt = secrets.token_bytes(16)

@@ -86,6 +86,21 @@ def markdown_table(table: dict[str, Component], setting: str) -> str:
     return "\n".join(rows)
 
 
+@dataclass(frozen=True)
+class Entry:
+    """A registry's entry where the thing lives (a chunker's or backend's builder): its line of this module's tables,
+    with that line's name and description."""
+    spec: Component
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def description(self) -> str:
+        return self.spec.description
+
+
 def check_builders(kind: str, table: dict[str, Component], built: set[str]) -> None:
     """Fail on import when a stage's builders and the names here disagree (a name added on one side only)."""
     if built != set(table):

@@ -64,18 +64,9 @@ def _status(name: str):
 
 
 @dataclass(frozen=True)
-class BackendEntry:
-    spec: components.Component
+class BackendEntry(components.Entry):
     build: Callable  # (ctx, kept) -> Synthesizer; kept(key, build) keeps one per configuration on the context
     why_not: Callable  # (settings) -> None when it can run here, else why not (no model is loaded)
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def description(self) -> str:
-        return self.spec.description
 
     @property
     def needs_llm(self) -> bool:

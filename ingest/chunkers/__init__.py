@@ -14,17 +14,8 @@ from ingest.chunkers.base import Chunker
 
 
 @dataclass(frozen=True)
-class ChunkerEntry:
-    spec: components.Component
+class ChunkerEntry(components.Entry):
     build: Callable[..., Chunker]  # (theta, scorer, embedder, lg_config, llm) -> Chunker
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def description(self) -> str:
-        return self.spec.description
 
     @property
     def needs_lm(self) -> bool:

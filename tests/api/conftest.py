@@ -3,11 +3,12 @@ embedder, the extractive backend, two users with a key each, and a shared docume
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.ui.conftest import free_port
 
 LIGHTHOUSE = ("# Lighthouse log\n\nThe survey team reached the northern lighthouse on the third morning. "
               "The keeper, Mrs. Alder, has tended the light for twenty-two years. She logs the weather at dawn.\n\n"
@@ -20,12 +21,6 @@ class Api:
     service: object
     alice: str  # API keys
     bob: str
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +46,7 @@ def api(tmp_path_factory):
     service.users.add("alice", "alice-password")
     service.users.add("bob", "bob-password-1")
     alice, bob = service.api_keys.add("alice-laptop", "alice"), service.api_keys.add("bob-script", "bob")
-    demo, url = launch(service, host="127.0.0.1", port=_port(), block=False)
+    demo, url = launch(service, host="127.0.0.1", port=free_port(), block=False)
     yield Api(url.rstrip("/") + "/v1", service, alice, bob)
     demo.close()
     service.close()
