@@ -4,6 +4,9 @@ Sets written (each to ``OUT/<set>/``: ``docs/<doc_id>.txt``, ``questions.jsonl``
 
 - ``legalbenchrag_contractnli``: non-disclosure agreements, from LegalBench-RAG's ContractNLI subset.
 - ``legalbenchrag_maud``: public-company merger agreements, from LegalBench-RAG's MAUD subset.
+- ``filings_10q``: five SEC 10-Q filings (PDF, read by the product's own PDF extraction, tables as rows) with the
+  answered questions of ``bench/data/filings_qa.jsonl`` (docugami/KG-RAG-datasets); a question's evidence is every
+  place the extracted text prints its reference figure.
 
 LegalBench-RAG (Pipitone & Houir Alami, 2024) also bundles CUAD and PrivacyQA: those are held-out sets here and
 are never opened (:data:`HELD_OUT`); nor is FinanceBench.
@@ -13,6 +16,7 @@ copy in github.com/02noDarling/MyLegalBenchRag under ``src/data`` (see bench/dat
 only the two subsets used)::
 
     python bench/external_sets.py --legalbenchrag /work/devdata/src/legalbenchrag
+    python bench/external_sets.py --filings /work/devdata/sec-10-q/data/v1/docs --sets ''
 
 Every evidence span is written with exact offsets (``doc[start:end] == text``, checked before writing): the
 source's offsets when they match its snippet text, else the snippet located verbatim in the document
@@ -214,6 +218,63 @@ def write_set(built: BuiltSet, dest: Path, provenance: str) -> dict:
     return stats
 
 
+FILINGS_QA = Path(__file__).resolve().parent / "data" / "filings_qa.jsonl"
+_FIGURE_END = re.compile(r"[0-9A-Za-z]")
+
+
+def figure_spans(text: str, figure: str) -> list[tuple[int, int]]:
+    """Every place ``text`` prints ``figure`` as a whole figure: not inside a longer number or word
+    (``36,413`` is not found in ``136,413`` or ``36,4131``)."""
+    out = []
+    for i in _all(text, figure):
+        j = i + len(figure)
+        before = text[i - 1] if i else " "
+        after = text[j] if j < len(text) else " "
+        if _FIGURE_END.match(before) or (before in ",." and i >= 2 and text[i - 2].isdigit()):
+            continue
+        if _FIGURE_END.match(after) or (after in ",." and j + 1 < len(text) and text[j + 1].isdigit()):
+            continue
+        out.append((i, j))
+    return out
+
+
+def build_filings(docs_dir: Path, qa_path: Path = FILINGS_QA, read=None) -> BuiltSet:
+    """The answered questions of ``filings_qa.jsonl`` over the filings they name, as a bench set: each PDF read
+    as the product reads it (``read(path) -> text``, default :func:`ingest.loaders.load_file`), each question's
+    evidence every whole-figure occurrence of each of its reference figures; a question none of whose figures
+    the text prints is left out (counted under ``how["no figure in text"]``). Unanswerable questions (no
+    reference figure) and those whose reference is computed from other figures (``f03``'s share) are left out."""
+    if read is None:
+        from ingest.loaders import load_file
+
+        def read(path: Path) -> str:
+            return load_file(path, max_bytes=200 * 2**20).text
+    out = BuiltSet("filings_10q")
+    rows = [json.loads(line) for line in qa_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    taken: set[str] = set()
+    ids: dict[str, str] = {}
+    for r in rows:
+        if not r.get("answers") or "computed here" in r.get("source", ""):
+            continue  # unanswerable, or a reference computed from the filing's figures (printed nowhere)
+        name = r["doc"]
+        if name not in ids:
+            path = docs_dir / name
+            if not path.is_file():
+                raise FileNotFoundError(f"{path}: the filing named by {qa_path.name} question {r['id']} is missing")
+            ids[name] = doc_id_for(Path(name).stem, taken)
+            out.docs[ids[name]], out.sources[ids[name]] = read(path), name
+        doc_id = ids[name]
+        text = out.docs[doc_id]
+        spans = sorted({sp for fig in r["answers"] for sp in figure_spans(text, fig)})
+        if not spans:
+            out.how["no figure in text"] += 1
+            continue
+        out.how["figure occurrences"] += len(spans)
+        out.questions.append({"id": r["id"], "question": r["question"], "doc_id": doc_id, "answers": r["answers"],
+                              "evidence": [{"text": text[a:b], "start": a, "end": b} for a, b in spans]})
+    return out
+
+
 PROVENANCE = {
     "contractnli": (
         "Non-disclosure agreements with questions and gold evidence spans from LegalBench-RAG "
@@ -228,21 +289,37 @@ PROVENANCE = {
         "Project). Questions are LegalBench-RAG's (\"Consider the Acquisition Agreement between ...; <deal point>\"); "
         "no reference answers."),
 }
+PROVENANCE_FILINGS = (
+    "Five SEC 10-Q filings (Q3 2023: Apple, Microsoft, NVIDIA, Intel, Amazon) from docugami/KG-RAG-datasets "
+    "(MIT), sec-10-q/data/v1/docs, read by MGRAG's PDF extraction (ingest.loaders.load_file: tables as rows). "
+    "Questions: the answered ones of MGRAG's bench/data/filings_qa.jsonl (from the same repository's "
+    "qna_data.csv); evidence: every whole-figure occurrence of a question's reference figures in the text, so a "
+    "passage that prints the figure counts as relevant, and evidence recall is the share of those places in the "
+    "context (a lower bound where a figure is printed more than once). Built by bench/external_sets.py (MGRAG).")
 # (max_docs, max_questions): a few MB and up to 200 questions a set, so that a MiniLM run on 2 cores takes minutes
 LIMITS = {"contractnli": (None, 200), "maud": (6, 200)}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--legalbenchrag", type=Path, required=True,
+    p.add_argument("--legalbenchrag", type=Path,
                    help="LegalBench-RAG data folder holding benchmarks/ and corpus/")
+    p.add_argument("--filings", type=Path, help="folder of docugami/KG-RAG-datasets' sec-10-q/data/v1/docs PDFs: "
+                   "builds filings_10q from bench/data/filings_qa.jsonl")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"where the sets go (default {DEFAULT_OUT})")
     p.add_argument("--sets", default="contractnli,maud", help="LegalBench-RAG subsets to build")
     p.add_argument("--seed", type=int, default=24)
     p.add_argument("--max-docs", type=int, help="override every set's document cap")
     p.add_argument("--max-questions", type=int, help="override every set's question cap")
     a = p.parse_args(argv)
-    for subset in [s.strip() for s in a.sets.split(",") if s.strip()]:
+    subsets = [s.strip() for s in a.sets.split(",") if s.strip()]
+    if subsets and a.legalbenchrag is None:
+        p.error("--legalbenchrag is needed for the LegalBench-RAG sets (or --sets '' with --filings)")
+    if a.filings is not None:
+        built = build_filings(a.filings)
+        stats = write_set(built, a.out / built.name, PROVENANCE_FILINGS)
+        print(f"{built.name}: {json.dumps(stats)} -> {a.out / built.name}")
+    for subset in subsets:
         if subset.lower() in HELD_OUT:
             print(f"skipping {subset}: a held-out set", file=sys.stderr)
             continue

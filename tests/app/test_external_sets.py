@@ -92,3 +92,42 @@ def test_build_and_write_a_set_the_product_loads(tmp_path):
 def test_held_out_subsets_are_refused(tmp_path, subset):
     with pytest.raises(ValueError, match="held-out"):
         build_legalbenchrag(tmp_path, subset, seed=1, max_docs=None, max_questions=None)
+
+
+def test_figure_spans_are_whole_figures():
+    from bench.external_sets import figure_spans
+
+    text = "Gross margin 36,413; prior 136,413 and 36,4131; again (36,413). Rate 12.5% not 112.5% or 12.55%."
+    assert [text[a:b] for a, b in figure_spans(text, "36,413")] == ["36,413", "36,413"]
+    assert figure_spans(text, "36,413")[1][0] == text.index("(36,413)") + 1
+    assert [text[a:b] for a, b in figure_spans(text, "12.5%")] == ["12.5%"]
+
+
+def test_filings_set_evidence_is_every_printed_figure(tmp_path):
+    """Answered questions become questions whose evidence is each place the text prints a reference figure; the
+    unanswerable, a computed reference and a figure the text never prints are left out; a missing PDF is named."""
+    from bench.external_sets import build_filings
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "2023 Q3 ACME.pdf").write_bytes(b"%PDF stand-in")
+    qa = tmp_path / "qa.jsonl"
+    rows = [{"id": "f1", "doc": "2023 Q3 ACME.pdf", "question": "Net sales?", "answers": ["81,797"], "source": "x"},
+            {"id": "f2", "doc": "2023 Q3 ACME.pdf", "question": "Share?", "answers": ["25.9%"],
+             "source": "x; a share computed here"},
+            {"id": "f3", "doc": "2023 Q3 ACME.pdf", "question": "Tax?", "answers": ["696.2%"], "source": "x"},
+            {"id": "u1", "doc": "2023 Q3 ACME.pdf", "question": "NPS?", "answers": [], "source": "x"}]
+    qa.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    text = "| Total net sales | 81,797 | 82,959 |\n\nNet sales were 81,797 million. Services 25.9% of it."
+    built = build_filings(docs, qa, read=lambda p: text)
+    assert list(built.docs) == ["2023_Q3_ACME"] and built.sources["2023_Q3_ACME"] == "2023 Q3 ACME.pdf"
+    assert [q["id"] for q in built.questions] == ["f1"] and built.how["no figure in text"] == 1
+    ev = built.questions[0]["evidence"]
+    assert [(e["text"], text[e["start"]:e["end"]]) for e in ev] == [("81,797", "81,797")] * 2
+    write_set(built, tmp_path / "out" / built.name, "test")
+    loaded = load_set(str(tmp_path / "out" / built.name))
+    assert [len(q.evidence) for q in loaded.questions] == [2]
+    rows[0]["doc"] = "missing.pdf"
+    qa.write_text(json.dumps(rows[0]) + "\n")
+    with pytest.raises(FileNotFoundError, match="missing.pdf: the filing named by qa.jsonl question f1 is missing"):
+        build_filings(docs, qa, read=lambda p: text)
