@@ -51,9 +51,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 EXTERNAL = Path("/work/devdata/external")
-SETS = ("chroma", "gutenqa_emma", "longbench_sample", "legalbenchrag_contractnli", "legalbenchrag_maud")
+SETS = ("chroma", "gutenqa_emma", "longbench_sample", "legalbenchrag_contractnli", "legalbenchrag_maud", "filings_10q")
+EXTERNAL_SETS = ("legalbenchrag_contractnli", "legalbenchrag_maud", "filings_10q")
 SHORT = {"chroma": "chroma", "gutenqa_emma": "Emma", "longbench_sample": "LongBench",
-         "legalbenchrag_contractnli": "ContractNLI", "legalbenchrag_maud": "MAUD"}
+         "legalbenchrag_contractnli": "ContractNLI", "legalbenchrag_maud": "MAUD", "filings_10q": "10-Q"}
 MAUD_DOCS = ("Five_Prime_Therapeutics_Inc__Amgen_Inc", "Kadmon_Holdings_Sanofi_SA_Merger_Agreement")
 LGMGC_DOCS = {"chroma": ("chatlogs", "state_of_the_union", "wikitexts")}
 THETA_SETS = ("chroma", "longbench_sample", "legalbenchrag_contractnli")  # θ 150 / 200: the cheaper sets
@@ -79,7 +80,7 @@ def load_sets(names=None, quick: bool = False):
 
     out, notes = {}, {}
     for name in names or SETS:
-        if name.startswith("legalbenchrag"):
+        if name in EXTERNAL_SETS:
             maud = name == "legalbenchrag_maud" and quick
             b = B.load_set(str(EXTERNAL / name), MAUD_DOCS if maud else None)
             notes[name] = f"{len(b.docs)} of 6 agreements" if maud else "everything"
@@ -628,7 +629,8 @@ def render(res: dict) -> str:
     subsets = "; ".join(f"{SHORT[s]}: {m['subset']}" for s, m in meta.items())
     cmds = [res["command"]]
     if res.get("full_sets"):
-        cmds = [res["full_sets"]["command"], res["command"] + " --with-full level_scoring_full.json"]
+        quick = res["command"] if "--with-full" in res["command"] else res["command"] + " --with-full level_scoring_full.json"
+        cmds = [res["full_sets"]["command"], quick]
     out = ["```", *cmds, "```", "",
            f"MiniLM, θ = {THETA}, top {res['top_k_per_level']} chunks per level, {res['budget_words']}-word context, "
            f"{res['seconds'] / 60:.0f} min on {res['machine'].get('affinity', '?')} cores "
