@@ -52,7 +52,7 @@ class Settings(BaseSettings):
 
     # chunking
     chunker: Literal[tuple(CHUNKERS)] = Field(  # the names of app/core/components.py
-        "lgmgc", description="Chunker for new indexes.")
+        "mg", description="Chunker for new indexes.")
     theta: int = Field(300, ge=4, description="Parent chunk size bound in words; children are θ/2 and θ/4.")
     lm_model: str = Field("gemma3-270m", description="Causal LM for the LG chunker: the shipped Gemma alias or a local HF folder.")
     lm_8bit: bool = Field(False, description="Load the LM in 8-bit with bitsandbytes (CUDA only), as the paper.")

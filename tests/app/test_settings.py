@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_defaults():
     s = Settings()
-    assert (s.chunker, s.theta, s.context_words, s.qdrant_url) == ("lgmgc", 300, 1500, None)
+    assert (s.chunker, s.theta, s.context_words, s.qdrant_url) == ("mg", 300, 1500, None)
     assert s.server_mode is False and s.qdrant_path == s.data_dir / "qdrant"
 
 

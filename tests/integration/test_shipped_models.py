@@ -21,7 +21,7 @@ def real_ctx(tmp_path_factory):
     from app.context import AppContext
     from app.core.settings import Settings
 
-    ctx = AppContext(Settings(data_dir=tmp_path_factory.mktemp("data")))
+    ctx = AppContext(Settings(data_dir=tmp_path_factory.mktemp("data"), chunker="lgmgc"))  # the shipped Gemma's path
     yield ctx
     ctx.close()
 
@@ -69,9 +69,27 @@ def test_ingest_samples_twice_and_ask(real_ctx):
     assert res.sources[0].doc_id == "field_notes.md" and "twenty-two years" in res.sources[0].text
 
 
-def test_cli_ingest_docs_ask_json(tmp_path, capsys):
-    """The default chunker (LGMGC, the shipped Gemma) in two phases: `mgrag ingest` returns once the document is
-    searchable (its MG first pass), an answer cites it as a first pass; `--wait ready` runs the refinements."""
+def test_cli_default_chunker_is_one_phase(tmp_path, capsys):
+    """The default chunker (MG, no LM: BENCHMARKS.md "Comparable level scores") has one phase: `mgrag ingest`
+    returns with the document ready, nothing is left to refine, and an answer's citation is not a first pass."""
+    data = str(tmp_path / "d")
+    assert main(["--data-dir", data, "ingest", "--quiet", str(SAMPLES / "mgrag_overview.md")]) == 0
+    assert "1 ready" in capsys.readouterr().out
+    assert main(["--data-dir", data, "docs", "--json"]) == 0
+    docs = json.loads(capsys.readouterr().out)["documents"]
+    assert [(d["doc_id"], d["state"], d["phase"]) for d in docs] == [("mgrag_overview.md", "ready", None)]
+    assert main(["--data-dir", data, "ask", "--json", "--backend", "extractive",
+                 "What is the context budget in words?"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "1500" in out["citations"][0]["parent_text"] and not out["citations"][0]["first_pass"]
+    assert main(["--data-dir", data, "docs"]) == 0
+    assert "chunker=mg theta=300" in capsys.readouterr().out
+
+
+def test_cli_ingest_docs_ask_json(tmp_path, capsys, monkeypatch):
+    """LGMGC (opt-in, the shipped Gemma) in two phases: `mgrag ingest` returns once the document is searchable
+    (its MG first pass), an answer cites it as a first pass; `--wait ready` runs the refinements."""
+    monkeypatch.setenv("MGRAG_CHUNKER", "lgmgc")
     data = str(tmp_path / "d")
     assert main(["--data-dir", data, "ingest", "--quiet", str(SAMPLES / "mgrag_overview.md")]) == 0
     assert "0 ready, 1 searchable (refinement pending)" in capsys.readouterr().out
