@@ -47,13 +47,14 @@ class Citation:
     support: list[dict] = field(default_factory=list)
     first_pass: bool = False  # from the document's quick first pass; its LM refinement is still to come
     unit: str = "page"  # what ``pages`` counts: page, slide, sheet or row
+    name: str = ""  # the document's name as its reader sees it; "" = doc_id
 
     @classmethod
     def of(cls, s: Source) -> "Citation":
         return cls(s.rank, s.doc_id, s.start, s.end, s.text, s.matched_level, s.matched_start, s.matched_end,
                    s.matched_text, s.score, dict(s.level_scores), dict(s.bm25_level_scores), s.pages,
                    list(s.headings), s.matched_pages, s.doc_hash, first_pass=getattr(s, "first_pass", False),
-                   unit=getattr(s, "unit", "page"))
+                   unit=getattr(s, "unit", "page"), name=getattr(s, "name", "") or s.doc_id)
 
     @property
     def label(self) -> str:

@@ -249,6 +249,30 @@ class Catalog:
                 return cand
             n += 1
 
+    def labels(self, visible_to: str | None) -> dict[str, str]:
+        """``{doc id: the name a reader sees}`` for the documents ``visible_to`` can search (None: every document):
+        the file's own name, unless another of those documents has the same name (then the id, which tells them
+        apart). So a private upload stored as ``report (2).pdf`` because another user has a ``report.pdf`` is shown
+        to its owner as ``report.pdf``: nothing tells them that someone else has a file of that name."""
+        if visible_to is None:
+            rows = self.db.execute("SELECT doc_id, name FROM documents").fetchall()
+        else:
+            rows = self.db.execute("SELECT doc_id, name FROM documents WHERE owner IS NULL OR owner=?",
+                                   (visible_to,)).fetchall()
+        seen: dict[str, int] = {}
+        for _, name in rows:
+            seen[name] = seen.get(name, 0) + 1
+        return {d: (name if seen[name] == 1 else d) for d, name in rows}
+
+    def label_of(self, doc_id: str, name: str, visible_to: str | None) -> str:
+        """The name ``visible_to`` sees for ``doc_id`` (a file named ``name``), whether or not it is in the catalog
+        yet (a queued upload): ``name`` unless another document they can search has that name."""
+        sql = "SELECT 1 FROM documents WHERE name=? AND doc_id<>?"
+        args: tuple = (name, doc_id)
+        if visible_to is not None:
+            sql, args = sql + " AND (owner IS NULL OR owner=?)", args + (visible_to,)
+        return doc_id if self.db.execute(sql + " LIMIT 1", args).fetchone() else name
+
     def visible_doc_ids(self, owner: str | None) -> list[str]:
         """Documents ``owner`` can search: the shared library's and its own."""
         return [r[0] for r in self.db.execute(

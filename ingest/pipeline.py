@@ -248,7 +248,8 @@ class Ingestor:
         chunks, vectors = self._build(doc, doc_id, h, gen, on_window, chunking)
         self._write(gen, doc, doc_id, h, chunks, vectors, t0, chunking, owner=owner)
         counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))
-        msg = "; ".join(x for x in (doc.warning, f"stored as {doc_id!r}" if doc_id != doc.name else "") if x)
+        renamed = doc_id != doc.name and cat.label_of(doc_id, doc.name, owner) != doc.name  # (not another's name)
+        msg = "; ".join(x for x in (doc.warning, f"stored as {doc_id!r}" if renamed else "") if x)
         return FileResult(doc.name, "updated" if prev else "ingested", msg, doc_id, counts, time.time() - t0)
 
     # -- batches --------------------------------------------------------------------------------------

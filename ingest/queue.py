@@ -346,8 +346,8 @@ class Runner:
             chunks = c.chunks(doc.text, job.doc_id, job.hash, doc.layout, first_pass=two)
             state = "searchable" if two else "ready"
             version = f"new version {cat.version_for(job.doc_id, job.hash)}" if prev else ""
-            msg = "; ".join(x for x in (version, doc.warning,
-                                        f"stored as {job.doc_id!r}" if job.doc_id != job.name else "") if x)
+            renamed = job.doc_id != job.name and cat.label_of(job.doc_id, job.name, job.owner) != job.name
+            msg = "; ".join(x for x in (version, doc.warning, f"stored as {job.doc_id!r}" if renamed else "") if x)
             words = c.timings.get("words")
             ing._write(gen, LoadedDoc(job.name, data, doc.text, doc.kind), job.doc_id, job.hash, chunks, c.vectors, t0,
                        own, owner=job.owner, phase="first" if two else None,

@@ -45,6 +45,7 @@ class Source:
     first_pass: bool = False  # a quick first-pass chunk: the document's LM refinement has not replaced it yet
     unit: str = "page"  # what ``pages`` counts: page, slide, sheet or row (ingest/layout.py)
     blocks: list = field(default_factory=list)  # [start, end, "table" | "heading"] in document offsets
+    name: str = ""  # the document's name as its reader sees it (Catalog.labels); "" = doc_id
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -225,6 +226,10 @@ def retrieve(ctx: Resources, question: str, k: int | None = None, budget_words: 
         sources, n = _max_sources(ctx, live, found, w, retriever, budget_words)
     timings["assemble_s"] = time.perf_counter() - t
     timings["total_s"] = sum(timings.values())
+    if sources:
+        labels = ctx.catalog.labels(visible_to)
+        for s in sources:
+            s.name = labels.get(s.doc_id, s.doc_id)
     return Retrieval(question, sources, w, retriever, timings, n, router_note, selection)
 
 

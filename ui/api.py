@@ -115,7 +115,7 @@ def citation_json(service, c) -> dict:
 
     d = asdict(c)
     link = service.view_link(d, [(x["start"], x["end"]) for x in c.support if "start" in x])
-    return {"index": c.number, "document": c.doc_id, "pages": c.pages, "unit": c.unit,
+    return {"index": c.number, "document": c.name or c.doc_id, "pages": c.pages, "unit": c.unit,
             "section": " › ".join(c.headings), "place": c.label, "passage": c.parent_text,
             "matched_text": c.matched_text, "score": round(float(c.score), 4),
             "support": [{"text": x.get("text", ""), "start": x.get("start"), "end": x.get("end"),
@@ -206,7 +206,7 @@ def build_api(service, *, requests_per_minute: int | None = None):
         if row["owner"] != key.owner:
             raise ApiError(403, f"{doc_id!r} is in the shared library; only the admin can delete it", "forbidden")
         try:
-            service.delete_own(key.owner, [doc_id])
+            service.delete_own(key.owner, [row["doc_id"]])
         except ValueError as e:
             raise ApiError(409, str(e)) from e
         return {"deleted": doc_id}
@@ -290,14 +290,16 @@ def _backend(service, model: str) -> str | None:
 
 
 def _scope(service, owner: str, documents: list[str] | None) -> list[str] | None:
+    """The doc ids of the documents a request names by their API ids (the names the key's user sees)."""
     if not documents:
         return None
-    allowed = set(service.searchable_documents(owner))
-    unknown = [d for d in documents if d not in allowed]
+    labels = service.document_labels(owner)
+    by_label = {labels.get(d, d): d for d in service.searchable_documents(owner)}
+    unknown = [d for d in documents if d not in by_label]
     if unknown:
         raise ApiError(404, f"no document {unknown[0]!r} among those this key may search (GET /v1/documents)",
                        "document_not_found")
-    return documents
+    return [by_label[d] for d in documents]
 
 
 def _finish(events):
@@ -343,21 +345,26 @@ def _stream(service, events, cid: str, created: int, model: str) -> Iterator[str
 
 
 def _visible(service, owner: str) -> list[dict]:
+    """The documents ``owner`` may see, each with ``label``: its API id, the name the user sees (a private upload
+    keeps its file's name even when another user's file of that name gave it an internal id ``name (2).ext``)."""
     from ingest.queue import document_states
 
-    return document_states(service.ctx, owner, everyone=False)
+    rows = document_states(service.ctx, owner, everyone=False)
+    labels = service.document_labels(owner)
+    cat = service.ctx.catalog
+    return [{**r, "label": labels.get(r["doc_id"]) or cat.label_of(r["doc_id"], r["name"], owner)} for r in rows]
 
 
 def _one(service, owner: str, doc_id: str) -> dict:
     for r in _visible(service, owner):
-        if r["doc_id"] == doc_id:
+        if r["label"] == doc_id:
             return r
     raise ApiError(404, f"no document {doc_id!r} among those this key may see (GET /v1/documents lists them)",
                    "document_not_found")
 
 
 def _doc_json(r: dict, owner: str) -> dict:
-    return {"id": r["doc_id"], "name": r["name"], "kind": r.get("kind"), "size": r.get("size"),
+    return {"id": r["label"], "name": r["name"], "kind": r.get("kind"), "size": r.get("size"),
             "version": r.get("version"), "owner": "you" if r.get("owner") == owner else "library",
             "state": r["state"], "searchable": r["searchable"], "detail": r["detail"], "progress": r.get("progress"),
             "eta_s": r.get("eta_s"), "error": r.get("error"), "job_id": r.get("job_id"),
@@ -398,12 +405,13 @@ def _upload(service, files, owner: str, wait: bool) -> list[dict]:
         wait_jobs(service.ctx.jobs, ids, "searchable", timeout_s=600)
     rows = service.upload_rows(rows)
     return [{"name": r["name"], "status": r["status"], "message": r.get("message", ""), "job_id": r.get("job_id"),
-             "id": _doc_id(service, r)} for r in rows]
+             "id": _doc_id(service, r, owner)} for r in rows]
 
 
-def _doc_id(service, row: dict) -> str | None:
+def _doc_id(service, row: dict, owner: str) -> str | None:
+    """The API id of an upload's document: the name its user sees (:func:`_visible`)."""
     job = service.ctx.jobs.get(row["job_id"]) if row.get("job_id") else None
-    return job.doc_id if job else None
+    return service.ctx.catalog.label_of(job.doc_id, job.name, owner) if job else None
 
 
 def _spool(f, path: Path, limit: int) -> int:
@@ -431,10 +439,12 @@ def _search(service, body: SearchRequest, owner: str) -> dict:
     passages = []
     for src in got.sources:
         d = asdict(src)
-        passages.append({"rank": d["rank"], "document": d["doc_id"], "score": round(float(d["score"]), 4),
+        passages.append({"rank": d["rank"], "document": d["name"] or d["doc_id"], "score": round(float(d["score"]), 4),
                          "pages": d["pages"], "unit": d["unit"], "section": " › ".join(d["headings"]),
                          "text": d["text"], "matched_level": d["matched_level"], "matched_text": d["matched_text"],
                          "level_scores": {str(k): round(float(v), 4) for k, v in d["level_scores"].items()}})
     levels = service.level_hits(body.query, k=body.k, retriever=body.retriever, owner=owner)
-    levels = [r for r in levels if not scope or r["document"] in scope]
+    labels = service.document_labels(owner)
+    levels = [{**r, "document": labels.get(r["document"], r["document"])} for r in levels
+              if not scope or r["document"] in scope]
     return {"passages": passages, "weights": list(got.weights), "levels": levels}

@@ -176,7 +176,7 @@ def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict
         below = floor > 0 and top > 0 and s["number"] not in cited and float(s["score"]) < floor * top
         (folded if below else parts).append(
             f'<div class="mg-source"><div class="mg-src-head">'
-            f'<strong>[{s["number"]}] {html.escape(s["doc_id"])}</strong>'
+            f'<strong>[{s["number"]}] {html.escape(s.get("name") or s["doc_id"])}</strong>'
             f' · {where} · score {s["score"]:.3f} · matched {level_name(s["matched_level"])}'
             f'{star}{note}</div><div class="mg-scores">{scores}</div>'
             f'<div class="mg-passage">'

@@ -35,6 +35,7 @@ class View:
     support: tuple[tuple[int, int], ...] = ()  # the sentences behind the answer
     page: int | None = None  # 1-based page to open (PDF)
     exp: float = field(default=0.0)
+    name: str = ""  # the document's name as the reader saw it in the chat ("" = doc_id)
 
 
 class InvalidViewToken(ValueError):
@@ -310,8 +311,8 @@ def view_page(view: View, text: str, kind: str, n_pages: int | None, page_url: s
             nav.append(f'<a href="?page={view.page + 1}">p. {view.page + 1} →</a>')
         pages = (f'<section class="mg-page"><div>page {view.page}{f" of {n_pages}" if n_pages else ""} '
                  f'{" · ".join(nav)}</div><img alt="page {view.page}" src="{html.escape(page_url)}"></section>')
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(view.doc_id)}</title>
-<style>{PAGE_CSS}</style></head><body><header><strong>{html.escape(view.doc_id)}</strong>
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(view.name or view.doc_id)}</title>
+<style>{PAGE_CSS}</style></head><body><header><strong>{html.escape(view.name or view.doc_id)}</strong>
 {(" · " + html.escape(label)) if label else ""} · <a href="{html.escape(original_url)}">download the original</a>
 <div class="legend"><span class="mg-support">supporting sentence</span>\
 <span class="mg-child">the chunk that matched the question</span><span class="mg-passage">cited source</span></div>\

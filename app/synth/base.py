@@ -44,7 +44,8 @@ def source_text(text: str) -> str:
 
 
 def format_sources(sources: Sequence) -> str:
-    return "\n\n".join(f"[{s.rank}] (from {s.doc_id})\n{source_text(s.text)}" for s in sources)
+    return "\n\n".join(f"[{s.rank}] (from {getattr(s, 'name', '') or s.doc_id})\n{source_text(s.text)}"
+                       for s in sources)
 
 
 def build_messages(question: str, sources: Sequence, history: Sequence | None = None,

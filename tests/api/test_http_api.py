@@ -143,6 +143,32 @@ def test_upload_list_search_delete_round_trip(api):
     assert r.status_code == 403 and "only the admin" in r.json()["error"]["message"]
 
 
+def test_a_same_named_private_upload_is_known_by_its_own_name(api):
+    """Bob uploads a file named like Alice's private one: it is stored under another internal id, but every id,
+    name and citation Bob's key sees is plain "plan.md", so nothing tells Bob that Alice has a plan.md; each key
+    reaches, searches and deletes only its own."""
+    assert upload(api, api.alice, "plan.md", SECRET).status_code == 200
+    text = "# Plan\n\nThe ferry timetable changes on the first of May, with a boat every forty minutes.\n"
+    r = upload(api, api.bob, "plan.md", text)
+    assert r.status_code == 200 and "(2)" not in r.text and r.json()["documents"][0]["id"] == "plan.md"
+    assert api.service.ctx.catalog.find_document("plan (2).md") == "plan (2).md"  # the internal id
+    listed = httpx.get(f"{api.base}/documents", headers=auth(api.bob)).json()["documents"]
+    assert sorted(d["id"] for d in listed) == ["lighthouse.md", "plan.md"] and "(2)" not in str(listed)
+    assert httpx.get(f"{api.base}/documents/plan.md", headers=auth(api.bob)).json()["owner"] == "you"
+    q = {"query": "How often does the ferry run after the first of May?", "documents": ["plan.md"]}
+    hits = httpx.post(f"{api.base}/search", headers=auth(api.bob), json=q).json()
+    assert hits["passages"][0]["document"] == "plan.md" and "forty minutes" in hits["passages"][0]["text"]
+    assert "(2)" not in str(hits)
+    out = httpx.post(f"{api.base}/chat/completions", headers=auth(api.bob), json={
+        "model": "mgrag", "messages": [{"role": "user", "content": q["query"]}],
+        "mgrag": {"documents": ["plan.md"]}}).json()
+    assert out["citations"][0]["document"] == "plan.md" and "(2)" not in str(out)
+    assert httpx.delete(f"{api.base}/documents/plan.md", headers=auth(api.bob)).json() == {"deleted": "plan.md"}
+    assert api.service.ctx.catalog.find_document("plan (2).md") is None
+    assert api.service.ctx.catalog.find_document("plan.md") == "plan.md"  # Alice's is untouched
+    httpx.delete(f"{api.base}/documents/plan.md", headers=auth(api.alice)).raise_for_status()
+
+
 @pytest.mark.parametrize("name, body, status, match", [
     ("tool.exe", b"MZ", 200, "unsupported file type '.exe'"),
     ("big.md", b"word " * 20000, 413, "larger than the 0.05 MB limit"),

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.security.conftest import ADMIN_PASSWORD, BROWSER_A, BROWSER_B, ask, upload
+from app.synth.base import format_sources
+from ui import render
 from ui.service import ADMIN, UiService, browser_owner
 
 A_TEXT = "Tide tables: the spring tide on the fourteenth reaches 5.2 metres at the west quay.\n"
@@ -35,8 +37,21 @@ def _doc_text(svc, doc_id):
 def test_same_name_from_another_browser_is_a_new_document(svc, tmp_path):
     a = _up(svc, tmp_path, "notes.md", A_TEXT, BROWSER_A)
     b = _up(svc, tmp_path, "notes.md", B_TEXT, BROWSER_B)
-    assert a["status"] == "ready" and b["status"] == "ready" and "stored as 'notes (2).md'" in b["message"]
+    assert a["status"] == "ready" and b["status"] == "ready"
     assert _doc_text(svc, "notes.md") == A_TEXT and _doc_text(svc, "notes (2).md") == B_TEXT
+    # nothing B sees tells that another browser has a notes.md: its upload row, its document lists, its answers
+    assert "(2)" not in b["message"] and "stored as" not in b["message"]
+    owner_b = browser_owner(BROWSER_B)
+    assert svc.searchable_choices(owner_b) == [("notes.md", "notes (2).md")]
+    assert svc.own_choices(owner_b) == [("notes.md", "notes (2).md")]
+    events = dict(svc.ask("How much does a visiting yacht pay a night?", backend="extractive", owner=owner_b))
+    found, got = events["sources"], events["done"].to_dict()
+    assert found.sources[0].doc_id == "notes (2).md" and found.sources[0].name == "notes.md"
+    assert "[1] (from notes.md)" in format_sources(found.sources)  # what an LLM is shown as the source's name
+    shown = render.sources_html(got["sources"], {1})
+    assert got["sources"][0]["name"] == "notes.md" and "notes.md" in shown and "(2)" not in shown
+    # the admin sees both, told apart by their ids
+    assert svc.document_labels(ADMIN) == {"notes.md": "notes.md", "notes (2).md": "notes (2).md"}
     # the owner's own re-upload is a new version of its own document
     a2 = _up(svc, tmp_path, "notes.md", A_TEXT + "Neap tides reach 3.1 metres.\n", BROWSER_A)
     assert a2["status"] == "ready" and "new version 2" in a2["message"]
@@ -95,7 +110,8 @@ def test_over_the_api_a_same_named_upload_does_not_replace(sec_server, client, t
     (a / "minutes.md").write_text("The harbour board met on Tuesday and approved a new crane.\n", encoding="utf-8")
     (b / "minutes.md").write_text("Wipe: this replaces the minutes with nothing of value at all.\n", encoding="utf-8")
     assert "ready" in str(upload(client, a / "minutes.md", BROWSER_A))
-    assert "minutes (2).md" in str(upload(client, b / "minutes.md", BROWSER_B))
+    b_rows = str(upload(client, b / "minutes.md", BROWSER_B))
+    assert "ready" in b_rows and "(2)" not in b_rows  # B is not told that A has a minutes.md
     assert "approved a new crane" in ask(client, "What did the harbour board approve?", BROWSER_A)
     assert "approved a new crane" not in ask(client, "What did the harbour board approve?", BROWSER_B)
     # an upload without a browser id is refused rather than given to no one
@@ -136,3 +152,22 @@ def test_a_scope_limits_the_search_and_never_widens_it(svc, tmp_path):
     with pytest.raises(ValueError, match="none of the documents this conversation is limited to"):
         list(svc.ask(q, backend="extractive", owner=owner, scope=["secret.md"]))
     assert set(svc.searchable_documents(owner)) == {"tides.md", "fees.md"}
+
+
+def test_names_shown_tell_apart_only_what_the_reader_can_see(svc, tmp_path, write):
+    """Catalog.labels: a document is shown by its file's name unless another document its reader can search has
+    that name; then both by their ids (a chat upload named like a library file is told apart from it)."""
+    from ingest.pipeline import Ingestor
+
+    Ingestor(svc.ctx).ingest_paths([write("rules.md", A_TEXT)])  # the shared library
+    _up(svc, tmp_path, "rules.md", B_TEXT, BROWSER_A)  # stored as rules (2).md: A sees the library's rules.md
+    _up(svc, tmp_path, "fees.md", B_TEXT + "Fees rise in June.\n", BROWSER_B)
+    cat = svc.ctx.catalog
+    a, b = browser_owner(BROWSER_A), browser_owner(BROWSER_B)
+    assert cat.labels(a) == {"rules.md": "rules.md", "rules (2).md": "rules (2).md"}
+    assert cat.labels(b) == {"rules.md": "rules.md", "fees.md": "fees.md"}
+    # a queued upload, not in the catalog yet: B's "rules.md" would be told apart from the library's, C's
+    # "fees.md" (stored as fees (2).md: B has one) would not, since C cannot see B's
+    assert cat.label_of("rules (3).md", "rules.md", b) == "rules (3).md"
+    assert cat.label_of("fees (2).md", "fees.md", "browser:c") == "fees.md"
+    assert cat.label_of("fees (2).md", "fees.md", None) == "fees (2).md"  # the admin sees B's fees.md

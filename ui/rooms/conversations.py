@@ -71,8 +71,9 @@ class ConversationsPanel:
         return history, answers, memory_of(conv["turns"]), conv["scope"], conv["id"]
 
     def scope_choices(self, owner, value=()):
-        docs = self.service.searchable_documents(owner) if owner else []
-        return gr.update(choices=docs, value=[d for d in value or () if d in docs])
+        docs = self.service.searchable_choices(owner) if owner else []
+        ids = {d for _, d in docs}
+        return gr.update(choices=docs, value=[d for d in value or () if d in ids])
 
     # -- handlers ----------------------------------------------------------------------------------------------
     def on_restore(self, browser_id, conv_id, saved, shown_now, request: gr.Request):

@@ -71,7 +71,7 @@ class EvaluateRoom:
         df = pd.DataFrame(hits, columns=["retriever", "level", "rank", "score", "document", "chars", "text"])
         from ingest.layout import place_label
 
-        choices = [(" · ".join(filter(None, (f"[{x['number']}] {x['doc_id']}",
+        choices = [(" · ".join(filter(None, (f"[{x['number']}] {x.get('name') or x['doc_id']}",
                                              place_label(x.get("pages"), [], x.get("unit"))))), x["number"])
                    for x in a["sources"]]  # with the page: six sources of one file are told apart
         cited = [c["number"] for c in a["citations"]]

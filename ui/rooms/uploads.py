@@ -82,7 +82,7 @@ class UploadPanel:
     # -- handlers ----------------------------------------------------------------------------------------------
     def mine(self, browser_id, request: gr.Request):
         owner = self.c.reader_of(browser_id, request)
-        return gr.update(choices=self.service.own_documents(owner) if owner else [], value=[])
+        return gr.update(choices=self.service.own_choices(owner) if owner else [], value=[])
 
     def on_upload(self, paths, browser_id, request: gr.Request):
         """Queue the files and show their rows at once; the rows move (extracting, searchable, refining N% with the

@@ -100,7 +100,7 @@ class ChatPart:
         pages = source.get("matched_pages") or source.get("pages")
         view = View(source["doc_id"], source["doc_hash"], source["start"], source["end"],
                     (source["matched_start"], source["matched_end"]), tuple(tuple(x) for x in support or ()),
-                    pages[0] if pages else None)
+                    pages[0] if pages else None, name=source.get("name") or "")
         return "mgrag/view/" + self.view_tokens.mint(view)
 
     def open_view(self, token: str):

@@ -68,9 +68,25 @@ class DocumentsPart:
         cat = self.ctx.catalog
         return [r["doc_id"] for r in cat.documents(None)] if owner is ADMIN else cat.visible_doc_ids(owner)
 
+    def document_labels(self, owner) -> dict[str, str]:
+        """``{doc id: name shown}`` of the documents ``owner`` may search (:meth:`ingest.catalog.Catalog.labels`):
+        a private upload is shown by its file's name even when another user's file of that name made its id
+        ``name (2).ext``."""
+        return self.ctx.catalog.labels(self.reader(owner))
+
+    def searchable_choices(self, owner) -> list[tuple[str, str]]:
+        """(name shown, doc id) of every document ``owner`` may search, by name."""
+        labels = self.document_labels(owner)
+        return sorted(((labels.get(d, d), d) for d in self.searchable_documents(owner)), key=lambda x: x[0].lower())
+
     def own_documents(self, owner: str) -> list[str]:
         """The documents ``owner`` uploaded."""
         return [r["doc_id"] for r in self.ctx.catalog.documents(None) if r["owner"] == owner]
+
+    def own_choices(self, owner: str) -> list[tuple[str, str]]:
+        """(name shown, doc id) of the documents ``owner`` uploaded."""
+        labels = self.document_labels(owner)
+        return [(labels.get(d, d), d) for d in self.own_documents(owner)]
 
     def delete_own(self, owner: str, doc_ids: list[str]) -> list[str]:
         """Delete documents ``owner`` uploaded; another owner's or the shared library's are refused (an admin
