@@ -122,10 +122,16 @@ def describe(state: str, stage: str | None = None, progress: float | None = None
 
     >>> describe("refining", "LM pass", 0.431, 130)
     'refining 43% · LM pass · about 2 min left'
+    >>> describe("extracting", "embedding", 0.39, 44)  # the first pass is named by its step once past the reading
+    'embedding 39% · about 44 s left'
+    >>> describe("extracting", "reading pages 4 of 40", 0.05)
+    'extracting 5% · reading pages 4 of 40'
     >>> describe("failed", error="is not a readable PDF", failed_in="refine")
     'failed (refinement; the first pass stays searchable): is not a readable PDF'
     """
     if state in RUNNING:
+        if state == "extracting" and stage and not stage.startswith("reading"):
+            state, stage = stage, None  # chunking, embedding, writing: not "extracting … · embedding"
         parts = [f"{state} {progress:.0%}" if progress is not None else state]
         if stage:
             parts.append(stage)

@@ -360,3 +360,15 @@ def test_a_first_pass_over_its_time_budget_fails_with_the_setting_named_and_free
         runner.stop()
     assert jobs[0].state == "failed" and "MGRAG_FIRST_PASS_TIMEOUT_S" in (jobs[0].error or jobs[0].message or "")
     assert jobs[1].state in ("searchable", "ready")
+
+
+def test_a_first_pass_is_named_by_its_step_once_past_the_reading():
+    """The upload row says what is being done: "extracting" while the file is read, then the step itself
+    ("embedding 39%", not "extracting 39% · embedding"); refinements keep their stage after the state."""
+    from ingest.jobs import describe
+
+    assert describe("extracting", "reading pages 4 of 40", 0.05) == "extracting 5% · reading pages 4 of 40"
+    assert describe("extracting", "embedding", 0.39, 44) == "embedding 39% · about 44 s left"
+    assert describe("extracting", "writing", 0.98) == "writing 98%"
+    assert describe("extracting") == "extracting"
+    assert describe("refining", "LM pass", 0.431, 130) == "refining 43% · LM pass · about 2 min left"

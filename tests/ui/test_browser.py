@@ -163,10 +163,10 @@ def test_upload_progress_moves_within_one_large_file(ui_server, page, tmp_path):
     ui_server.embedder.delay_s = 1.0
     try:
         page.locator("#upload input[type=file]").set_input_files([str(big)])
-        seen = []  # the progress shown in the file's row, in order ("extracting 40% · embedding · about 3 s left")
+        seen = []  # the progress shown in the file's row, in order ("embedding 40% · about 3 s left")
         for _ in range(300):
             text = page.locator("#upload-report").inner_text()
-            m = re.search(r"extracting \d+%[^\n\t]*", text)
+            m = re.search(r"(?:extracting|chunking|embedding|writing) \d+%[^\n\t]*", text)
             if m and m.group(0).strip() not in seen:
                 seen.append(m.group(0).strip())
             if "ready" in text:
@@ -175,7 +175,7 @@ def test_upload_progress_moves_within_one_large_file(ui_server, page, tmp_path):
     finally:
         ui_server.embedder.delay_s = 0.0
     _see(page.locator("#upload-report"), "ready")
-    embedding = [int(re.search(r"extracting (\d+)%", t).group(1)) for t in seen if "embedding" in t]
+    embedding = [int(re.search(r"embedding (\d+)%", t).group(1)) for t in seen if t.startswith("embedding")]
     assert len(set(embedding)) >= 2 and embedding == sorted(embedding), seen  # moved within the one file
     assert any("left" in t for t in seen), seen
 
