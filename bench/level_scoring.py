@@ -629,7 +629,9 @@ def render(res: dict) -> str:
     subsets = "; ".join(f"{SHORT[s]}: {m['subset']}" for s, m in meta.items())
     cmds = [res["command"]]
     if res.get("full_sets"):
-        quick = res["command"] if "--with-full" in res["command"] else res["command"] + " --with-full level_scoring_full.json"
+        quick = res["command"]
+        if "--with-full" not in quick:
+            quick += " --with-full level_scoring_full.json"
         cmds = [res["full_sets"]["command"], quick]
     out = ["```", *cmds, "```", "",
            f"MiniLM, θ = {THETA}, top {res['top_k_per_level']} chunks per level, {res['budget_words']}-word context, "

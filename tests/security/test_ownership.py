@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.conftest import ADMIN_PASSWORD, BROWSER_A, BROWSER_B, ask, upload
 from app.synth.base import format_sources
+from tests.security.conftest import ADMIN_PASSWORD, BROWSER_A, BROWSER_B, ask, upload
 from ui import render
 from ui.service import ADMIN, UiService, browser_owner
 
