@@ -99,7 +99,7 @@ def test_the_shared_library_is_not_replaced_by_a_chat_upload(svc, tmp_path, writ
 
     Ingestor(svc.ctx).ingest_paths([write("rules.md", A_TEXT)])  # `mgrag ingest`: the shared library
     r = _up(svc, tmp_path, "rules.md", B_TEXT, BROWSER_A)
-    assert r["status"] == "ready" and "rules (2).md" in r["message"]
+    assert r["status"] == "ready" and r["message"].count("stored as 'rules (2).md'") == 1  # said once
     assert _doc_text(svc, "rules.md") == A_TEXT
 
 

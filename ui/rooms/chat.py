@@ -30,7 +30,7 @@ class ChatRoom:
             with gr.Row():
                 self.conversations.layout()
                 with gr.Column(scale=3):
-                    self.chatbot = gr.Chatbot(label="Answers", height=520, elem_id="chatbot", buttons=["copy"],
+                    self.chatbot = gr.Chatbot(label="Answers", height=680, elem_id="chatbot", buttons=["copy"],
                                               sanitize_html=True, allow_tags=False, latex_delimiters=[])
                     with gr.Row():
                         self.question = gr.Textbox(placeholder="Ask a question about your documents…",

@@ -166,8 +166,9 @@ class UploadsPart:
                 message = f"queued ({ahead} ahead)" if ahead else "queued (next)"
             shown = (self.ctx.catalog.label_of(job.doc_id, job.name, job.owner) if job.doc_id != job.name
                      else job.name)
-            if shown != job.name and job.state not in ("failed", "cancelled"):
-                message = "; ".join(x for x in (message, f"stored as {job.doc_id!r}") if x and x != job.state)
+            stored = f"stored as {job.doc_id!r}"
+            if shown != job.name and job.state not in ("failed", "cancelled") and stored not in message:
+                message = "; ".join(x for x in (message, stored) if x and x != job.state)
             out.append({**r, "status": job.state, "message": message, "chunks": chunks})
         return out
 
