@@ -55,8 +55,16 @@ class ExtractiveSynthesizer:
             return []
         q = self.vectors.query(question)
         v = self._passage_vectors([c for c, _, _ in cands])
-        order = np.argsort(-(v @ q), kind="stable")[: self.max_sentences]
-        picked = sorted(order.tolist(), key=lambda i: (cands[i][1], cands[i][2]))  # source order, then text order
+        order, seen = [], []
+        for i in np.argsort(-(v @ q), kind="stable").tolist():
+            t = " ".join(cands[i][0].split()).lower()
+            if any(t in u or u in t for u in seen):  # a sentence quoted already, or a piece of one: said once
+                continue
+            order.append(i)
+            seen.append(t)
+            if len(order) == self.max_sentences:
+                break
+        picked = sorted(order, key=lambda i: (cands[i][1], cands[i][2]))  # source order, then text order
         return [(cands[i][0], cands[i][1]) for i in picked]
 
     def stream(self, question: str, sources: Sequence, history: Sequence | None = None) -> Iterator[str]:

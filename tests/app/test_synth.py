@@ -129,6 +129,15 @@ def test_extractive_picks_answer_sentence(fake_embedder):
     assert out == "The keeper tended the light for twenty-two years. [1]"
 
 
+def test_extractive_quotes_a_sentence_once_even_when_a_piece_of_it_recurs(fake_embedder):
+    """A sentence found twice (two sources, or a piece of it elsewhere) is quoted once; the next best one follows."""
+    s = "The keeper tended the light for twenty-two years."
+    sources = [src(1, f"Cats purr. {s}"), src(2, "tended the light for twenty-two years."),
+               src(3, f"{s} Ferries run daily.")]
+    out = "".join(ExtractiveSynthesizer(fake_embedder, max_sentences=2).stream("keeper tended light years", sources))
+    assert out.count("twenty-two years") == 1 and out.startswith(f"{s} [1]"), out
+
+
 def test_ask_streams_then_answers_with_citations(make_ctx, write):
     ctx = make_ctx(theta=40)
     Ingestor(ctx).ingest_paths([write("notes.md", NOTES)])
