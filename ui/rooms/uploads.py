@@ -64,7 +64,7 @@ class UploadPanel:
                                    f"at most {s.max_file_mb:g} MB each)",
                              file_count="multiple", type="filepath", elem_id="upload")
         self.upload_report = gr.Dataframe(headers=["name", "state", "chunks per level"],
-                                          label="Last upload (ask about a file once it is searchable or ready)",
+                                          label="Last upload (each file and its state)",
                                           interactive=False, elem_id="upload-report", wrap=True,
                                           column_widths=["38%", "44%", "18%"])
         with gr.Row():
