@@ -29,8 +29,10 @@ CSS = """
 .mg-passage mark.mg-support {background: @SUPPORT; border-bottom: 2px solid @LINE;}
 .mg-passage mark.mg-support.mg-match {background: @SUPPORT; box-shadow: inset 0 -0.35em @CHILD;}
 .mg-support-key {background: @SUPPORT; border-bottom: 2px solid @LINE; padding: 0 2px;}
-.mg-passage table.mg-table {border-collapse: collapse; margin: 4px 0; font-size: 0.95em; white-space: normal;}
-.mg-passage .mg-table td, .mg-passage .mg-table th {border: 1px solid #d4d4d8; padding: 1px 5px; text-align: right;}
+.mg-passage table.mg-table {border-collapse: collapse; margin: 4px 0; font-size: 0.95em; white-space: normal;
+  display: block; max-width: 100%; overflow-x: auto;}
+.mg-passage .mg-table td, .mg-passage .mg-table th {border: 1px solid #d4d4d8; padding: 1px 5px; text-align: right;
+  word-break: keep-all; overflow-wrap: normal; hyphens: none;}
 .mg-passage .mg-table td:first-child, .mg-passage .mg-table th:first-child {text-align: left;}
 .mg-passage tr.mg-match {background: @CHILD;} .mg-passage tr.mg-support {background: @SUPPORT;}
 .mg-abstain {font-size: 0.9em; margin: 4px 0;}

@@ -432,3 +432,26 @@ def test_a_reload_keeps_the_conversation_and_the_session_settings(ui_server, pag
     _see(chat, "searched for: How often is it wound?")
     assert "lamp" in chat.locator(".mg-scores", has_text="searched for").last.inner_text()
     page.screenshot(path=str(ARTIFACTS / "chat-reloaded.png"), full_page=True)
+
+
+def test_a_table_in_the_sources_keeps_its_words_whole(ui_server, page, tmp_path):
+    """A wide table quoted in Sources is not squeezed until words break ("Ch an ge"): each header word stays on
+    one line, and the table scrolls sideways when it is wider than the chat."""
+    doc = tmp_path / "sales.md"
+    head = "Three Months Ended July 1, 2023 | Three Months Ended June 25, 2022 | Change"
+    doc.write_text("# Net sales\n\nNet sales by category, in millions of dollars.\n\n"
+                   f"| | {head} | Nine Months Ended July 1, 2023 | Nine Months Ended June 25, 2022 | Change |\n"
+                   "|---|---|---|---|---|---|---|\n"
+                   "| Services | 21,213 | 19,604 | 8% | 62,886 | 58,941 | 7% |\n", encoding="utf-8")
+    _open(page, ui_server.url)
+    page.locator("#upload input[type=file]").set_input_files([str(doc)])
+    _see(page.locator("#upload-report"), "ready")
+    _ask(page, "How much net sales came from Services in the three months ended July 1, 2023?")
+    panel = page.locator("#chatbot").get_by_text(re.compile(r"^(Sources|Closest passages) \("))  # either shows it
+    panel.first.wait_for(timeout=30_000)
+    panel.first.click()
+    cell = page.locator("#chatbot .mg-table th").filter(has_text="Change").first
+    cell.wait_for()
+    lines = cell.evaluate("th => { const r = document.createRange(); r.selectNodeContents(th);"
+                          " return new Set([...r.getClientRects()].map(x => Math.round(x.top))).size; }")
+    assert lines == 1, f"'Change' is drawn on {lines} lines"
