@@ -21,6 +21,7 @@ CREATE TABLE IF NOT EXISTS versions (
     doc_id TEXT NOT NULL, version INTEGER NOT NULL, hash TEXT NOT NULL, size INTEGER, kind TEXT, added REAL,
     PRIMARY KEY (doc_id, version));
 CREATE INDEX IF NOT EXISTS versions_hash ON versions(hash);
+CREATE INDEX IF NOT EXISTS documents_name ON documents(name);
 CREATE TABLE IF NOT EXISTS generations (
     gen INTEGER PRIMARY KEY, chunker TEXT, theta INTEGER, params TEXT, embedder TEXT, dim INTEGER,
     n_levels INTEGER, status TEXT, created REAL, switched REAL);
@@ -249,11 +250,17 @@ class Catalog:
                 return cand
             n += 1
 
-    def labels(self, visible_to: str | None) -> dict[str, str]:
-        """``{doc id: the name a reader sees}`` for the documents ``visible_to`` can search (None: every document):
+    def labels(self, visible_to: str | None, doc_ids=None) -> dict[str, str]:
+        """``{doc id: the name a reader sees}`` for the documents ``visible_to`` can search (None: every document),
+        or only for ``doc_ids`` (a few: an answer's sources; one indexed lookup each, not a scan of the catalog):
         the file's own name, unless another of those documents has the same name (then the id, which tells them
         apart). So a private upload stored as ``report (2).pdf`` because another user has a ``report.pdf`` is shown
         to its owner as ``report.pdf``: nothing tells them that someone else has a file of that name."""
+        if doc_ids is not None:
+            ids = list(dict.fromkeys(doc_ids))
+            rows = self.db.execute(f"SELECT doc_id, name FROM documents WHERE doc_id IN ({','.join('?' * len(ids))})",
+                                   ids).fetchall() if ids else []
+            return {d: self.label_of(d, name, visible_to) for d, name in rows}
         if visible_to is None:
             rows = self.db.execute("SELECT doc_id, name FROM documents").fetchall()
         else:

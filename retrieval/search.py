@@ -227,7 +227,7 @@ def retrieve(ctx: Resources, question: str, k: int | None = None, budget_words: 
     timings["assemble_s"] = time.perf_counter() - t
     timings["total_s"] = sum(timings.values())
     if sources:
-        labels = ctx.catalog.labels(visible_to)
+        labels = ctx.catalog.labels(visible_to, [s.doc_id for s in sources])
         for s in sources:
             s.name = labels.get(s.doc_id, s.doc_id)
     return Retrieval(question, sources, w, retriever, timings, n, router_note, selection)

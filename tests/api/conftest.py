@@ -2,7 +2,6 @@
 embedder, the extractive backend, two users with a key each, and a shared document in the library."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,8 +32,8 @@ def api(tmp_path_factory):
     from ui.service import UiService
 
     root = tmp_path_factory.mktemp("api")
-    old_tmp = os.environ.get("GRADIO_TEMP_DIR")
-    os.environ["GRADIO_TEMP_DIR"] = str(root / "data" / "tmp" / "gradio")
+    env = pytest.MonkeyPatch()  # Gradio's upload folder for this server, the old value back after it
+    env.setenv("GRADIO_TEMP_DIR", str(root / "data" / "tmp" / "gradio"))
     settings = Settings(data_dir=root / "data", embedder="hashing", chunker="recursive", theta=40,
                         synth_backend="extractive", max_file_mb=0.05, top_k=5, api_requests_per_minute=600)
     ctx = AppContext(settings, embedder=HashingEmbedder(dim=64))
@@ -51,10 +50,7 @@ def api(tmp_path_factory):
     demo.close()
     service.close()
     ctx.close()
-    if old_tmp is None:
-        os.environ.pop("GRADIO_TEMP_DIR", None)
-    else:
-        os.environ["GRADIO_TEMP_DIR"] = old_tmp
+    env.undo()
 
 
 def auth(key: str) -> dict:

@@ -166,6 +166,10 @@ def test_names_shown_tell_apart_only_what_the_reader_can_see(svc, tmp_path, writ
     a, b = browser_owner(BROWSER_A), browser_owner(BROWSER_B)
     assert cat.labels(a) == {"rules.md": "rules.md", "rules (2).md": "rules (2).md"}
     assert cat.labels(b) == {"rules.md": "rules.md", "fees.md": "fees.md"}
+    for reader in (a, b, None):  # an answer's few sources are labelled as the whole list labels them
+        everything = cat.labels(reader)
+        assert cat.labels(reader, list(everything)[:1]) == dict(list(everything.items())[:1])
+        assert cat.labels(reader, everything) == everything and cat.labels(reader, []) == {}
     # a queued upload, not in the catalog yet: B's "rules.md" would be told apart from the library's, C's
     # "fees.md" (stored as fees (2).md: B has one) would not, since C cannot see B's
     assert cat.label_of("rules (3).md", "rules.md", b) == "rules (3).md"

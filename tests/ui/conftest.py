@@ -87,8 +87,8 @@ def ui_server(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("ui")
     data = root / "data"
-    old_tmp = os.environ.get("GRADIO_TEMP_DIR")
-    os.environ["GRADIO_TEMP_DIR"] = str(data / "tmp" / "gradio")
+    env = pytest.MonkeyPatch()  # Gradio's upload folder for this server, the old value back after it
+    env.setenv("GRADIO_TEMP_DIR", str(data / "tmp" / "gradio"))
     settings = Settings(data_dir=data, embedder="hashing", chunker="recursive", theta=40, synth_backend="extractive",
                         max_file_mb=0.05, top_k=5, router="default")
     emb = GatedEmbedder(HashingEmbedder(dim=64))
@@ -106,7 +106,4 @@ def ui_server(tmp_path_factory):
     emb.gate.set()
     demo.close()
     ctx.close()
-    if old_tmp is None:
-        os.environ.pop("GRADIO_TEMP_DIR", None)
-    else:
-        os.environ["GRADIO_TEMP_DIR"] = old_tmp
+    env.undo()
