@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export GRADIO_ANALYTICS_ENABLED := False
 
-.PHONY: setup models demo lint test test-fast docs-check bench bench-extra clean
+.PHONY: setup system-deps models demo lint test test-fast docs-check bench bench-extra clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -20,6 +20,10 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# the Debian packages the tests drive (chromium, redis-server, docker-compose, tesseract-ocr + eng), where missing
+system-deps:
+	bash .ci/system-deps
 
 models: setup
 	$(BIN)/mgrag setup-models
@@ -34,7 +38,7 @@ demo: models
 lint: setup
 	$(BIN)/ruff check .
 
-test: models lint
+test: system-deps models lint
 	$(BIN)/python -m pytest -q
 
 test-fast: lint
