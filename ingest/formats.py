@@ -340,13 +340,16 @@ def image_text(name: str, data: bytes, ocr_engine: str | None = None) -> tuple[s
     except Exception as e:  # PIL: unreadable, truncated, or a decompression bomb
         why = "not an image format PIL knows" if e.__class__.__name__ == "UnidentifiedImageError" else str(e)[:100]
         raise IngestError(name, f"is not a readable image ({e.__class__.__name__}: {why})") from e
+    from ingest.sandbox import progress
+
     b = Builder("page")
-    for img in frames:
+    for i, img in enumerate(frames):
         b.page()
         try:
             lines = ocr_lines(img, ocr_engine)
         except OcrUnavailable as e:
             raise IngestError(name, f"is an image; reading it needs OCR: {e}") from e
+        progress((i + 1, len(frames)))
         para: list[str] = []
         for ln in lines + [""]:
             if ln.strip():

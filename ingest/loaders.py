@@ -235,9 +235,9 @@ def _pdf_text(name: str, data: bytes, ocr_engine: str | None = None) -> tuple[st
 
 def pdf_text(name: str, data: bytes, limits: "Limits", on_progress=None) -> tuple[str, dict]:
     """The text and layout of a PDF read ``limits.pdf_pages_per_range`` pages at a time, each range in a child
-    process with the memory cap and the time limit (:mod:`ingest.sandbox`), so a 300-page filing costs the memory
-    of one range, not of the whole parse, and the time limit applies per range. ``on_progress(pages_done,
-    pages)`` after each range."""
+    process with the memory cap and the CPU-time limit (:mod:`ingest.sandbox`), so a 300-page filing costs the
+    memory of one range, not of the whole parse, and the limit applies per range (plus an allowance per page read by
+    OCR). ``on_progress(pages_done, pages)`` after each page."""
     from ingest.pdf import assemble
     from ingest.sandbox import SandboxError, run_limited
 
@@ -245,12 +245,18 @@ def pdf_text(name: str, data: bytes, limits: "Limits", on_progress=None) -> tupl
     pages: list[dict] = []
     outline: list = []
     n, first = None, 0
+
+    def page_done(payload) -> None:
+        if on_progress is not None and payload:
+            on_progress(*payload)
+
     while n is None or first < n:
         try:
             n, part, ol = run_limited("ingest.loaders:_pdf_pages", (name, data, first, first + step, limits.ocr_engine),
-                                      name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
+                                      name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb,
+                                      ocr_pages=step, on_progress=page_done)
         except SandboxError as e:
-            where = f" (pages {first + 1}–{first + step})" if n is not None and n > step else ""
+            where = f" (pages {first + 1}–{min(first + step, n)})" if n is not None and n > step else ""
             raise IngestError(name, e.problem + where) from e
         pages += part
         outline = outline or ol
@@ -258,6 +264,27 @@ def pdf_text(name: str, data: bytes, limits: "Limits", on_progress=None) -> tupl
         if on_progress is not None:
             on_progress(min(first, n), n)
     return assemble(name, pages, outline)
+
+
+def pdf_pages_hint(data: bytes) -> int | None:
+    """A PDF's page count as its page tree states it (the largest ``/Count`` of a ``/Type /Pages`` object), read
+    without parsing the file: for estimates only (None when the tree sits in a compressed object stream).
+
+    >>> pdf_pages_hint(b"1 0 obj << /Type /Pages /Kids [3 0 R] /Count 61 >> endobj 4 0 obj << /Count 3 >> endobj")
+    61
+    """
+    counts = []
+    for m in re.finditer(rb"/Count\s+(\d+)", data[: 64 * 2**20]):
+        start = data.rfind(b"obj", max(0, m.start() - 200_000), m.start())
+        end = data.find(b"endobj", m.end(), m.end() + 200_000)
+        if start >= 0 and re.search(rb"/Type\s*/Pages\b", data[start:end if end >= 0 else m.end()]):
+            counts.append(int(m.group(1)))
+        if len(counts) >= 1000:
+            break
+    return max(counts) if counts else None
+
+
+_OCR_FRAMES = 200  # the most frames of an image file read by OCR (ingest.ocr.image_pages)
 
 
 def _check_unpacked_size(name: str, data: bytes, max_unpacked: int, kind: str = "DOCX") -> None:
@@ -376,7 +403,8 @@ def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: 
             try:
                 text, layout = run_limited("ingest.loaders:_extract", (suffix, name, data, limits.max_unpacked_bytes,
                                                                        limits.max_rows, limits.ocr_engine),
-                                           name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
+                                           name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb,
+                                           ocr_pages=_OCR_FRAMES if suffix in IMAGE_SUFFIXES else 0)
             except SandboxError as e:
                 raise IngestError(name, e.problem) from e
         else:

@@ -5,7 +5,11 @@ filings it keeps 91% of the words in reading order against tesseract's 79% (97.6
 order), at 2.6× tesseract's time per page; tesseract is the faster choice for plain single-column scans.
 
 Only pages without a text layer are read this way (scanned PDF pages, images); the extractor calls :func:`ocr_lines`
-in its sandboxed child, so the OCR engine runs under the same memory cap and time limit as the rest of extraction.
+in its sandboxed child, under its time limit. RapidOCR's models and its detector's feature maps take about 1.4 GB
+of address space for a letter page (BENCHMARKS.md "OCR"): while it reads a page the child may use
+:data:`ingest.sandbox.OCR_ALLOWANCE_MB` more than the file's cap (:func:`ingest.sandbox.ocr_allowance`). That memory
+is bounded by construction (RapidOCR scales a page to at most 2000 px on its long side before detecting), so it
+is no opening for a decompression bomb: parsing the file stays under the cap.
 
 The engine is the ``ocr_engine`` setting: ``auto`` (RapidOCR when it is installed, else tesseract when it is, else
 none), ``rapidocr``, ``tesseract`` or ``none`` (a page without text is then refused with a message that says how to
@@ -96,7 +100,10 @@ def _rapid_engine():
     from rapidocr import RapidOCR
 
     logging.getLogger("RapidOCR").setLevel(logging.WARNING)  # it logs every model file it opens at INFO
-    return RapidOCR()
+    # one thread: extraction runs in a child per file beside other work, and ONNX Runtime's pool of one thread per
+    # core adds address space with every core (a many-core machine ran out of the child's cap)
+    return RapidOCR(params={"EngineConfig.onnxruntime.intra_op_num_threads": 1,
+                            "EngineConfig.onnxruntime.inter_op_num_threads": 1})
 
 
 def _rapidocr(img) -> list[str]:
@@ -123,10 +130,15 @@ def ocr_lines(img, engine: str | None = None) -> list[str]:
     eng = resolve_engine(engine)
     if eng == "none":
         raise OcrUnavailable(HOW_TO_GET_OCR)
+    from ingest.sandbox import ocr_allowance
+
     img = fit_image(img)
     if img.mode not in ("RGB", "L"):
         img = img.convert("RGB")
-    return _tesseract(img) if eng == "tesseract" else _rapidocr(img)
+    if eng == "tesseract":
+        return _tesseract(img)
+    with ocr_allowance():  # the engine's models and a bounded image: memory beyond the file's own cap (sandbox.py)
+        return _rapidocr(img)
 
 
 def image_pages(data: bytes, max_pages: int = 200):

@@ -175,6 +175,8 @@ def read_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine:
         pdf = pdfplumber.open(io.BytesIO(data), password="" if reader.is_encrypted else None)
     except Exception as e:
         raise IngestError(name, f"is not a readable PDF ({e.__class__.__name__}: {str(e)[:120]})") from e
+    from ingest.sandbox import progress
+
     with pdf:
         for i in range(first, last):
             page = pdf.pages[i]
@@ -184,6 +186,7 @@ def read_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine:
                 pages.append({"width": 0.0, "ocr": False, "items": [], "error": f"{e.__class__.__name__}"})
             finally:
                 page.close()
+            progress((i + 1, n))  # the parent's progress (and proof of life) page by page
     return n, pages, outline
 
 

@@ -250,21 +250,38 @@ def cut_stages(rates: dict, words: float, lm: bool, levels: int = 3) -> list[tup
             ("writing", 0.5 + words / 100_000)]
 
 
-def first_pass_stages(rates: dict, name: str, size: int) -> list[tuple[str, float]]:
-    """The stages of a first pass over a file of ``size`` bytes, guessed from its size until it is read."""
+def first_pass_stages(rates: dict, name: str, size: int, pages: int | None = None) -> list[tuple[str, float]]:
+    """The stages of a first pass over a file of ``size`` bytes (a PDF of ``pages`` pages, when its page tree
+    says: :func:`ingest.loaders.pdf_pages_hint`), guessed from its size until it is read."""
     if name.lower().endswith(".pdf"):
-        pages = max(1.0, size / 20_000)
+        pages = pages or max(1.0, size / 20_000)
         return [("reading", pages / rates["pdf_pages_s"]), *cut_stages(rates, pages * WORDS_PER_PAGE, lm=False)]
     return [("reading", 0.3), *cut_stages(rates, size / 6, lm=False)]
+
+
+def expected_s(rates: dict | None, lane: str, name: str, size: int | None, words: int | None = None,
+               pages: int | None = None) -> float:
+    """The seconds a job of ``lane`` is expected to take: a first pass from the file's name and size (its words once
+    read), a refinement from its words (the LM pass). What the queue schedules by (shortest first, so a small file
+    never waits behind a long one) and what a queued row's start is estimated from."""
+    r = {**DEFAULT_RATES, **(rates or {})}
+    if lane == "refine":
+        return sum(s for _, s in cut_stages(r, words or (size or 0) / 6, lm=True))
+    if words and not name.lower().endswith(".pdf"):
+        return 0.3 + sum(s for _, s in cut_stages(r, words, lm=False))
+    return sum(s for _, s in first_pass_stages(r, name, size or 0, pages))
 
 
 def extract(name: str, data: bytes, limits: Limits, rep: Reporter | None = None) -> LoadedDoc:
     """The text of a file (PDFs range by range, reporting pages read)."""
     rep = rep or Reporter()
 
+    known = []
+
     def pages(done: int, n: int) -> None:
-        if rep.stages and rep.stages[0][0] == "reading" and done == min(limits.pdf_pages_per_range, n):
+        if not known and rep.stages and rep.stages[0][0] == "reading":
             # the page count is known now: the estimate follows it
+            known.append(n)
             rep.stages = [("reading", n / rep.rates["pdf_pages_s"]),
                           *cut_stages(rep.rates, n * WORDS_PER_PAGE, lm=False)]
         rep.update("reading", done / max(n, 1), f"reading pages {done} of {n}")

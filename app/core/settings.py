@@ -34,7 +34,7 @@ class Settings(BaseSettings):
     max_file_mb: float = Field(20.0, gt=0, description="Files larger than this are refused with a message.")
     max_unpacked_mb: float = Field(200.0, gt=0, description="A DOCX, PPTX, XLSX or EPUB whose parts unpack to more than this is refused before it is parsed (decompression bombs).")
     max_words_per_file: int = Field(4_000_000, ge=1, description="Files whose extracted text has more words are refused.")
-    extract_timeout_s: float = Field(120.0, gt=0, description="Time limit for extracting the text of one PDF, DOCX or HTML file (in a child process).")
+    extract_timeout_s: float = Field(120.0, gt=0, description="CPU-seconds that extracting one file may use in its child process (a PDF: each range of pdf_pages_per_range pages; a page read by OCR adds 60). Work done, not wall time: a busy machine does not count against it; a child that reports no page for ten times this long is stopped.")
     extract_memory_mb: int = Field(2048, ge=256, description="Memory cap of the child process that extracts one PDF, DOCX or HTML file.")
     ocr_engine: Literal["auto", "tesseract", "rapidocr", "none"] = Field("auto", description="OCR for PDF pages without a text layer and for images: rapidocr (installed with MGRAG, models in the wheel; more accurate in reading order, BENCHMARKS.md \"OCR\"), tesseract (Debian's tesseract-ocr; 2.6x faster), auto (rapidocr if installed, else tesseract), none (such pages are refused).")
     max_rows: int = Field(200_000, ge=1, description="Rows of one CSV file or of all sheets of one XLSX file; more is refused.")
