@@ -31,6 +31,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from ingest.loaders import pdf_pages_hint
+from ingest.sandbox import public_problem
+from ingest.work import expected_s
+
 log = logging.getLogger(__name__)
 
 SCHEMA = """
@@ -40,7 +44,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     words INTEGER, attempts INTEGER NOT NULL DEFAULT 0, error TEXT, failed_in TEXT,
     cancel INTEGER NOT NULL DEFAULT 0, batch TEXT, source TEXT, two_phase INTEGER NOT NULL DEFAULT 1,
     claimed_by TEXT, heartbeat REAL, message TEXT, created REAL, started REAL, searchable_at REAL,
-    ready_at REAL, finished REAL, updated REAL, claimed REAL);
+    ready_at REAL, finished REAL, updated REAL, claimed REAL, pages INTEGER);
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, job_id);
 CREATE INDEX IF NOT EXISTS jobs_doc ON jobs(doc_id, job_id);
 CREATE INDEX IF NOT EXISTS jobs_batch ON jobs(batch);
@@ -51,6 +55,7 @@ STATES = ("queued", "extracting", "searchable", "refining", "ready", "failed", "
 ACTIVE = ("queued", "extracting", "searchable", "refining")  # work left to do
 RUNNING = ("extracting", "refining")  # a worker holds it
 LANES = {"first": ("queued", "extracting"), "refine": ("searchable", "refining")}  # lane: (waiting, running)
+SHORT_S = 30.0  # a job expected to take less may run beside its owner's long one (JobStore.claim)
 
 
 class JobError(ValueError):
@@ -88,6 +93,7 @@ class Job:
     finished: float | None
     updated: float | None
     claimed: float | None  # when a lane last took it
+    pages: int | None = None  # a PDF's pages as its page tree states them (for estimates before it is read)
 
     @property
     def searchable(self) -> bool:
@@ -140,7 +146,7 @@ def describe(state: str, stage: str | None = None, progress: float | None = None
         return " · ".join(parts)
     if state == "failed":
         where = " (refinement; the first pass stays searchable)" if failed_in == "refine" else ""
-        return f"failed{where}: {error or 'unknown error'}"
+        return f"failed{where}: {public_problem(error or '') or 'unknown error'}"
     if state == "cancelled":
         return "cancelled" + (" (the first pass stays searchable)" if failed_in == "refine" else "")
     if state == "searchable":
@@ -161,15 +167,21 @@ class JobStore:
         self.max_attempts = max_attempts
         with catalog._lock:
             catalog.db.executescript(SCHEMA)
-            if "claimed" not in {r[1] for r in catalog.db.execute("PRAGMA table_info(jobs)")}:
-                catalog.db.execute("ALTER TABLE jobs ADD COLUMN claimed REAL")
+            cols = {r[1] for r in catalog.db.execute("PRAGMA table_info(jobs)")}
+            for col, kind in (("claimed", "REAL"), ("pages", "INTEGER")):
+                if col not in cols:
+                    catalog.db.execute(f"ALTER TABLE jobs ADD COLUMN {col} {kind}")
 
     # -- reading --------------------------------------------------------------------------------------------------
     def _rows(self, where: str = "", args: tuple = (), order: str = "job_id") -> list[Job]:
         with self.catalog._lock:
             rows = self.catalog.db.execute(f"SELECT {', '.join(_COLS)} FROM jobs {where} ORDER BY {order}",
                                            args).fetchall()
-        return [Job(*r) for r in rows]
+        jobs = [Job(*r) for r in rows]
+        for j in jobs:  # rows written before errors were made public (one sentence, no path) read as if they were
+            if j.error:
+                j.error = public_problem(j.error)
+        return jobs
 
     def get(self, job_id: int) -> Job | None:
         rows = self._rows("WHERE job_id=?", (job_id,))
@@ -204,42 +216,76 @@ class JobStore:
         with self.catalog._lock:
             return dict(self.catalog.db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall())
 
-    _ORDER = ("WITH served AS (SELECT owner, MAX(claimed) AS t FROM jobs GROUP BY owner) "
-              "SELECT j.job_id FROM jobs j LEFT JOIN served s ON s.owner IS j.owner "
-              "WHERE j.state=? AND j.cancel=0 ORDER BY s.t IS NOT NULL, s.t, j.job_id")
-
     def first_pass_pending(self) -> bool:
         """Whether any file waits for, or is in, its first pass."""
         with self.catalog._lock:
             return self.catalog.db.execute("SELECT 1 FROM jobs WHERE state IN ('queued','extracting') LIMIT 1"
                                            ).fetchone() is not None
 
-    def position(self, job: Job) -> int:
-        """How many jobs the lane will take before ``job`` if nothing else is queued meanwhile: :meth:`claim`'s turns
-        played out."""
-        lane = "first" if job.state == "queued" else "refine"
-        with self.catalog._lock:
-            db = self.catalog.db
-            waiting = db.execute("SELECT job_id, owner FROM jobs WHERE state=? AND cancel=0 ORDER BY job_id",
-                                 (LANES[lane][0],)).fetchall()
-            served = dict(db.execute("SELECT owner, MAX(claimed) FROM jobs GROUP BY owner").fetchall())
+    # -- scheduling -----------------------------------------------------------------------------------------------
+    def expected(self, lane: str, name: str, size: int | None, words: int | None = None,
+                 pages: int | None = None) -> float:
+        """Seconds a job is expected to take, at the rates measured on this machine (:func:`ingest.work.expected_s`)."""
+        return expected_s(self.get_meta("rates", {}), lane, name, size, words, pages)
+
+    def _waiting(self, db, lane: str, expected=None) -> list[tuple]:
+        """The jobs waiting in ``lane`` in the order the lane takes them when no cap holds one back: owners take turns
+        (the owner served least recently first), and each owner's files go by expected finish (queued time + expected
+        seconds), so a small file never waits behind a long one queued just before it, and a long one is not
+        overtaken forever. Rows: ``(job_id, owner, expected seconds)``."""
+        rows = db.execute("SELECT job_id, owner, name, size, words, pages, created FROM jobs WHERE state=? AND "
+                          "cancel=0", (LANES[lane][0],)).fetchall()
+        served = dict(db.execute("SELECT owner, MAX(claimed) FROM jobs GROUP BY owner").fetchall())
+        rates = self.get_meta("rates", {}) if expected is None else None
+        est = expected or (lambda lane_, name, size, words, pages: expected_s(rates, lane_, name, size, words, pages))
         queues: dict = {}
-        for job_id, owner in waiting:
-            queues.setdefault(owner, []).append(job_id)
-        last = {o: (served.get(o) is not None, served.get(o) or 0.0, q[0]) for o, q in queues.items()}
-        n, turn = 0, time.time()
+        for job_id, owner, name, size, words, pages, created in rows:
+            e = est(lane, name, size, words, pages)
+            queues.setdefault(owner, []).append(((created or 0.0) + e, job_id, owner, e))
+        for q in queues.values():
+            q.sort()
+        last = {o: (served.get(o) is not None, served.get(o) or 0.0, q[0][1]) for o, q in queues.items()}
+        out, turn = [], time.time()
         while queues:
             owner = min(queues, key=lambda o: last[o])
-            taken = queues[owner].pop(0)
-            if taken == job.job_id:
-                return n
-            n += 1
+            _, job_id, _, e = queues[owner].pop(0)
+            out.append((job_id, owner, e))
             turn += 1.0
             if queues[owner]:
-                last[owner] = (True, turn, queues[owner][0])
+                last[owner] = (True, turn, queues[owner][0][1])
             else:
                 del queues[owner]
-        return n
+        return out
+
+    def position(self, job: Job) -> int:
+        """How many jobs the lane will take before ``job`` if nothing else is queued meanwhile."""
+        lane = "first" if job.state == "queued" else "refine"
+        with self.catalog._lock:
+            order = self._waiting(self.catalog.db, lane)
+        ids = [j for j, _, _ in order]
+        return ids.index(job.job_id) if job.job_id in ids else len(ids)
+
+    def starts_in(self, job: Job, workers: int) -> float | None:
+        """About how many seconds until ``job`` starts, with ``workers`` lanes: the running jobs' time left, then
+        the jobs ahead of it at their expected seconds, each on the lane that frees first. None: not waiting."""
+        lane = "first" if job.state == "queued" else "refine" if job.state == "searchable" else None
+        if lane is None:
+            return None
+        with self.catalog._lock:
+            db = self.catalog.db
+            order = self._waiting(db, lane)
+            running = db.execute("SELECT eta_s, name, size, words, pages, started FROM jobs WHERE state=?",
+                                 (LANES[lane][1],)).fetchall()
+        now = time.time()
+        free = sorted(eta if eta is not None else max(0.0, self.expected(lane, n, sz, w, pg) - (now - (st or now)))
+                      for eta, n, sz, w, pg, st in running)[:max(1, workers)]
+        free += [0.0] * (max(1, workers) - len(free))
+        for job_id, _, e in order:
+            free.sort()
+            if job_id == job.job_id:
+                return free[0]
+            free[0] += e
+        return None
 
     # -- adding ---------------------------------------------------------------------------------------------------
     def spool_path(self, job: Job) -> Path | None:
@@ -270,10 +316,11 @@ class JobStore:
                     (self.spool_dir / spool).unlink(missing_ok=True)
                     return None, f"already queued as job {queued[0]} ({queued[1]}); skipped"
                 doc_id = self._allocate(db, name, owner)
+                pages = pdf_pages_hint(data) if name.lower().endswith(".pdf") else None
                 cur = db.execute(
                     "INSERT INTO jobs (doc_id, name, owner, hash, size, spool, state, attempts, cancel, batch, "
-                    "source, two_phase, created, updated) VALUES (?,?,?,?,?,?,'queued',0,0,?,?,?,?,?)",
-                    (doc_id, name, owner, h, len(data), spool, batch, source, int(two_phase), now, now))
+                    "source, two_phase, created, updated, pages) VALUES (?,?,?,?,?,?,'queued',0,0,?,?,?,?,?,?)",
+                    (doc_id, name, owner, h, len(data), spool, batch, source, int(two_phase), now, now, pages))
                 job_id = int(cur.lastrowid)
         except BaseException:
             (self.spool_dir / spool).unlink(missing_ok=True)
@@ -301,28 +348,40 @@ class JobStore:
         return f"{stem} ({n}){suffix}"
 
     # -- running --------------------------------------------------------------------------------------------------
-    def claim(self, lane: str, worker: str, owner_cap: int | None = None) -> Job | None:
-        """The next job waiting in ``lane`` ("first" or "refine"), now marked running by ``worker``: owners take turns
-        (the owner a lane served least recently first, so one user's hundred files do not hold up another's one),
-        and each owner's jobs go oldest first. ``owner_cap``: the most jobs one owner may have running in the lane
-        (the shared library's, queued by the admin or the CLI, excepted), so a user's slow files never hold every
-        worker and another user's upload starts at once."""
+    def claim(self, lane: str, worker: str, owner_cap: int | None = None, expected=None) -> Job | None:
+        """The next job waiting in ``lane`` ("first" or "refine"), now marked running by ``worker``, in the order of
+        :meth:`_waiting` (owners take turns, so one user's hundred files do not hold up another's one; each owner's
+        shortest expected finish first). ``owner_cap``: the most jobs one owner may have running in the lane (the
+        shared library's, queued by the admin or the CLI, excepted), so a user's slow files never hold every worker
+        and another user's upload starts at once; beyond it, one more that is expected to be short
+        (:data:`SHORT_S`) while all the owner's running ones are long, so their small file never waits behind their
+        big one. ``expected(lane, name, size, words, pages)``: seconds a job is expected to take (default: the measured
+        rates)."""
         waiting, running = LANES[lane]
         now = time.time()
-        order, args = self._ORDER, (waiting,)
-        if owner_cap:
-            order = order.replace("WHERE j.state=? AND j.cancel=0",
-                                  "WHERE j.state=? AND j.cancel=0 AND (j.owner IS NULL OR "
-                                  "(SELECT COUNT(*) FROM jobs r WHERE r.owner=j.owner AND r.state=?) < ?)")
-            args = (waiting, running, owner_cap)
         with self.catalog.transaction() as db:
-            row = db.execute(order + " LIMIT 1", args).fetchone()
-            if row is None:
+            order = self._waiting(db, lane, expected)
+            if not order:
+                return None
+            est = expected or self.expected
+            busy: dict = {}
+            for owner, name, size, words, pages in db.execute("SELECT owner, name, size, words, pages FROM jobs "
+                                                              "WHERE state=?", (running,)).fetchall():
+                n, short = busy.get(owner, (0, 0))
+                busy[owner] = (n + 1, short + (est(lane, name, size, words, pages) < SHORT_S))
+            pick = None
+            for job_id, owner, e in order:
+                n, short = busy.get(owner, (0, 0))
+                if (not owner_cap or owner is None or n < owner_cap
+                        or (e < SHORT_S and short == 0 and n < owner_cap + 1)):
+                    pick = job_id
+                    break
+            if pick is None:
                 return None
             db.execute("UPDATE jobs SET state=?, claimed_by=?, heartbeat=?, started=COALESCE(started, ?), claimed=?, "
                        "stage=?, progress=0, eta_s=NULL, updated=? WHERE job_id=?",
-                       (running, worker, now, now, now, "starting", now, row[0]))
-        return self.get(row[0])
+                       (running, worker, now, now, now, "starting", now, pick))
+        return self.get(pick)
 
     def report(self, job_id: int, stage: str, progress: float | None, eta_s: float | None,
                words: int | None = None) -> bool:
@@ -362,6 +421,7 @@ class JobStore:
         job = self.get(job_id)
         if job is None:
             return
+        error = public_problem(error) if error else error  # one sentence, no traceback, no path of this machine
         now = time.time()
         failed_in = ("refine" if job.searchable else "first") if state in ("failed", "cancelled") else None
         with self.catalog.transaction() as db:
@@ -375,6 +435,7 @@ class JobStore:
         """A running job met an unexpected error (not a problem of the file): back to its lane with one more
         attempt, or failed after ``max_attempts``. Returns the new state."""
         attempts = job.attempts + 1
+        error = public_problem(error)
         if attempts >= self.max_attempts:
             self.finish(job.job_id, "failed", error=f"{error} (gave up after {attempts} attempts)")
             return "failed"

@@ -77,6 +77,18 @@ def enqueue(ctx, named: Iterable[tuple[str, bytes]], owner: str | None = None, *
     return out
 
 
+def queued_text(ctx, job: Job) -> str:
+    """A queued file's row for people: its place and about when it starts ("queued (2 ahead) · starts in about
+    3 min"), from the running jobs' time left and the expected seconds of those ahead of it."""
+    ahead = ctx.jobs.position(job)
+    s = ctx.settings
+    start = ctx.jobs.starts_in(job, s.queue_inflight if s.queue_url else s.ingest_workers)
+    when = ""
+    if start is not None and start >= 5:
+        when = " · starts in about " + (f"{start / 60:.0f} min" if start >= 90 else f"{start:.0f} s")
+    return f"queued ({f'{ahead} ahead' if ahead else 'next'}){when}"
+
+
 def runner_alive(jobs: JobStore, max_age_s: float = 4 * HEARTBEAT_S) -> dict | None:
     """The running runner's heartbeat (pid, host, command, executor) when one beat lately, else None."""
     beat = jobs.get_meta(RUNNER_KEY)
@@ -329,7 +341,7 @@ class Runner:
         two = bool(job.two_phase) and needs_refinement(own["chunker"] if own else gen.chunker)
         plan = plan_for(ctx, gen, own, first_pass=two)
         rep = self._reporter(job, "first")
-        rep.begin(first_pass_stages(rep.rates, job.name, len(data)))
+        rep.begin(first_pass_stages(rep.rates, job.name, len(data), job.pages))
         doc, c = self.executor.first(job, data, plan, rep)
         with ctx.write_lock:
             if self.jobs.cancel_requested(job.job_id):

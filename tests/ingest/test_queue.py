@@ -372,3 +372,53 @@ def test_a_first_pass_is_named_by_its_step_once_past_the_reading():
     assert describe("extracting", "writing", 0.98) == "writing 98%"
     assert describe("extracting") == "extracting"
     assert describe("refining", "LM pass", 0.431, 130) == "refining 43% · LM pass · about 2 min left"
+
+
+def test_a_small_file_uploaded_after_a_long_pdf_is_searchable_first(make_ctx):
+    """Issue 32 (2): one user's files went strictly one at a time in upload order, so a .docx waited minutes behind
+    a 10-K. A long PDF is taken first; the same user's small file, queued while it runs, goes on the other worker
+    and is searchable before the PDF is."""
+    from tests.pdfgen import make_pdf
+
+    ctx = make_ctx(chunker="mg", theta=40, ingest_workers=2)
+    long_pdf = make_pdf([[f"Line {i} of page {p} says the harbour opened at dawn." for i in range(30)]
+                         for p in range(120)])
+    assert ctx.jobs.expected("first", "long.pdf", len(long_pdf), pages=120) >= 30  # a long job by its estimate
+    runner = Runner(ctx).start()
+    try:
+        [big] = enqueue(ctx, [("long.pdf", long_pdf)], "browser:a")
+        runner.wake()
+        deadline = time.monotonic() + 30
+        while ctx.jobs.get(big.job.job_id).state == "queued" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ctx.jobs.get(big.job.job_id).state == "extracting"
+        [small] = enqueue(ctx, [("notes.md", TEXT.encode())], "browser:a")
+        runner.wake()
+        jobs = wait(ctx.jobs, [big.job.job_id, small.job.job_id], "searchable", timeout_s=120)
+    finally:
+        runner.stop()
+    by = {j.name: j for j in jobs}
+    assert by["notes.md"].searchable and by["long.pdf"].searchable
+    assert by["notes.md"].searchable_at < by["long.pdf"].searchable_at
+
+
+def test_each_owner_s_short_file_goes_before_a_long_one_queued_just_before_it_and_rows_say_when_they_start(make_ctx):
+    from ingest.queue import queued_text
+    from tests.pdfgen import make_pdf
+
+    ctx = make_ctx(chunker="mg", theta=40, ingest_workers=1)
+    pdf = make_pdf([["Dawn at the harbour."] * 30 for _ in range(120)])
+    [big] = enqueue(ctx, [("long.pdf", pdf)], "browser:a")
+    [small] = enqueue(ctx, [("notes.md", TEXT.encode())], "browser:a")
+    [later] = enqueue(ctx, [("later.pdf", pdf.replace(b"Dawn", b"Dusk"))], "browser:a")
+    assert [ctx.jobs.position(q.job) for q in (small, big, later)] == [0, 1, 2]
+    big_s = ctx.jobs.expected("first", "long.pdf", len(pdf), pages=120)
+    small_s = ctx.jobs.expected("first", "notes.md", len(TEXT))
+    assert ctx.jobs.starts_in(small.job, 1) == 0
+    assert ctx.jobs.starts_in(big.job, 1) == pytest.approx(small_s)
+    assert ctx.jobs.starts_in(later.job, 1) == pytest.approx(small_s + big_s)
+    assert queued_text(ctx, small.job) == "queued (next)"
+    wait_s = small_s + big_s
+    when = f"{wait_s / 60:.0f} min" if wait_s >= 90 else f"{wait_s:.0f} s"
+    assert queued_text(ctx, later.job) == f"queued (2 ahead) · starts in about {when}"
+    assert ctx.jobs.claim("first", "t").name == "notes.md"

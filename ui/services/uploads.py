@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from ingest.loaders import SUPPORTED, IngestError
+from ingest.queue import queued_text
 from ui.services.base import ADMIN
 
 log = logging.getLogger("ui.service")  # the name it always had (log filters, tests)
@@ -162,8 +163,7 @@ class UploadsPart:
                     chunks = "/".join(str(counts.get(lv, 0)) for lv in range(live.n_levels))
             message = job.describe() if job.state != "ready" else (job.message or "")
             if job.state == "queued":
-                ahead = self.ctx.jobs.position(job)
-                message = f"queued ({ahead} ahead)" if ahead else "queued (next)"
+                message = queued_text(self.ctx, job)
             shown = (self.ctx.catalog.label_of(job.doc_id, job.name, job.owner) if job.doc_id != job.name
                      else job.name)
             stored = f"stored as {job.doc_id!r}"
