@@ -27,7 +27,8 @@ Turn = dict  # {"role": "user" | "assistant", "content": str, optional "query": 
 
 REFERRING = frozenset("it its itself he him his himself she her hers herself they them their theirs themselves "
                       "this that these those there then former latter".split())
-_ELLIPSIS_RE = re.compile(r"^\s*(and|also|what about|how about|and what about|what else|same for|why|how so)\b", re.I)
+_ELLIPSIS_RE = re.compile(r"^\s*(and|also|what about|how about|and what about|what else|same for)\b", re.I)
+_WHY_RE = re.compile(r"^\s*(why|how so|how come)\b", re.I)  # a follow-up unless the question names its own subject
 _WORD_RE = re.compile(r"[A-Za-z][\w'’-]*|\d[\d.,]*")
 _GENERIC = frozenset(("what which who whom whose when where why how does did do is are was were can could would "
                       "should will may might tell me about please give describe explain according mentioned "
@@ -59,18 +60,48 @@ def _referring(words: Sequence[str]) -> bool:
     return False
 
 
+def names_its_subject(question: str, words: Sequence[str] | None = None) -> bool:
+    """Whether the question names what it is about: a name of its own (a capitalised run that is not just its
+    first word) before any pronoun, and at least four content words. Such a question stands alone even when it
+    starts with "why" or holds an "it" that points inside it ("Apple's net sales … how much of it …"); "How large
+    is it compared with the farms near Highbury?" does not (its "it" comes before the name).
+
+    >>> names_its_subject("Why was Zebrion chosen as the handheld vendor for Project Heron?")
+    True
+    >>> names_its_subject("Did Jane Fairfax accept it?"), names_its_subject("Why did it fall?")
+    (False, False)
+    """
+    words = words if words is not None else [w.lower() for w in _WORD_RE.findall(question)]
+    content = [w for w in words if w not in _GENERIC and w not in REFERRING]
+    names = entities(question)
+    if not names or len(content) < 4:
+        return False
+    first_name = min((words.index(n.split()[0].lower()) for n in names if n.split()[0].lower() in words),
+                     default=len(words))
+    pronoun = next((i for i, w in enumerate(words) if w in REFERRING and _referring(words[max(0, i - 1):i + 2])),
+                   len(words))
+    return first_name < pronoun
+
+
 def refers_back(question: str) -> bool:
-    """True when the question needs the conversation to be understood (pronoun, ellipsis, or too short).
+    """True when the question needs the conversation to be understood (pronoun, ellipsis, or too short), unless it
+    names its own subject (:func:`names_its_subject`; an "and …"/"what about …" ellipsis always refers back).
 
     >>> refers_back("Who founded it?"), refers_back("Who founded the Elm Street bakery?"), refers_back("And Paris?")
     (True, False, True)
     >>> refers_back("Was there any drop in cash and cash equivalents in the quarter?")
     False
+    >>> refers_back("Why?"), refers_back("Why was Zebrion chosen as the handheld vendor for Project Heron?")
+    (True, False)
     """
     words = [w.lower() for w in _WORD_RE.findall(question)]
-    if _referring(words) or _ELLIPSIS_RE.search(question):
+    if _ELLIPSIS_RE.search(question):
         return True
-    return len([w for w in words if w not in _GENERIC]) <= 2
+    if len([w for w in words if w not in _GENERIC]) <= 2:
+        return True
+    if _referring(words) or _WHY_RE.search(question):
+        return not names_its_subject(question, words)
+    return False
 
 
 def entities(text: str, lone_first: bool = False) -> list[str]:

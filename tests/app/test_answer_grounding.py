@@ -87,6 +87,20 @@ def test_ungrounded_answers_pass_through(ctx):
     assert ans.text == "Russia [1]." and not ans.abstained and len(ans.citations) == 1
 
 
+def test_a_why_question_that_names_its_own_subject_stands_alone_mid_conversation(ctx):
+    """Issue 32 (3): any "Why …?" mid-conversation was searched with the previous question in brackets and
+    abstained, though a new conversation answered it. A question that names its own subject stands alone."""
+    first = answer(ctx, "Who planted the oldest tree in the orchard?", backend="extractive")
+    history = [{"role": "user", "content": first.question, "query": first.query},
+               {"role": "assistant", "content": first.text}]
+    q = "Why does the keeper Mrs. Alder log the weather at dawn at the northern lighthouse?"
+    follow = answer(ctx, q, backend="extractive", history=history)
+    alone = answer(ctx, q, backend="extractive")
+    assert follow.rewrite == "none" and follow.query == q
+    assert follow.text == alone.text and [s.doc_id for s in follow.sources] == [s.doc_id for s in alone.sources]
+    assert follow.sources[0].doc_id == "keeper.md"
+
+
 def test_follow_up_resolves_its_pronoun_and_retrieves_the_right_document(ctx):
     first = answer(ctx, "Who planted the oldest tree in the orchard?", backend="extractive")
     history = [{"role": "user", "content": first.question, "query": first.query},

@@ -148,3 +148,14 @@ def test_the_rewriter_keeps_the_conversation_subject_after_several_follow_ups():
             {"role": "user", "content": "When did she do that?"}, {"role": "assistant", "content": "In 1901 [1]."}]
     prompt = rewrite_messages("Where was she born?", hist)[1]["content"]
     assert "Elm Street bakery" in prompt  # the first question, though the last four turns no longer hold it
+
+
+def test_a_question_that_names_its_own_subject_stands_alone_even_with_why_or_it():
+    """Issue 32 (3): "Why …" and an "it" inside a question that names its subject were taken as follow-ups."""
+    history = [{"role": "user", "content": "What was the West region's revenue in 2023-Q3?"},
+               {"role": "assistant", "content": "$4.1 million [1]."}]
+    for q in ("Why was Zebrion chosen as the handheld vendor for Project Heron?",
+              "What were Apple's total net sales in the third quarter, and how much of it came from Services?"):
+        assert rewrite_rules(q, history) == q
+    for q in ("Why?", "Why did it fall?", "And the year before?", "How much of it came from services?"):
+        assert rewrite_rules(q, history) != q
