@@ -40,6 +40,11 @@ def cmd_keys(args) -> int:
             print(key)
             print(f"(API key {args.name!r} for user {args.user}: shown this once; send it as "
                   "'Authorization: Bearer …' to /v1 of `mgrag serve`)", file=sys.stderr)
+            if not users:
+                print("note: this server has no user accounts, so files uploaded in a browser belong to that "
+                      "browser and no API key searches them; the key searches the shared library (`mgrag "
+                      "ingest`) and what it uploads itself (POST /v1/documents). With accounts (`mgrag users "
+                      "add`), a key sees what its user uploads in the browser.", file=sys.stderr)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -185,7 +185,7 @@ def build_api(service, *, requests_per_minute: int | None = None):
         answer = _finish(events)
         return {"id": cid, "object": "chat.completion", "created": created, "model": body.model,
                 "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": answer.text}}],
+                             "message": {"role": "assistant", "content": _content(service, answer)}}],
                 **_extras(service, answer)}
 
     @api.post("/documents", summary="Upload documents (multipart, field 'files'); ?wait=true returns when searchable")
@@ -194,7 +194,9 @@ def build_api(service, *, requests_per_minute: int | None = None):
 
     @api.get("/documents", summary="The documents this key may search, with their state")
     def documents(key=Depends(caller)):
-        return {"documents": [_doc_json(r, key.owner) for r in _visible(service, key.owner)]}
+        out = {"documents": [_doc_json(r, key.owner) for r in _visible(service, key.owner)]}
+        note = reach_note(service)
+        return {**out, "note": note} if note else out
 
     @api.get("/documents/{doc_id:path}", summary="One document with its state")
     def document(doc_id: str, key=Depends(caller)):
@@ -270,10 +272,15 @@ async def _too_large(send, limit: int) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def mount_api(app, service) -> None:
-    """Serve :func:`build_api` under ``/v1`` of the web app's server ``app``, its request bodies capped."""
+def api_app(service):
+    """:func:`build_api` with its request bodies capped: the app the web server mounts at ``/v1``."""
     limit = int(service.ctx.settings.max_file_mb * 2**20) * MAX_FILES_PER_UPLOAD + 2**20
-    app.mount("/v1", BodyLimit(build_api(service), limit))
+    return BodyLimit(build_api(service), limit)
+
+
+def mount_api(app, service) -> None:
+    """Serve :func:`api_app` under ``/v1`` of an existing server app ``app``."""
+    app.mount("/v1", api_app(service))
 
 
 def _backend(service, model: str) -> str | None:
@@ -314,12 +321,31 @@ def _finish(events):
     raise ApiError(500, "the answer did not complete", "internal_error")
 
 
+BROWSER_UPLOADS_NOTE = ("This API key searches the shared library (`mgrag ingest`) and the files uploaded with "
+                        "it (POST /v1/documents). This server has no user accounts, so a file uploaded in a browser "
+                        "belongs to that browser alone and no API key searches it.")
+
+
+def reach_note(service) -> str | None:
+    """What a key cannot see and why, where that is a surprise: without user accounts a browser's uploads are its
+    own, and a key (made for a name, not for a browser) never sees them (issue 32: the only symptom was an
+    abstention). The same words whatever exists, so they reveal nobody's documents."""
+    return None if service.users else BROWSER_UPLOADS_NOTE
+
+
+def _content(service, answer) -> str:
+    """The answer's text; an abstention says what the key searches when it may not see a browser's uploads."""
+    note = reach_note(service) if answer.abstained else None
+    return f"{answer.text}\n\n({note})" if note else answer.text
+
+
 def _extras(service, answer) -> dict:
     """MGRAG's fields of a completion: the cited sources, whether it abstained, and what was searched."""
+    note = reach_note(service) if answer.abstained else None
     return {"citations": [citation_json(service, c) for c in answer.citations],
             "mgrag": {"abstained": answer.abstained, "query": answer.query, "rewrite": answer.rewrite,
                       "backend": answer.backend, "retriever": answer.retriever, "error": answer.error,
-                      "sources": len(answer.sources)}}
+                      "sources": len(answer.sources), **({"note": note} if note else {})}}
 
 
 def _stream(service, events, cid: str, created: int, model: str) -> Iterator[str]:
@@ -337,7 +363,7 @@ def _stream(service, events, cid: str, created: int, model: str) -> Iterator[str
         yield "data: " + json.dumps({"error": {"message": e.message, "type": "invalid_request_error",
                                                "code": e.code}}) + "\n\n"
         return
-    words = answer.text.split(" ")
+    words = _content(service, answer).split(" ")
     for i in range(0, len(words), 8):
         yield chunk({"content": " ".join(words[i:i + 8]) + (" " if i + 8 < len(words) else "")})
     yield chunk({}, "stop", **_extras(service, answer))

@@ -111,17 +111,28 @@ def launch(service: UiService, *, host: str | None = None, port: int | None = No
     app, url, _ = demo.launch(server_name=host or s.ui_host, server_port=port or s.ui_port, prevent_thread_lock=True,
                               max_file_size=int(s.max_file_mb * 2**20), quiet=True, show_error=True,
                               footer_links=["api"], css=render_css(), max_threads=64, auth=auth,
-                              auth_message="MGRAG: log in with the account your admin gave you.")
-    add_viewer_routes(app, service)
-    from ui.api import mount_api
-
-    mount_api(app, service)  # the HTTP API (/v1): OpenAI-compatible chat, documents, search; API keys
+                              auth_message="MGRAG: log in with the account your admin gave you.",
+                              app_kwargs={"routes": own_routes(service)})
     if block:
         try:
             demo.block_thread()
         finally:
             demo.close()
     return demo, url
+
+
+def own_routes(service: UiService) -> list:
+    """The server's routes besides Gradio's, handed to the app Gradio makes so that they exist before it listens
+    (mounted after ``launch``, ``/v1`` answered 404 for a moment while ``/`` already answered): the viewer's
+    pages (``/mgrag/...``) and the HTTP API (``/v1``: OpenAI-compatible chat, documents, search; API keys)."""
+    from fastapi import APIRouter
+    from starlette.routing import Mount
+
+    from ui.api import api_app
+
+    viewer = APIRouter()
+    add_viewer_routes(viewer, service)
+    return [*viewer.routes, Mount("/v1", app=api_app(service))]
 
 
 def render_css() -> str:
