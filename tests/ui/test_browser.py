@@ -180,6 +180,33 @@ def test_upload_progress_moves_within_one_large_file(ui_server, page, tmp_path):
     assert any("left" in t for t in seen), seen
 
 
+def test_a_small_file_is_searchable_and_in_search_in_while_a_long_pdf_is_still_read(ui_server, page, tmp_path):
+    """Issue 32 (2): a .docx waited minutes behind a 10-K uploaded with it, and *Search in* listed none of the new
+    files until the whole batch was done. A long PDF (120 pages by its page tree, slowed by the embedder) and a
+    small note go up together: the note is searchable and ticked-able under *Search in* while the PDF is still
+    being read."""
+    from tests.pdfgen import make_pdf
+
+    pdf = tmp_path / "annual-report.pdf"
+    pdf.write_bytes(make_pdf([[f"Page {p}: the harbour board met."] for p in range(120)], footer=None))
+    assert pdf.stat().st_size < 50_000  # under the test server's upload limit
+    note = tmp_path / "ferry-note.md"
+    note.write_text("# Ferry note\n\nThe ferry to the island leaves at seven every morning.\n", encoding="utf-8")
+    _open(page, ui_server.url)
+    ui_server.embedder.delay_s = 1.0
+    try:
+        page.locator("#upload input[type=file]").set_input_files([str(pdf), str(note)])
+        _see(page.locator("#scope"), "ferry-note.md")
+        rows = page.locator("#upload-report").inner_text()
+        page.screenshot(path=str(ARTIFACTS / "upload-small-first.png"), full_page=True)
+        pdf_row = next(ln for ln in rows.splitlines() if "annual-report.pdf" in ln)
+        assert not re.search(r"searchable|ready", pdf_row), rows  # the PDF is still being read
+        assert "annual-report.pdf" not in page.locator("#scope").inner_text()
+    finally:
+        ui_server.embedder.delay_s = 0.0
+    _see(page.locator("#scope"), "annual-report.pdf")
+
+
 def test_admin_login_form_gives_way_to_a_log_out(ui_server, page):
     _open(page, ui_server.url, "Admin")
     _login(page, ADMIN_PASSWORD)

@@ -168,7 +168,7 @@ class ChatRoom:
         c, u = self.c, self.uploads
         refresh_scope = self.conversations.refresh_scope  # one function for both events, as before
         u.files.upload(u.on_upload, [u.files, c.browser],
-                       [u.upload_report, u.files, u.my_docs, u.upload_rows_state, u.upload_timer],
+                       [u.upload_report, u.files, u.my_docs, u.upload_rows_state, u.upload_timer, c.scope_in],
                        api_name="upload", concurrency_limit=16, show_progress="hidden").then(
             refresh_scope, [c.browser, c.scope_in], [c.scope_in], api_visibility="private", show_progress="hidden")
         u.upload_timer.tick(u.on_upload_tick, [u.upload_rows_state], [u.upload_report, u.upload_timer],

@@ -92,18 +92,25 @@ class UploadPanel:
 
         service = self.service
         clean_uploads(service)
+        keep = gr.update
         if not paths:
-            yield gr.update(), None, gr.update(), gr.update(), gr.update()
+            yield keep(), None, keep(), keep(), keep(), keep()
             return
         try:
             owner = self.c.owner_of(browser_id, request)
             rows, ids = service.enqueue_files(paths, owner=owner)
         finally:
             remove_uploads(paths, service.upload_root)
-        yield upload_table(rows), None, gr.update(), rows, gr.Timer(active=False)
+        yield upload_table(rows), None, keep(), rows, gr.Timer(active=False), keep()
+        shown = 0
         while ids and not all(reached(service.ctx.jobs.get(i), "searchable") for i in ids):
             time.sleep(0.5)
-            yield upload_table(service.upload_rows(rows)), None, gr.update(), rows, gr.update()
+            ready = sum(reached(service.ctx.jobs.get(i), "searchable") for i in ids)
+            # each file joins "Search in" and "Your uploads" as soon as it is searchable, not when the batch is
+            grew = ready > shown
+            shown = ready
+            yield (upload_table(service.upload_rows(rows)), None, self.mine(browser_id, request) if grew else keep(),
+                   rows, keep(), self.scope_update(browser_id, request) if grew else keep())
         now = service.upload_rows(rows)
         bad = [r for r in now if r["status"] in ("failed", "refused", "cancelled")]
         if bad:
@@ -115,7 +122,13 @@ class UploadPanel:
             gr.Info(f"{len(ok)} document(s) searchable" + (f"; {refining} being refined in the background (the "
                                                           "table follows it)" if refining else ""))
         active = any(r["status"] in ACTIVE for r in now)
-        yield upload_table(now), None, self.mine(browser_id, request), rows, gr.Timer(active=active)
+        yield (upload_table(now), None, self.mine(browser_id, request), rows, gr.Timer(active=active),
+               self.scope_update(browser_id, request))
+
+    def scope_update(self, browser_id, request: gr.Request):
+        """*Search in*'s choices now (what is ticked stays ticked)."""
+        reader = self.c.reader_of(browser_id, request)
+        return gr.update(choices=self.service.searchable_choices(reader) if reader else [])
 
     def on_upload_tick(self, rows):
         """The timer: the last upload's rows as they are now; it stops when every file is done."""
