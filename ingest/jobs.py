@@ -437,7 +437,7 @@ class JobStore:
         attempts = job.attempts + 1
         error = public_problem(error)
         if attempts >= self.max_attempts:
-            self.finish(job.job_id, "failed", error=f"{error} (gave up after {attempts} attempts)")
+            self.finish(job.job_id, "failed", error=f"{error} (gave up after {attempts} attempt{'s' * (attempts != 1)})")
             return "failed"
         back = "searchable" if job.state == "refining" else "queued"
         now = time.time()

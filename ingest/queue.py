@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ingest.jobs import ACTIVE, Job, JobStore
 from ingest.loaders import IngestError, Limits, LoadedDoc, check_input, clean_name
+from ingest.sandbox import public_problem
 from ingest.types import content_hash
 from ingest.work import Cut, Plan, Reporter, Stopped, cut, extract, first_pass_stages, needs_refinement, updated_rates
 
@@ -294,7 +295,10 @@ class Runner:
                 log.error("%s failed: %s", job.name, e)
                 return
             log.exception("job %d (%s) failed", job.job_id, job.name)
-            state = self.jobs.retry_or_fail(job, f"{e.__class__.__name__}: {e}")
+            said = public_problem(f"{e.__class__.__name__}: {e}")
+            if said == e.__class__.__name__:  # nothing but a traceback: the log has it
+                said = f"an unexpected error ({said}); the details are in the server's log"
+            state = self.jobs.retry_or_fail(job, said)
             log.warning("job %d (%s): %s", job.job_id, job.name, "given up" if state == "failed" else "will retry")
 
     def _reporter(self, job: Job, lane: str) -> Reporter:

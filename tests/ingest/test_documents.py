@@ -132,14 +132,14 @@ def test_the_extractive_answer_never_quotes_a_heading_or_title_line(make_ctx, wr
 
 
 # -- OCR ---------------------------------------------------------------------------------------------------------------
-def _page_image(lines: list[str], size=(1275, 1650)):
+def _page_image(lines: list[str], size=(1275, 1650), font_size: int = 30, step: int = 48):
     from PIL import Image, ImageDraw, ImageFont
 
     img = Image.new("L", size, 255)
     draw = ImageDraw.Draw(img)
-    font = ImageFont.load_default(size=30)
+    font = ImageFont.load_default(size=font_size)
     for i, ln in enumerate(lines):
-        draw.text((100, 150 + i * 48), ln, fill=0, font=font)
+        draw.text((100, 150 + i * step), ln, fill=0, font=font)
     return img
 
 
@@ -193,6 +193,55 @@ def test_a_question_about_a_scanned_pdf_is_answered(make_ctx, write):
     assert "whale oil" in a.text.lower() and a.citations
     quote = [x for c in a.citations for x in c.support if "whale oil" in x["text"]]
     assert quote and quote[0].get("pages", a.citations[0].pages) == [2, 2]
+
+
+def _dense_scan(pages: int = 4) -> bytes:
+    """An image-only PDF of ``pages`` letter pages scanned at 150 dpi, each full of text (32 lines of ~11-pt type,
+    as a filing's page), the ledger's facts on page 3."""
+    filler = ("The harbour board reviewed the quarterly accounts of the ferry service, the pilot station and the "
+              "dry dock in the presence of the auditors")
+    imgs = []
+    for p in range(pages):
+        lines = [f"{filler[: 60 + (i * 7) % 45]}." for i in range(32)]
+        if p == 2:
+            lines[10] = "The new breakwater cost 412 thousand pounds in 1887."
+        imgs.append(_page_image(lines, font_size=22, step=44))
+    buf = io.BytesIO()
+    imgs[0].save(buf, "PDF", resolution=150, save_all=True, append_images=imgs[1:])
+    return buf.getvalue()
+
+
+def test_a_dense_four_page_scan_is_ingested_and_answered_with_the_shipped_defaults(make_ctx):
+    """Issue 32 (1): a 4-page image-only 10-Q scanned at 150 dpi failed with the defaults (RapidOCR ran out of the
+    extraction child's 2 GB cap) and the user saw a traceback. Through the queue with the shipped extraction
+    settings it is read (every page by OCR) and answered from page 3."""
+    from app.answer import answer
+    from app.core.settings import Settings
+    from ingest.queue import Runner, enqueue, wait
+
+    defaults = Settings()
+    ctx = make_ctx(chunker="mg", theta=60, synth_backend="extractive")
+    assert (ctx.settings.extract_memory_mb, ctx.settings.extract_timeout_s, ctx.settings.ocr_engine) == (
+        defaults.extract_memory_mb, defaults.extract_timeout_s, defaults.ocr_engine)
+    [q] = enqueue(ctx, [("harbour-scan.pdf", _dense_scan())])
+    runner = Runner(ctx).start()
+    try:
+        [job] = wait(ctx.jobs, [q.job.job_id], "ready", timeout_s=600)
+    finally:
+        runner.stop()
+    assert job.state == "ready", job.describe()
+    layout = ctx.store.layout(job.hash)
+    assert layout["ocr_pages"] == [1, 2, 3, 4]
+    a = answer(ctx, "How much did the new breakwater cost?", backend="extractive")
+    assert not a.abstained and "412 thousand pounds" in a.text
+    assert a.citations[0].pages == [3, 3]
+
+
+def test_a_scan_is_read_under_half_the_default_memory_cap():
+    """The OCR engine's memory is its own allowance (ingest/sandbox.py): the file's cap can be half the default and
+    the scan is still read (before, RapidOCR's detector failed with std::bad_alloc under a 1.5 GB cap here)."""
+    doc = load_bytes("scan.pdf", _dense_scan(1), limits=Limits(memory_mb=1024, ocr_engine="rapidocr"))
+    assert doc.layout["ocr_pages"] == [1] and "harbour board" in doc.text.lower()
 
 
 def test_an_image_is_read_by_ocr_and_a_page_without_ocr_is_refused_clearly(monkeypatch):

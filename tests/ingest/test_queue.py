@@ -422,3 +422,24 @@ def test_each_owner_s_short_file_goes_before_a_long_one_queued_just_before_it_an
     when = f"{wait_s / 60:.0f} min" if wait_s >= 90 else f"{wait_s:.0f} s"
     assert queued_text(ctx, later.job) == f"queued (2 ahead) · starts in about {when}"
     assert ctx.jobs.claim("first", "t").name == "notes.md"
+
+
+class _Crashing(LocalExecutor):
+    """A library failing inside the first pass with its traceback and this machine's paths in the message."""
+
+    def first(self, job, data, plan, rep):
+        raise RuntimeError('Traceback (most recent call last):\n  File "/srv/mgrag/.venv/lib/python3.11/site-packages/'
+                           'rapidocr/main.py", line 98\nonnxruntime.Fail: [ONNXRuntimeError] : 1 : FAIL')
+
+
+def test_a_failing_file_is_told_in_one_sentence_without_a_traceback_or_a_server_path(make_ctx):
+    """Issue 32 (1): the row, a toast, the Admin tables, GET /v1/documents and the CLI showed a Python traceback with
+    the server's install paths. What is stored and shown is one sentence; the traceback goes to the log."""
+    ctx = make_ctx(chunker="mg", theta=40, ingest_max_attempts=1)
+    [q] = enqueue(ctx, [("scan.pdf", b"%PDF-1.4 not really")])
+    [job] = run_until(ctx, [q.job.job_id], executor=_Crashing(ctx))
+    [row] = [r for r in document_states(ctx) if r["doc_id"] == "scan.pdf"]
+    for shown in (job.error, job.describe(), row["error"]):
+        assert "\n" not in shown and "Traceback" not in shown and "/srv" not in shown and "site-packages" not in shown
+    assert job.describe() == ("failed: an unexpected error (RuntimeError); the details are in the server's log (gave "
+                              "up after 1 attempt)")
