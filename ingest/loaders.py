@@ -186,12 +186,24 @@ def _pdf_outline(reader) -> list[tuple[int, int, str]]:
     return [o for o in out if o[0] is not None and o[0] >= 0 and o[2]]
 
 
+def _lift_pypdf_counts() -> None:
+    """pypdf 7 refuses an array or dictionary of more than 100,000 elements; real filings have more (a 72-page
+    10-Q of Microsoft's: "Reached maximum array element count"). PDFs are read in the extraction child, whose memory
+    and CPU time are capped (:mod:`ingest.sandbox`), so those counts are raised to what the caps allow anyway."""
+    try:
+        from pypdf import overwrite_configuration
+    except ImportError:  # pypdf before 7: no such limits
+        return
+    overwrite_configuration(array_maximum_element_count=10_000_000, dictionary_maximum_element_count=10_000_000)
+
+
 def _pdf_reader(name: str, data: bytes):
     try:
         from pypdf import PdfReader
         from pypdf.errors import DependencyError
     except ImportError as e:  # pragma: no cover
         raise IngestError(name, "reading PDF needs `pip install pypdf[crypto]`") from e
+    _lift_pypdf_counts()
     reader = PdfReader(io.BytesIO(data))
     if reader.is_encrypted:
         try:

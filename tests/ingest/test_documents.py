@@ -195,6 +195,23 @@ def test_a_question_about_a_scanned_pdf_is_answered(make_ctx, write):
     assert quote and quote[0].get("pages", a.citations[0].pages) == [2, 2]
 
 
+def test_a_pdf_with_an_array_of_more_than_100_000_elements_is_read():
+    """pypdf 7 refuses arrays of more than 100,000 elements, and a real 10-Q (Microsoft's, 72 pages) has one: its
+    extraction failed. The child's own caps bound it; the text is read."""
+    from tests.pdfgen import pdf_from_objects
+
+    stream = b"BT /F1 11 Tf 72 720 Td (The harbour opened at dawn.) Tj ET"
+    data = pdf_from_objects([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [5 0 R] /Count 1 >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 3 0 R >> "
+        b">> /PieceInfo [" + b"0 " * 150_000 + b"] >>"])
+    doc = load_bytes("big-array.pdf", data)
+    assert "harbour opened at dawn" in doc.text
+
+
 def _dense_scan(pages: int = 4) -> bytes:
     """An image-only PDF of ``pages`` letter pages scanned at 150 dpi, each full of text (32 lines of ~11-pt type,
     as a filing's page), the ledger's facts on page 3."""
