@@ -54,7 +54,7 @@ def _table_markdown(table, words_above: list[dict], label_right: float) -> tuple
                 cols[j] = (c[0], c[2])
     keep: list[int] = []
     rows = tidy(raw, keep)
-    if not rows:
+    if not rows or len(rows[0]) < 2:  # one column is a ruled box of text (a page banner), not a table: read as lines
         return [], table.bbox[1]
     # a kept column reaches to the next kept one (a "$" column took its value column's text)
     bounds = keep + [len(cols)]
@@ -130,13 +130,15 @@ def read_page(page, ocr_engine: str | None = None) -> dict:
                          "x1": float(len(t)), "size": 0.0, "bold": False} for i, t in enumerate(lines) if t.strip()]
         return out
     found = [t for t in page.find_tables() if len(t.rows) >= 2]
+    margin = min(36.0, 0.05 * float(page.height))  # the top half inch: running headers ("Table of Contents")
     words = page.extract_words() if found else []
     tables = []
     bboxes = []
     for t in found:
         body = [w for w in words if not (t.bbox[0] <= w["x0"] and w["x1"] <= t.bbox[2] and t.bbox[1] <= w["top"]
                                          and w["bottom"] <= t.bbox[3])]
-        above = [w for w in body if w["bottom"] <= t.bbox[1] + 1 and w["top"] > t.bbox[1] - 60]
+        above = [w for w in body if w["bottom"] <= t.bbox[1] + 1 and w["top"] > t.bbox[1] - 60
+                 and w["top"] >= margin]  # a running header in the top margin is no column label
         label_right = min((c[2] for row in t.rows for c in row.cells[:1] if c), default=t.bbox[0])
         groups, used_top = _table_markdown(t, above, label_right)
         if not groups:

@@ -27,6 +27,21 @@ def _table_pdf() -> bytes:
 
 
 # -- tables ------------------------------------------------------------------------------------------------------------
+def test_a_running_header_above_a_table_is_no_column_label_and_a_one_column_box_is_text():
+    """Issue 32 (8): a 10-Q's running header "Table of Contents" (top margin, every page) became the label of a
+    table's last column, pushing the real column headers into the body; a ruled one-column banner (the running
+    header with the page title) came out as a table of its own."""
+    rows = [["Non-GAAP measure", "Definition", "Usefulness"], ["Acquisition-related", "Amortization", "Comparison"]]
+    banner = table_ops([["Statements of Income"]], top=745, widths=(400,))
+    data = make_pdf([[], [], []], header="Table of Contents", footer=None,
+                    extra={0: banner, 1: table_ops(rows, top=750, widths=(150, 150, 150))})
+    doc = load_bytes("10q.pdf", data)
+    assert "| Non-GAAP measure | Definition | Usefulness |\n|---|---|---|\n| Acquisition-related |" in doc.text
+    assert "Table of Contents |" not in doc.text and "| Statements of Income |" not in doc.text
+    assert "Statements of Income" in doc.text
+
+
+
 def test_a_long_table_is_split_by_rows_with_its_header_repeated():
     rows = [[f"Item {i}", str(i * 10), str(i * 7)] for i in range(40)]
     groups = markdown_tables(["Name", "2023", "2022"], rows, max_words=60)
