@@ -150,12 +150,23 @@ def test_the_rewriter_keeps_the_conversation_subject_after_several_follow_ups():
     assert "Elm Street bakery" in prompt  # the first question, though the last four turns no longer hold it
 
 
-def test_a_question_that_names_its_own_subject_stands_alone_even_with_why_or_it():
-    """Issue 32 (3): "Why …" and an "it" inside a question that names its subject were taken as follow-ups."""
+def test_a_why_question_that_names_its_own_subject_stands_alone():
+    """Issue 32 (3): any "Why …" mid-conversation was taken as a follow-up and searched with the previous question."""
     history = [{"role": "user", "content": "What was the West region's revenue in 2023-Q3?"},
                {"role": "assistant", "content": "$4.1 million [1]."}]
-    for q in ("Why was Zebrion chosen as the handheld vendor for Project Heron?",
-              "What were Apple's total net sales in the third quarter, and how much of it came from Services?"):
-        assert rewrite_rules(q, history) == q
-    for q in ("Why?", "Why did it fall?", "And the year before?", "How much of it came from services?"):
+    q = "Why was Zebrion chosen as the handheld vendor for Project Heron?"
+    assert rewrite_rules(q, history) == q
+    for q in ("Why?", "Why did it fall?", "And the year before?", "Why does Mr. Knightley consider him beneath "
+              "Harriet Smith's deserts?"):
         assert rewrite_rules(q, history) != q
+
+
+def test_no_follow_up_of_the_benchmark_changes_its_reading():
+    """The 38 written follow-ups of bench/data/followups.jsonl (7 of them a pronoun beside a name) are read as before
+    the "why" rule: the same three stand alone (the standalone check, and two whose rewrite the rules never made)."""
+    import json
+    from pathlib import Path
+
+    rows = [json.loads(x) for x in (Path(__file__).parents[2] / "bench/data/followups.jsonl").read_text().splitlines()]
+    assert len(rows) == 38
+    assert {r["id"] for r in rows if not refers_back(r["followup"])} == {"fu-14", "fu-24", "fu-31"}
