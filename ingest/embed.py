@@ -142,12 +142,19 @@ class SentenceTransformerEmbedder:
             order = np.argsort(-np.asarray(weight), kind="stable")
             vecs = np.zeros((len(pieces), self.dim), dtype=np.float32)
             step = self.batch_size * 2
-            for i in range(0, len(order), step):
-                on_fraction(i / len(order))
+            # a slice costs about its size times its longest window (a batch is padded to it): the share done is
+            # counted in that cost, not in windows, or the long windows first make the early pace look slow (the
+            # upload row's time left was twice the truth half-way through a 10-Q's embedding)
+            cost = [len(order[i:i + step]) * max(weight[j] for j in order[i:i + step]) for i in range(0, len(order),
+                                                                                                  step)]
+            total, done = float(sum(cost)) or 1.0, 0.0
+            for k, i in enumerate(range(0, len(order), step)):
+                on_fraction(done / total)
                 if i:
                     self._give_way()
                 idx = order[i:i + step]
                 vecs[idx] = self._encode([pieces[j] for j in idx])
+                done += cost[k]
             on_fraction(1.0)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         np.add.at(out, np.asarray(owner, dtype=np.int64), vecs * np.asarray(weight, dtype=np.float32)[:, None])

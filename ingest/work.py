@@ -31,8 +31,10 @@ log = logging.getLogger(__name__)
 # per window).
 REFINED = NEEDS_MODEL
 
-# Rates assumed before any job has been measured on this machine (2 CPU cores, Gemma-3-270M, MiniLM; BENCHMARKS.md).
-DEFAULT_RATES = {"lm_words_s": 250.0, "embed_words_s": 700.0, "pdf_pages_s": 8.0}
+# Rates assumed before any job has been measured on this machine (2 CPU cores, Gemma-3-270M, MiniLM; BENCHMARKS.md):
+# embed_words_s is a document's words per second over its three MG levels (10-Qs of 13k and 28k words: 1,070 and
+# 1,360 on a quiet machine, bench/results/eta_accuracy.json; 700 made a first upload's time left twice the truth).
+DEFAULT_RATES = {"lm_words_s": 250.0, "embed_words_s": 1100.0, "pdf_pages_s": 8.0}
 
 
 class Stopped(Exception):
