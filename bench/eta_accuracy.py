@@ -66,11 +66,13 @@ def run(files: list[Path], data_dir: Path, rounds: int) -> list[dict]:
         for r in range(rounds):
             for f in files:
                 name = f.name if r == 0 else f"again-{f.name}"
-                [q] = enqueue(ctx, [(name, f.read_bytes().replace(b"%%EOF", b"%%EOF " * (r + 1), 1))])
+                data = f.read_bytes() + b"\n%% round %d\n" % (r + 1)  # new bytes: not a duplicate
+                [q] = enqueue(ctx, [(name, data)])
                 runner.wake()
                 seen = watch(ctx, q.job.job_id)
                 job = ctx.jobs.get(q.job.job_id)
-                rows.append({"file": f.name, "round": r + 1, "pages": getattr(job, "pages", None), "words": job.words, **errors(seen),
+                rows.append({"file": f.name, "round": r + 1, "pages": getattr(job, "pages", None), "words": job.words,
+                             **errors(seen),
                              "trace": [[round(t, 2), None if e is None else round(e, 1), s] for t, e, s in seen]})
                 print(json.dumps({k: v for k, v in rows[-1].items() if k != "trace"}), flush=True)
     finally:

@@ -437,7 +437,8 @@ class JobStore:
         attempts = job.attempts + 1
         error = public_problem(error)
         if attempts >= self.max_attempts:
-            self.finish(job.job_id, "failed", error=f"{error} (gave up after {attempts} attempt{'s' * (attempts != 1)})")
+            plural = "s" if attempts != 1 else ""
+            self.finish(job.job_id, "failed", error=f"{error} (gave up after {attempts} attempt{plural})")
             return "failed"
         back = "searchable" if job.state == "refining" else "queued"
         now = time.time()
