@@ -256,6 +256,8 @@ def build_filings(docs_dir: Path, qa_path: Path = FILINGS_QA, read=None) -> Buil
     for r in rows:
         if not r.get("answers") or "computed here" in r.get("source", ""):
             continue  # unanswerable, or a reference computed from the filing's figures (printed nowhere)
+        if not re.fullmatch(r"f\d+", r["id"]):
+            continue  # the set of issue 24 is the first 20 answered questions (the grown set has other collections)
         name = r["doc"]
         if name not in ids:
             path = docs_dir / name
