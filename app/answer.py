@@ -194,14 +194,7 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
     grounded = s.grounding if grounded is None else grounded
     style = style or s.answer_style
     history = list(history or [])
-    synth, error = synthesizer, None
-    if synth is None:  # load models before the clock starts, so timings measure answering, not loading
-        try:
-            synth = make_synthesizer(backend, ctx)
-        except ValueError:
-            raise
-        except Exception as e:  # a model that cannot load: the sources are still retrieved and returned
-            error = f"{e.__class__.__name__}: {e}"
+    synth, error = (synthesizer, None) if synthesizer is not None else _load_synth(ctx, backend)
     if (retriever or s.retriever) != "bm25" or grounded:
         ctx.embedder  # noqa: B018 - load before timing
     kind = getattr(synth, "name", None) or backend  # what answers: a given synthesizer, else the backend's
@@ -214,6 +207,10 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
         yield "status", "rewriting the follow-up"
         query, how = rewrite(question, history, _rewriter(ctx, synth, rewrite_mode or s.rewrite))
     t_rw = time.perf_counter()
+    routed = _route(ctx, question, history, doc_ids, visible_to) if no_retrieval_doc is None else None
+    if routed is not None:
+        doc_ids = routed.doc_ids
+        yield "status", f"searching {', '.join(routed.doc_ids[:3])}{' …' if len(routed.doc_ids) > 3 else ''}"
     yield "status", "retrieving"
     if no_retrieval_doc is not None:
         retrieval = _no_retrieval(ctx, question, no_retrieval_doc)
@@ -229,6 +226,8 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
     synth_q = question if (_is_chat(synth) and how != "llm") else query
     grounder = None
     gmeta: dict = {"grounded": grounded, "style": style, "sources_read": len(read)}
+    if routed is not None:
+        gmeta["routed"] = {"documents": routed.doc_ids, "why": routed.why}
     if grounded and read:
         grounder = Grounder(ctx, query, read)
         if context_floor is not None:
@@ -274,6 +273,27 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
                "total_s": t3 - t0}
     yield "done", Answer(question, text, backend, retrieval.retriever, cites, sources, retrieval.weights, timings,
                          error, retrieval.router, query, how, abstained, draft, gmeta)
+
+
+def _load_synth(ctx: AppContext, backend: str):
+    """``(synthesizer, error)``: models are loaded before the clock starts, so timings measure answering, not
+    loading; a model that cannot load gives its error (the sources are still retrieved and returned)."""
+    try:
+        return make_synthesizer(backend, ctx), None
+    except ValueError:
+        raise
+    except Exception as e:
+        return None, f"{e.__class__.__name__}: {e}"
+
+
+def _route(ctx: AppContext, question: str, history, doc_ids, visible_to):
+    """The documents the question names (:mod:`app.routing`), when it names some and routing is on; else None."""
+    if not ctx.settings.route_by_name:
+        return None
+    from app.routing import route_for
+
+    routed = route_for(ctx, question, history, doc_ids, visible_to)
+    return routed if routed.doc_ids else None
 
 
 def _grounded_reply(g: Grounder, draft: str, n_read: int, below: bool, style: str, backend: str,
@@ -331,18 +351,48 @@ def _support_pages(ctx: AppContext, cites: list[Citation]) -> None:
                 x["headings"] = heading_path(lay, x["start"])
 
 
+_QUOTE_LINE = re.compile(r"^(?:(?P<kind>Supporting|Also): )?“?(?P<text>.+?)”? \[(?P<n>\d+)\]$")
+
+
 def _extractive_verdict(g: Grounder, draft: str, n_read: int) -> G.Verdict:
-    """The extractive answer's quoted sentences, each supported by itself (kept when it is in its source)."""
+    """The extractive answer (:class:`app.synth.extractive.ExtractiveSynthesizer`): its answer line, then its
+    supporting quote and further quotes, each kept when it is a sentence of its source (a quote may be part of one:
+    a statement's row printed as a line). The answer line is kept when it is a sentence itself or its supporting
+    quote is (a table cell, or a change computed from one row, is composed from that quote)."""
+    by_text = {(x.source, " ".join(x.shown.split())): x for x in g.sentences}
+
+    def find(n: int, text: str):
+        t = " ".join(text.split())
+        x = by_text.get((n, t))
+        if x is None and len(t) >= 12:
+            x = next((y for (m, shown), y in by_text.items() if m == n and t in shown), None)
+        return x
+
     support: dict[int, list[G.SentenceSupport]] = {}
-    by_text = {(x.source, x.shown): x for x in g.sentences}
-    for m in re.finditer(r"(.+?) \[(\d+)\]", draft):
-        n, sent = int(m.group(2)), " ".join(m.group(1).split())
-        x = by_text.get((n, sent))
-        if x is not None:
-            support.setdefault(n, []).append(G.SentenceSupport(x, 1.0, 1.0, 1.0, 1.0))
-    if not support:
+    lines = [ln.strip() for ln in draft.split("\n") if ln.strip()]
+    kept: list[str] = []
+    head_ok = None
+    for i, ln in enumerate(lines):
+        m = _QUOTE_LINE.match(ln)
+        if not m:
+            continue
+        n, x = int(m.group("n")), find(int(m.group("n")), m.group("text"))
+        if i == 0 and not m.group("kind"):
+            head_ok = x is not None
+            if x is not None:
+                support.setdefault(n, []).append(G.SentenceSupport(x, 1.0, 1.0, 1.0, 1.0))
+            kept.append(ln)
+            continue
+        if x is None:
+            continue
+        if m.group("kind") == "Supporting" and head_ok is False and int(_CITE_RE.findall(lines[0])[-1]) == n:
+            head_ok = True
+        support.setdefault(n, []).append(G.SentenceSupport(x, 1.0, 1.0, 1.0, 1.0))
+        kept.append(ln)
+    if not support or head_ok is False:
         return G.Verdict(True, G.ABSTAIN_TEXT, [], {}, "nothing to quote")
-    return G.Verdict(False, draft, cited_numbers(draft, n_read), support)
+    text = "\n\n".join(kept)
+    return G.Verdict(False, text, cited_numbers(text, n_read), support)
 
 
 def answer(ctx: AppContext, question: str, **kw) -> Answer:

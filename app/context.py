@@ -107,6 +107,13 @@ class AppContext:
         return DocumentStore(self.settings.store_path)
 
     @cached_property
+    def profiles(self):
+        """Documents' profiles for routing a question to the documents it names (:mod:`app.routing`)."""
+        from app.routing import Profiles
+
+        return Profiles(self.store.text)
+
+    @cached_property
     def bm25(self):
         from retrieval.bm25 import Bm25Store
 

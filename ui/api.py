@@ -345,7 +345,8 @@ def _extras(service, answer) -> dict:
     return {"citations": [citation_json(service, c) for c in answer.citations],
             "mgrag": {"abstained": answer.abstained, "query": answer.query, "rewrite": answer.rewrite,
                       "backend": answer.backend, "retriever": answer.retriever, "error": answer.error,
-                      "sources": len(answer.sources), **({"note": note} if note else {})}}
+                      "sources": len(answer.sources), **({"note": note} if note else {}),
+                      **({"routed": answer.grounding["routed"]} if answer.grounding.get("routed") else {})}}
 
 
 def _stream(service, events, cid: str, created: int, model: str) -> Iterator[str]:

@@ -29,7 +29,8 @@ def _extractive(ctx, kept):
     from app.synth.extractive import ExtractiveSynthesizer
 
     emb = ctx.embedder
-    return kept(("extractive", id(emb)), lambda: ExtractiveSynthesizer(emb, vectors=sentence_vectors_of(ctx)))
+    return kept(("extractive", id(emb)), lambda: ExtractiveSynthesizer(emb, vectors=sentence_vectors_of(ctx),
+                                                                      text_of=ctx.store.text))
 
 
 def _openai(ctx, kept):

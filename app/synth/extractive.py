@@ -33,44 +33,71 @@ def answerable_sentence(text: str, start: int, end: int) -> bool:
 
 
 class ExtractiveSynthesizer:
+    """Answers from the passages' own words, read by :mod:`app.reader`: one answer first (a table cell with its row
+    and period, a change between two periods computed, or the one sentence), its supporting quote, then at most two
+    further quotes, each cited; nothing when no passage answers (the caller abstains)."""
+
     name = "extractive"
 
-    def __init__(self, embedder, max_sentences: int = 3, cache_size: int = 20_000, vectors=None):
+    def __init__(self, embedder, max_sentences: int = 3, cache_size: int = 20_000, vectors=None, text_of=None):
         self.embedder = embedder
-        self.max_sentences = max_sentences
+        self.max_sentences = max_sentences  # the answer and at most this many quotes in all
         # sentence vectors of recent contexts (LRU), shared with grounding: embedding the same passages again
         # was most of this backend's cost under concurrent load
         self.vectors = vectors if vectors is not None else SentenceVectors(embedder, cache_size)
+        self.text_of = text_of  # a document's text by content hash: tables' titles and units above a passage
+        self._texts: dict[str, str] = {}
 
     def _passage_vectors(self, texts: list[str]) -> np.ndarray:
         return self.vectors.passages(texts)
 
-    def select(self, question: str, sources: Sequence) -> list[tuple[str, int]]:
-        """The sentences to quote: the ``max_sentences`` answerable sentences of the sources closest to the question
-        (a table row quoted with its column headers; never a heading or a title line), in source order."""
-        from app.grounding import source_sentences
+    def _doc_text(self, src) -> str | None:
+        h = getattr(src, "doc_hash", "")
+        if not h or self.text_of is None:
+            return None
+        if h not in self._texts:
+            if len(self._texts) > 32:
+                self._texts.pop(next(iter(self._texts)))
+            try:
+                self._texts[h] = self.text_of(h) or ""
+            except Exception:  # the text is gone (a document deleted meanwhile): titles from the passage only
+                self._texts[h] = ""
+        return self._texts[h] or None
 
-        cands = [(x.shown, x.source, x.start) for x in source_sentences(sources) if x.answerable]
-        if not cands:
-            return []
+    def reading(self, question: str, sources: Sequence, history: Sequence | None = None):
+        """What :func:`app.reader.read` finds in ``sources`` for ``question``."""
+        from app.grounding import source_sentences
+        from app.reader import read
+
+        sents = source_sentences(sources)
         q = self.vectors.query(question)
-        v = self._passage_vectors([c for c, _, _ in cands])
-        order, seen = [], []
-        for i in np.argsort(-(v @ q), kind="stable").tolist():
-            t = " ".join(cands[i][0].split()).lower()
-            if any(t in u or u in t for u in seen):  # a sentence quoted already, or a piece of one: said once
-                continue
-            order.append(i)
-            seen.append(t)
-            if len(order) == self.max_sentences:
-                break
-        picked = sorted(order, key=lambda i: (cands[i][1], cands[i][2]))  # source order, then text order
-        return [(cands[i][0], cands[i][1]) for i in picked]
+
+        def similarity(texts):
+            return (self._passage_vectors(list(texts)) @ q).tolist() if texts else []
+
+        return read(question, sources, sentences=sents, similarity=similarity, doc_text=self._doc_text,
+                    history=list(history or []), foreign=_recurring(sources, sents))
 
     def stream(self, question: str, sources: Sequence, history: Sequence | None = None) -> Iterator[str]:
-        picked = self.select(question, sources)
-        if not picked:
+        r = self.reading(question, sources, history)
+        if r.answer is None:
             yield "I cannot find an answer in the documents."
             return
-        for i, (sentence, rank) in enumerate(picked):
-            yield ("" if i == 0 else " ") + f"{sentence} [{rank}]"
+        best = r.best
+        yield f"{r.answer} [{best.source}]"
+        if best.kind == "cell" or r.answer != best.text:
+            yield f"\n\nSupporting: “{best.text}” [{best.source}]"
+        for c in r.more[: max(0, self.max_sentences - 1)]:
+            yield f"\n\nAlso: “{c.text}” [{c.source}]"
+
+
+def _recurring(sources: Sequence, sents: Sequence):
+    """A test for boilerplate: a sentence that the passages of two or more documents hold word for word (a
+    certification, a safe-harbour paragraph)."""
+    docs: dict[str, set] = {}
+    by_rank = {s.rank: getattr(s, "doc_id", "") for s in sources}
+    for x in sents:
+        key = " ".join(x.shown.lower().split())
+        if len(key) > 40:
+            docs.setdefault(key, set()).add(by_rank.get(x.source, ""))
+    return lambda text: len(docs.get(" ".join(text.lower().split()), ())) >= 2

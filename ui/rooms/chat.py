@@ -76,7 +76,15 @@ class ChatRoom:
                   f'{t["retrieval_s"] * 1000:.0f} ms, total {t["total_s"]:.2f} s</div>')
         title = (f"Closest passages ({len(a['sources'])})" if a.get("abstained")
                  else f"Sources ({len(a['sources'])})")
-        return [{"role": "assistant", "content": self.c.shown(reply) if reply else "(no answer)"},
+        routed = (a.get("grounding") or {}).get("routed")
+        shown = self.c.shown(reply) if reply else "(no answer)"
+        if routed and routed.get("documents"):  # which documents the question was sent to, and why (app/routing.py)
+            labels = {x["doc_id"]: x.get("name") or x["doc_id"] for x in a["sources"]}
+            names = ", ".join(labels.get(d, d) for d in routed["documents"][:4])
+            more = f" and {len(routed['documents']) - 4} more" if len(routed["documents"]) > 4 else ""
+            shown += "\n\n" + self.c.shown(f"(Searched only {names}{more}: {routed.get('why') or ''}. To search "
+                                            "others, tick them under Search in.)")
+        return [{"role": "assistant", "content": shown},
                 {"role": "assistant", "content": body, "metadata": {"title": title, "status": "done"}}]
 
     def on_ask(self, question, history, answers, conversation, k, budget, retriever, backend, browser_id, conv_id,

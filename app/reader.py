@@ -1,0 +1,687 @@
+"""The reader: what the question asks, and which figure or sentence of the retrieved passages answers it.
+
+The extractive backend used to quote the three sentences closest to the question by embedding, from any source;
+on real filings that gave walls of quotes, another company's rows and cited boilerplate for a metric the filing
+does not report (issue 33). The reader works from structure and the question instead:
+
+* :func:`frame` reads the question: its answer kind (amount, percent, count, date, yes/no, name, explanation),
+  the names it mentions, its period (years, "three months ended …", "the year before") and its key terms;
+* :func:`cells_of` turns the passages' tables into **cells** that know their row label (with its group: "Net
+  sales: Products"), their column (the period) and the table's title and unit; a statement printed as plain
+  lines ("Gross margin 40,215 34,670" under "Three Months Ended September 30, 2023 2022") is read as a table too;
+* :func:`read` scores cells and sentences on the question's key terms (weighted by how rare they are among the
+  passages), its period and answer kind, with a penalty for boilerplate (text that recurs in several documents,
+  certifications, tables of contents) and the embedding similarity as one signal among them, and returns one
+  answer, its support and at most two further quotes; a question whose key terms the passages never mention, or
+  whose best candidate covers too little of them, gets no answer (the caller abstains);
+* a question about a change between two periods of one row gets both figures and the difference computed.
+
+Everything here is pure text processing (no model); the caller gives the passages and, if it has them, their
+sentence vectors' similarities to the question.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from retrieval.bm25 import STOPWORDS
+
+# -- the question ---------------------------------------------------------------------------------------------------
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’&.-]*[A-Za-z]|[A-Za-z]|\d[\d,.]*%?")
+_GENERIC = frozenset(
+    "what which who whom whose when where why how does did do is are was were can could would should will may might "
+    "tell me about please give describe explain according mentioned say said many much the a an of in on for to by "
+    "as at from with and or its it this that these those there their they his her has have had been be being any "
+    "report reported reports document documents filing filings company company's total amount value figure number "
+    "latest recent current during period quarter quarterly year years fiscal ended ending end month months three "
+    "six nine twelve first second third fourth q1 q2 q3 q4 fy than more less over under per same last prior "
+    "previous before after between compared vs versus".split()) | STOPWORDS
+_MONTHS = ("january february march april may june july august september october november december".split())
+_MONTH_RE = "|".join(m.capitalize() for m in _MONTHS) + "|" + "|".join(m[:3].capitalize() + r"\.?" for m in _MONTHS)
+_DATE_RE = re.compile(rf"\b({_MONTH_RE})\s+(\d{{1,2}}),?\s+((?:19|20)\d\d)\b")
+_YEAR_RE = re.compile(r"(?<![\d,.$])((?:19|20)\d\d)(?!\d|,\d)")
+_SPAN_RE = re.compile(r"\b(three|six|nine|twelve)[- ]months?\b", re.I)
+_QUARTER_RE = re.compile(r"\b(?:q([1-4])|(first|second|third|fourth) quarter)\b", re.I)
+_RELATIVE_RE = re.compile(r"\b(the )?(year|quarter|period) (before|earlier)\b|\b(prior|previous|preceding|last) "
+                          r"(year|quarter|period)\b|\ba year (earlier|ago|before)\b", re.I)
+_TITLES = frozenset("mr mrs ms dr st sir madam lord lady".split())
+_RELATIVE_WORDS = frozenset("earlier ago prior previous preceding later since".split())
+_CHANGE_RE = re.compile(r"\b(change[sd]?|increase[sd]?|decrease[sd]?|grow|grew|growth|decline[sd]?|difference|"
+                        r"differ|rise|rose|fall|fell|drop(ped)?|compared?|comparison|up|down)\b", re.I)
+# the same thing said in other words on filings and reports (both directions are checked)
+SYNONYMS = {"revenue": {"sales", "revenues"}, "revenues": {"sales", "revenue"}, "sales": {"revenue", "revenues"},
+            "profit": {"income", "earnings"}, "earnings": {"income", "profit"}, "income": {"earnings", "profit"},
+            "expenses": {"expense", "costs", "cost"}, "expense": {"expenses", "costs", "cost"},
+            "costs": {"cost", "expenses", "expense"}, "cost": {"costs", "expense", "expenses"},
+            "employees": {"employee", "headcount", "staff", "fte"}, "headcount": {"employees"},
+            "spending": {"expenses", "spend"}, "r&d": {"research", "development"}}
+
+
+def stem(word: str) -> str:
+    """A light English stem, enough to match "increased" with "increase" and "sales" with "sale".
+
+    >>> [stem(w) for w in ("increased", "revenues", "cloud", "policies", "processing")]
+    ['increas', 'revenu', 'cloud', 'policy', 'process']
+    """
+    w = word.lower().strip("'’.")
+    for suf, rep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", "e"), ("s", "")):
+        if len(w) > len(suf) + 3 and w.endswith(suf) and not w.endswith("ss"):
+            w = w[: -len(suf)] + rep
+            break
+    if w.endswith("e") and len(w) > 5:
+        w = w[:-1]
+    return w
+
+
+def words_of(text: str) -> list[str]:
+    return [m.group().lower().strip("'’.") for m in _WORD.finditer(text)]
+
+
+@dataclass
+class Frame:
+    """What a question asks (:func:`frame`)."""
+
+    question: str
+    kind: str  # amount, percent, count, date, yesno, name, explain, other
+    names: list[str]  # names it mentions ("Apple", "NVIDIA", "Project Heron")
+    years: list[int]
+    dates: list[str]  # "july 1 2023"
+    span: str | None  # "three", "six", "nine", "twelve" (months)
+    quarter: int | None
+    relative: bool  # "the year before", "prior year"
+    change: bool  # asks for a change between two periods
+    terms: list[str]  # key terms (lower case, not names' words, not period words)
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind in ("amount", "percent", "count")
+
+
+def _kind(q: str) -> str:
+    ql = q.lower().strip()
+    if re.search(r"\b(percent|percentage|%|share of|proportion|rate of)\b", ql):
+        return "percent"
+    if re.match(r"(how many|what (is|was|were) the number of|number of)\b", ql):
+        return "count"
+    if re.match(r"(when|what (date|day|year|time))\b", ql):
+        return "date"
+    if re.match(r"(why|how (does|did|do|is|was|has|have|will|can|could)\b|explain|describe|what (led|caused|"
+                r"drove|are the reasons|were the reasons|is the purpose|was the purpose))", ql):
+        return "explain"
+    if re.match(r"(who|which (company|person|firm|agency|organization|aircraft|airport)|what (is|was) the name)\b",
+                ql):
+        return "name"
+    if re.match(r"(is|are|was|were|does|did|do|has|have|had|can|could|will)\b", ql):
+        return "yesno"
+    if re.search(r"\b(how much|amount|total|revenue|revenues|sales|income|cost|costs|expenses?|cash|margin|"
+                 r"earnings|profit|loss|assets|liabilities|debt|price|spend|spending|budget|dividends?|eps|value|"
+                 r"worth|paid|fees?|balance)\b", ql):
+        return "amount"
+    return "other"
+
+
+def frame(question: str) -> Frame:
+    """Read ``question``.
+
+    >>> f = frame("What were Apple's total net sales for the three months ended July 1, 2023?")
+    >>> f.kind, f.names, f.years, f.dates, f.span, f.terms
+    ('amount', ['Apple'], [2023], ['july 1 2023'], 'three', ['net', 'sales'])
+    >>> frame("And the year before?").relative
+    True
+    """
+    from app.conversation import entities
+
+    names = [n for n in entities(question) if not _DATE_RE.fullmatch(n) and n.lower() not in _MONTHS
+             and not re.fullmatch(r"(Q[1-4]|FY\s?\d+|\d+)", n)]
+    names = [re.sub(r"['’]s$", "", n) for n in names]
+    dates = [f"{m.group(1).lower()[:3]} {int(m.group(2))} {m.group(3)}" for m in _DATE_RE.finditer(question)]
+    dates = [d.replace(d[:3], _full_month(d[:3]), 1) for d in dates]
+    years = sorted({int(y) for y in _YEAR_RE.findall(question)})
+    span = (_SPAN_RE.search(question).group(1).lower() if _SPAN_RE.search(question) else None)
+    qm = _QUARTER_RE.search(question)
+    quarter = (int(qm.group(1)) if qm.group(1) else ["first", "second", "third", "fourth"].index(qm.group(2).lower())
+               + 1) if qm else None
+    name_words = {w.lower() for n in names for w in words_of(n)}
+    name_words |= {m.group(1).lower() for m in re.finditer(r"\bhow (long|often|far|old|big|large|soon|tall|high|"
+                                                            r"wide|deep|fast|early|late)\b", question, re.I)}
+    terms = []
+    for w in words_of(_DATE_RE.sub(" ", question)):
+        w = re.sub(r"['’]s$", "", w)
+        if not w or w in _GENERIC or w in name_words or w in _MONTHS or re.fullmatch(r"[\d,.%]+", w):
+            continue
+        if _CHANGE_RE.fullmatch(w) or w in _RELATIVE_WORDS:  # how it asks, not what about
+            continue
+        if w not in terms:
+            terms.append(w)
+    return Frame(question, _kind(question), names, years, dates, span, quarter, bool(_RELATIVE_RE.search(question)),
+                 bool(_CHANGE_RE.search(question)), terms)
+
+
+def _full_month(abbr: str) -> str:
+    return next(m for m in _MONTHS if m.startswith(abbr.lower()))
+
+
+# -- cells --------------------------------------------------------------------------------------------------------
+@dataclass
+class Cell:
+    """One figure of a table: ``row`` (its label, with its group's: "Cost of sales: Products"), ``column`` (the
+    period or column name), ``value`` as printed, where it is (``source`` number and document offsets of its row),
+    and the table's ``title`` and ``unit`` when the text above the table gives them."""
+
+    source: int
+    start: int
+    end: int
+    row: str
+    column: str
+    value: str
+    title: str = ""
+    unit: str = ""
+    quote: str = ""  # the whole row with its column headers, as quoted
+
+    @property
+    def number(self) -> float | None:
+        return parse_number(self.value)
+
+
+_NUM_TOKEN = re.compile(r"\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\s?%?\)?|—|-")
+
+
+def parse_number(value: str) -> float | None:
+    """``"$ 1,234"`` → 1234.0, ``"(265)"`` → -265.0, ``"12.5%"`` → 12.5; None for text.
+
+    >>> parse_number("$ 81,797"), parse_number("(265)"), parse_number("12.5 %"), parse_number("n/a")
+    (81797.0, -265.0, 12.5, None)
+    """
+    v = value.replace("$", "").replace(" ", "").strip()
+    neg = v.startswith("(") and v.endswith(")")
+    v = v.strip("()").rstrip("%")
+    if not re.fullmatch(r"-?\d[\d,]*(\.\d+)?", v):
+        return None
+    n = float(v.replace(",", ""))
+    return -n if neg else n
+
+
+def _unit_of(text: str) -> str:
+    m = re.search(r"\(\s*(?:dollars |amounts |\$ )?in (millions|billions|thousands)", text, re.I)
+    return m.group(1).lower() if m else ""
+
+
+def _title_above(text: str, start: int, max_back: int = 1500) -> tuple[str, str]:
+    """The table's title and unit: the non-table lines just above the table block that starts at ``start``
+    (tables split into groups are one block), at most three, nearest first."""
+    from ingest.tables import is_table_line
+
+    pos, lines = start, []
+    lo = max(0, start - max_back)
+    while pos > lo and len(lines) < 3:
+        prev_end = text.rfind("\n", lo, pos)
+        if prev_end < 0:
+            break
+        prev_start = text.rfind("\n", lo, prev_end) + 1
+        line = text[prev_start:prev_end].strip()
+        pos = prev_start
+        if not line or is_table_line(line):
+            continue
+        lines.append(line)
+    title = " ".join(reversed(lines))
+    return title[:200], _unit_of(title)
+
+
+def _table_cells(text: str, base: int, source: int, doc_text: str | None = None, doc_start: int = 0) -> list[Cell]:
+    """The cells of every Markdown table in ``text`` (a passage starting at document offset ``base``)."""
+    from ingest.tables import header_of, is_number, is_separator, row_quote, split_cells, table_lines
+
+    out: list[Cell] = []
+    group = ""
+    last_head: list[str] | None = None
+    for s, e, _ in table_lines(text):
+        line = text[s:e]
+        if is_separator(line):
+            continue
+        head = header_of(text, s)
+        if head is None or split_cells(line) == head:
+            continue
+        if head != last_head:
+            last_head = head
+        cells = split_cells(line)
+        label = next((c for c in cells if c and not is_number(c)), "")
+        values = [(j, c) for j, c in enumerate(cells) if c and is_number(c) and j > 0]
+        if label and not values:  # a group label ("Net sales:", "AWS")
+            group = label.rstrip(":")
+            continue
+        if not values:
+            continue
+        full = doc_text if doc_text is not None else text
+        where = (base - doc_start + s) if doc_text is not None else s
+        title, unit = _title_above(full, _block_start(full, where))
+        row = _row_name(group, label)
+        if label.lower().startswith("total"):
+            group = ""  # a total closes its group
+        quote = row_quote(text, s, e)
+        for j, v in values:
+            col = head[j] if j < len(head) else ""
+            out.append(Cell(source, base + s, base + e, row, col, v, title, unit, quote))
+    return out
+
+
+def _row_name(group: str, label: str) -> str:
+    """A row's label with its group's ("Net sales: Products"); a total or a label that repeats the group is its own
+    ("Total net sales")."""
+    if not group or not label or label.lower().startswith("total") or group.lower() in label.lower():
+        return label
+    return f"{group}: {label}"
+
+
+def _block_start(text: str, pos: int) -> int:
+    """The start of the run of table lines (and blank lines between them) that holds ``pos``."""
+    from ingest.tables import is_table_line
+
+    start = text.rfind("\n", 0, pos) + 1
+    while start > 0:
+        prev_start = text.rfind("\n", 0, start - 1) + 1
+        line = text[prev_start:start - 1]
+        if line.strip() and not is_table_line(line):
+            break
+        start = prev_start
+    return start
+
+
+_LINE_ROW = re.compile(r"^(?P<label>[A-Za-z][^\n\d$()]*?[A-Za-z:)])\s+(?P<nums>(?:[($-]*\s?\$?\s?\(?\d[\d,]*(?:\.\d+)?"
+                       r"\)?%?\s*){2,8})$")
+_PERIOD_LINE = re.compile(rf"((?:three|six|nine|twelve) months ended|year ended|as of|quarter ended|{_MONTH_RE})",
+                          re.I)
+
+
+def _line_cells(text: str, base: int, source: int) -> list[Cell]:
+    """Statements printed as lines ("Gross margin 40,215 34,670" under "Three Months Ended September 30, 2023
+    2022"): each line of a label and two or more figures is a row; its columns are the years of the nearest line
+    above (within the block) that holds as many years."""
+    out: list[Cell] = []
+    lines = [(m.start(), m.end(), m.group()) for m in re.finditer(r"[^\n]+", text)]
+    head: list[str] = []
+    head_at = -10
+    group, title, unit = "", "", ""
+    for i, (s, e, line) in enumerate(lines):
+        ln = line.strip()
+        years = _YEAR_RE.findall(ln)
+        if len(years) >= 2 and (_PERIOD_LINE.search(ln) or re.fullmatch(r"[\d\s,]+", ln)):
+            prefix = _YEAR_RE.split(ln)[0].strip(" ,")
+            prev = lines[i - 1][2].strip() if i else ""
+            if re.fullmatch(r"[\d\s,]+", ln) and _PERIOD_LINE.search(prev):  # "September 30, June 30," / "2023 2023"
+                parts = [p.strip() for p in re.split(r",\s*", prev) if p.strip()]
+                head = [f"{parts[k]} {y}" if k < len(parts) else y for k, y in enumerate(years)]
+            else:
+                sep = ", " if re.search(r"\d$", prefix) else " "
+                head = [f"{prefix}{sep}{y}".strip(" ,") for y in years]
+            head_at, group = i, ""
+            t, u = _title_above(text, s, 600)
+            title, unit = t, u or unit
+            continue
+        m = _LINE_ROW.match(ln)
+        if not m:
+            if ln.endswith(":") and len(ln) < 60:
+                group = ln.rstrip(":")
+            continue
+        if i - head_at > 60 or not head:
+            continue
+        nums = [n.strip() for n in re.findall(r"\(?\$?\s?-?\d[\d,]*(?:\.\d+)?\)?%?", m.group("nums"))]
+        nums = [n.replace("$", "").strip() for n in nums if n.replace("$", "").strip()]
+        if len(nums) != len(head):
+            continue
+        label = m.group("label").strip()
+        row = _row_name(group, label)
+        if label.lower().startswith("total"):
+            group = ""
+        quote = f"{label} — " + "; ".join(f"{h}: {v}" for h, v in zip(head, nums))
+        for h, v in zip(head, nums):
+            out.append(Cell(source, base + s, base + e, row, h, v, title, unit, quote))
+    return out
+
+
+def cells_of(sources: Sequence, doc_text: Callable[[object], str | None] | None = None) -> list[Cell]:
+    """Every cell of the passages' tables, Markdown tables and statements printed as lines."""
+    out: list[Cell] = []
+    for src in sources:
+        base = getattr(src, "start", 0)
+        full = doc_text(src) if doc_text is not None else None
+        out += _table_cells(src.text, base, src.rank, full, 0 if full is None else 0)
+        out += _line_cells(src.text, base, src.rank)
+    return out
+
+
+# -- scoring --------------------------------------------------------------------------------------------------------
+@dataclass
+class Candidate:
+    kind: str  # "cell" or "sentence"
+    source: int
+    start: int
+    end: int
+    text: str  # what is shown: the row quote or the sentence
+    score: float
+    coverage: float
+    cell: Cell | None = None
+    why: dict = field(default_factory=dict)
+
+
+@dataclass
+class Reading:
+    """What the reader found: the answer line (None: nothing answers; ``missing`` says which key terms the passages
+    never mention), its support and at most two further quotes."""
+
+    frame: Frame
+    answer: str | None
+    support: list[Candidate]
+    more: list[Candidate]
+    missing: list[str]
+    best: Candidate | None = None
+    why: str = ""
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w) for w in words_of(text)}
+
+
+def _weights(frame_terms: Sequence[str], texts: Sequence[str]) -> dict[str, float]:
+    """Each key term's weight: rarer among the passages' sentences and rows, heavier (an idf)."""
+    n = max(len(texts), 1)
+    sets = [_stems(t) for t in texts]
+    out, absent = {}, []
+    for t in frame_terms:
+        alts = {stem(t)} | {stem(x) for x in SYNONYMS.get(t, ())}
+        df = sum(1 for s in sets if s & alts)
+        if df == 0:
+            absent.append(t)
+            continue
+        out[t] = math.log(1 + (n + 1) / (df + 0.5))
+    top = max(out.values(), default=1.0)
+    for t in absent:  # a term no passage holds weighs as the rarest one that some passage holds, not more
+        out[t] = top
+    return out
+
+
+def _coverage(frame_terms: Sequence[str], weights: dict[str, float], stems: set[str]) -> float:
+    total = sum(weights.get(t, 0.0) for t in frame_terms)
+    if not total:
+        return 1.0
+    got = sum(weights[t] for t in frame_terms if ({stem(t)} | {stem(x) for x in SYNONYMS.get(t, ())}) & stems)
+    return got / total
+
+
+def _period_score(f: Frame, column: str, prev_years: Sequence[int] = ()) -> float:
+    """How well a column's header fits the question's period: its date, year, span of months; 0 when the question
+    names none."""
+    col = column.lower()
+    want_years = list(f.years)
+    if f.relative and prev_years:
+        want_years = [y - 1 for y in prev_years]
+    score, asked = 0.0, 0
+    if f.dates and not f.relative:
+        asked += 1
+        score += any(_same_date(d, col) for d in f.dates)
+    if want_years:
+        asked += 1
+        col_years = [int(y) for y in _YEAR_RE.findall(col)]
+        score += bool(col_years) and any(y in col_years for y in want_years)
+    if f.span:
+        asked += 1
+        score += f.span in col or (f.span == "three" and "quarter" in col)
+    return score / asked if asked else 0.0
+
+
+def _same_date(date: str, col: str) -> bool:
+    month, day, year = date.split()
+    return bool(re.search(rf"\b{month[:3]}[a-z]*\.?\s+{day},?\s+{year}\b", col))
+
+
+_NUMBER_WORDS = re.compile(r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
+                           r"fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|"
+                           r"eighty|ninety|hundred|thousand|million|billion|dozen|half|pounds?|dollars?|euros?)\b",
+                           re.I)
+_BOILER = re.compile(r"\b(forward-looking statements?|pursuant to (section|rule)|certif(y|ies|ication)|"
+                     r"sarbanes|exhibit \d|table of contents|incorporated (herein )?by reference|signatures?|"
+                     r"safe harbor|this (quarterly|annual) report on form)\b", re.I)
+
+
+def _boilerplate(text: str, headings: Sequence[str] = ()) -> bool:
+    return bool(_BOILER.search(text)) or any(_BOILER.search(h) for h in headings)
+
+
+def _kind_fits(f: Frame, text: str) -> bool:
+    """A sentence can answer a question of this kind: a figure for an amount, a percent for a percent, a date for a
+    date; any sentence for the rest."""
+    if f.kind == "percent":
+        return bool(re.search(r"\d\s?%|\bpercent\b", text))
+    if f.kind in ("amount", "count"):
+        return bool(re.search(r"\d", _YEAR_RE.sub("", _DATE_RE.sub("", text))) or _NUMBER_WORDS.search(text))
+    return True  # "when" is also answered by "at dawn" or "every spring": a date is preferred, not required
+
+
+# -- reading ---------------------------------------------------------------------------------------------------------
+MIN_COVERAGE = 0.5  # the best candidate must hold this share of the question's key terms (by weight)
+
+
+def _fmt_value(c: Cell) -> str:
+    v = c.value.strip()
+    n = c.number
+    money = c.unit and not v.endswith("%") and n is not None and "per share" not in c.row.lower()
+    unit = c.unit.rstrip("s")
+    if money:
+        return f"${v.lstrip('$ ')} {unit}" if not v.startswith("(") else f"{v} ({unit})"
+    return v
+
+
+def _cell_line(c: Cell) -> str:
+    col = f", {c.column}" if c.column else ""
+    return f"{c.row}{col}: {_fmt_value(c)}"
+
+
+def _number_text(x: float) -> str:
+    return f"{x:,.0f}" if abs(x - round(x)) < 1e-9 else f"{x:,.2f}"
+
+
+def _change_line(a: Cell, b: Cell) -> str:
+    """Both figures of one row and the difference between them ("… 81,797 vs 82,959: 1,162 lower (−1.4%)")."""
+    x, y = a.number, b.number
+    diff = x - y
+    pct = f" ({diff / abs(y):+.1%})" if y else ""
+    word = "higher" if diff > 0 else "lower" if diff < 0 else "unchanged"
+    unit = f" {a.unit}" if a.unit else ""
+    return (f"{a.row}: {a.value.strip()} ({a.column}) vs {b.value.strip()} ({b.column}): "
+            f"{_number_text(abs(diff))}{unit} {word}{pct}")
+
+
+def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
+         similarity: Callable[[Sequence[str]], Sequence[float]] | None = None,
+         doc_text: Callable[[object], str | None] | None = None, history: Sequence[dict] = (),
+         foreign: Callable[[str], bool] | None = None) -> Reading:
+    """The answer to ``question`` from ``sources`` (numbered passages with ``rank``, ``text``, ``start``): the best
+    cell or sentence on the question's key terms, period and answer kind, or none. ``sentences``: the passages'
+    sentences (:func:`app.grounding.source_sentences`; made here if not given); ``similarity(texts)``: their
+    cosine to the question (optional); ``history``: the conversation (a follow-up "the year before" takes the
+    previous question's row and years); ``foreign(text)``: text that recurs in other documents (boilerplate)."""
+    from app.grounding import source_sentences
+
+    if history and question.rstrip().endswith(")") and " (" in question:  # a follow-up carrying the earlier question
+        question = question[: question.rindex(" (")]
+    f = frame(question)
+    prev = _previous(history) if history else None
+    terms = list(f.terms) or (list(prev.terms) if prev else [])
+    asked = f.question
+    if prev and (f.relative or len(f.terms) <= 1):
+        terms = list(dict.fromkeys([*f.terms, *prev.terms]))
+        asked = f"{f.question} {prev.question}"
+        if not f.names:
+            f.names = list(prev.names)
+        if not f.span:
+            f.span = prev.span
+    sents = list(sentences) if sentences is not None else source_sentences(sources)
+    sents = [s for s in sents if s.answerable and not s.quote]  # table rows are read as cells
+    cells = cells_of(sources, doc_text)
+    texts = [s.shown for s in sents] + [f"{c.row} {c.title}" for c in cells]
+    weights = _weights(terms, texts)
+    context = set().union(*(_stems(t) for t in texts)) if texts else set()
+    missing = [t for t in terms if not ({stem(t)} | {stem(x) for x in SYNONYMS.get(t, ())}) & context
+               and len(t) >= 5]
+    seen = {stem(w) for s in sources for w in words_of(getattr(s, "text", ""))}
+    missing += [n for n in f.names  # a name no passage mentions: another company, another aircraft
+                if not all(stem(w) in seen for w in words_of(n) if len(w) > 1 and w not in _TITLES)]
+    heads = {getattr(s, "rank", 0): list(getattr(s, "headings", []) or []) for s in sources}
+    sims = list(similarity([s.shown for s in sents])) if (similarity and sents) else [0.0] * len(sents)
+    cands = _score_sentences(f, terms, weights, sents, sims, heads, foreign)
+    prev_years = prev.years if prev else []
+    if f.relative and prev is not None and not prev_years:
+        prev_years = _years_of_previous_answer(history)
+    cands += _score_cells(f, terms, weights, cells, prev_years, foreign, asked)
+    cands.sort(key=lambda c: -c.score)
+    if missing:
+        return Reading(f, None, [], cands[:2], missing, None, f"the passages never mention {', '.join(missing)}")
+    if f.years and f.numeric and not f.relative and not _covers_years(f, cands):
+        years = ", ".join(str(y) for y in f.years)
+        return Reading(f, None, [], cands[:2], [years], None, f"the passages do not cover {years}")
+    if not cands or cands[0].coverage < MIN_COVERAGE:
+        why = "no passage holds the question's key terms" if cands else "nothing to quote"
+        return Reading(f, None, [], cands[:2], [], cands[0] if cands else None, why)
+    best = cands[0]
+    if f.relative and prev is not None:
+        implied = _implied_earlier(cands)
+        if implied is not None:
+            line, c = implied
+            return Reading(f, line, [c], [], [], c, "the earlier figure, computed")
+    if best.kind == "cell" and f.change:
+        pair = _change_pair(best, cells)
+        if pair is not None:
+            return Reading(f, _change_line(*pair), [best], _more(cands, best), [], best, "change between periods")
+    line = _cell_line(best.cell) if best.kind == "cell" else best.text
+    return Reading(f, line, [best], _more(cands, best), [], best, best.kind)
+
+
+_CHANGE_PHRASE = re.compile(
+    r"(?P<cur>\$?\s?\d[\d,]*(?:\.\d+)?)\s*(?P<scale>million|billion|thousand)?[^.;]{0,80}?"
+    r"\b(?P<dir>up|down|an? (?:increase|decrease|rise|decline|drop) of|increased by|decreased by|rose|fell)\s+"
+    r"(?P<delta>\$?\s?\d[\d,]*(?:\.\d+)?)\s*(?P<dscale>million|billion|thousand)?,?\s*(?:from|compared (?:with|to)|"
+    r"over|versus|since)\s+(?P<year>(?:19|20)\d\d)", re.I)
+
+
+def _implied_earlier(cands: Sequence[Candidate]) -> tuple[str, Candidate] | None:
+    """A figure and its change from an earlier year in one sentence ("$20.8 million in 2010, up $2.5 million from
+    2009") give that earlier year's figure: the answer to "and the year before?", with the arithmetic shown."""
+    for c in cands:
+        if c.kind != "sentence" or c.coverage < MIN_COVERAGE:
+            continue
+        m = _CHANGE_PHRASE.search(c.text)
+        if not m:
+            continue
+        cur, delta = parse_number(m.group("cur")), parse_number(m.group("delta"))
+        if cur is None or delta is None or (m.group("dscale") or m.group("scale")) != (m.group("scale") or
+                                                                                         m.group("dscale")):
+            continue
+        up = m.group("dir").lower() in ("up", "rose", "increased by") or "increase" in m.group("dir").lower() \
+            or "rise" in m.group("dir").lower()
+        earlier = cur - delta if up else cur + delta
+        places = max(len((x.split(".") + [""])[1]) for x in (m.group("cur"), m.group("delta")))
+        unit = f" {m.group('scale')}" if m.group("scale") else ""
+        dollar = "$" if "$" in m.group("cur") else ""
+        sign = "−" if up else "+"
+        line = (f"{dollar}{earlier:,.{places}f}{unit} in {m.group('year')} ({dollar}{cur:,.{places}f}{unit} "
+                f"{sign} {dollar}{delta:,.{places}f}{unit})")
+        return line, c
+    return None
+
+
+def _covers_years(f: Frame, cands: Sequence[Candidate]) -> bool:
+    """Some candidate about the question (half its key terms) is of the year asked: a cell in that year's column, a
+    sentence that names it."""
+    want = {str(y) for y in f.years}
+    for c in cands:
+        if c.coverage < MIN_COVERAGE:
+            continue
+        where = c.cell.column if c.cell is not None else c.text
+        if want & set(_YEAR_RE.findall(where)):
+            return True
+    return False
+
+
+def _more(cands: list[Candidate], best: Candidate) -> list[Candidate]:
+    """At most two further quotes that are nearly as good: other places, not the same row or sentence."""
+    out: list[Candidate] = []
+    said = [" ".join(best.text.lower().split())]
+    for c in cands[1:]:
+        if c.score < 0.8 * best.score or c.coverage < MIN_COVERAGE:
+            break
+        t = " ".join(c.text.lower().split())
+        if any(t in u or u in t for u in said):  # the same row or sentence, or a piece of one: said once
+            continue
+        said.append(t)
+        out.append(c)
+        if len(out) == 2:
+            break
+    return out
+
+
+def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign) -> list[Candidate]:
+    out = []
+    for s, sim in zip(sents, sims):
+        stems = _stems(s.shown) | _stems(" ".join(heads.get(s.source, [])))
+        cov = _coverage(terms, weights, stems)
+        fits = _kind_fits(f, s.shown)
+        boiler = _boilerplate(s.shown, heads.get(s.source, ())) or bool(foreign and foreign(s.shown))
+        score = cov * (0.75 + 0.25 * max(sim, 0.0)) * (1.0 if fits else 0.5) * (0.3 if boiler else 1.0)
+        if f.numeric:
+            score *= 0.85  # a figure question prefers a table's cell when one fits as well
+        if f.years and not any(str(y) in s.shown for y in f.years):
+            score *= 0.9
+        if f.kind == "date" and (_DATE_RE.search(s.shown) or _YEAR_RE.search(s.shown)):
+            score *= 1.1
+        out.append(Candidate("sentence", s.source, s.start, s.end, s.shown, score, cov * (1.0 if fits else 0.5),
+                             why={"coverage": round(cov, 3), "similarity": round(float(sim), 3), "fits": fits,
+                                  "boilerplate": boiler}))
+    return out
+
+
+def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: str = "") -> list[Candidate]:
+    out = []
+    for c in cells:
+        row_stems = _stems(c.row)
+        cov_row = _coverage(terms, weights, row_stems)
+        cov = _coverage(terms, weights, row_stems | _stems(c.title) | _stems(c.column))
+        period = _period_score(f, c.column, prev_years)
+        fits = (f.kind != "percent" or "%" in c.value or "percent" in c.title.lower() or "%" in c.column)
+        score = (0.6 * cov_row + 0.4 * cov) * (0.7 + 0.3 * period) * (1.0 if fits else 0.6)
+        if f.kind in ("explain", "yesno", "name", "date"):
+            score *= 0.6  # a figure is seldom the answer to these
+        if "total" in (asked or f.question).lower() and c.row.lower().startswith("total"):
+            score *= 1.05
+        if foreign and foreign(c.quote):
+            score *= 0.5
+        out.append(Candidate("cell", c.source, c.start, c.end, c.quote, score, cov, c,
+                             why={"row_coverage": round(cov_row, 3), "coverage": round(cov, 3),
+                                  "period": round(period, 3)}))
+    # of one row, the column that fits the period best first (ties: the first column, the latest period)
+    return out
+
+
+def _change_pair(best: Candidate, cells: Sequence[Cell]) -> tuple[Cell, Cell] | None:
+    """The best cell and the same row's cell of the comparable earlier period (the next column of the same span)."""
+    c = best.cell
+    row = [x for x in cells if (x.source, x.start) == (c.source, c.start) and x.number is not None]
+    if c.number is None or len(row) < 2:
+        return None
+    span = _SPAN_RE.search(c.column.lower())
+    same = [x for x in row if x is not c and (_SPAN_RE.search(x.column.lower()) or None) and span
+            and _SPAN_RE.search(x.column.lower()).group(1) == span.group(1)] or [x for x in row if x is not c]
+    years = _YEAR_RE.findall(c.column)
+    earlier = [x for x in same if _YEAR_RE.findall(x.column) and years and _YEAR_RE.findall(x.column)[-1] < years[-1]]
+    other = (earlier or same)[0]
+    return (c, other) if not earlier or years else (c, other)
+
+
+def _previous(history: Sequence[dict]) -> Frame | None:
+    users = [t for t in history if t.get("role") == "user"]
+    return frame(str(users[-1].get("content", ""))) if users else None
+
+
+def _years_of_previous_answer(history: Sequence[dict]) -> list[int]:
+    last = next((t for t in reversed(history) if t.get("role") == "assistant"), None)
+    return sorted({int(y) for y in _YEAR_RE.findall(str(last.get("content", "")))})[-1:] if last else []

@@ -1,0 +1,168 @@
+"""Which documents a question is about, before anything is searched (issue 33: answers mixed companies).
+
+Each document gets a **profile** from its own text: the names it repeats most near its start (a filing's registrant,
+"Apple Inc.", "NVIDIA CORPORATION"; a report's agency), the words of its file name and title, and the periods its
+cover states ("For the quarterly period ended July 1, 2023", "Fiscal Year 2016"). A question that names something
+(:func:`app.reader.frame`) is sent to the documents whose profile holds that name, and among several, to those
+whose cover period is the question's date or year; a name that no document (or every document) holds says nothing
+and is passed over. The caller searches only the chosen documents and says which and why; without a name, the
+question goes to every document it may search.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+_NAME_NOISE = frozenset(
+    "inc inc. corp corp. corporation company co co. ltd ltd. llc plc group holdings the and of form united states "
+    "securities exchange commission washington report annual quarterly performance fiscal year page table contents "
+    "part item financial statements information unaudited consolidated condensed subsidiaries notes management "
+    "national office department agency federal".split())
+_COVER_PERIOD = re.compile(r"\b(?:period|quarter|year)\s+ended\s+([A-Z][a-z]+\.?\s+\d{1,2},?\s+(?:19|20)\d\d)", re.I)
+_YEAR = re.compile(r"(?<![\d,.$])((?:19|20)\d\d)(?!\d|,\d)")
+
+
+@dataclass
+class Profile:
+    doc_id: str
+    name: str
+    tokens: set[str]
+    periods: list[str] = field(default_factory=list)  # "july 1 2023"
+    years: set[int] = field(default_factory=set)  # of its file name, title and cover period
+
+
+def _tok(text: str) -> list[str]:
+    return [t for t in re.findall(r"[a-z0-9][a-z0-9&'’.-]*[a-z0-9]|[a-z0-9]", text.lower()) if t not in _NAME_NOISE]
+
+
+def profile(doc_id: str, name: str, text: str, head_chars: int = 6000) -> Profile:
+    """The profile of a document from its display ``name`` and ``text``."""
+    from app.conversation import entities
+    from app.reader import _DATE_RE, _full_month
+
+    head = text[:head_chars]
+    runs = Counter()
+    for e in entities(head) + re.findall(r"\b[A-Z][A-Z&.]{2,}(?:\s+[A-Z][A-Z&.]+)*\b", head):
+        key = e.strip()
+        if 2 <= len(key) <= 60:
+            runs[key] += 1
+    tokens = set(_tok(re.sub(r"\.[A-Za-z0-9]+$", "", name)))
+    cover = head[:1500]  # the cover names the registrant (or the report's subject) once; later, names repeat
+    for r, n in runs.items():
+        if n >= 2 or r in cover:
+            tokens.update(_tok(r))
+    tokens |= {part for t in tokens for part in re.split(r"[.'’-]", t) if len(part) > 1}
+    periods = []
+    for m in _COVER_PERIOD.finditer(head):
+        d = _DATE_RE.search(m.group(1))
+        if d:
+            periods.append(f"{_full_month(d.group(1)[:3])} {int(d.group(2))} {d.group(3)}")
+    title = head[:400]
+    years = {int(y) for y in _YEAR.findall(name)} | {int(p.split()[-1]) for p in periods}
+    years |= {int(y) for y in re.findall(r"\bFiscal Year\s+((?:19|20)\d\d)\b", title, re.I)}
+    return Profile(doc_id, name, tokens, periods[:3], years)
+
+
+@dataclass
+class Route:
+    """The documents chosen for a question (``None``: all it may search) and why, in a few words."""
+
+    doc_ids: list[str] | None
+    why: str = ""
+
+
+def route(question: str, profiles: Sequence[Profile], frame=None) -> Route:
+    """The documents ``question`` is about, among ``profiles`` (those the reader may search, within the
+    conversation's scope).
+
+    >>> ps = [Profile("a.pdf", "a.pdf", {"apple"}, ["july 1 2023"], {2023}),
+    ...       Profile("b.pdf", "b.pdf", {"apple"}, ["april 1 2023"], {2023}),
+    ...       Profile("n.pdf", "n.pdf", {"nvidia"}, [], {2023})]
+    >>> route("What were NVIDIA's sales?", ps).doc_ids
+    ['n.pdf']
+    >>> route("What were Apple's sales for the three months ended July 1, 2023?", ps).doc_ids
+    ['a.pdf']
+    >>> route("What were the sales?", ps).doc_ids is None
+    True
+    """
+    from app.reader import frame as read_frame
+
+    f = frame or read_frame(question)
+    if len(profiles) < 2:
+        return Route(None)
+    chosen: set[str] | None = None
+    said = []
+    for n in f.names:
+        toks = [t for t in _tok(n) if len(t) > 1]
+        if not toks:
+            continue
+        hit = {p.doc_id for p in profiles if all(t in p.tokens for t in toks)}
+        if not hit or len(hit) == len(profiles):
+            continue  # a name no document is about, or every one: it routes nowhere
+        chosen = hit if chosen is None else (chosen & hit or chosen | hit)
+        said.append(n)
+    if chosen is None:
+        return Route(None)
+    pool = [p for p in profiles if p.doc_id in chosen]
+    if len(pool) > 1 and (f.dates or f.years):
+        dated = [p for p in pool if set(f.dates) & set(p.periods)]
+        if not dated and f.years and not f.relative:
+            dated = [p for p in pool if p.years and p.years <= set(f.years) | {y + 1 for y in f.years}
+                     and set(f.years) & p.years]
+        if dated and len(dated) < len(pool):
+            pool = dated
+            said.append("the period asked")
+    ids = sorted(p.doc_id for p in pool)
+    return Route(ids, "the question names " + " and ".join(said))
+
+
+class Profiles:
+    """Document profiles, made once per document version (by content hash) and kept."""
+
+    def __init__(self, text_of: Callable[[str], str]):
+        self.text_of = text_of
+        self._by_hash: dict[str, Profile] = {}
+
+    def of(self, rows: Sequence[dict], labels: dict[str, str] | None = None) -> list[Profile]:
+        """Profiles of catalog ``rows`` (``doc_id``, ``name``, ``hash``)."""
+        out = []
+        for r in rows:
+            p = self._by_hash.get(r["hash"])
+            if p is None or p.doc_id != r["doc_id"]:
+                try:
+                    text = self.text_of(r["hash"]) or ""
+                except Exception:  # a document whose text is gone: no profile, never routed to
+                    continue
+                p = profile(r["doc_id"], (labels or {}).get(r["doc_id"]) or r.get("name") or r["doc_id"], text)
+                self._by_hash[r["hash"]] = p
+            out.append(p)
+        return out
+
+
+def route_for(ctx, question: str, history: Sequence[dict] = (), doc_ids: Sequence[str] | None = None,
+              visible_to: str | None = None) -> Route:
+    """:func:`route` over the documents ``visible_to`` may search (within ``doc_ids`` when given). A question that
+    names nothing takes the names of the conversation's last question that named something."""
+    from app.reader import frame
+
+    f = frame(question)
+    if not f.names:
+        for turn in reversed([t for t in history if t.get("role") == "user"]):
+            prev = frame(str(turn.get("content", "")))
+            if prev.names:
+                f.names = prev.names
+                break
+    if not f.names:
+        return Route(None)
+    cat = ctx.catalog
+    live = cat.live_gen()
+    if live is None:
+        return Route(None)
+    allowed = set(doc_ids) if doc_ids else None
+    rows = [r for r in cat.documents(live) if r["n_l0"] is not None
+            and (visible_to is None or r["owner"] is None or r["owner"] == visible_to)
+            and (allowed is None or r["doc_id"] in allowed)]
+    labels = cat.labels(visible_to, [r["doc_id"] for r in rows]) if rows else {}
+    return route(question, ctx.profiles.of(rows, labels), f)

@@ -1,0 +1,168 @@
+"""Answers on real documents: the grown filings dev set (``bench/data/filings_qa.jsonl``, issue 33) through the
+product's answer path, per backend, scoped and unscoped, with follow-ups asked in their conversation.
+
+Each row is asked as a user asks it in the web app: ``scope: doc`` with *Search in* ticking its document, ``scope:
+all`` over every document of its collection at once (the newcomer's situation); a follow-up (``followup_of``) after
+its first question and the answer this run gave to it. Verdicts:
+
+* answerable: **right** (the reply's answer line, its first line, gives a reference answer: a figure as printed,
+  in millions written in billions, or the phrase), **partly** (a reference answer only in a quote below it),
+  **wrong** (an answer without one), **abstained**; **right document** (the answer line cites the row's document);
+* unanswerable: **abstained** (right) or **cited non-answer**;
+* **foreign quotes**: replies to a question that names something whose citations include a document other than the
+  row's (an unscoped question answered from another company's filing);
+* seconds per answer (p50, p95), on this machine.
+
+    python bench/answers_real.py --root /work/devdata/kgrag --data /work/devdata/filings_index \
+        --out bench/results/answers_real.json
+
+``--data`` holds the collections ingested with the shipped settings (``mgrag --data-dir DATA ingest ROOT/...``);
+``--ids`` runs some rows only (a quick look).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import time
+from pathlib import Path
+
+import common as B  # noqa: F401  (project root on sys.path, offline flags)
+
+DATA = Path(__file__).resolve().parent / "data" / "filings_qa.jsonl"
+TENQ = "sec-10-q/data/v1/docs"
+
+
+def norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text.replace("$", "").replace("\u2212", "-")).replace(" %", "%").strip().lower()
+
+
+def forms(ans: str) -> list[str]:
+    out = [norm(ans)]
+    if re.fullmatch(r"\d{1,3}(,\d{3})+", ans):
+        v = int(ans.replace(",", "")) / 1000
+        out += [f"{v:.2f} billion", f"{v:.1f} billion"]
+    return out
+
+
+def gives(text: str, answers: list[str]) -> bool:
+    """Does ``text`` give one of ``answers`` (a figure whole, not part of a longer one; a phrase as words)?"""
+    t = norm(text)
+    for a in answers:
+        for f in forms(a):
+            if re.search(r"\d", f):
+                if re.search(rf"(?<![\d.,]){re.escape(f)}(?![\d])", t):
+                    return True
+            elif re.search(rf"\b{re.escape(f)}\b", t):
+                return True
+    return False
+
+
+def collection_docs(root: Path, rows: list[dict]) -> dict[str, list[str]]:
+    cols = {r.get("collection", TENQ) for r in rows}
+    return {c: sorted(p.name for p in (root / c).glob("*.pdf")) for c in cols}
+
+
+def verdict(row: dict, ans) -> dict:
+    lines = [ln for ln in ans.text.split("\n") if ln.strip()]
+    head = lines[0] if lines else ""
+    cited = [c.doc_id for c in ans.citations]
+    out = {"abstained": ans.abstained, "cited": cited}
+    if row["answers"]:
+        v = ("abstained" if ans.abstained else "right" if gives(head, row["answers"])
+             else "partly" if gives(ans.text, row["answers"]) else "wrong")
+        out.update(verdict=v, right_document=bool(cited) and cited[0] == row["doc"])
+    else:
+        out.update(verdict="unanswerable_abstained" if ans.abstained else "cited_non_answer")
+    return out
+
+
+def run(ctx, rows: list[dict], root: Path, backend: str, progress=print) -> dict:
+    from app.answer import answer
+    from app.reader import frame
+
+    docs = collection_docs(root, rows)
+    have = {d["doc_id"] for d in ctx.catalog.documents(ctx.catalog.live_gen())}
+    given: dict[str, object] = {}
+    out = []
+    for r in rows:
+        coll = r.get("collection", TENQ)
+        scope = [r["doc"]] if r.get("scope", "doc") == "doc" else [d for d in docs[coll] if d in have]
+        history = []
+        if r.get("followup_of") and r["followup_of"] in given:
+            first = given[r["followup_of"]]
+            history = [{"role": "user", "content": first.question, "query": first.query},
+                       {"role": "assistant", "content": first.text}]
+        t = time.perf_counter()
+        ans = answer(ctx, r["question"], backend=backend, doc_ids=scope, history=history)
+        dt = time.perf_counter() - t
+        given[r["id"]] = ans
+        v = verdict(r, ans)
+        names = frame(r["question"]).names
+        foreign = bool(names) and any(d != r["doc"] for d in v["cited"]) and r["answers"] != []
+        out.append({"id": r["id"], "collection": coll, "scope": r.get("scope", "doc"), "type": r.get("type"),
+                    "followup": bool(r.get("followup_of")), "seconds": round(dt, 3), "foreign": foreign,
+                    "reply": ans.text[:700], **v})
+        if progress:
+            progress(f"{r['id']:5s} {out[-1]['verdict']:24s} {dt:5.2f}s {ans.text[:110]!r}")
+    return summarise(out)
+
+
+def summarise(rows: list[dict]) -> dict:
+    def block(rs: list[dict]) -> dict:
+        ans = [r for r in rs if r["verdict"] in ("right", "partly", "wrong", "abstained")]
+        una = [r for r in rs if r["verdict"] in ("unanswerable_abstained", "cited_non_answer")]
+        secs = sorted(r["seconds"] for r in rs)
+        return {"answerable": len(ans), "unanswerable": len(una),
+                **{k: sum(r["verdict"] == k for r in ans) for k in ("right", "partly", "wrong", "abstained")},
+                "right_share": round(sum(r["verdict"] == "right" for r in ans) / len(ans), 3) if ans else None,
+                "right_document": sum(bool(r.get("right_document")) for r in ans),
+                "unanswerable_abstained": sum(r["verdict"] == "unanswerable_abstained" for r in una),
+                "cited_non_answer": sum(r["verdict"] == "cited_non_answer" for r in una),
+                "abstain_share": round(sum(r["verdict"] == "unanswerable_abstained" for r in una) / len(una), 3)
+                if una else None,
+                "foreign_quotes": sum(r["foreign"] for r in rs),
+                "p50_s": round(statistics.median(secs), 2) if secs else None,
+                "p95_s": round(secs[min(len(secs) - 1, int(0.95 * len(secs)))], 2) if secs else None}
+
+    return {"all": block(rows), "scoped": block([r for r in rows if r["scope"] == "doc"]),
+            "unscoped": block([r for r in rows if r["scope"] == "all"]),
+            "by_collection": {c: block([r for r in rows if r["collection"] == c])
+                              for c in sorted({r["collection"] for r in rows})},
+            "rows": rows}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", required=True, help="docugami/KG-RAG-datasets checkout")
+    ap.add_argument("--data", required=True, help="data dir with the collections ingested")
+    ap.add_argument("--backends", default="extractive")
+    ap.add_argument("--ids", default="", help="comma-separated row ids (default: every row)")
+    ap.add_argument("--label", default="", help="a name for this run (e.g. the code it ran)")
+    ap.add_argument("--out", default="bench/results/answers_real.json")
+    a = ap.parse_args()
+    from app.context import AppContext
+    from app.core.settings import Settings
+
+    rows = [json.loads(x) for x in DATA.read_text(encoding="utf-8").splitlines() if x.strip()]
+    if a.ids:
+        keep = set(a.ids.split(","))
+        rows = [r for r in rows if r["id"] in keep or r.get("followup_of") in keep]
+    ctx = AppContext(Settings(data_dir=Path(a.data)))
+    res = {"benchmark": "answers_real", "label": a.label, "machine": B.machine_info(), "backends": {},
+           "command": f"python bench/answers_real.py --root {a.root} --data {a.data} --backends {a.backends}"
+                      + (f" --label {a.label}" if a.label else "") + f" --out {a.out}"}
+    try:
+        for backend in a.backends.split(","):
+            res["backends"][backend] = run(ctx, rows, Path(a.root), backend)
+            s = res["backends"][backend]
+            print(backend, json.dumps({k: s[k] for k in ("all", "scoped", "unscoped")}, indent=1))
+    finally:
+        ctx.close()
+    if not a.ids:
+        Path(a.out).write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()

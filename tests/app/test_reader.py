@@ -1,0 +1,130 @@
+"""The reader (app/reader.py) and routing (app/routing.py) end to end on made-up filings (issue 33): a figure
+question is answered by the cell with its row and period, a question naming one of two companies never quotes the
+other, a metric the filing does not report abstains, and "the year before" is computed from two cited figures."""
+from __future__ import annotations
+
+import pytest
+
+from app.answer import answer
+from app.reader import cells_of, frame, read
+from ingest.pipeline import Ingestor
+
+ACME = """# Acme Widgets Inc. Quarterly Report
+
+Acme Widgets Inc. makes widgets. This report covers the quarter ended June 30, 2024.
+
+CONDENSED STATEMENTS OF OPERATIONS (In millions)
+
+| | Three Months Ended June 30, 2024 | Three Months Ended June 30, 2023 |
+|---|---|---|
+| Net sales: | | |
+| Products | 410 | 388 |
+| Services | 120 | 101 |
+| Total net sales | 530 | 489 |
+| Research and development | 64 | 58 |
+| Net income | 97 | 83 |
+
+Acme Widgets Inc. opened two plants during the quarter. Research spending rose with the new product line.
+"""
+BOLT = """# Bolt Gadgets Corp. Quarterly Report
+
+Bolt Gadgets Corp. makes gadgets. This report covers the quarter ended June 30, 2024.
+
+CONDENSED STATEMENTS OF OPERATIONS (In millions)
+
+| | Three Months Ended June 30, 2024 | Three Months Ended June 30, 2023 |
+|---|---|---|
+| Total net sales | 1,204 | 1,150 |
+| Research and development | 211 | 190 |
+| Net income | 150 | 162 |
+
+Bolt Gadgets Corp. sells gadgets in forty countries. Bolt Gadgets Corp. research spending was flat.
+"""
+HARBOUR = """# Harbour Board annual notes
+
+The harbour's fee income was $20.8 million in 2010, up $2.5 million from 2009, as larger ships called.
+The pilots' station moved to the north quay in March.
+"""
+
+
+@pytest.fixture
+def ctx(make_ctx, write):
+    c = make_ctx(chunker="mg", theta=120, synth_backend="extractive")
+    report = Ingestor(c).ingest_paths([write("acme-q2.md", ACME), write("bolt-q2.md", BOLT),
+                                       write("harbour.md", HARBOUR)])
+    assert all(r.status == "ingested" for r in report.results), report.results
+    return c
+
+
+def test_a_figure_question_is_answered_by_the_cell_with_its_row_and_period(ctx):
+    a = answer(ctx, "What were Acme's total net sales for the three months ended June 30, 2024?",
+               doc_ids=["acme-q2.md"])
+    head = a.text.split("\n")[0]
+    assert not a.abstained and "530" in head and "Total net sales" in head and "June 30, 2024" in head
+    assert "489" not in head and "1,204" not in a.text
+    assert a.citations[0].doc_id == "acme-q2.md"
+    assert any("Total net sales" in x["text"] for c in a.citations for x in c.support)
+
+
+def test_a_question_naming_one_of_two_companies_never_quotes_the_other(ctx):
+    for q, mine, other in (("What was Bolt's net income for the three months ended June 30, 2024?", "bolt-q2.md",
+                            "acme-q2.md"),
+                           ("How much did Acme spend on research and development in the three months ended June 30, "
+                            "2024?", "acme-q2.md", "bolt-q2.md")):
+        a = answer(ctx, q)  # over every document, as a newcomer asks
+        assert a.grounding["routed"]["documents"] == [mine]
+        assert not a.abstained and {c.doc_id for c in a.citations} == {mine}
+        assert all(s.doc_id != other for s in a.sources)
+    assert "150" in answer(ctx, "What was Bolt's net income for the three months ended June 30, 2024?").text
+
+
+def test_a_metric_the_filing_does_not_report_abstains_without_citations(ctx):
+    for q in ("What was Acme's net promoter score for the quarter?", "What was Tesla's total net sales in 2024?",
+              "What were Acme's total net sales in 2019?"):
+        a = answer(ctx, q)
+        assert a.abstained and a.citations == [], (q, a.text)
+
+
+def test_the_year_before_is_computed_from_two_cited_figures(ctx):
+    first = answer(ctx, "What was the harbour's fee income in 2010?")
+    assert not first.abstained and "20.8" in first.text
+    history = [{"role": "user", "content": first.question, "query": first.query},
+               {"role": "assistant", "content": first.text}]
+    a = answer(ctx, "And in the year before?", history=history)
+    head = a.text.split("\n")[0]
+    assert not a.abstained and "18.3" in head and "20.8" in head and "2.5" in head and a.citations
+    cells_first = answer(ctx, "What were Acme's total net sales for the three months ended June 30, 2024?")
+    history = [{"role": "user", "content": cells_first.question, "query": cells_first.query},
+               {"role": "assistant", "content": cells_first.text}]
+    before = answer(ctx, "And the year before?", history=history)
+    assert "489" in before.text.split("\n")[0] and "June 30, 2023" in before.text.split("\n")[0]
+
+
+def test_a_change_between_periods_is_computed_with_both_figures():
+    src = type("S", (), {"rank": 1, "start": 0, "doc_id": "acme", "headings": [], "text": ACME})()
+    r = read("How much did Acme's total net sales change compared with the same quarter a year earlier?", [src])
+    assert r.answer is not None and "530" in r.answer and "489" in r.answer and "41" in r.answer
+
+
+def test_cells_know_their_row_group_column_title_and_unit():
+    src = type("S", (), {"rank": 1, "start": 0, "text": ACME})()
+    cells = {(c.row, c.column): c for c in cells_of([src])}
+    c = cells[("Net sales: Products", "Three Months Ended June 30, 2024")]
+    assert c.value == "410" and c.unit == "millions" and "STATEMENTS OF OPERATIONS" in c.title
+    assert ("Total net sales", "Three Months Ended June 30, 2023") in cells
+
+
+def test_a_statement_printed_as_lines_is_read_as_a_table():
+    text = ("INCOME STATEMENTS\n\n(In millions) (Unaudited)\n\nThree Months Ended September 30, 2023 2022\n\n"
+            "Revenue:\n\nProduct $ 15,535 $ 15,741\n\nTotal revenue 56,517 50,122\n\nGross margin 40,215 34,670\n")
+    src = type("S", (), {"rank": 1, "start": 0, "text": text})()
+    cells = {(c.row, c.column): c.value for c in cells_of([src])}
+    assert cells[("Gross margin", "Three Months Ended September 30, 2023")] == "40,215"
+    assert cells[("Revenue: Product", "Three Months Ended September 30, 2022")] == "15,741"
+
+
+def test_the_question_frame():
+    f = frame("How much of Apple's revenue came from Services in the nine months ended July 1, 2023?")
+    assert f.kind == "amount" and f.names == ["Apple", "Services"] and f.span == "nine" and f.years == [2023]
+    assert frame("Why was Zebrion chosen as the handheld vendor?").kind == "explain"
+    assert frame("How many employees did OPM have in FY 2019?").kind == "count"
