@@ -38,6 +38,19 @@ _GENERIC = frozenset(
     "latest recent current during period quarter quarterly year years fiscal ended ending end month months three "
     "six nine twelve first second third fourth q1 q2 q3 q4 fy than more less over under per same last prior "
     "previous before after between compared vs versus".split()) | STOPWORDS
+# how questions are asked, not what they are about ("What did Intel *report* as its *latest* figure?")
+_FILLER = frozenset(
+    "report reported reports reporting disclose disclosed disclosure reveal revealed state stated statement mention "
+    "mentioned provide provided indicate indicated show shown shows detail details information info data figures "
+    "significant major key main overall various any some specific approximately roughly about around exactly "
+    "undertake undertook magnitude extent scale size level levels breakdown insight insights gleaned glean note "
+    "noted notes describe described according regarding related relate relates connect connected impact "
+    "affect affected stack against align aligned compare comparison comparing reflect reflected "
+    "announce announced make made get got give given take took put see seen find found look listed list "
+    "specifically particular particularly respectively also just only even still yet each every all both either "
+    "new old recent recently latest most least highest lowest biggest largest smallest main primary percentage "
+    "percent proportion contribute contributed contribution segment segments portion attributed attributable "
+    "generated generate come came".split())
 _MONTHS = ("january february march april may june july august september october november december".split())
 _MONTH_RE = "|".join(m.capitalize() for m in _MONTHS) + "|" + "|".join(m[:3].capitalize() + r"\.?" for m in _MONTHS)
 _DATE_RE = re.compile(rf"\b({_MONTH_RE})\s+(\d{{1,2}}),?\s+((?:19|20)\d\d)\b")
@@ -56,7 +69,8 @@ SYNONYMS = {"revenue": {"sales", "revenues"}, "revenues": {"sales", "revenue"}, 
             "expenses": {"expense", "costs", "cost"}, "expense": {"expenses", "costs", "cost"},
             "costs": {"cost", "expenses", "expense"}, "cost": {"costs", "expense", "expenses"},
             "employees": {"employee", "headcount", "staff", "fte"}, "headcount": {"employees"},
-            "spending": {"expenses", "spend"}, "r&d": {"research", "development"}}
+            "spending": {"expenses", "spend"}, "r&d": {"research", "development"},
+            "margin": {"profit"}, "spend": {"expenses", "expense"}, "spent": {"expenses", "expense"}}
 
 
 def stem(word: str) -> str:
@@ -135,7 +149,7 @@ def frame(question: str) -> Frame:
 
     names = [n for n in entities(question) if not _DATE_RE.fullmatch(n) and n.lower() not in _MONTHS
              and not re.fullmatch(r"(Q[1-4]|FY\s?\d+|\d+)", n)]
-    names = [re.sub(r"['’]s$", "", n) for n in names]
+    names = [p for n in names for p in _name_parts(n)]
     dates = [f"{m.group(1).lower()[:3]} {int(m.group(2))} {m.group(3)}" for m in _DATE_RE.finditer(question)]
     dates = [d.replace(d[:3], _full_month(d[:3]), 1) for d in dates]
     years = sorted({int(y) for y in _YEAR_RE.findall(question)})
@@ -151,12 +165,26 @@ def frame(question: str) -> Frame:
         w = re.sub(r"['’]s$", "", w)
         if not w or w in _GENERIC or w in name_words or w in _MONTHS or re.fullmatch(r"[\d,.%]+", w):
             continue
-        if _CHANGE_RE.fullmatch(w) or w in _RELATIVE_WORDS:  # how it asks, not what about
+        if _CHANGE_RE.fullmatch(w) or w in _RELATIVE_WORDS or w in _FILLER:  # how it asks, not what about
             continue
         if w not in terms:
             terms.append(w)
     return Frame(question, _kind(question), names, years, dates, span, quarter, bool(_RELATIVE_RE.search(question)),
                  bool(_CHANGE_RE.search(question)), terms)
+
+
+_FORM_OR_PERIOD = re.compile(r"^(q[1-4]|fy|h[12]|10|k|q|form|\d+|(19|20)\d\d)$", re.I)
+
+
+def _name_parts(name: str) -> list[str]:
+    """A capitalised run as the names in it: split at a possessive ("Intel's R D" → "Intel", "R D"), without the
+    period or form words a run picks up ("Q3 2022 10 Q")."""
+    out = []
+    for part in re.split(r"['’]s\b\s*", name):
+        words = [w for w in part.split() if not _FORM_OR_PERIOD.match(w.strip(".,-"))]
+        if words and not all(len(w) == 1 for w in words):
+            out.append(" ".join(words))
+    return out
 
 
 def _full_month(abbr: str) -> str:
@@ -439,6 +467,9 @@ _NUMBER_WORDS = re.compile(r"\b(one|two|three|four|five|six|seven|eight|nine|ten
                            r"fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|"
                            r"eighty|ninety|hundred|thousand|million|billion|dozen|half|pounds?|dollars?|euros?)\b",
                            re.I)
+_MONEY_WORDS = re.compile(r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
+                          r"fifty|sixty|seventy|eighty|ninety|hundred|thousand|million|billion)[- ](pounds?|dollars?|"
+                          r"euros?|cents?|million|billion|thousand|percent)\b", re.I)
 _BOILER = re.compile(r"\b(forward-looking statements?|pursuant to (section|rule)|certif(y|ies|ication)|"
                      r"sarbanes|exhibit \d|table of contents|incorporated (herein )?by reference|signatures?|"
                      r"safe harbor|this (quarterly|annual) report on form)\b", re.I)
@@ -454,12 +485,18 @@ def _kind_fits(f: Frame, text: str) -> bool:
     if f.kind == "percent":
         return bool(re.search(r"\d\s?%|\bpercent\b", text))
     if f.kind in ("amount", "count"):
-        return bool(re.search(r"\d", _YEAR_RE.sub("", _DATE_RE.sub("", text))) or _NUMBER_WORDS.search(text))
+        plain = _YEAR_RE.sub("", _DATE_RE.sub("", text))
+        plain = re.sub(r"\b(three|six|nine|twelve)[- ]months?\b|\b\d+[- ]month\b", "", plain, flags=re.I)
+        if f.kind == "count":
+            return bool(re.search(r"\d", plain) or _NUMBER_WORDS.search(plain))
+        return bool(re.search(r"\$\s?\d|\d[\d,.]*\s?(%|percent|million|billion|thousand)|\d{1,3}(,\d{3})+|\d+\.\d+",
+                              plain, re.I) or _MONEY_WORDS.search(plain))
     return True  # "when" is also answered by "at dawn" or "every spring": a date is preferred, not required
 
 
 # -- reading ---------------------------------------------------------------------------------------------------------
 MIN_COVERAGE = 0.5  # the best candidate must hold this share of the question's key terms (by weight)
+MISSING_COVERAGE = 0.6  # ... and this share when a content word of the question is in no passage at all
 
 
 def _fmt_value(c: Cell) -> str:
@@ -495,12 +532,14 @@ def _change_line(a: Cell, b: Cell) -> str:
 def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
          similarity: Callable[[Sequence[str]], Sequence[float]] | None = None,
          doc_text: Callable[[object], str | None] | None = None, history: Sequence[dict] = (),
-         foreign: Callable[[str], bool] | None = None) -> Reading:
+         foreign: Callable[[str], bool] | None = None, known_names: set[str] = frozenset()) -> Reading:
     """The answer to ``question`` from ``sources`` (numbered passages with ``rank``, ``text``, ``start``): the best
     cell or sentence on the question's key terms, period and answer kind, or none. ``sentences``: the passages'
     sentences (:func:`app.grounding.source_sentences`; made here if not given); ``similarity(texts)``: their
     cosine to the question (optional); ``history``: the conversation (a follow-up "the year before" takes the
-    previous question's row and years); ``foreign(text)``: text that recurs in other documents (boilerplate)."""
+    previous question's row and years); ``foreign(text)``: text that recurs in other documents (boilerplate);
+    ``known_names``: name words of the passages' documents (their profiles: a filing's registrant is on its cover,
+    not on every page)."""
     from app.grounding import source_sentences
 
     if history and question.rstrip().endswith(")") and " (" in question:  # a follow-up carrying the earlier question
@@ -523,10 +562,10 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
     weights = _weights(terms, texts)
     context = set().union(*(_stems(t) for t in texts)) if texts else set()
     missing = [t for t in terms if not ({stem(t)} | {stem(x) for x in SYNONYMS.get(t, ())}) & context
-               and len(t) >= 5]
-    seen = {stem(w) for s in sources for w in words_of(getattr(s, "text", ""))}
-    missing += [n for n in f.names  # a name no passage mentions: another company, another aircraft
-                if not all(stem(w) in seen for w in words_of(n) if len(w) > 1 and w not in _TITLES)]
+               and len(t) >= 5 and not t.endswith(("ed", "ing", "ly"))]
+    seen = {stem(w) for s in sources for w in words_of(getattr(s, "text", ""))} | {stem(w) for w in known_names}
+    heads = [[w for w in words_of(n) if len(w) > 1 and w not in _TITLES][:1] for n in f.names]
+    absent_names = [n for n, h in zip(f.names, heads) if h and stem(h[0]) not in seen]  # another company, say
     heads = {getattr(s, "rank", 0): list(getattr(s, "headings", []) or []) for s in sources}
     sims = list(similarity([s.shown for s in sents])) if (similarity and sents) else [0.0] * len(sents)
     cands = _score_sentences(f, terms, weights, sents, sims, heads, foreign)
@@ -535,7 +574,10 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
         prev_years = _years_of_previous_answer(history)
     cands += _score_cells(f, terms, weights, cells, prev_years, foreign, asked)
     cands.sort(key=lambda c: -c.score)
-    if missing:
+    if absent_names:
+        return Reading(f, None, [], cands[:2], absent_names, None,
+                       f"the passages never mention {', '.join(absent_names)}")
+    if missing and (not cands or cands[0].coverage < MISSING_COVERAGE):
         return Reading(f, None, [], cands[:2], missing, None, f"the passages never mention {', '.join(missing)}")
     if f.years and f.numeric and not f.relative and not _covers_years(f, cands):
         years = ", ".join(str(y) for y in f.years)
@@ -625,7 +667,7 @@ def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign) -> l
     for s, sim in zip(sents, sims):
         stems = _stems(s.shown) | _stems(" ".join(heads.get(s.source, [])))
         cov = _coverage(terms, weights, stems)
-        fits = _kind_fits(f, s.shown)
+        fits = _kind_fits(f, s.shown) and not s.shown.rstrip().endswith(":")  # "… were as follows:" introduces
         boiler = _boilerplate(s.shown, heads.get(s.source, ())) or bool(foreign and foreign(s.shown))
         score = cov * (0.75 + 0.25 * max(sim, 0.0)) * (1.0 if fits else 0.5) * (0.3 if boiler else 1.0)
         if f.numeric:
@@ -642,13 +684,25 @@ def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign) -> l
 
 def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: str = "") -> list[Candidate]:
     out = []
+    latest: dict = {}  # row → its column with the latest year
     for c in cells:
+        ys = [int(y) for y in _YEAR_RE.findall(c.column)]
+        key = (c.source, c.start)
+        if ys and (key not in latest or max(ys) > latest[key][1]):
+            latest[key] = (c.column, max(ys))
+    latest = {k: v[0] for k, v in latest.items()}
+    for c in cells:
+        own = c.row.split(": ", 1)[-1]  # the row's own label, without its group's
+        cov_row = _coverage(terms, weights, _stems(own))
         row_stems = _stems(c.row)
-        cov_row = _coverage(terms, weights, row_stems)
         cov = _coverage(terms, weights, row_stems | _stems(c.title) | _stems(c.column))
         period = _period_score(f, c.column, prev_years)
-        fits = (f.kind != "percent" or "%" in c.value or "percent" in c.title.lower() or "%" in c.column)
-        score = (0.6 * cov_row + 0.4 * cov) * (0.7 + 0.3 * period) * (1.0 if fits else 0.6)
+        asked_period = bool(f.dates or f.years or f.span or (f.relative and prev_years))
+        pct = "%" in c.value or "%" in c.column or "percent" in c.row.lower()
+        fits = pct if f.kind == "percent" else not (pct and f.kind in ("amount", "count"))
+        score = (0.6 * cov_row + 0.4 * cov) * ((0.7 + 0.3 * period) if asked_period else 1.0) * (1.0 if fits else 0.6)
+        if not asked_period and c.column and latest.get((c.source, c.start)) == c.column:
+            score *= 1.02  # no period asked: the latest column (filings print some years oldest first)
         if f.kind in ("explain", "yesno", "name", "date"):
             score *= 0.6  # a figure is seldom the answer to these
         if "total" in (asked or f.question).lower() and c.row.lower().startswith("total"):

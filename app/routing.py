@@ -118,12 +118,50 @@ def route(question: str, profiles: Sequence[Profile], frame=None) -> Route:
     return Route(ids, "the question names " + " and ".join(said))
 
 
+def _sentence_keys(text: str, limit: int = 300_000) -> set[int]:
+    """Hashes of a text's sentences of 40 characters or more, lower-cased with spaces collapsed."""
+    out = set()
+    for piece in re.split(r"(?<=[.!?])\s+|\n+", text[:limit]):
+        key = " ".join(piece.lower().split())
+        if len(key) >= 40:
+            out.add(hash(key))
+    return out
+
+
 class Profiles:
-    """Document profiles, made once per document version (by content hash) and kept."""
+    """Document profiles, made once per document version (by content hash) and kept; and the sentences that recur
+    in several documents (boilerplate: a standard paragraph every report of an agency prints)."""
+
+    RECUR_DOCS = 3  # a sentence printed word for word in this many documents is boilerplate
 
     def __init__(self, text_of: Callable[[str], str]):
         self.text_of = text_of
         self._by_hash: dict[str, Profile] = {}
+        self._keys: dict[str, set[int]] = {}
+        self._shared: tuple[frozenset, set[int]] = (frozenset(), set())
+
+    def recurring(self, rows: Sequence[dict]) -> Callable[[str], bool]:
+        """A test of a sentence: does it recur word for word in :data:`RECUR_DOCS` or more of ``rows``' documents
+        (catalog rows with ``hash``)? Each document's sentences are read once."""
+        hashes = frozenset(r["hash"] for r in rows)
+        if hashes != self._shared[0]:
+            counts: Counter = Counter()
+            for h in hashes:
+                if h not in self._keys:
+                    try:
+                        self._keys[h] = _sentence_keys(self.text_of(h) or "")
+                    except Exception:  # a document whose text is gone
+                        self._keys[h] = set()
+                counts.update(self._keys[h])
+            self._shared = (hashes, {k for k, n in counts.items() if n >= self.RECUR_DOCS})
+        shared = self._shared[1]
+        return lambda text: hash(" ".join(text.lower().split())) in shared
+
+    def tokens(self, doc_hash: str, doc_id: str = "", name: str = "") -> set[str]:
+        """The name tokens of one document version (its profile's), empty when its text is gone."""
+        rows = [{"hash": doc_hash, "doc_id": doc_id or doc_hash, "name": name or doc_id}]
+        got = self.of(rows)
+        return got[0].tokens if got else set()
 
     def of(self, rows: Sequence[dict], labels: dict[str, str] | None = None) -> list[Profile]:
         """Profiles of catalog ``rows`` (``doc_id``, ``name``, ``hash``)."""

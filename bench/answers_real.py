@@ -80,7 +80,17 @@ def verdict(row: dict, ans) -> dict:
 
 def run(ctx, rows: list[dict], root: Path, backend: str, progress=print) -> dict:
     from app.answer import answer
-    from app.reader import frame
+
+    try:
+        from app.reader import frame
+
+        def names_of(q: str) -> list[str]:
+            return frame(q).names
+    except ImportError:  # the code before the reader (the baseline row): names as the conversation rules read them
+        from app.conversation import entities
+
+        def names_of(q: str) -> list[str]:
+            return entities(q)
 
     docs = collection_docs(root, rows)
     have = {d["doc_id"] for d in ctx.catalog.documents(ctx.catalog.live_gen())}
@@ -99,13 +109,14 @@ def run(ctx, rows: list[dict], root: Path, backend: str, progress=print) -> dict
         dt = time.perf_counter() - t
         given[r["id"]] = ans
         v = verdict(r, ans)
-        names = frame(r["question"]).names
+        names = names_of(r["question"])
         foreign = bool(names) and any(d != r["doc"] for d in v["cited"]) and r["answers"] != []
         out.append({"id": r["id"], "collection": coll, "scope": r.get("scope", "doc"), "type": r.get("type"),
                     "followup": bool(r.get("followup_of")), "seconds": round(dt, 3), "foreign": foreign,
-                    "reply": ans.text[:700], **v})
+                    "reply": ans.text[:700], "draft": ans.draft[:300] if ans.abstained else "",
+                    "routed": (ans.grounding.get("routed") or {}).get("documents"), **v})
         if progress:
-            progress(f"{r['id']:5s} {out[-1]['verdict']:24s} {dt:5.2f}s {ans.text[:110]!r}")
+            progress(f"{r['id']:5s} {out[-1]['verdict']:24s} {dt:5.2f}s {(ans.draft if ans.abstained else ans.text)[:110]!r}")
     return summarise(out)
 
 

@@ -39,13 +39,16 @@ class ExtractiveSynthesizer:
 
     name = "extractive"
 
-    def __init__(self, embedder, max_sentences: int = 3, cache_size: int = 20_000, vectors=None, text_of=None):
+    def __init__(self, embedder, max_sentences: int = 3, cache_size: int = 20_000, vectors=None, text_of=None,
+                 names_of=None, boilerplate=None):
         self.embedder = embedder
         self.max_sentences = max_sentences  # the answer and at most this many quotes in all
         # sentence vectors of recent contexts (LRU), shared with grounding: embedding the same passages again
         # was most of this backend's cost under concurrent load
         self.vectors = vectors if vectors is not None else SentenceVectors(embedder, cache_size)
         self.text_of = text_of  # a document's text by content hash: tables' titles and units above a passage
+        self.names_of = names_of  # the names a passage's document is about (app.routing profiles)
+        self.boilerplate = boilerplate  # () -> a test of a sentence printed in several of the library's documents
         self._texts: dict[str, str] = {}
 
     def _passage_vectors(self, texts: list[str]) -> np.ndarray:
@@ -75,13 +78,29 @@ class ExtractiveSynthesizer:
         def similarity(texts):
             return (self._passage_vectors(list(texts)) @ q).tolist() if texts else []
 
+        known = set()
+        if self.names_of is not None:
+            for src in sources:
+                try:
+                    known |= self.names_of(src)
+                except Exception:  # no profile (a document deleted meanwhile): its passages' words only
+                    pass
+        here = _recurring(sources, sents)
+        try:
+            everywhere = self.boilerplate() if self.boilerplate is not None else None
+        except Exception:  # the catalog is busy or gone: the passages' own recurrences only
+            everywhere = None
+
+        def foreign(text: str) -> bool:
+            return here(text) or bool(everywhere and everywhere(text))
+
         return read(question, sources, sentences=sents, similarity=similarity, doc_text=self._doc_text,
-                    history=list(history or []), foreign=_recurring(sources, sents))
+                    history=list(history or []), foreign=foreign, known_names=known)
 
     def stream(self, question: str, sources: Sequence, history: Sequence | None = None) -> Iterator[str]:
         r = self.reading(question, sources, history)
         if r.answer is None:
-            yield "I cannot find an answer in the documents."
+            yield f"I cannot find an answer in the documents ({r.why})."
             return
         best = r.best
         yield f"{r.answer} [{best.source}]"

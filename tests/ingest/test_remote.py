@@ -52,7 +52,7 @@ def redis_url(tmp_path_factory):
                              "--dir", str(d)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     from redis import Redis
 
-    conn = Redis(port=port)
+    conn = Redis(host="127.0.0.1", port=port)  # the address it binds; "localhost" needs /etc/hosts
     for _ in range(100):
         try:
             conn.ping()
