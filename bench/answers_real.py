@@ -116,7 +116,8 @@ def run(ctx, rows: list[dict], root: Path, backend: str, progress=print) -> dict
                     "reply": ans.text[:700], "draft": ans.draft[:300] if ans.abstained else "",
                     "routed": (ans.grounding.get("routed") or {}).get("documents"), **v})
         if progress:
-            progress(f"{r['id']:5s} {out[-1]['verdict']:24s} {dt:5.2f}s {(ans.draft if ans.abstained else ans.text)[:110]!r}")
+            shown = ans.draft if ans.abstained else ans.text
+            progress(f"{r['id']:5s} {out[-1]['verdict']:24s} {dt:5.2f}s {shown[:110]!r}")
     return summarise(out)
 
 
