@@ -121,7 +121,7 @@ def route(question: str, profiles: Sequence[Profile], frame=None) -> Route:
 def _sentence_keys(text: str, limit: int = 300_000) -> set[int]:
     """Hashes of a text's sentences of 40 characters or more, lower-cased with spaces collapsed."""
     out = set()
-    for piece in re.split(r"(?<=[.!?])\s+|\n+", text[:limit]):
+    for piece in re.split(r"(?<=[.!?])\s+|\n\s*\n", text[:limit]):  # a PDF's line ends are no sentence ends
         key = " ".join(piece.lower().split())
         if len(key) >= 40:
             out.add(hash(key))

@@ -59,6 +59,13 @@ def gives(text: str, answers: list[str]) -> bool:
     return False
 
 
+def first_claim(reply: str) -> str:
+    """The reply up to its first citation: the answer a reader takes from it (the code before the reader answered
+    with up to three quotes in one paragraph, each cited, so its first line was all of them)."""
+    m = re.search(r"\[\d+\]", reply)
+    return reply[: m.end()] if m else reply
+
+
 def collection_docs(root: Path, rows: list[dict]) -> dict[str, list[str]]:
     cols = {r.get("collection", TENQ) for r in rows}
     return {c: sorted(p.name for p in (root / c).glob("*.pdf")) for c in cols}
@@ -72,13 +79,14 @@ def verdict(row: dict, ans) -> dict:
     if row["answers"]:
         v = ("abstained" if ans.abstained else "right" if gives(head, row["answers"])
              else "partly" if gives(ans.text, row["answers"]) else "wrong")
+        out["first_claim_right"] = not ans.abstained and gives(first_claim(ans.text), row["answers"])
         out.update(verdict=v, right_document=bool(cited) and cited[0] == row["doc"])
     else:
         out.update(verdict="unanswerable_abstained" if ans.abstained else "cited_non_answer")
     return out
 
 
-def run(ctx, rows: list[dict], root: Path, backend: str, progress=print) -> dict:
+def run(ctx, rows: list[dict], root: Path, backend: str, progress=print, dump: list | None = None) -> dict:
     from app.answer import answer
 
     try:
@@ -108,7 +116,13 @@ def run(ctx, rows: list[dict], root: Path, backend: str, progress=print) -> dict
         ans = answer(ctx, r["question"], backend=backend, doc_ids=scope, history=history)
         dt = time.perf_counter() - t
         given[r["id"]] = ans
+        if dump is not None:  # what the reader read, to read it again with other settings (bench/reader_tune.py)
+            dump.append({"row": r, "query": ans.query, "history": history,
+                         "sources": [dict(rank=c.number, doc_id=c.doc_id, start=c.start, end=c.end,
+                                          text=c.parent_text, doc_hash=c.doc_hash, headings=list(c.headings),
+                                          name=c.name) for c in ans.sources]})
         v = verdict(r, ans)
+        v["in_context"] = bool(r["answers"]) and gives(" ".join(c.parent_text for c in ans.sources), r["answers"])
         names = names_of(r["question"])
         foreign = bool(names) and any(d != r["doc"] for d in v["cited"]) and r["answers"] != []
         out.append({"id": r["id"], "collection": coll, "scope": r.get("scope", "doc"), "type": r.get("type"),
@@ -129,12 +143,15 @@ def summarise(rows: list[dict]) -> dict:
         return {"answerable": len(ans), "unanswerable": len(una),
                 **{k: sum(r["verdict"] == k for r in ans) for k in ("right", "partly", "wrong", "abstained")},
                 "right_share": round(sum(r["verdict"] == "right" for r in ans) / len(ans), 3) if ans else None,
+                "first_claim_right": sum(bool(r.get("first_claim_right", gives_first(r))) for r in ans),
                 "right_document": sum(bool(r.get("right_document")) for r in ans),
                 "unanswerable_abstained": sum(r["verdict"] == "unanswerable_abstained" for r in una),
                 "cited_non_answer": sum(r["verdict"] == "cited_non_answer" for r in una),
                 "abstain_share": round(sum(r["verdict"] == "unanswerable_abstained" for r in una) / len(una), 3)
                 if una else None,
                 "foreign_quotes": sum(r["foreign"] for r in rs),
+                "answer_in_context": sum(bool(r.get("in_context")) for r in ans),
+                "right_when_in_context": sum(r["verdict"] == "right" for r in ans if r.get("in_context")),
                 "p50_s": round(statistics.median(secs), 2) if secs else None,
                 "p95_s": round(secs[min(len(secs) - 1, int(0.95 * len(secs)))], 2) if secs else None}
 
@@ -145,19 +162,37 @@ def summarise(rows: list[dict]) -> dict:
             "rows": rows}
 
 
+def gives_first(row: dict) -> bool:
+    """First-claim verdict of a stored row (results written before it was recorded)."""
+    ref = ANSWERS.get(row["id"], [])
+    return bool(ref) and not row["abstained"] and gives(first_claim(row["reply"]), ref)
+
+
+ANSWERS: dict[str, list[str]] = {}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--root", required=True, help="docugami/KG-RAG-datasets checkout")
-    ap.add_argument("--data", required=True, help="data dir with the collections ingested")
+    ap.add_argument("--root", default="", help="docugami/KG-RAG-datasets checkout")
+    ap.add_argument("--data", default="", help="data dir with the collections ingested")
     ap.add_argument("--backends", default="extractive")
     ap.add_argument("--ids", default="", help="comma-separated row ids (default: every row)")
     ap.add_argument("--label", default="", help="a name for this run (e.g. the code it ran)")
     ap.add_argument("--out", default="bench/results/answers_real.json")
+    ap.add_argument("--resummarise", default="", metavar="RESULTS", help=argparse.SUPPRESS)
+    ap.add_argument("--dump", default="", help="write each row's retrieved sources here (JSON) for reader_tune.py")
     a = ap.parse_args()
     from app.context import AppContext
     from app.core.settings import Settings
 
     rows = [json.loads(x) for x in DATA.read_text(encoding="utf-8").splitlines() if x.strip()]
+    ANSWERS.update({r["id"]: r["answers"] for r in rows})
+    if a.resummarise:  # a results file's summary made again from its rows (new figures, same answers)
+        res = json.loads(Path(a.resummarise).read_text())
+        for b in res["backends"].values():
+            b.update(summarise(b["rows"]))
+        Path(a.resummarise).write_text(json.dumps(res, indent=1))
+        return
     if a.ids:
         keep = set(a.ids.split(","))
         rows = [r for r in rows if r["id"] in keep or r.get("followup_of") in keep]
@@ -166,8 +201,12 @@ def main() -> None:
            "command": f"python bench/answers_real.py --root {a.root} --data {a.data} --backends {a.backends}"
                       + (f" --label {a.label}" if a.label else "") + f" --out {a.out}"}
     try:
+        dump: list | None = [] if a.dump else None
         for backend in a.backends.split(","):
-            res["backends"][backend] = run(ctx, rows, Path(a.root), backend)
+            res["backends"][backend] = run(ctx, rows, Path(a.root), backend, dump=dump)
+            if dump:
+                Path(a.dump).write_text(json.dumps(dump))
+                dump = None
             s = res["backends"][backend]
             print(backend, json.dumps({k: s[k] for k in ("all", "scoped", "unscoped")}, indent=1))
     finally:

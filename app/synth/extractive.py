@@ -95,12 +95,14 @@ class ExtractiveSynthesizer:
             return here(text) or bool(everywhere and everywhere(text))
 
         return read(question, sources, sentences=sents, similarity=similarity, doc_text=self._doc_text,
-                    history=list(history or []), foreign=foreign, known_names=known)
+                    history=list(history or []), foreign=foreign, known_names=known,
+                    known_years={t for t in known if len(t) == 4 and t.isdigit()})
 
     def stream(self, question: str, sources: Sequence, history: Sequence | None = None) -> Iterator[str]:
         r = self.reading(question, sources, history)
         if r.answer is None:
-            yield f"I cannot find an answer in the documents ({r.why})."
+            # the reason stays out of the reply (it may echo the question's words); reading() gives it
+            yield "I cannot find an answer in the documents."
             return
         best = r.best
         yield f"{r.answer} [{best.source}]"
