@@ -30,20 +30,10 @@ from pathlib import Path
 
 import common as B  # noqa: F401  (project root on sys.path, offline flags)
 
+from app.evaluation.filings import forms, norm  # the figures as the first filings set compares them
+
 DATA = Path(__file__).resolve().parent / "data" / "filings_qa.jsonl"
 TENQ = "sec-10-q/data/v1/docs"
-
-
-def norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text.replace("$", "").replace("\u2212", "-")).replace(" %", "%").strip().lower()
-
-
-def forms(ans: str) -> list[str]:
-    out = [norm(ans)]
-    if re.fullmatch(r"\d{1,3}(,\d{3})+", ans):
-        v = int(ans.replace(",", "")) / 1000
-        out += [f"{v:.2f} billion", f"{v:.1f} billion"]
-    return out
 
 
 def gives(text: str, answers: list[str]) -> bool:
