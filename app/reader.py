@@ -447,9 +447,9 @@ def _coverage(frame_terms: Sequence[str], weights: dict[str, float], stems: set[
     return got / total
 
 
-def _period_score(f: Frame, column: str, prev_years: Sequence[int] = ()) -> float:
-    """How well a column's header fits the question's period: its date, year, span of months; 0 when the question
-    names none."""
+def _period_score(f: Frame, column: str, prev_years: Sequence[int] = (), row: str = "") -> float:
+    """How well a column's header (or, for a quarter, the row's label: a sheet of "Q1", "Q2" rows) fits the
+    question's period: its date, year, quarter, span of months; 0 when the question names none."""
     col = column.lower()
     want_years = list(f.years)
     if f.relative and prev_years:
@@ -465,6 +465,10 @@ def _period_score(f: Frame, column: str, prev_years: Sequence[int] = ()) -> floa
     if f.span:
         asked += 1
         score += f.span in col or (f.span == "three" and "quarter" in col)
+    if f.quarter:
+        asked += 1
+        ordinal = ("first", "second", "third", "fourth")[f.quarter - 1]
+        score += bool(re.search(rf"\bq{f.quarter}\b|\b{ordinal} quarter\b", f"{col} {row.lower()}"))
     return score / asked if asked else 0.0
 
 
@@ -698,6 +702,8 @@ def _more(cands: list[Candidate], best: Candidate) -> list[Candidate]:
     for c in cands[1:]:
         if c.score < 0.8 * best.score or c.coverage < MIN_COVERAGE:
             break
+        if best.kind == "cell" and c.kind == "cell":  # another table's figure beside the answer reads as a rival
+            continue
         t = " ".join(c.text.lower().split())
         if any(t in u or u in t for u in said):  # the same row or sentence, or a piece of one: said once
             continue
@@ -747,8 +753,8 @@ def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: st
         cov_row = _coverage(terms, weights, _stems(own) | _stems(text_value))
         row_stems = _stems(c.row)
         cov = _coverage(terms, weights, row_stems | _stems(c.title) | _stems(c.column) | _stems(text_value))
-        period = _period_score(f, c.column, prev_years)
-        asked_period = bool(f.dates or f.years or f.span or (f.relative and prev_years))
+        period = _period_score(f, c.column, prev_years, c.row)
+        asked_period = bool(f.dates or f.years or f.span or f.quarter or (f.relative and prev_years))
         pct = "%" in c.value or "%" in c.column or "percent" in c.row.lower()
         fits = pct if f.kind == "percent" else not (pct and f.kind in ("amount", "count"))
         score = (0.6 * cov_row + 0.4 * cov) * ((0.7 + 0.3 * period) if asked_period else 1.0) * (1.0 if fits else 0.6)
