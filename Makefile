@@ -21,9 +21,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 setup: $(STAMP)
 
-# the Debian packages the tests drive (chromium, redis-server, docker-compose, tesseract-ocr + eng), where missing
+# the Debian packages the tests drive, installed where missing (.ci/system-deps says what each is for)
+SYSTEM_PACKAGES := chromium redis-server docker-compose tesseract-ocr tesseract-ocr-eng
 system-deps:
-	bash .ci/system-deps
+	bash .ci/system-deps $(SYSTEM_PACKAGES)
 
 models: setup
 	$(BIN)/mgrag setup-models
