@@ -257,13 +257,15 @@ def _title_above(text: str, start: int, max_back: int = 1500) -> tuple[str, str]
     return title[:200], _unit_of(title)
 
 
-def _table_cells(text: str, base: int, source: int, doc_text: str | None = None, doc_start: int = 0) -> list[Cell]:
+def _table_cells(text: str, base: int, source: int, doc_text: str | None = None) -> list[Cell]:
     """The cells of every Markdown table in ``text`` (a passage starting at document offset ``base``)."""
     from ingest.tables import header_of, is_number, is_separator, row_quote, split_cells, table_lines
 
     out: list[Cell] = []
     group = ""
-    last_head: list[str] | None = None
+    titles: dict[int, tuple[str, str]] = {}  # a table block's title and unit, read once per block
+    block: int | None = None
+    block_end = 0
     for s, e, _ in table_lines(text):
         line = text[s:e]
         if is_separator(line):
@@ -271,8 +273,6 @@ def _table_cells(text: str, base: int, source: int, doc_text: str | None = None,
         head = header_of(text, s)
         if head is None or split_cells(line) == head:
             continue
-        if head != last_head:
-            last_head = head
         cells = split_cells(line)
         fields = [(cells[j].rstrip(": "), cells[j + 1]) for j in range(len(cells) - 1)
                   if cells[j].endswith(":") and cells[j + 1] and not cells[j + 1].endswith(":")]
@@ -289,8 +289,12 @@ def _table_cells(text: str, base: int, source: int, doc_text: str | None = None,
         if not values:
             continue
         full = doc_text if doc_text is not None else text
-        where = (base - doc_start + s) if doc_text is not None else s
-        title, unit = _title_above(full, _block_start(full, where))
+        at = base + s if doc_text is not None else s
+        if block is None or not _only_tables(full[block_end:at]):  # a new table block: walk back to its start once
+            block = _block_start(full, at)
+            titles[block] = _title_above(full, block)
+        block_end = at + (e - s)
+        title, unit = titles[block]
         row = _row_name(group, label)
         if label.lower().startswith("total"):
             group = ""  # a total closes its group
@@ -307,6 +311,13 @@ def _row_name(group: str, label: str) -> str:
     if not group or not label or label.lower().startswith("total") or group.lower() in label.lower():
         return label
     return f"{group}: {label}"
+
+
+def _only_tables(between: str) -> bool:
+    """Whether text between two rows holds only table lines and blank lines (the rows are of one table block)."""
+    from ingest.tables import is_table_line
+
+    return all(not ln.strip() or is_table_line(ln) for ln in between.split("\n"))
 
 
 def _block_start(text: str, pos: int) -> int:
@@ -384,7 +395,7 @@ def cells_of(sources: Sequence, doc_text: Callable[[object], str | None] | None 
     for src in sources:
         base = getattr(src, "start", 0)
         full = doc_text(src) if doc_text is not None else None
-        out += _table_cells(src.text, base, src.rank, full, 0 if full is None else 0)
+        out += _table_cells(src.text, base, src.rank, full)
         out += _line_cells(src.text, base, src.rank)
     return [c for c in out if not looks_like_instruction(c.quote)]
 
@@ -682,19 +693,6 @@ def _primary_terms(question: str, f: Frame) -> list[str]:
     return first if len(first) >= 2 else list(f.terms)
 
 
-def _covers_years(f: Frame, cands: Sequence[Candidate]) -> bool:
-    """Some candidate about the question (half its key terms) is of the year asked: a cell in that year's column, a
-    sentence that names it."""
-    want = {str(y) for y in f.years}
-    for c in cands:
-        if c.coverage < MIN_COVERAGE:
-            continue
-        where = c.cell.column if c.cell is not None else c.text
-        if want & set(_YEAR_RE.findall(where)):
-            return True
-    return False
-
-
 def _more(cands: list[Candidate], best: Candidate) -> list[Candidate]:
     """At most two further quotes that are nearly as good: other places, not the same row or sentence."""
     out: list[Candidate] = []
@@ -774,18 +772,21 @@ def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: st
 
 
 def _change_pair(best: Candidate, cells: Sequence[Cell]) -> tuple[Cell, Cell] | None:
-    """The best cell and the same row's cell of the comparable earlier period (the next column of the same span)."""
+    """The best cell and the same row's cell of the comparable earlier period: a column of the same span of months
+    (else any other), of an earlier year when the headers give years."""
     c = best.cell
-    row = [x for x in cells if (x.source, x.start) == (c.source, c.start) and x.number is not None]
-    if c.number is None or len(row) < 2:
+    others = [x for x in cells if (x.source, x.start) == (c.source, c.start) and x is not c and x.number is not None]
+    if c.number is None or not others:
         return None
-    span = _SPAN_RE.search(c.column.lower())
-    same = [x for x in row if x is not c and (_SPAN_RE.search(x.column.lower()) or None) and span
-            and _SPAN_RE.search(x.column.lower()).group(1) == span.group(1)] or [x for x in row if x is not c]
+
+    def span(x: Cell) -> str | None:
+        m = _SPAN_RE.search(x.column.lower())
+        return m.group(1) if m else None
+
+    same = [x for x in others if span(x) == span(c)] or others
     years = _YEAR_RE.findall(c.column)
-    earlier = [x for x in same if _YEAR_RE.findall(x.column) and years and _YEAR_RE.findall(x.column)[-1] < years[-1]]
-    other = (earlier or same)[0]
-    return (c, other) if not earlier or years else (c, other)
+    earlier = [x for x in same if years and _YEAR_RE.findall(x.column) and _YEAR_RE.findall(x.column)[-1] < years[-1]]
+    return c, (earlier or same)[0]
 
 
 def _previous(history: Sequence[dict]) -> Frame | None:

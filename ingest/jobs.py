@@ -363,7 +363,13 @@ class JobStore:
             order = self._waiting(db, lane, expected)
             if not order:
                 return None
-            est = expected or self.expected
+            if expected is None:  # the measured rates read once, not once per running job
+                rates = self.get_meta("rates", {})
+
+                def est(lane_, name, size, words, pages):
+                    return expected_s(rates, lane_, name, size, words, pages)
+            else:
+                est = expected
             busy: dict = {}
             for owner, name, size, words, pages in db.execute("SELECT owner, name, size, words, pages FROM jobs "
                                                               "WHERE state=?", (running,)).fetchall():

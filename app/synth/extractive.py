@@ -1,6 +1,8 @@
 """Extractive backend (no LLM): the context sentences closest to the question, each with its citation."""
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -49,23 +51,31 @@ class ExtractiveSynthesizer:
         self.text_of = text_of  # a document's text by content hash: tables' titles and units above a passage
         self.names_of = names_of  # the names a passage's document is about (app.routing profiles)
         self.boilerplate = boilerplate  # () -> a test of a sentence printed in several of the library's documents
-        self._texts: dict[str, str] = {}
+        self._texts: OrderedDict[str, str] = OrderedDict()
+        self._texts_lock = threading.Lock()
 
     def _passage_vectors(self, texts: list[str]) -> np.ndarray:
         return self.vectors.passages(texts)
 
     def _doc_text(self, src) -> str | None:
+        """A passage's whole document (its tables' titles and units lie above the passage), the 32 latest kept: the
+        synthesizer is shared by the server's threads, so the cache is changed under a lock."""
         h = getattr(src, "doc_hash", "")
         if not h or self.text_of is None:
             return None
-        if h not in self._texts:
-            if len(self._texts) > 32:
-                self._texts.pop(next(iter(self._texts)))
-            try:
-                self._texts[h] = self.text_of(h) or ""
-            except Exception:  # the text is gone (a document deleted meanwhile): titles from the passage only
-                self._texts[h] = ""
-        return self._texts[h] or None
+        with self._texts_lock:
+            if h in self._texts:
+                self._texts.move_to_end(h)
+                return self._texts[h] or None
+        try:
+            text = self.text_of(h) or ""
+        except Exception:  # the text is gone (a document deleted meanwhile): titles from the passage only
+            text = ""
+        with self._texts_lock:
+            self._texts[h] = text
+            while len(self._texts) > 32:
+                self._texts.popitem(last=False)
+        return text or None
 
     def reading(self, question: str, sources: Sequence, history: Sequence | None = None):
         """What :func:`app.reader.read` finds in ``sources`` for ``question``."""
