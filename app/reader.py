@@ -37,7 +37,7 @@ _GENERIC = frozenset(
     "report reported reports document documents filing filings company company's total amount value figure number "
     "latest recent current during period quarter quarterly year years fiscal ended ending end month months three "
     "six nine twelve first second third fourth q1 q2 q3 q4 fy than more less over under per same last prior "
-    "previous before after between compared vs versus".split()) | STOPWORDS
+    "previous before after between compared vs versus near off".split()) | STOPWORDS
 # how questions are asked, not what they are about ("What did Intel *report* as its *latest* figure?")
 _FILLER = frozenset(
     "report reported reports reporting disclose disclosed disclosure reveal revealed state stated statement mention "
@@ -107,10 +107,13 @@ class Frame:
     relative: bool  # "the year before", "prior year"
     change: bool  # asks for a change between two periods
     terms: list[str]  # key terms (lower case, not names' words, not period words)
+    # the terms of what is asked ("how many *flight hours* did the pilot of the Piper that hit trees have?"): the
+    # rest describes whose or which (found elsewhere in the document); None when the question's shape is not read
+    focus: list[str] | None = None
 
     @property
     def numeric(self) -> bool:
-        return self.kind in ("amount", "percent", "count")
+        return self.kind in ("amount", "percent", "count", "measure")
 
 
 def _kind(q: str) -> str:
@@ -119,6 +122,8 @@ def _kind(q: str) -> str:
         return "percent"
     if re.match(r"(how many|what (is|was|were) the number of|number of)\b", ql):
         return "count"
+    if re.match(r"how (old|long|far|tall|high|fast|big|large|deep|wide|heavy)\b", ql):
+        return "measure"  # a figure with its unit ("85", "3,078 feet", "8 knots")
     if re.match(r"(when|what (date|day|year|time))\b", ql):
         return "date"
     if re.match(r"(why|how (does|did|do|is|was|has|have|will|can|could)\b|explain|describe|what (led|caused|"
@@ -160,17 +165,47 @@ def frame(question: str) -> Frame:
     name_words = {w.lower() for n in names for w in words_of(n)}
     name_words |= {m.group(1).lower() for m in re.finditer(r"\bhow (long|often|far|old|big|large|soon|tall|high|"
                                                             r"wide|deep|fast|early|late)\b", question, re.I)}
-    terms = []
+    terms = ["age"] if re.search(r"\bhow old\b", question, re.I) else []
     for w in words_of(_DATE_RE.sub(" ", question)):
         w = re.sub(r"['’]s$", "", w)
-        if not w or w in _GENERIC or w in name_words or w in _MONTHS or re.fullmatch(r"[\d,.%]+", w):
+        if not w or w in _GENERIC or w in name_words or w in _MONTHS or re.fullmatch(r"[\d,.%]+", w) \
+                or (len(w) == 1 and w.isalpha()):  # "10-Q" is no "q"
             continue
         if _CHANGE_RE.fullmatch(w) or w in _RELATIVE_WORDS or w in _FILLER:  # how it asks, not what about
             continue
         if w not in terms:
             terms.append(w)
     return Frame(question, _kind(question), names, years, dates, span, quarter, bool(_RELATIVE_RE.search(question)),
-                 bool(_CHANGE_RE.search(question)), terms)
+                 bool(_CHANGE_RE.search(question)), terms, _focus(question, terms))
+
+
+_AUX = r"(?:did|does|do|has|have|had|was|were|is|are|will|would|can|could)"
+# "How many X did/were …", "What type of X did …", "From which X did …": X is what is asked
+_ASKED_NP = re.compile(rf"^(?:\w+\s+)?(?:how (?:many|much)|what|which)\s+(?!{_AUX}\b)(?P<np>[^?]+?)\s+{_AUX}\s+"
+                       rf"(?P<rest>[^?]+)", re.I)
+# "How long was X where/that …", "What was the X of the Y that …": X up to the clause that says which
+_ASKED_COPULA = re.compile(r"^(?:how \w+|what|which|who)\s+(?:was|is|were|are)\s+(?P<np>[^?]+?)\s*,?\s+"
+                           r"(?:that|which|where|who|whose|when|after|while)\s", re.I)
+
+
+def _focus(question: str, terms: Sequence[str]) -> list[str] | None:
+    """The key terms of what the question asks, when its shape says so (:attr:`Frame.focus`).
+
+    >>> _focus("How many total flight hours did the pilot of the Piper that hit trees have?",
+    ...        ["flight", "hours", "pilot", "hit", "trees"])
+    ['flight', 'hours']
+    >>> _focus("What was the revenue?", ["revenue"]) is None
+    True
+    """
+    m = _ASKED_NP.match(question.strip()) or _ASKED_COPULA.match(question.strip())
+    if not m:
+        return None
+    np_words = set(words_of(m.group("np")))
+    if m.re is _ASKED_NP and re.match(r"(was|were|is|are)\b", m.group(0)[m.end("np"):].strip(), re.I):
+        first = words_of(m.group("rest"))[:1]  # "how many people were *killed* in …": the predicate is asked too
+        np_words |= {w for w in first if w.endswith(("ed", "en"))}
+    focus = [t for t in terms if t in np_words]
+    return focus or None
 
 
 _FORM_OR_PERIOD = re.compile(r"^(q[1-4]|fy|h[12]|10|k|q|form|\d+|(19|20)\d\d)$", re.I)
@@ -257,6 +292,12 @@ def _title_above(text: str, start: int, max_back: int = 1500) -> tuple[str, str]
     return title[:200], _unit_of(title)
 
 
+# a form's field holding several figures, each with what it counts: "2319 hours (Total, all aircraft), 2313 hours
+# (Total, this make and model)"
+_FIELD_PART = re.compile(r"(\d[\d,.]*\s*[A-Za-z]*)\s*\(([^()]+)\)")
+_FIELD_PARTS = re.compile(r"\s*\d[\d,.]*\s*[A-Za-z]*\s*\([^()]+\)(?:\s*,\s*\d[\d,.]*\s*[A-Za-z]*\s*\([^()]+\))+\s*")
+
+
 def _table_cells(text: str, base: int, source: int, doc_text: str | None = None) -> list[Cell]:
     """The cells of every Markdown table in ``text`` (a passage starting at document offset ``base``)."""
     from ingest.tables import header_of, is_number, is_separator, row_quote, split_cells, table_lines
@@ -279,7 +320,9 @@ def _table_cells(text: str, base: int, source: int, doc_text: str | None = None)
         if fields:  # a form: "| Flight Time: | 475 hours (Total, all aircraft) | Runway Used: | 090 |"
             quote = row_quote(text, s, e)
             for name, value in fields:
-                out.append(Cell(source, base + s, base + e, _row_name(group, name), "", value, "", "", quote))
+                parts = _FIELD_PART.findall(value) if _FIELD_PARTS.fullmatch(value) else []
+                for v, qualifier in parts or [(value, "")]:  # "2313 hours (Total, this make and model), …"
+                    out.append(Cell(source, base + s, base + e, _row_name(group, name), qualifier, v, "", "", quote))
             continue
         label = next((c for c in cells if c and not is_number(c)), "")
         values = [(j, c) for j, c in enumerate(cells) if c and is_number(c) and j > 0]
@@ -356,8 +399,12 @@ def _line_cells(text: str, base: int, source: int) -> list[Cell]:
             prefix = _YEAR_RE.split(ln)[0].strip(" ,")
             prev = lines[i - 1][2].strip() if i else ""
             if re.fullmatch(r"[\d\s,]+", ln) and _PERIOD_LINE.search(prev):  # "September 30, June 30," / "2023 2023"
+                prev = re.sub(r"\([^)]*\)|\b(?:%\s*)?change\b|%", " ", prev, flags=re.I)  # "(In millions) …, Change"
                 parts = [p.strip() for p in re.split(r",\s*", prev) if p.strip()]
-                head = [f"{parts[k]} {y}" if k < len(parts) else y for k, y in enumerate(years)]
+                if len(parts) == 1:  # "September 30," over "2023 2022": both columns are that date's
+                    parts = parts * len(years)
+                head = [(f"{parts[k]}, {y}" if parts[k][-1:].isdigit() else f"{parts[k]} {y}") if k < len(parts)
+                        else y for k, y in enumerate(years)]
             else:
                 sep = ", " if re.search(r"\d$", prefix) else " "
                 head = [f"{prefix}{sep}{y}".strip(" ,") for y in years]
@@ -367,13 +414,16 @@ def _line_cells(text: str, base: int, source: int) -> list[Cell]:
             continue
         m = _LINE_ROW.match(ln)
         if not m:
-            if ln.endswith(":") and len(ln) < 60:
-                group = ln.rstrip(":")
+            if (ln.endswith(":") and len(ln) < 60) or (head and len(ln) < 40 and re.fullmatch(r"[A-Z][A-Za-z ,&'’()-]+",
+                                                                                              ln)):
+                group = ln.rstrip(":")  # "Revenue" above "More Personal Computing 13,666 13,332"
             continue
         if i - head_at > 60 or not head:
             continue
         nums = [n.strip() for n in re.findall(r"\(?\$?\s?-?\d[\d,]*(?:\.\d+)?\)?%?", m.group("nums"))]
         nums = [n.replace("$", "").strip() for n in nums if n.replace("$", "").strip()]
+        if len(nums) == len(head) + 1 and nums[-1].endswith("%"):
+            nums = nums[:-1]  # a change column after the periods ("13,666 13,332 3%")
         if len(nums) != len(head):
             continue
         label = m.group("label").strip()
@@ -396,7 +446,12 @@ def cells_of(sources: Sequence, doc_text: Callable[[object], str | None] | None 
         base = getattr(src, "start", 0)
         full = doc_text(src) if doc_text is not None else None
         out += _table_cells(src.text, base, src.rank, full)
-        out += _line_cells(src.text, base, src.rank)
+        lead = ""
+        if full and base > 0 and full[base: base + 200] == src.text[:200]:
+            # a statement's period line may be above the passage: read from up to 2,500 characters before it
+            cut = full.find("\n", max(0, base - 2500), base)
+            lead = full[cut + 1: base] if 0 <= cut < base else ""
+        out += [c for c in _line_cells(lead + src.text, base - len(lead), src.rank) if c.start >= base]
     return [c for c in out if not looks_like_instruction(c.quote)]
 
 
@@ -450,11 +505,19 @@ def _weights(frame_terms: Sequence[str], texts: Sequence[str]) -> dict[str, floa
     return out
 
 
-def _coverage(frame_terms: Sequence[str], weights: dict[str, float], stems: set[str]) -> float:
+def _coverage(frame_terms: Sequence[str], weights: dict[str, float], stems: set[str],
+              around: set[str] = frozenset(), asked: Sequence[str] = ()) -> float:
+    """The share of the key terms (by weight) that ``stems`` hold; a term only the candidate's document holds
+    (``around``: its other retrieved passages) counts :data:`AROUND_CREDIT` ("the pilot reported 2,319 hours" answers
+    "how many hours did the pilot of the Piper that hit trees near Tallahassee have?": the trees are a page above),
+    unless it is one of the ``asked`` terms (:attr:`Frame.focus`), which the candidate itself must hold."""
     total = sum(weights.get(t, 0.0) for t in frame_terms)
     if not total:
         return 1.0
-    got = sum(weights[t] for t in frame_terms if ({stem(t)} | {stem(x) for x in SYNONYMS.get(t, ())}) & stems)
+    got = 0.0
+    for t in frame_terms:
+        alts = {stem(t)} | {stem(x) for x in SYNONYMS.get(t, ())}
+        got += weights[t] * (1.0 if alts & stems else AROUND_CREDIT if alts & around and t not in asked else 0.0)
     return got / total
 
 
@@ -483,6 +546,26 @@ def _period_score(f: Frame, column: str, prev_years: Sequence[int] = (), row: st
     return score / asked if asked else 0.0
 
 
+def _period_ends(question: str, f: Frame) -> list[str]:
+    """The question's dates that end or mark a reporting period ("the quarter ended April 30, 2023", "as of …"): a
+    figure must be given for them; an event's date ("the accident on December 23, 2007") only says which one."""
+    out = []
+    for m, d in zip(_DATE_RE.finditer(question), f.dates):
+        if re.search(r"\b(ended|ending|as of|as at|through|end of|at)\s*$", question[max(0, m.start() - 14): m.start()],
+                     re.I):
+            out.append(d)
+    return out
+
+
+def _dated(c: "Candidate", date: str, cover: dict[int, set[str]]) -> bool:
+    """Does candidate ``c`` give a figure for ``date``: its column or text names it, or its document's cover period is
+    that date and the sentence names no other date."""
+    text = (c.cell.column if c.cell is not None else c.text).lower()
+    if _same_date(date, text):
+        return True
+    return date in cover.get(c.source, ()) and not _DATE_RE.search(c.cell.column if c.cell is not None else c.text)
+
+
 def _same_date(date: str, col: str) -> bool:
     month, day, year = date.split()
     return bool(re.search(rf"\b{month[:3]}[a-z]*\.?\s+{day},?\s+{year}\b", col))
@@ -509,6 +592,9 @@ def _kind_fits(f: Frame, text: str) -> bool:
     date; any sentence for the rest."""
     if f.kind == "percent":
         return bool(re.search(r"\d\s?%|\bpercent\b", text))
+    if f.kind == "measure":  # "3,078 feet", "twenty-two years"
+        plain = _YEAR_RE.sub("", _DATE_RE.sub("", text))
+        return bool(re.search(r"\d", plain) or _NUMBER_WORDS.search(plain))
     if f.kind in ("amount", "count"):
         plain = _YEAR_RE.sub("", _DATE_RE.sub("", text))
         plain = re.sub(r"\b(three|six|nine|twelve)[- ]months?\b|\b\d+[- ]month\b", "", plain, flags=re.I)
@@ -526,6 +612,7 @@ MIN_COVERAGE = 0.5  # the best candidate must hold this share of the question's 
 # ... and this share when a content word of the question is in no passage at all: off, since measured on the filings
 # dev set (bench/reader_tune.py) it cost right answers and saved no abstention
 MISSING_COVERAGE = 0.0
+AROUND_CREDIT = 0.5  # a key term held only by another passage of the candidate's document
 
 
 def _fmt_value(c: Cell) -> str:
@@ -562,14 +649,15 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
          similarity: Callable[[Sequence[str]], Sequence[float]] | None = None,
          doc_text: Callable[[object], str | None] | None = None, history: Sequence[dict] = (),
          foreign: Callable[[str], bool] | None = None, known_names: set[str] = frozenset(),
-         known_years: set[str] = frozenset()) -> Reading:
+         known_years: set[str] = frozenset(), cover_dates: dict[int, set[str]] | None = None) -> Reading:
     """The answer to ``question`` from ``sources`` (numbered passages with ``rank``, ``text``, ``start``): the best
     cell or sentence on the question's key terms, period and answer kind, or none. ``sentences``: the passages'
     sentences (:func:`app.grounding.source_sentences`; made here if not given); ``similarity(texts)``: their
     cosine to the question (optional); ``history``: the conversation (a follow-up "the year before" takes the
     previous question's row and years); ``foreign(text)``: text that recurs in other documents (boilerplate);
     ``known_names``: name words of the passages' documents (their profiles: a filing's registrant is on its cover,
-    not on every page)."""
+    not on every page); ``cover_dates``: by passage number, the periods its document's cover states (a 10-Q "for the
+    quarterly period ended April 30, 2023" speaks of that quarter as "the first quarter of fiscal year 2024")."""
     from app.grounding import source_sentences
 
     if history and question.rstrip().endswith(")") and " (" in question:  # a follow-up carrying the earlier question
@@ -610,11 +698,15 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
     absent_names = [n for n, h in zip(f.names, heads) if h and stem(h[0]) not in seen]  # another company, say
     heads = {getattr(s, "rank", 0): list(getattr(s, "headings", []) or []) for s in sources}
     sims = list(similarity([s.shown for s in sents])) if (similarity and sents) else [0.0] * len(sents)
-    cands = _score_sentences(f, terms, weights, sents, sims, heads, foreign)
+    by_doc: dict[str, set[str]] = {}
+    for s in sources:
+        by_doc.setdefault(getattr(s, "doc_id", ""), set()).update(_stems(getattr(s, "text", "")))
+    around = {getattr(s, "rank", 0): by_doc[getattr(s, "doc_id", "")] for s in sources} if f.focus else {}
+    cands = _score_sentences(f, terms, weights, sents, sims, heads, foreign, around)
     prev_years = prev.years if prev else []
     if f.relative and prev is not None and not prev_years:
         prev_years = _years_of_previous_answer(history)
-    cands += _score_cells(f, terms, weights, cells, prev_years, foreign, asked)
+    cands += _score_cells(f, terms, weights, cells, prev_years, foreign, asked, around)
     cands.sort(key=lambda c: -c.score)
     if absent_names:
         return Reading(f, None, [], cands[:2], absent_names, None,
@@ -622,13 +714,14 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
     if missing and (not cands or cands[0].coverage < MISSING_COVERAGE):
         return Reading(f, None, [], cands[:2], missing, None, f"the passages never mention {', '.join(missing)}")
     in_passages = {y for s in sources for y in _YEAR_RE.findall(getattr(s, "text", ""))} | set(known_years)
+    in_passages |= {d.split()[-1] for ds in (cover_dates or {}).values() for d in ds}
     if f.years and f.numeric and not f.relative and not ({str(y) for y in f.years} & in_passages):
         years = ", ".join(str(y) for y in f.years)
         return Reading(f, None, [], cands[:2], [years], None, f"the passages do not cover {years}")
-    if f.dates and f.numeric and not f.relative and not any(
-            _same_date(d, (c.cell.column if c.cell is not None else c.text).lower()) for d in f.dates for c in cands
-            if c.coverage >= MIN_COVERAGE):
-        return Reading(f, None, [], cands[:2], list(f.dates), None, f"no figure is given for {', '.join(f.dates)}")
+    ends = _period_ends(question, f)
+    if ends and f.numeric and not f.relative and not any(_dated(c, d, cover_dates or {}) for d in ends for c in cands
+                                                         if c.coverage >= MIN_COVERAGE):
+        return Reading(f, None, [], cands[:2], ends, None, f"no figure is given for {', '.join(ends)}")
     if not cands or cands[0].coverage < MIN_COVERAGE:
         why = "no passage holds the question's key terms" if cands else "nothing to quote"
         return Reading(f, None, [], cands[:2], [], cands[0] if cands else None, why)
@@ -712,7 +805,7 @@ def _more(cands: list[Candidate], best: Candidate) -> list[Candidate]:
     return out
 
 
-def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign) -> list[Candidate]:
+def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign, around=None) -> list[Candidate]:
     out = []
     intro: dict[int, str] = {}  # a sentence that ends with ":" introduces the next one ("… to be: the pilot's …")
     for a, b in zip(sents, sents[1:]):
@@ -720,7 +813,9 @@ def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign) -> l
             intro[id(b)] = a.shown
     for s, sim in zip(sents, sims):
         stems = _stems(s.shown) | _stems(" ".join(heads.get(s.source, []))) | _stems(intro.get(id(s), ""))
-        cov = _coverage(terms, weights, stems)
+        cov = _coverage(terms, weights, stems, (around or {}).get(s.source, frozenset()), f.focus or ())
+        if f.focus:  # what is asked must be in the sentence itself
+            cov = min(cov, _coverage(f.focus, weights, stems))
         fits = _kind_fits(f, s.shown) and not s.shown.rstrip().endswith(":")  # "… were as follows:" introduces
         boiler = _boilerplate(s.shown, heads.get(s.source, ())) or bool(foreign and foreign(s.shown))
         score = cov * (0.75 + 0.25 * max(sim, 0.0)) * (1.0 if fits else 0.5) * (0.3 if boiler else 1.0)
@@ -730,13 +825,16 @@ def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign) -> l
             score *= 0.9
         if f.kind == "date" and (_DATE_RE.search(s.shown) or _YEAR_RE.search(s.shown)):
             score *= 1.1
-        out.append(Candidate("sentence", s.source, s.start, s.end, s.shown, score, cov * (1.0 if fits else 0.5),
+        # a sentence of the wrong kind (no figure for "how many") or boilerplate is never the answer
+        gate = cov * (1.0 if fits else 0.45 if f.numeric else 0.5) * (0.5 if boiler else 1.0)
+        out.append(Candidate("sentence", s.source, s.start, s.end, s.shown, score, gate,
                              why={"coverage": round(cov, 3), "similarity": round(float(sim), 3), "fits": fits,
                                   "boilerplate": boiler}))
     return out
 
 
-def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: str = "") -> list[Candidate]:
+def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: str = "",
+                 around=None) -> list[Candidate]:
     out = []
     latest: dict = {}  # row → its column with the latest year
     for c in cells:
@@ -750,7 +848,10 @@ def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: st
         text_value = c.value if c.number is None else ""  # a form's field holds words ("3 hours (this model)")
         cov_row = _coverage(terms, weights, _stems(own) | _stems(text_value))
         row_stems = _stems(c.row)
-        cov = _coverage(terms, weights, row_stems | _stems(c.title) | _stems(c.column) | _stems(text_value))
+        own_stems = row_stems | _stems(c.title) | _stems(c.column) | _stems(text_value)
+        cov = _coverage(terms, weights, own_stems, (around or {}).get(c.source, frozenset()), f.focus or ())
+        if f.focus:
+            cov = min(cov, _coverage(f.focus, weights, own_stems))
         period = _period_score(f, c.column, prev_years, c.row)
         asked_period = bool(f.dates or f.years or f.span or f.quarter or (f.relative and prev_years))
         pct = "%" in c.value or "%" in c.column or "percent" in c.row.lower()

@@ -21,6 +21,7 @@ _NAME_NOISE = frozenset(
     "part item financial statements information unaudited consolidated condensed subsidiaries notes management "
     "national office department agency federal".split())
 _COVER_PERIOD = re.compile(r"\b(?:period|quarter|year)\s+ended\s+([A-Z][a-z]+\.?\s+\d{1,2},?\s+(?:19|20)\d\d)", re.I)
+_COVER_NAME = re.compile(r"\b(?:[A-Z][a-z]+|[A-Z0-9]*\d[A-Z0-9]*(?:-[A-Z0-9]+)*|[A-Z]{2,}(?:-\w+)*)\b")
 _YEAR = re.compile(r"(?<![\d,.$])((?:19|20)\d\d)(?!\d|,\d)")
 
 
@@ -53,6 +54,9 @@ def profile(doc_id: str, name: str, text: str, head_chars: int = 6000) -> Profil
     for r, n in runs.items():
         if n >= 2 or r in cover:
             tokens.update(_tok(r))
+    # the cover's proper names and identifiers, laid out as fields ("Location: Tallahassee, FL  Registration:
+    # N5921D"), which run together as one long name above
+    tokens.update(_tok(" ".join(_COVER_NAME.findall(cover))))
     tokens |= {part for t in tokens for part in re.split(r"[.'’-]", t) if len(part) > 1}
     periods = []
     for m in _COVER_PERIOD.finditer(head):
@@ -104,6 +108,11 @@ def route(question: str, profiles: Sequence[Profile], frame=None) -> Route:
         chosen = hit if chosen is None else (chosen & hit or chosen | hit)
         said.append(n)
     if chosen is None:
+        # no name routes (every report is the same agency's): a year asked routes to the reports of that year
+        if f.years and not f.relative and not f.dates:
+            dated = sorted(p.doc_id for p in profiles if p.years and p.years <= set(f.years))
+            if dated and len(dated) < len(profiles):
+                return Route(dated, "the question asks about " + ", ".join(str(y) for y in f.years))
         return Route(None)
     pool = [p for p in profiles if p.doc_id in chosen]
     if len(pool) > 1 and (f.dates or f.years):
@@ -163,6 +172,11 @@ class Profiles:
         got = self.of(rows)
         return got[0].tokens if got else set()
 
+    def periods(self, doc_hash: str, doc_id: str = "", name: str = "") -> list[str]:
+        """The periods one document version's cover states ("april 30 2023"), empty when its text is gone."""
+        got = self.of([{"hash": doc_hash, "doc_id": doc_id or doc_hash, "name": name or doc_id}])
+        return list(got[0].periods) if got else []
+
     def of(self, rows: Sequence[dict], labels: dict[str, str] | None = None) -> list[Profile]:
         """Profiles of catalog ``rows`` (``doc_id``, ``name``, ``hash``)."""
         out = []
@@ -192,7 +206,7 @@ def route_for(ctx, question: str, history: Sequence[dict] = (), doc_ids: Sequenc
             if prev.names:
                 f.names = prev.names
                 break
-    if not f.names:
+    if not f.names and not f.years:
         return Route(None)
     cat = ctx.catalog
     live = cat.live_gen()

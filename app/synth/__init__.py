@@ -32,6 +32,9 @@ def _extractive(ctx, kept):
     def names_of(src):  # the names a passage's document is about (its profile: registrant, title, file name)
         return ctx.profiles.tokens(getattr(src, "doc_hash", ""), src.doc_id, getattr(src, "name", ""))
 
+    def periods_of(src):  # the periods its document's cover states ("april 30 2023")
+        return ctx.profiles.periods(getattr(src, "doc_hash", ""), src.doc_id, getattr(src, "name", ""))
+
     def boilerplate():  # sentences printed word for word in three or more of the library's documents
         live = ctx.catalog.live_gen()
         rows = [r for r in ctx.catalog.documents(live) if r["n_l0"] is not None] if live is not None else []
@@ -39,7 +42,7 @@ def _extractive(ctx, kept):
 
     return kept(("extractive", id(emb)), lambda: ExtractiveSynthesizer(emb, vectors=sentence_vectors_of(ctx),
                                                                       text_of=ctx.store.text, names_of=names_of,
-                                                                      boilerplate=boilerplate))
+                                                                      boilerplate=boilerplate, periods_of=periods_of))
 
 
 def _openai(ctx, kept):

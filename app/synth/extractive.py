@@ -42,7 +42,7 @@ class ExtractiveSynthesizer:
     name = "extractive"
 
     def __init__(self, embedder, max_sentences: int = 3, cache_size: int = 20_000, vectors=None, text_of=None,
-                 names_of=None, boilerplate=None):
+                 names_of=None, boilerplate=None, periods_of=None):
         self.embedder = embedder
         self.max_sentences = max_sentences  # the answer and at most this many quotes in all
         # sentence vectors of recent contexts (LRU), shared with grounding: embedding the same passages again
@@ -50,6 +50,7 @@ class ExtractiveSynthesizer:
         self.vectors = vectors if vectors is not None else SentenceVectors(embedder, cache_size)
         self.text_of = text_of  # a document's text by content hash: tables' titles and units above a passage
         self.names_of = names_of  # the names a passage's document is about (app.routing profiles)
+        self.periods_of = periods_of  # the periods a passage's document's cover states (app.routing profiles)
         self.boilerplate = boilerplate  # () -> a test of a sentence printed in several of the library's documents
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._texts_lock = threading.Lock()
@@ -95,6 +96,13 @@ class ExtractiveSynthesizer:
                     known |= self.names_of(src)
                 except Exception:  # no profile (a document deleted meanwhile): its passages' words only
                     pass
+        cover: dict[int, set[str]] = {}
+        if self.periods_of is not None:
+            for src in sources:
+                try:
+                    cover[src.rank] = set(self.periods_of(src))
+                except Exception:  # no profile: the passage's own dates only
+                    pass
         here = _recurring(sources, sents)
         try:
             everywhere = self.boilerplate() if self.boilerplate is not None else None
@@ -106,7 +114,7 @@ class ExtractiveSynthesizer:
 
         return read(question, sources, sentences=sents, similarity=similarity, doc_text=self._doc_text,
                     history=list(history or []), foreign=foreign, known_names=known,
-                    known_years={t for t in known if len(t) == 4 and t.isdigit()})
+                    known_years={t for t in known if len(t) == 4 and t.isdigit()}, cover_dates=cover)
 
     def stream(self, question: str, sources: Sequence, history: Sequence | None = None) -> Iterator[str]:
         r = self.reading(question, sources, history)

@@ -128,3 +128,77 @@ def test_the_question_frame():
     assert f.kind == "amount" and f.names == ["Apple", "Services"] and f.span == "nine" and f.years == [2023]
     assert frame("Why was Zebrion chosen as the handheld vendor?").kind == "explain"
     assert frame("How many employees did OPM have in FY 2019?").kind == "count"
+
+
+REPORT = """National Transportation Safety Board
+
+Aviation Accident Final Report
+
+Location: Tallahassee, FL Accident Number: NYC08CA055
+
+Date & Time: 12/08/2007, 1730 EST Registration: N5921D Aircraft: Piper PA-22-150
+
+Analysis
+
+The pilot, age 85, was attempting to land at his private airstrip. On final approach the airplane contacted trees,
+then utility wires, and came to rest upright.
+"""
+REPORT_2 = ("Factual Information\n\nThe pilot reported a total flight experience of 2,319 hours. The airplane was "
+            "examined by an inspector.\n\n| | | | |\n|---|---|---|---|\n| Flight Time: | 2319 hours (Total, all "
+            "aircraft), 2313 hours (Total, this make and model), 17 hours (Last 90 days, all aircraft) | | |\n")
+
+
+def _src(rank, text, doc="r.pdf", start=0):
+    return type("S", (), {"rank": rank, "start": start, "doc_id": doc, "headings": [], "text": text})()
+
+
+def test_what_is_asked_is_in_the_answer_and_what_says_which_is_found_around_it():
+    """"How many hours did the pilot of the Piper that hit trees have?": the hours are in one passage, the trees in
+    another of the same report; the sentence about the trees is not the answer, the hours are."""
+    srcs = [_src(1, REPORT), _src(2, REPORT_2, start=2000)]
+    q = ("How many total flight hours did the pilot of the Piper PA-22-150 (N5921D) that hit trees and wires landing "
+         "at his private airstrip near Tallahassee, FL have?")
+    assert frame(q).focus == ["flight", "hours"]
+    r = read(q, srcs)
+    assert r.answer is not None and "2,319" in r.answer or "2319" in (r.answer or ""), r
+    # what is asked must be in the answer itself: another passage's words do not make a sentence answer it
+    r = read("How many employees did the airstrip's owner have?", [_src(1, REPORT), _src(2, "The owner thanked "
+                                                                                   "the employees of the county.")])
+    assert r.answer is None
+
+
+def test_a_form_field_of_several_figures_is_read_figure_by_figure():
+    r = read("How many flight hours did the pilot have in this make and model?", [_src(1, REPORT_2)])
+    assert r.answer is not None and "2313" in r.answer and "2319" not in r.answer
+
+
+def test_a_period_end_date_is_met_by_the_filings_cover_and_an_event_date_only_says_which():
+    src = _src(1, "Gaming revenue for the first quarter of fiscal year 2024 was $2.24 billion, down 38% from a year "
+                  "ago.", doc="nvda-q1.pdf")
+    q = "What was Gaming revenue for the quarter ended April 30, 2023?"
+    assert read(q, [src]).answer is None  # nothing says which quarter that is
+    r = read(q, [src], cover_dates={1: {"april 30 2023"}})  # the 10-Q's cover: "quarterly period ended April 30, 2023"
+    assert r.answer is not None and "2.24 billion" in r.answer
+    r = read("How old was the pilot of the airplane that hit trees on December 8, 2007?", [_src(1, REPORT)])
+    assert r.answer is not None and "85" in r.answer
+
+
+def test_a_statement_line_with_a_change_column_under_a_group_line():
+    text = ("(In millions, except percentages) September 30, Change\n\n2023 2022\n\nRevenue\n\n"
+            "Productivity and Business Processes $ 18,592 $ 16,465 13%\n\nMore Personal Computing 13,666 13,332 3%\n")
+    cells = {(c.row, c.column): c.value for c in cells_of([_src(1, text)])}
+    assert cells[("Revenue: More Personal Computing", "September 30, 2023")] == "13,666"
+
+
+def test_routing_by_a_cover_identifier_and_by_the_year_of_same_agency_reports():
+    from app.routing import profile, route
+
+    ps = [profile("a.pdf", "a.pdf", REPORT), profile("b.pdf", "b.pdf", REPORT.replace("N5921D", "N74SR").replace(
+        "Tallahassee", "Belen"))]
+    assert route("How old was the pilot of the Piper (N5921D) that hit trees?", ps).doc_ids == ["a.pdf"]
+    opm = [profile(f"{y}-annual-performance-report.pdf", f"{y}-annual-performance-report.pdf",
+                   f"OPM Annual Performance Report Fiscal Year {y}\n\nThe Office of Personnel Management ...")
+           for y in (2014, 2015, 2016)]
+    assert route("How many user accounts did OPM's survey tool have in FY 2015?", opm).doc_ids == [
+        "2015-annual-performance-report.pdf"]
+    assert route("How many user accounts did OPM's survey tool have?", opm).doc_ids is None
