@@ -110,6 +110,7 @@ class Frame:
     # the terms of what is asked ("how many *flight hours* did the pilot of the Piper that hit trees have?"): the
     # rest describes whose or which (found elsewhere in the document); None when the question's shape is not read
     focus: list[str] | None = None
+    head: str | None = None  # what a count counts ("how many *shares* of common stock …")
 
     @property
     def numeric(self) -> bool:
@@ -124,7 +125,7 @@ def _kind(q: str) -> str:
         return "count"
     if re.match(r"how (old|long|far|tall|high|fast|big|large|deep|wide|heavy)\b", ql):
         return "measure"  # a figure with its unit ("85", "3,078 feet", "8 knots")
-    if re.match(r"(when|what (date|day|year|time))\b", ql):
+    if re.match(r"((on|in|at|by|since|until) )?(when|what (date|day|year|time))\b", ql):
         return "date"
     if re.match(r"(why|how (does|did|do|is|was|has|have|will|can|could)\b|explain|describe|what (led|caused|"
                 r"drove|are the reasons|were the reasons|is the purpose|was the purpose))", ql):
@@ -176,7 +177,7 @@ def frame(question: str) -> Frame:
         if w not in terms:
             terms.append(w)
     return Frame(question, _kind(question), names, years, dates, span, quarter, bool(_RELATIVE_RE.search(question)),
-                 bool(_CHANGE_RE.search(question)), terms, _focus(question, terms))
+                 bool(_CHANGE_RE.search(question)), terms, *_focus(question, terms))
 
 
 _AUX = r"(?:did|does|do|has|have|had|was|were|is|are|will|would|can|could)"
@@ -188,24 +189,26 @@ _ASKED_COPULA = re.compile(r"^(?:how \w+|what|which|who)\s+(?:was|is|were|are)\s
                            r"(?:that|which|where|who|whose|when|after|while)\s", re.I)
 
 
-def _focus(question: str, terms: Sequence[str]) -> list[str] | None:
+def _focus(question: str, terms: Sequence[str]) -> tuple[list[str] | None, str | None]:
     """The key terms of what the question asks, when its shape says so (:attr:`Frame.focus`).
 
     >>> _focus("How many total flight hours did the pilot of the Piper that hit trees have?",
     ...        ["flight", "hours", "pilot", "hit", "trees"])
-    ['flight', 'hours']
-    >>> _focus("What was the revenue?", ["revenue"]) is None
-    True
+    (['flight', 'hours'], 'hours')
+    >>> _focus("What was the revenue?", ["revenue"])
+    (None, None)
     """
     m = _ASKED_NP.match(question.strip()) or _ASKED_COPULA.match(question.strip())
     if not m:
-        return None
-    np_words = set(words_of(m.group("np")))
+        return None, None
+    np = m.group("np")
+    np_words = set(words_of(np))
+    head = next((w for w in reversed(words_of(re.split(r"\s+of\s+", np)[0])) if w in terms), None)
     if m.re is _ASKED_NP and re.match(r"(was|were|is|are)\b", m.group(0)[m.end("np"):].strip(), re.I):
         first = words_of(m.group("rest"))[:1]  # "how many people were *killed* in …": the predicate is asked too
         np_words |= {w for w in first if w.endswith(("ed", "en"))}
     focus = [t for t in terms if t in np_words]
-    return focus or None
+    return (focus or None), (head if focus and re.match(r"\s*(\w+\s+)?how many\b", question, re.I) else None)
 
 
 _FORM_OR_PERIOD = re.compile(r"^(q[1-4]|fy|h[12]|10|k|q|form|\d+|(19|20)\d\d)$", re.I)
@@ -324,7 +327,9 @@ def _table_cells(text: str, base: int, source: int, doc_text: str | None = None)
                 for v, qualifier in parts or [(value, "")]:  # "2313 hours (Total, this make and model), …"
                     out.append(Cell(source, base + s, base + e, _row_name(group, name), qualifier, v, "", "", quote))
             continue
-        label = next((c for c in cells if c and not is_number(c)), "")
+        # the row's label: its first cell of words, past a measure's code ("| 7.02A | Average unit cost … |")
+        label = next((c for c in cells if c and not is_number(c) and re.search(r"[A-Za-z]{3}", c)),
+                     next((c for c in cells if c and not is_number(c)), ""))
         values = [(j, c) for j, c in enumerate(cells) if c and is_number(c) and j > 0]
         if label and not values:  # a group label ("Net sales:", "AWS")
             group = label.rstrip(":")
@@ -505,6 +510,10 @@ def _weights(frame_terms: Sequence[str], texts: Sequence[str]) -> dict[str, floa
     return out
 
 
+def _has(term: str, stems: set[str]) -> bool:
+    return bool(({stem(term)} | {stem(x) for x in SYNONYMS.get(term, ())}) & stems)
+
+
 def _coverage(frame_terms: Sequence[str], weights: dict[str, float], stems: set[str],
               around: set[str] = frozenset(), asked: Sequence[str] = ()) -> float:
     """The share of the key terms (by weight) that ``stems`` hold; a term only the candidate's document holds
@@ -587,6 +596,21 @@ def _boilerplate(text: str, headings: Sequence[str] = ()) -> bool:
     return bool(_BOILER.search(text)) or any(_BOILER.search(h) for h in headings)
 
 
+_MEASURE_UNITS = {"long": r"feet|foot|ft|miles?|meters?|metres?|km|inches|yards|hours?|minutes?|days?|months?|years?",
+                  "far": r"feet|foot|ft|miles?|nautical miles|meters?|metres?|km|yards",
+                  "old": r"years?|age|male|female", "fast": r"knots|mph|kts|km/h|miles per hour",
+                  "high": r"feet|foot|ft|meters?|metres?", "tall": r"feet|foot|ft|meters?|metres?|inches",
+                  "wide": r"feet|foot|ft|meters?|metres?|inches", "deep": r"feet|foot|ft|meters?|metres?|inches",
+                  "heavy": r"pounds?|lbs?|kg|tons?"}
+
+
+def _unit_fits(f: Frame, text: str) -> bool:
+    """A measure question's figure with the unit it asks for ("how long was the runway": "3078 feet long")."""
+    m = re.match(r"\s*how (\w+)", f.question, re.I)
+    units = _MEASURE_UNITS.get(m.group(1).lower()) if m and f.kind == "measure" else None
+    return bool(units and re.search(rf"\d[\d,.]*\s*-?\s*(?:{units})\b|\b(?:{units})\W{{0,3}}\d", text, re.I))
+
+
 def _kind_fits(f: Frame, text: str) -> bool:
     """A sentence can answer a question of this kind: a figure for an amount, a percent for a percent, a date for a
     date; any sentence for the rest."""
@@ -612,7 +636,7 @@ MIN_COVERAGE = 0.5  # the best candidate must hold this share of the question's 
 # ... and this share when a content word of the question is in no passage at all: off, since measured on the filings
 # dev set (bench/reader_tune.py) it cost right answers and saved no abstention
 MISSING_COVERAGE = 0.0
-AROUND_CREDIT = 0.5  # a key term held only by another passage of the candidate's document
+AROUND_CREDIT = 0.8  # a key term held only by another passage of the candidate's document
 
 
 def _fmt_value(c: Cell) -> str:
@@ -702,6 +726,9 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
     for s in sources:
         by_doc.setdefault(getattr(s, "doc_id", ""), set()).update(_stems(getattr(s, "text", "")))
     around = {getattr(s, "rank", 0): by_doc[getattr(s, "doc_id", "")] for s in sources} if f.focus else {}
+    all_text = set().union(*by_doc.values()) if by_doc else set()
+    if f.focus:  # a word that says which, in no passage ("the Cessna that *crashed*": the report says "impacted")
+        terms = [t for t in terms if t in f.focus or ({stem(t)} | {stem(x) for x in SYNONYMS.get(t, ())}) & all_text]
     cands = _score_sentences(f, terms, weights, sents, sims, heads, foreign, around)
     prev_years = prev.years if prev else []
     if f.relative and prev is not None and not prev_years:
@@ -816,6 +843,8 @@ def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign, arou
         cov = _coverage(terms, weights, stems, (around or {}).get(s.source, frozenset()), f.focus or ())
         if f.focus:  # what is asked must be in the sentence itself
             cov = min(cov, _coverage(f.focus, weights, stems))
+        if f.head and not _has(f.head, stems):  # "how many iPhone *units*": a count of something else is none
+            cov = min(cov, 0.45)
         fits = _kind_fits(f, s.shown) and not s.shown.rstrip().endswith(":")  # "… were as follows:" introduces
         boiler = _boilerplate(s.shown, heads.get(s.source, ())) or bool(foreign and foreign(s.shown))
         score = cov * (0.75 + 0.25 * max(sim, 0.0)) * (1.0 if fits else 0.5) * (0.3 if boiler else 1.0)
@@ -825,6 +854,8 @@ def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign, arou
             score *= 0.9
         if f.kind == "date" and (_DATE_RE.search(s.shown) or _YEAR_RE.search(s.shown)):
             score *= 1.1
+        if _unit_fits(f, s.shown):
+            score *= 1.25
         # a sentence of the wrong kind (no figure for "how many") or boilerplate is never the answer
         gate = cov * (1.0 if fits else 0.45 if f.numeric else 0.5) * (0.5 if boiler else 1.0)
         out.append(Candidate("sentence", s.source, s.start, s.end, s.shown, score, gate,
@@ -852,6 +883,8 @@ def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: st
         cov = _coverage(terms, weights, own_stems, (around or {}).get(c.source, frozenset()), f.focus or ())
         if f.focus:
             cov = min(cov, _coverage(f.focus, weights, own_stems))
+        if f.head and not _has(f.head, own_stems):
+            cov = min(cov, 0.45)
         period = _period_score(f, c.column, prev_years, c.row)
         asked_period = bool(f.dates or f.years or f.span or f.quarter or (f.relative and prev_years))
         pct = "%" in c.value or "%" in c.column or "percent" in c.row.lower()

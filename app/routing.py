@@ -123,6 +123,11 @@ def route(question: str, profiles: Sequence[Profile], frame=None) -> Route:
         if dated and len(dated) < len(pool):
             pool = dated
             said.append("the period asked")
+    if len(pool) > 1 and f.quarter:  # "the third quarter": a file named "2023 Q3 INTC.pdf"
+        named = [p for p in pool if f"q{f.quarter}" in p.tokens]
+        if named and len(named) < len(pool):
+            pool = named
+            said.append("its quarter")
     ids = sorted(p.doc_id for p in pool)
     return Route(ids, "the question names " + " and ".join(said))
 

@@ -202,3 +202,27 @@ def test_routing_by_a_cover_identifier_and_by_the_year_of_same_agency_reports():
     assert route("How many user accounts did OPM's survey tool have in FY 2015?", opm).doc_ids == [
         "2015-annual-performance-report.pdf"]
     assert route("How many user accounts did OPM's survey tool have?", opm).doc_ids is None
+
+
+def test_a_count_of_something_else_is_no_answer_and_a_measure_wants_its_unit():
+    src = _src(1, "iPhone net sales were $39,669 million in the quarter. The company sold products in 40 countries.")
+    assert read("How many iPhone units did the company sell in the quarter?", [src]).answer is None
+    src = _src(1, "After landing on runway 04, the airplane skidded on packed snow near the 2 taxiway signs. "
+                  "The pilot then switched to runway 04 (3078 feet long, 100 feet wide, snow covered).")
+    r = read("How long was runway 04 where the airplane skidded?", [src])
+    assert r.answer is not None and "3078 feet" in r.answer
+
+
+def test_a_table_row_is_labelled_by_its_words_not_by_its_measure_code():
+    text = ("| Measure | Description | FY 2013 Results | FY 2014 Results |\n|---|---|---|---|\n"
+            "| 7.02A | Average unit cost for processing retirement claims | $91.37 | $129.83 |\n")
+    r = read("What was the FY 2014 result for the average unit cost for processing retirement claims?", [_src(1, text)])
+    assert r.answer is not None and "$129.83" in r.answer and "Average unit cost" in r.answer
+
+
+def test_routing_by_the_quarter_a_file_is_named_for():
+    from app.routing import profile, route
+
+    ps = [profile(f"2023 Q{q} INTC.pdf", f"2023 Q{q} INTC.pdf", "INTEL CORPORATION\n\nQuarterly report 2023")
+          for q in (1, 2, 3)] + [profile("2023 Q3 NVDA.pdf", "2023 Q3 NVDA.pdf", "NVIDIA CORPORATION\n\nQuarterly")]
+    assert route("What was Intel's Mobileye revenue in the third quarter of 2023?", ps).doc_ids == ["2023 Q3 INTC.pdf"]
