@@ -401,7 +401,7 @@ def _line_cells(text: str, base: int, source: int) -> list[Cell]:
         ln = line.strip()
         years = _YEAR_RE.findall(ln)
         if len(years) >= 2 and (_PERIOD_LINE.search(ln) or re.fullmatch(r"[\d\s,]+", ln)):
-            prefix = _YEAR_RE.split(ln)[0].strip(" ,")
+            prefix = re.sub(r"\([^)]*\)", " ", _YEAR_RE.split(ln)[0]).strip(" ,")  # not "(In Millions) Sep 30,"
             prev = lines[i - 1][2].strip() if i else ""
             if re.fullmatch(r"[\d\s,]+", ln) and _PERIOD_LINE.search(prev):  # "September 30, June 30," / "2023 2023"
                 prev = re.sub(r"\([^)]*\)|\b(?:%\s*)?change\b|%", " ", prev, flags=re.I)  # "(In millions) …, Change"
@@ -435,7 +435,7 @@ def _line_cells(text: str, base: int, source: int) -> list[Cell]:
         row = _row_name(group, label)
         if label.lower().startswith("total"):
             group = ""
-        quote = f"{label} — " + "; ".join(f"{h}: {v}" for h, v in zip(head, nums))
+        quote = ln  # the line as printed (its periods are in the answer line): the source holds it word for word
         for h, v in zip(head, nums):
             out.append(Cell(source, base + s, base + e, row, h, v, title, unit, quote))
     return out
@@ -711,6 +711,10 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
     cells = cells_of(sources, doc_text)
     as_cells = {(c.source, c.start) for c in cells}
     # table rows are read as cells; a row that gives none (text in its cells) is read as a sentence
+    # a sentence that ends with ":" introduces the next one ("… determines the probable cause(s) of this accident
+    # to be: The pilot's improper flare during landing."), even when it is not quotable itself (a heading's line)
+    intro = {(b.source, b.start): a.shown for a, b in zip(sents, sents[1:])
+             if a.source == b.source and a.shown.rstrip().endswith(":") and 0 <= b.start - a.end <= 4}
     sents = [s for s in sents if s.answerable and (not s.quote or (s.source, s.start) not in as_cells)]
     texts = [s.shown for s in sents] + [f"{c.row} {c.title}" for c in cells]
     weights = _weights(terms, texts)
@@ -729,7 +733,7 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
     all_text = set().union(*by_doc.values()) if by_doc else set()
     if f.focus:  # a word that says which, in no passage ("the Cessna that *crashed*": the report says "impacted")
         terms = [t for t in terms if t in f.focus or ({stem(t)} | {stem(x) for x in SYNONYMS.get(t, ())}) & all_text]
-    cands = _score_sentences(f, terms, weights, sents, sims, heads, foreign, around)
+    cands = _score_sentences(f, terms, weights, sents, sims, heads, foreign, around, intro)
     prev_years = prev.years if prev else []
     if f.relative and prev is not None and not prev_years:
         prev_years = _years_of_previous_answer(history)
@@ -832,14 +836,12 @@ def _more(cands: list[Candidate], best: Candidate) -> list[Candidate]:
     return out
 
 
-def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign, around=None) -> list[Candidate]:
+def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign, around=None,
+                     intro=None) -> list[Candidate]:
+    intro = intro or {}  # (source, start) → the sentence that introduces it
     out = []
-    intro: dict[int, str] = {}  # a sentence that ends with ":" introduces the next one ("… to be: the pilot's …")
-    for a, b in zip(sents, sents[1:]):
-        if a.source == b.source and a.shown.rstrip().endswith(":") and 0 <= b.start - a.end <= 4:
-            intro[id(b)] = a.shown
     for s, sim in zip(sents, sims):
-        stems = _stems(s.shown) | _stems(" ".join(heads.get(s.source, []))) | _stems(intro.get(id(s), ""))
+        stems = _stems(s.shown) | _stems(" ".join(heads.get(s.source, []))) | _stems(intro.get((s.source, s.start), ""))
         cov = _coverage(terms, weights, stems, (around or {}).get(s.source, frozenset()), f.focus or ())
         if f.focus:  # what is asked must be in the sentence itself
             cov = min(cov, _coverage(f.focus, weights, stems))

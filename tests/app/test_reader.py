@@ -226,3 +226,27 @@ def test_routing_by_the_quarter_a_file_is_named_for():
     ps = [profile(f"2023 Q{q} INTC.pdf", f"2023 Q{q} INTC.pdf", "INTEL CORPORATION\n\nQuarterly report 2023")
           for q in (1, 2, 3)] + [profile("2023 Q3 NVDA.pdf", "2023 Q3 NVDA.pdf", "NVIDIA CORPORATION\n\nQuarterly")]
     assert route("What was Intel's Mobileye revenue in the third quarter of 2023?", ps).doc_ids == ["2023 Q3 INTC.pdf"]
+
+
+def test_a_statement_printed_as_lines_answers_through_the_whole_answer_path(make_ctx, write):
+    """The row's figure is the answer and the line as printed is its supporting quote (a quote the grounding finds
+    word for word in the source: a composed one was dropped, and the answer with it)."""
+    c = make_ctx(chunker="mg", theta=120, synth_backend="extractive")
+    text = ("# Contoso Ltd. quarterly report\n\nContoso Ltd. sells software and cloud services to businesses.\n\n"
+            "INCOME STATEMENTS\n\n(In millions) (Unaudited)\n\nThree Months Ended September 30, 2023 2022\n\n"
+            "Total revenue 56,517 50,122\n\nGross margin 40,215 34,670\n\nOperating income 26,895 21,518\n")
+    assert Ingestor(c).ingest_paths([write("contoso.md", text)]).results[0].status == "ingested"
+    a = answer(c, "What was Contoso's gross margin for the three months ended September 30, 2023?")
+    first = a.text.split("\n")[0]
+    assert not a.abstained and "40,215" in first and "September 30, 2023" in first, a.text
+    assert "“Gross margin 40,215 34,670”" in a.text
+
+
+def test_a_line_that_introduces_the_answer_gives_it_its_terms_even_as_a_heading():
+    text = ("Probable Cause and Findings (NTSB)\n\nThe National Transportation Safety Board determines the probable "
+            "cause(s) of this accident to be:\n\nThe pilot's improper flare during landing.\n\nFindings\n\nThe "
+            "National Transportation Safety Board is an independent agency that determines the causes of accidents.")
+    src = type("S", (), {"rank": 1, "start": 0, "doc_id": "r", "headings": [], "text": text,
+                         "blocks": [[0, 34, "heading"], [36, 133, "heading"]]})()
+    r = read("What did the NTSB determine to be the probable cause of this accident?", [src])
+    assert r.answer == "The pilot's improper flare during landing.", r
