@@ -479,7 +479,8 @@ def workers(args) -> dict:
     time.sleep(0.5)
     embedder, scorer = _models()
     files = _bench_files(args.files)
-    env = {**os.environ, **ENV, "MGRAG_QUEUE_URL": url}
+    secret = os.urandom(16).hex()  # signs the queue's jobs (ingest/remote.py SignedJSON)
+    env = {**os.environ, **ENV, "MGRAG_QUEUE_URL": url, "MGRAG_QUEUE_SECRET": secret}
     rows = []
     try:
         for n in (1, 2, 1, 2):
@@ -493,7 +494,7 @@ def workers(args) -> dict:
             from app.context import AppContext
             from app.core.settings import Settings
 
-            ctx = AppContext(Settings(data_dir=d, queue_url=url, chunker=LGMGC), client=QdrantClient(":memory:"),
+            ctx = AppContext(Settings(data_dir=d, queue_url=url, queue_secret=secret, chunker=LGMGC), client=QdrantClient(":memory:"),
                              embedder=embedder, scorer=scorer)
             runner = Runner(ctx).start()
             t0 = time.monotonic()

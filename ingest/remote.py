@@ -17,6 +17,10 @@ the job counts an attempt in the catalog and is handed out again (bounded by ``i
 """
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
 import logging
 import os
 import socket
@@ -36,6 +40,79 @@ LOST_S = 30.0  # a started job without a beat this long is lost (its worker died
 JOB_TIMEOUT_S = 7 * 24 * 3600  # RQ's own limit: effectively none (the beats decide)
 
 _models = None  # the worker process's models (its AppContext), set by run_worker
+
+
+TASKS = frozenset({"ingest.remote.task_first", "ingest.remote.task_refine"})  # the only functions a job may name
+
+
+class ForgedPayload(ValueError):
+    """A job, result or progress record in Redis that the queue secret did not sign (or that names a function other
+    than the two tasks): refused, never run or read."""
+
+
+class SignedJSON:
+    """RQ's serializer for the scale-out queue: **data, not code**. RQ pickles by default, and unpickling what anyone
+    who can write to Redis put there runs their code (a hostile run did, in the workers and in the holder). Here
+    every job, result and progress record is JSON (bytes as base64, arrays as their bytes) signed with HMAC-SHA256
+    under ``queue_secret``; :meth:`loads` refuses anything unsigned, altered or signed with another key, and a job
+    naming a function other than :data:`TASKS`.
+
+    >>> s = SignedJSON("k" * 32)
+    >>> s.loads(s.dumps({"data": b"%PDF", "n": 1}))
+    {'data': b'%PDF', 'n': 1}
+    """
+
+    MAGIC = b"mgrag-v1:"
+
+    def __init__(self, secret: str):
+        if not secret or len(secret) < 16:
+            raise ValueError("the queue secret (MGRAG_QUEUE_SECRET) must be 16 characters or more")
+        self._key = secret.encode("utf-8")
+        self.__qualname__ = type(self).__qualname__  # RQ's worker names its serializer (for a spawned horse)
+
+    def _mac(self, body: bytes) -> bytes:
+        return hmac.new(self._key, body, hashlib.sha256).hexdigest().encode()
+
+    def dumps(self, obj) -> bytes:
+        body = json.dumps(obj, default=_to_json, separators=(",", ":")).encode("utf-8")
+        return self.MAGIC + self._mac(body) + b":" + body
+
+    def loads(self, data):
+        raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        mac, _, body = raw[len(self.MAGIC):].partition(b":") if raw.startswith(self.MAGIC) else (b"", b"", b"")
+        if not body or not hmac.compare_digest(mac, self._mac(body)):
+            log.warning("refused a queue record not signed with this queue's secret (%d bytes): forged, altered, or "
+                        "from a holder or worker with another MGRAG_QUEUE_SECRET", len(raw))
+            raise ForgedPayload("a queue record not signed with this queue's secret")
+        obj = json.loads(body, object_hook=_from_json)
+        if isinstance(obj, list) and len(obj) == 4 and isinstance(obj[0], str) and obj[0] not in TASKS:
+            log.warning("refused a signed job naming %r (only %s run)", obj[0][:80], ", ".join(sorted(TASKS)))
+            raise ForgedPayload("a job naming a function that is not one of the queue's tasks")
+        return obj
+
+
+def _to_json(o):
+    if isinstance(o, (bytes, bytearray, memoryview)):
+        return {"__b64__": base64.b64encode(bytes(o)).decode("ascii")}
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, (tuple, set, frozenset)):
+        return list(o)
+    raise TypeError(f"a {type(o).__name__} cannot go through the queue (JSON only)")
+
+
+def _from_json(d: dict):
+    return base64.b64decode(d["__b64__"]) if len(d) == 1 and "__b64__" in d else d
+
+
+def serializer_of(settings) -> SignedJSON:
+    """The queue's serializer from ``queue_secret``; a clear error when it is not set."""
+    secret = settings.queue_secret.get_secret_value() if settings.queue_secret is not None else ""
+    if not secret:
+        raise ValueError("the scale-out queue needs MGRAG_QUEUE_SECRET (the same on the holder and every worker: it "
+                         "signs every job and result in Redis); make one with "
+                         "`python -c 'import secrets; print(secrets.token_hex(32))'`")
+    return SignedJSON(secret)
 
 
 def _connect(url: str):
@@ -153,6 +230,7 @@ def run_worker(ctx, burst: bool = False) -> int:
     from ingest.work import needs_refinement
 
     s = ctx.settings
+    ser = serializer_of(s)  # before anything loads: no secret, no worker
     _models = ctx
     conn = _connect(s.queue_url)
     conn.ping()
@@ -160,7 +238,8 @@ def run_worker(ctx, burst: bool = False) -> int:
     if needs_refinement(s.chunker) and s.chunker != "lumber":
         _ = ctx.scorer
     first, refine = queue_names(s.collection_prefix)
-    worker = SimpleWorker([Queue(first, connection=conn), Queue(refine, connection=conn)], connection=conn,
+    worker = SimpleWorker([Queue(q, connection=conn, serializer=ser) for q in (first, refine)],
+                          connection=conn, serializer=ser,
                           name=f"mgrag-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}")
     log.info("mgrag worker %s serving %s then %s on %s", worker.name, first, refine, _redacted(s.queue_url))
     print(f"mgrag worker: serving {first} then {refine} on {_redacted(s.queue_url)}; Ctrl-C stops", flush=True)
@@ -190,6 +269,7 @@ class RedisExecutor:
         if not s.queue_url:
             raise ValueError("RedisExecutor needs MGRAG_QUEUE_URL (e.g. redis://127.0.0.1:6379/0)")
         self.ctx, self.poll_s, self.lost_s, self.prefix = ctx, poll_s, lost_s, s.collection_prefix
+        ser = serializer_of(s)
         self.conn = _connect(s.queue_url)
         try:
             self.conn.ping()
@@ -197,7 +277,8 @@ class RedisExecutor:
             raise ConnectionError(f"the queue at {_redacted(s.queue_url)} (MGRAG_QUEUE_URL) does not answer: {e}; "
                                   "start Redis or unset MGRAG_QUEUE_URL to ingest in this process") from e
         first, refine = queue_names(self.prefix)
-        self.queues = {"first": Queue(first, connection=self.conn), "refine": Queue(refine, connection=self.conn)}
+        self.queues = {"first": Queue(first, connection=self.conn, serializer=ser),
+                       "refine": Queue(refine, connection=self.conn, serializer=ser)}
 
     def close(self) -> None:
         try:

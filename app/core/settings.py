@@ -48,6 +48,7 @@ class Settings(BaseSettings):
     refine_workers: int = Field(1, ge=1, le=64, description="Refinements (the LM chunker's pass) run at once by that process; they yield the CPU to first passes.")
     ingest_max_attempts: int = Field(3, ge=1, le=20, description="A job interrupted this many times (the process killed, a worker lost, an unexpected error) is marked failed with its reason instead of being retried again.")
     queue_url: str | None = Field(None, description="Redis URL of the scale-out queue (e.g. redis://127.0.0.1:6379/0): first passes and refinements run on `mgrag worker` processes on any machine, the process holding the data dir writes their results; unset: they run in that process (no server needed).")
+    queue_secret: SecretStr | None = Field(None, description="With queue_url: the key (16+ characters) that signs every job and result passed through Redis (HMAC-SHA256); the same on the holder and every worker. Jobs are JSON, never code: a job or result that is not signed with it is refused and logged. Make one with `python -c 'import secrets; print(secrets.token_hex(32))'`.")
     queue_inflight: int = Field(8, ge=1, le=256, description="With queue_url: jobs per lane handed to the workers at once (the rest wait in the catalog's queue).")
 
     # chunking

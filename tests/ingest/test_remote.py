@@ -33,6 +33,9 @@ DOCS = [("owl.md", TEXT.replace("cat", "owl").encode()), ("elk.txt", TEXT.replac
         ("broken.pdf", b"%PDF-1.4 this is not a PDF")]
 
 
+SECRET = "test-queue-secret-0123456789abcdef"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -77,7 +80,7 @@ def worker_env(tiny_lm_dir, monkeypatch, redis_url):
            "MGRAG_CHUNKER": "lgmgc", "MGRAG_THETA": "40"}
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    return {**os.environ, **env, "PYTHONPATH": str(ROOT), "MGRAG_QUEUE_URL": redis_url}
+    return {**os.environ, **env, "PYTHONPATH": str(ROOT), "MGRAG_QUEUE_URL": redis_url, "MGRAG_QUEUE_SECRET": SECRET}
 
 
 def _start_worker(env, tmp_path, name, slow_lm_s=0.0):
@@ -119,7 +122,8 @@ def test_two_workers_through_redis_give_the_embedded_path_s_chunks(tmp_path, wor
 
     workers = [_start_worker(worker_env, tmp_path, f"w{i}") for i in range(2)]
     try:
-        ctx = AppContext(Settings(data_dir=tmp_path / "holder", queue_url=redis_url), client=QdrantClient(":memory:"))
+        ctx = AppContext(Settings(data_dir=tmp_path / "holder", queue_url=redis_url, queue_secret=SECRET),
+                         client=QdrantClient(":memory:"))
         ids = [q.job.job_id for q in enqueue(ctx, DOCS)]
         runner = Runner(ctx).start()
         assert runner.executor.remote and runner.n_first == ctx.settings.queue_inflight
@@ -162,7 +166,8 @@ def test_a_worker_killed_in_a_refinement_is_noticed_and_its_job_runs_again(tmp_p
     slow = _start_worker(worker_env, tmp_path, "slow", slow_lm_s=0.3)
     other = None
     try:
-        ctx = AppContext(Settings(data_dir=tmp_path / "holder", queue_url=redis_url), client=QdrantClient(":memory:"))
+        ctx = AppContext(Settings(data_dir=tmp_path / "holder", queue_url=redis_url, queue_secret=SECRET),
+                         client=QdrantClient(":memory:"))
         [q] = enqueue(ctx, DOCS[:1])
         runner = Runner(ctx, RedisExecutor(ctx, lost_s=3.0)).start()
         try:
@@ -199,3 +204,79 @@ def test_a_finished_task_s_beat_outlives_it_so_the_holder_does_not_call_its_work
         assert conn.exists("t:beat:job-1")
     ttl = conn.pttl("t:beat:job-1")
     assert 25_000 < ttl <= 30_000  # left to expire, not deleted
+
+
+def test_jobs_and_results_are_signed_json_never_code(tmp_path):
+    """The serializer alone: what anyone who can write to Redis could put there is refused before anything of it is
+    read: a pickle (RQ's default, which runs code as it loads), a signed record altered, one signed with another key,
+    a signed job naming a function other than the two tasks."""
+    import pickle
+
+    from ingest.remote import ForgedPayload, SignedJSON
+
+    ser = SignedJSON(SECRET)
+    job = ["ingest.remote.task_first", None, [{"data": b"%PDF-1.4", "name": "a.pdf"}], {}]
+    assert ser.loads(ser.dumps(job)) == job
+    marker = tmp_path / "pwned"
+    evil = pickle.dumps(type("E", (), {"__reduce__": lambda self: (os.system, (f"touch {marker}",))})())
+    forged = [evil, ser.dumps(job).replace(b"a.pdf", b"b.pdf"), SignedJSON("another-secret-0123456789").dumps(job),
+              ser.dumps(["os.system", None, [f"touch {marker}"], {}])]
+    for blob in forged:
+        with pytest.raises(ForgedPayload):
+            ser.loads(blob)
+    assert not marker.exists()
+    with pytest.raises(ValueError, match="16 characters"):
+        SignedJSON("short")
+
+
+def test_a_poisoned_job_and_a_forged_result_in_redis_run_nothing(tmp_path, worker_env, redis_url, caplog):
+    """A hostile run pushed a pickled job calling os.system into the queue by hand, and a forged result for the
+    holder's own job: with signed JSON the worker refuses the one (and keeps serving), the holder the other."""
+    import base64
+    import logging
+    import pickle
+
+    from qdrant_client import QdrantClient
+    from redis import Redis
+    from rq import Queue
+
+    from ingest.remote import ForgedPayload, RedisExecutor, SignedJSON
+
+    conn = Redis.from_url(redis_url)
+    marker = tmp_path / "pwned"
+    Queue("mgrag-first", connection=conn).enqueue("os.system", f"touch {marker}")  # RQ's default: pickle
+    Queue("mgrag-first", connection=conn, serializer=SignedJSON("not-the-queue-secret-0123")).enqueue(
+        "os.system", f"touch {marker}")
+    worker = _start_worker(worker_env, tmp_path, "w")
+    try:
+        deadline = time.monotonic() + 120
+        while Queue("mgrag-first", connection=conn).count and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)
+        assert not marker.exists() and worker.poll() is None  # nothing ran; the worker still serves
+        log = (tmp_path / "w.log").read_text()
+        assert "refused a queue record not signed" in log, log
+    finally:
+        _stop([worker])
+
+    # the holder's side: a finished job whose result was replaced by a pickle is refused when read back
+    ctx = AppContext(Settings(data_dir=tmp_path / "holder", queue_url=redis_url, queue_secret=SECRET),
+                     client=QdrantClient(":memory:"))
+    ex = RedisExecutor(ctx)
+    rq_job = ex.queues["first"].enqueue_call("ingest.remote.task_first", args=({"x": 1},), job_id="forged-1")
+    evil = pickle.dumps(type("E", (), {"__reduce__": lambda self: (os.system, (f"touch {marker}",))})())
+    conn.hset(rq_job.key, mapping={"status": "finished"})  # and a result as RQ stores one, its value a pickle
+    conn.xadd(f"rq:results:{rq_job.id}", {"type": 1, "worker_name": "w", "return_value": base64.b64encode(evil)})
+    with caplog.at_level(logging.WARNING, logger="ingest.remote"), pytest.raises(ForgedPayload):
+        rq_job.return_value(refresh=True)
+    assert not marker.exists() and "refused a queue record" in caplog.text
+    ctx.close()
+
+
+def test_the_scale_out_queue_needs_its_secret(tmp_path, redis_url):
+    from ingest.remote import RedisExecutor
+
+    ctx = AppContext(Settings(data_dir=tmp_path / "holder", queue_url=redis_url))
+    with pytest.raises(ValueError, match="MGRAG_QUEUE_SECRET"):
+        RedisExecutor(ctx)
+    ctx.close()
