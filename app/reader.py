@@ -137,7 +137,7 @@ def _kind(q: str) -> str:
         return "yesno"
     if re.search(r"\b(how much|amount|total|revenue|revenues|sales|income|cost|costs|expenses?|cash|margin|"
                  r"earnings|profit|loss|assets|liabilities|debt|price|spend|spending|budget|dividends?|eps|value|"
-                 r"worth|paid|fees?|balance)\b", ql):
+                 r"worth|paid|fees?|balance|inventory|backlog|score|visits|users|enrollees|enrollment)\b", ql):
         return "amount"
     return "other"
 
@@ -575,6 +575,13 @@ def _dated(c: "Candidate", date: str, cover: dict[int, set[str]]) -> bool:
     return date in cover.get(c.source, ()) and not _DATE_RE.search(c.cell.column if c.cell is not None else c.text)
 
 
+def _other_years(years: Sequence[int], text: str) -> bool:
+    """Does ``text`` name years, all two or more away from every one of ``years`` (a fiscal year may be the calendar
+    year after its quarters: one away is the same period)?"""
+    named = {int(y) for y in _YEAR_RE.findall(text)}
+    return bool(named) and all(abs(y - w) >= 2 for y in named for w in years)
+
+
 def _same_date(date: str, col: str) -> bool:
     month, day, year = date.split()
     return bool(re.search(rf"\b{month[:3]}[a-z]*\.?\s+{day},?\s+{year}\b", col))
@@ -860,6 +867,8 @@ def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign, arou
             score *= 1.25
         # a sentence of the wrong kind (no figure for "how many") or boilerplate is never the answer
         gate = cov * (1.0 if fits else 0.45 if f.numeric else 0.5) * (0.5 if boiler else 1.0)
+        if f.numeric and f.years and not f.relative and _other_years(f.years, s.shown):
+            gate = min(gate, 0.45)  # "the inventory at the end of FY 2021": a figure of 2012 is no answer
         out.append(Candidate("sentence", s.source, s.start, s.end, s.shown, score, gate,
                              why={"coverage": round(cov, 3), "similarity": round(float(sim), 3), "fits": fits,
                                   "boilerplate": boiler}))
@@ -892,6 +901,8 @@ def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: st
         pct = "%" in c.value or "%" in c.column or "percent" in c.row.lower()
         fits = pct if f.kind == "percent" else not (pct and f.kind in ("amount", "count"))
         score = (0.6 * cov_row + 0.4 * cov) * ((0.7 + 0.3 * period) if asked_period else 1.0) * (1.0 if fits else 0.6)
+        if f.numeric and (f.years or f.dates) and not f.relative and period == 0 and _YEAR_RE.search(c.column):
+            cov = min(cov, 0.45)  # a column of another period ("the fourth quarter of fiscal 2024": not October 2023)
         if not asked_period and c.column and latest.get((c.source, c.start)) == c.column:
             score *= 1.02  # no period asked: the latest column (filings print some years oldest first)
         if f.kind in ("explain", "yesno", "name", "date"):

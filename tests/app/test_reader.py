@@ -250,3 +250,15 @@ def test_a_line_that_introduces_the_answer_gives_it_its_terms_even_as_a_heading(
                          "blocks": [[0, 34, "heading"], [36, 133, "heading"]]})()
     r = read("What did the NTSB determine to be the probable cause of this accident?", [src])
     assert r.answer == "The pilot's improper flare during landing.", r
+
+
+def test_a_figure_of_another_period_is_no_answer():
+    src = _src(1, "In January 2012 the retirement inventory was 61,108 claims. OPM tracks the "
+                  "pending claim inventory as a proxy for processing efficiency.")
+    assert read("What was OPM's retirement claims inventory at the end of FY 2021?", [src]).answer is None
+    assert "61,108" in (read("What was OPM's retirement claims inventory in 2012?", [src]).answer or "")
+    table = ("REVENUE BY QUARTER (In millions)\n\n| | Three Months Ended October 29, 2023 | Three Months Ended "
+             "October 30, 2022 |\n|---|---|---|\n| Revenue | 18,120 | 5,931 |\n")
+    assert read("What was revenue for the fourth quarter of fiscal year 2024?", [_src(1, table)]).answer is None
+    assert "18,120" in (read("What was revenue for the three months ended October 29, 2023?", [_src(1, table)]).answer
+                        or "")
