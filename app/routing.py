@@ -55,8 +55,10 @@ def profile(doc_id: str, name: str, text: str, head_chars: int = 6000) -> Profil
         if n >= 2 or r in cover:
             tokens.update(_tok(r))
     # the cover's proper names and identifiers, laid out as fields ("Location: Tallahassee, FL  Registration:
-    # N5921D"), which run together as one long name above
-    tokens.update(_tok(" ".join(_COVER_NAME.findall(cover))))
+    # N5921D"), which run together as one long name above; not a table's ("| Widgets | 4,210 |" is a row the
+    # reader looks for, not a name the document is about)
+    prose = "\n".join(ln for ln in cover.splitlines() if not ln.lstrip().startswith("|"))
+    tokens.update(_tok(" ".join(_COVER_NAME.findall(prose))))
     tokens |= {part for t in tokens for part in re.split(r"[.'’-]", t) if len(part) > 1}
     periods = []
     for m in _COVER_PERIOD.finditer(head):
