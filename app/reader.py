@@ -111,6 +111,7 @@ class Frame:
     # rest describes whose or which (found elsewhere in the document); None when the question's shape is not read
     focus: list[str] | None = None
     head: str | None = None  # what a count counts ("how many *shares* of common stock …")
+    asked: str = ""  # the words of what is asked, names included ("how many *Xbox Game Pass subscribers* did …")
 
     @property
     def numeric(self) -> bool:
@@ -189,18 +190,26 @@ _ASKED_COPULA = re.compile(r"^(?:how \w+|what|which|who)\s+(?:was|is|were|are)\s
                            r"(?:that|which|where|who|whose|when|after|while)\s", re.I)
 
 
+# "What was OPM's employee attrition rate in FY 2017?": what is asked, up to the phrase that says when or where
+_ASKED_PLAIN = re.compile(r"^(?:what|which)\s+(?:was|is|were|are)\s+(?P<np>[^?]+?)\s+(?:(?:in|for|during|at|as of|on|"
+                          r"(?:by|at) the end of)\s+(?:the\s+)?(?:fy\b|fiscal|q[1-4]\b|first|second|third|fourth|"
+                          r"(?:19|20)\d\d|quarter|year|months?|three|six|nine|twelve|latest|most|its|their)|"
+                          r"as (?:reported|stated|disclosed)|according to)[^?]*\?\s*$", re.I)
+
+
 def _focus(question: str, terms: Sequence[str]) -> tuple[list[str] | None, str | None]:
     """The key terms of what the question asks, when its shape says so (:attr:`Frame.focus`).
 
     >>> _focus("How many total flight hours did the pilot of the Piper that hit trees have?",
     ...        ["flight", "hours", "pilot", "hit", "trees"])
-    (['flight', 'hours'], 'hours')
+    (['flight', 'hours'], 'hours', 'total flight hours')
     >>> _focus("What was the revenue?", ["revenue"])
-    (None, None)
+    (None, None, '')
     """
-    m = _ASKED_NP.match(question.strip()) or _ASKED_COPULA.match(question.strip())
+    q = question.strip()
+    m = _ASKED_NP.match(q) or _ASKED_COPULA.match(q) or _ASKED_PLAIN.match(q)
     if not m:
-        return None, None
+        return None, None, ""
     np = m.group("np")
     np_words = set(words_of(np))
     head = next((w for w in reversed(words_of(re.split(r"\s+of\s+", np)[0])) if w in terms), None)
@@ -208,7 +217,8 @@ def _focus(question: str, terms: Sequence[str]) -> tuple[list[str] | None, str |
         first = words_of(m.group("rest"))[:1]  # "how many people were *killed* in …": the predicate is asked too
         np_words |= {w for w in first if w.endswith(("ed", "en"))}
     focus = [t for t in terms if t in np_words]
-    return (focus or None), (head if focus and re.match(r"\s*(\w+\s+)?how many\b", question, re.I) else None)
+    return ((focus or None), (head if focus and re.match(r"\s*(\w+\s+)?how many\b", question, re.I) else None),
+            np if focus else "")
 
 
 _FORM_OR_PERIOD = re.compile(r"^(q[1-4]|fy|h[12]|10|k|q|form|\d+|(19|20)\d\d)$", re.I)
@@ -631,10 +641,10 @@ def _kind_fits(f: Frame, text: str) -> bool:
         plain = re.sub(r"\b(three|six|nine|twelve)[- ]months?\b|\b\d+[- ]month\b", "", plain, flags=re.I)
         if f.kind == "count":
             return bool(re.search(r"\d", plain) or _NUMBER_WORDS.search(plain))
-        return bool(re.search(r"[$€£¥]\s?\d|\d[\d,.]*\s?(%|percent|million|billion|thousand|euros?|pounds?|dollars?|"
-                              r"cents?|yen|usd|eur|gbp|hours?|feet|ft|miles?|knots|days?|years?|tons?|kg|km|"
-                              r"people|employees|users|cases)\b|\d{1,3}(,\d{3})+|\d+\.\d+", plain, re.I)
-                    or _MONEY_WORDS.search(plain))
+        # a figure: any number left once years, dates, spans and references ("Item 2", "Note 7") are taken out
+        plain = re.sub(r"\b(item|note|part|section|page|exhibit|rule|schedule|article)\s+\d[\w.()-]*", "", plain,
+                       flags=re.I)
+        return bool(re.search(r"\d", plain) or _MONEY_WORDS.search(plain))
     return True  # "when" is also answered by "at dawn" or "every spring": a date is preferred, not required
 
 
@@ -695,25 +705,7 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
         question = question[: question.rindex(" (")]
     f = frame(question)
     prev = _previous(history) if history else None
-    primary = _primary_terms(question, f)
-    terms = list(primary) or (list(prev.terms) if prev else [])
-    asked = f.question
-    if prev and (f.relative or len(f.terms) <= 1):
-        terms = list(dict.fromkeys([*f.terms, *prev.terms]))
-        asked = f"{f.question} {prev.question}"
-        if f.kind == "other":  # "And for the first nine months?" asks what the question before asked
-            f.kind = prev.kind
-        if not f.names:
-            f.names = list(prev.names)
-        if not f.span:
-            f.span = prev.span
-    # names that are not what the passages' documents are about ("Widgets", "Services", "AWS": a row, a segment)
-    # are key terms too; a company's own name is its documents' (routing), seldom a row's
-    doc_words = {stem(w) for w in known_names}
-    for n in f.names:
-        for w in words_of(n):
-            if len(w) > 1 and w not in _TITLES and stem(w) not in doc_words and w not in terms:
-                terms.append(w)
+    terms, asked = _key_terms(question, f, prev, known_names)
     sents = list(sentences) if sentences is not None else source_sentences(sources)
     cells = cells_of(sources, doc_text)
     as_cells = {(c.source, c.start) for c in cells}
@@ -775,6 +767,32 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
             return Reading(f, _change_line(*pair), [best], _more(cands, best), [], best, "change between periods")
     line = _cell_line(best.cell) if best.kind == "cell" else best.text
     return Reading(f, line, [best], _more(cands, best), [], best, best.kind)
+
+
+def _key_terms(question: str, f: Frame, prev: Frame | None, known_names: set[str]) -> tuple[list[str], str]:
+    """The key terms to read ``question`` for, and the question as asked (with the one before, for a follow-up);
+    fills ``f`` from the question before when it asks "and for the nine months?"."""
+    terms = list(_primary_terms(question, f)) or (list(prev.terms) if prev else [])
+    asked = f.question
+    if prev and (f.relative or len(f.terms) <= 1):
+        terms = list(dict.fromkeys([*f.terms, *prev.terms]))
+        asked = f"{f.question} {prev.question}"
+        if f.kind == "other":  # "And for the first nine months?" asks what the question before asked
+            f.kind = prev.kind
+        if not f.names:
+            f.names = list(prev.names)
+        if not f.span:
+            f.span = prev.span
+    # names that are not what the passages' documents are about ("Widgets", "Services", "AWS": a row, a segment)
+    # are key terms too; a company's own name is its documents' (routing), seldom a row's
+    doc_words = {stem(w) for w in known_names}
+    for n in f.names:
+        for w in words_of(n):
+            if len(w) > 1 and w not in _TITLES and stem(w) not in doc_words and w not in terms:
+                terms.append(w)
+                if f.focus is not None and w in words_of(f.asked):  # "Xbox Game Pass subscribers": asked too
+                    f.focus.append(w)
+    return terms, asked
 
 
 _CHANGE_PHRASE = re.compile(
@@ -866,7 +884,7 @@ def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign, arou
         if _unit_fits(f, s.shown):
             score *= 1.25
         # a sentence of the wrong kind (no figure for "how many") or boilerplate is never the answer
-        gate = cov * (1.0 if fits else 0.45 if f.numeric else 0.5) * (0.5 if boiler else 1.0)
+        gate = cov * (1.0 if fits else 0.45 if f.numeric else 0.5) * (0.45 if boiler else 1.0)
         if f.numeric and f.years and not f.relative and _other_years(f.years, s.shown):
             gate = min(gate, 0.45)  # "the inventory at the end of FY 2021": a figure of 2012 is no answer
         out.append(Candidate("sentence", s.source, s.start, s.end, s.shown, score, gate,

@@ -262,3 +262,12 @@ def test_a_figure_of_another_period_is_no_answer():
     assert read("What was revenue for the fourth quarter of fiscal year 2024?", [_src(1, table)]).answer is None
     assert "18,120" in (read("What was revenue for the three months ended October 29, 2023?", [_src(1, table)]).answer
                         or "")
+
+
+def test_the_named_thing_asked_must_be_in_the_answer():
+    src = _src(1, "Microsoft 365 Consumer subscribers grew to 76.7 million in the quarter. Xbox content and services "
+                  "revenue increased 13% driven by Xbox Game Pass.")
+    assert read("How many Xbox Game Pass subscribers did Microsoft have?", [src]).answer is None
+    src = _src(1, "In FY 2017, with 2,914 survey respondents, the response rate was 59 percent.")
+    assert read("What was OPM's employee attrition rate in FY 2017?", [src]).answer is None
+    assert "59 percent" in (read("What was the survey response rate in FY 2017?", [src]).answer or "")
