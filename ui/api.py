@@ -51,10 +51,14 @@ class Options(BaseModel):
     retriever: Literal["dense", "bm25", "hybrid"] | None = Field(None, description="Setting retriever.")
 
 
+MAX_MESSAGES = 200  # a conversation's turns in one request (the answer reads the last few)
+MAX_JSON_BODY = 2 * 2**20  # a chat or search request (uploads alone may be larger: BodyLimit)
+
+
 class ChatRequest(BaseModel):
     model_config = ConfigDict(extra="allow")  # temperature, max_tokens, … are accepted and ignored
     model: str = MODEL
-    messages: list[Message]
+    messages: list[Message] = Field(..., min_length=1, max_length=MAX_MESSAGES)
     stream: bool = False
     mgrag: Options | None = None
 
@@ -224,19 +228,26 @@ MAX_FILES_PER_UPLOAD = 16
 
 
 class BodyLimit:
-    """ASGI middleware: a request body is refused (413) before it is read when it declares more than ``limit``
-    bytes, or while it streams past them without declaring its length, so one request cannot fill the disk with
-    the multipart parser's temporary files."""
+    """ASGI middleware: a request body is refused (413) before it is read when it declares more than its route's
+    limit, or while it streams past it without declaring its length: uploads (``POST …/documents``) up to
+    ``limit``, so one request cannot fill the disk with the multipart parser's temporary files; every other
+    route (chat, search) up to ``json_limit`` — a hostile run froze the server with an 80 MB ``messages`` array
+    (JSON parsing holds ~36× the body in memory)."""
 
-    def __init__(self, app, limit: int):
-        self.app, self.limit = app, limit
+    def __init__(self, app, limit: int, json_limit: int = MAX_JSON_BODY):
+        self.app, self.upload_limit, self.json_limit = app, limit, json_limit
+
+    def limit_of(self, scope) -> int:
+        upload = scope.get("method") == "POST" and scope.get("path", "").rstrip("/").endswith("/documents")
+        return self.upload_limit if upload else self.json_limit
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        limit = self.limit_of(scope)
         declared = dict(scope.get("headers") or ()).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            return await _too_large(send, self.limit)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return await _too_large(send, limit, limit == self.upload_limit)
         state = {"seen": 0, "refused": False}
 
         async def counted():
@@ -245,9 +256,9 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 state["seen"] += len(message.get("body", b""))
-                if state["seen"] > self.limit:  # answer now; the app reads a disconnect and its reply is dropped
+                if state["seen"] > limit:  # answer now; the app reads a disconnect and its reply is dropped
                     state["refused"] = True
-                    await _too_large(send, self.limit)
+                    await _too_large(send, limit, limit == self.upload_limit)
                     return {"type": "http.disconnect"}
             return message
 
@@ -262,11 +273,11 @@ class BodyLimit:
                 raise
 
 
-async def _too_large(send, limit: int) -> None:
-    body = json.dumps({"error": {"message": f"the request is larger than {limit / 2**20:.1f} MB (at most "
-                                            f"{MAX_FILES_PER_UPLOAD} files of max_file_mb each); send fewer or "
-                                            "smaller files", "type": "invalid_request_error",
-                                 "code": "request_too_large"}}).encode()
+async def _too_large(send, limit: int, upload: bool = True) -> None:
+    why = (f"at most {MAX_FILES_PER_UPLOAD} files of max_file_mb each); send fewer or smaller files" if upload else
+           "for a chat or search request); send a shorter conversation")
+    body = json.dumps({"error": {"message": f"the request is larger than {limit / 2**20:.1f} MB ({why}",
+                                 "type": "invalid_request_error", "code": "request_too_large"}}).encode()
     await send({"type": "http.response.start", "status": 413,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})

@@ -2,6 +2,8 @@
 citations, follow-ups), keys and what each user sees, REST for documents and search, the OpenAPI schema."""
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
@@ -222,3 +224,28 @@ def test_a_body_past_the_limit_is_refused_before_it_is_read(api):
                                                      "boundary=b"}, content=chunks())
     assert r.status_code == 413
     assert api.service.ctx.catalog.find_document("big.md") is None
+
+
+def test_a_chat_or_search_body_has_a_limit_of_its_own(api):
+    """A hostile run froze the server with an 80 MB ``messages`` array under the upload-sized cap: chat and search
+    bodies past 2 MB are refused before they are read (declared or streamed), a conversation of more than 200
+    messages is refused, and the server answers the next request at once."""
+    huge = json.dumps({"model": "mgrag", "messages": [{"role": "user", "content": "x" * 4096}] * 800}).encode()
+    r = httpx.post(f"{api.base}/chat/completions", headers={**auth(api.bob), "Content-Type": "application/json"},
+                   content=huge)
+    assert r.status_code == 413 and "chat or search request" in r.json()["error"]["message"]
+
+    def chunks():
+        yield b'{"query": "'
+        for _ in range(48):
+            yield b"y" * 65536
+        yield b'"}'
+
+    r = httpx.post(f"{api.base}/search", headers={**auth(api.bob), "Content-Type": "application/json"},
+                   content=chunks())
+    assert r.status_code == 413
+    many = {"model": "mgrag", "messages": [{"role": "user", "content": "hi"}] * 201}
+    r = httpx.post(f"{api.base}/chat/completions", headers=auth(api.bob), json=many)
+    assert r.status_code in (400, 422) and "messages" in r.text
+    r = httpx.get(f"{api.base}/documents", headers=auth(api.bob), timeout=10)
+    assert r.status_code == 200
