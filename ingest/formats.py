@@ -248,6 +248,56 @@ def _too_many_rows(name: str, n: int, max_rows: int):
                              "it or raise the limit")
 
 
+MAX_COLUMNS = 1000  # a row wider than this is no table a person reads (a hostile CSV had a million columns)
+EXPANSION = 64  # the text a spreadsheet may expand to, in characters per byte of the (compressed) XLSX …
+EXPANSION_CSV = 8  # … of a CSV (plain text already: its Markdown is a few times its size) …
+MIN_TEXT_CHARS = 8_000_000  # … but at least this many (a small file of long cells) …
+MAX_TEXT_CHARS = 64_000_000  # … and never more (4 M words, the per-file cap, is ~25 M characters)
+
+
+class _Expansion:
+    """The text a spreadsheet expands to, counted while its cells are read and estimated for its Markdown tables
+    (each row padded to the widest, the header repeated in every group of rows) before they are built: a file past
+    :data:`EXPANSION` × its size (within :data:`MIN_TEXT_CHARS`, :data:`MAX_TEXT_CHARS`) or :data:`MAX_COLUMNS` is
+    refused before the work starts. A hostile run's 7.6 KB XLSX (one 100 KB shared string in 2,500 cells) became
+    474 MB of text; a 1 MB CSV with a wide header, 238 MB."""
+
+    def __init__(self, name: str, size: int, factor: int = EXPANSION):
+        self.name, self.chars = name, 0
+        self.budget = min(MAX_TEXT_CHARS, max(MIN_TEXT_CHARS, factor * size))
+
+    def _refuse(self, what: str):
+        from ingest.loaders import IngestError
+
+        return IngestError(self.name, f"{what} more than {self.budget / 1e6:.0f} M characters of text from a file of "
+                                      "this size (a spreadsheet bomb: one cell repeated thousands of times, or a "
+                                      "wide header repeated before every group of rows) and is not read; split it "
+                                      "or keep fewer columns")
+
+    def row(self, cells: list[str]) -> None:
+        if len(cells) > MAX_COLUMNS:
+            from ingest.loaders import IngestError
+
+            raise IngestError(self.name, f"has a row of {len(cells):,} columns, over the limit of {MAX_COLUMNS:,}")
+        self.chars += sum(len(c) for c in cells) + len(cells)
+        if self.chars > self.budget:
+            raise self._refuse("expands to")
+
+    def tables(self, header: list[str], rows: list[list[str]]) -> None:
+        """Refuse ``header`` and ``rows`` whose Markdown tables would pass the budget (estimated, not built)."""
+        from ingest.tables import TABLE_WORDS
+
+        width = max([len(header)] + [len(r) for r in rows]) if (header or rows) else 0
+        head = sum(len(c) for c in header) + 4 * width
+        body = self.chars + 3 * width * len(rows)
+        head_words = sum(len(c.split()) for c in header) + width
+        per_group = max(1, TABLE_WORDS - head_words)
+        groups = len(rows) if head_words >= TABLE_WORDS else max(1, sum(len(" ".join(r).split()) + width
+                                                                        for r in rows) // per_group + 1)
+        if body + min(groups, len(rows) or 1) * head > self.budget:
+            raise self._refuse("would expand to")
+
+
 def xlsx_text(name: str, data: bytes, max_unpacked: int, max_rows: int) -> tuple[str, dict]:
     """Every sheet as a heading (its name) and a table (first non-empty row = header, repeated in every group of
     rows); a page per sheet. Formulas are read as their cached values."""
@@ -264,6 +314,7 @@ def xlsx_text(name: str, data: bytes, max_unpacked: int, max_rows: int) -> tuple
         raise IngestError(name, f"is not a readable XLSX file ({e.__class__.__name__})") from e
     blocks: list = []
     n = 0
+    grow = _Expansion(name, len(data))
     try:
         for ws in wb.worksheets:
             rows = []
@@ -272,6 +323,10 @@ def xlsx_text(name: str, data: bytes, max_unpacked: int, max_rows: int) -> tuple
                 if n > max_rows:
                     raise _too_many_rows(name, n, max_rows)
                 rows.append(["" if v is None else _cell(v) for v in r])
+                grow.row(rows[-1])
+            nonempty = [r for r in rows if any(c.strip() for c in r)]
+            if nonempty:
+                grow.tables(nonempty[0], nonempty[1:])
             blocks.append(("page", "", 0))
             blocks.append(("h", ws.title, 1))
             blocks.append(("table", rows, 0))
@@ -298,17 +353,22 @@ def csv_text(name: str, data: bytes, max_rows: int) -> tuple[str, dict]:
     except csv.Error:
         dialect = csv.excel
     rows = []
+    grow = _Expansion(name, len(data), EXPANSION_CSV)
     try:
         for i, r in enumerate(csv.reader(io.StringIO(text), dialect)):
             if i >= max_rows + 1:
                 raise _too_many_rows(name, i, max_rows)
+            if len(r) > MAX_COLUMNS:
+                grow.row(r)  # refused before its cells are cleaned
             rows.append([clean_text(c)[0] for c in r])
+            grow.row(rows[-1])
     except csv.Error as e:
         raise IngestError(name, f"is not a readable CSV file ({e})") from e
     rows = [r for r in rows if any(c.strip() for c in r)]
     if not rows:
         raise IngestError(name, "contains no text")
     header, body = rows[0], rows[1:]
+    grow.tables(header, body)
     groups = markdown_tables(header, body)
     parts, starts, blocks, offset = [], [], [], 0
     for g in groups:

@@ -179,3 +179,39 @@ def test_extraction_happens_outside_the_write_lock(make_ctx, tmp_path, monkeypat
     t.join(30)
     assert rows["slow"][0]["status"] == "ready"
     assert seen_locked == [False, False]
+
+
+def _xlsx_of(cells) -> bytes:
+    import openpyxl
+
+    wb = openpyxl.Workbook(write_only=True)
+    ws = wb.create_sheet("Sheet1")
+    for row in cells:
+        ws.append(row)
+    buf = io.BytesIO()
+    wb.save(buf)
+    return buf.getvalue()
+
+
+def test_spreadsheet_bombs_are_refused_before_the_work_starts():
+    """A hostile run's files: an XLSX of one 100 KB shared string in 2,500 cells (474 MB of text from a few KB), a
+    CSV of a million columns, a CSV whose wide header is repeated before every group of rows. Each is refused in
+    seconds with a sentence naming the file; a normal sheet and CSV still read."""
+    big = "lorem ipsum " * 8500  # ~100 KB
+    bomb = _xlsx_of([[big] * 50 for _ in range(50)])
+    assert len(bomb) < 300_000  # 250 MB of text
+    cases = [("bomb.xlsx", bomb, "spreadsheet bomb"),
+             ("wide.csv", b"," * 1_000_000 + b"\n1\n", "columns, over the limit"),
+             ("header.csv", (",".join(f"measure {i} of the survey" for i in range(300)) + "\n"
+                             + "\n".join(",".join(["1"] * 300) for _ in range(2000)) + "\n").encode(),
+              "spreadsheet bomb")]
+    for name, data, why in cases:
+        t = time.monotonic()
+        with pytest.raises(IngestError) as e:
+            load_bytes(name, data, limits=Limits(max_bytes=10 * 2**20))
+        assert why in str(e.value) and str(e.value).startswith(name), e.value
+        assert time.monotonic() - t < 60
+    doc = load_bytes("ok.xlsx", _xlsx_of([["Region", "Sales"], ["North", 120], ["South", 95]]))
+    assert "| North | 120 |" in doc.text
+    doc = load_bytes("ok.csv", b"Region,Sales\nNorth,120\nSouth,95\n")
+    assert "| South | 95 |" in doc.text
