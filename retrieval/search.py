@@ -89,6 +89,11 @@ def check_question(question: str | None, max_chars: int) -> str:
         raise QuestionError(
             f"the question is {len(q):,} characters; the limit is {max_chars:,} (MGRAG_MAX_QUESTION_CHARS). "
             "Ask a shorter question, or ingest the long text as a document and ask about it")
+    try:
+        q.encode("utf-8")
+    except UnicodeEncodeError as e:  # an unpaired surrogate ("\ud800"): no text, and the tokenizer fails on it
+        raise QuestionError(f"the question holds a character that is not text (at position {e.start + 1}); "
+                            "type it again") from None
     return q
 
 

@@ -249,3 +249,13 @@ def test_a_chat_or_search_body_has_a_limit_of_its_own(api):
     assert r.status_code in (400, 422) and "messages" in r.text
     r = httpx.get(f"{api.base}/documents", headers=auth(api.bob), timeout=10)
     assert r.status_code == 200
+
+
+def test_an_unpaired_surrogate_in_a_question_is_a_400_not_a_500(api):
+    body = b'{"model": "mgrag", "messages": [{"role": "user", "content": "What is the harbour fee? \\ud800"}]}'
+    r = httpx.post(f"{api.base}/chat/completions", headers={**auth(api.bob), "Content-Type": "application/json"},
+                   content=body)
+    assert r.status_code == 400 and "not text" in r.json()["error"]["message"], r.text
+    r = httpx.post(f"{api.base}/search", headers={**auth(api.bob), "Content-Type": "application/json"},
+                   content=b'{"query": "harbour \\udfff fee"}')
+    assert r.status_code == 400 and "not text" in r.json()["error"]["message"], r.text

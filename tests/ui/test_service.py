@@ -359,3 +359,11 @@ def test_the_evidence_list_starts_unticked(svc, write):
     request = SimpleNamespace(client=SimpleNamespace(host="127.0.0.1"), headers={}, cookies={}, session_hash="s")
     _, relevant, _, _ = pick([a], 0, 5, None, request)
     assert relevant["choices"] and relevant["value"] == []
+
+
+def test_the_admin_tables_name_a_user_by_name_and_a_browser_by_the_end_of_its_hash():
+    """The hostile run's item 9: the admin's documents table showed "user er:bob" for user bob."""
+    from ui.services.admin import _owner_label
+
+    assert _owner_label("user:bob") == "user bob" and _owner_label("user:alexandra.k") == "user alexandra.k"
+    assert _owner_label("browser:" + "0" * 26 + "3f9a1c") == "browser 3f9a1c" and _owner_label(None) == "library"

@@ -188,5 +188,13 @@ def _own_params(chunking: dict | None) -> dict | None:
 
 
 def _owner_label(owner: str | None) -> str:
-    """``library`` or the owner's kind and the end of its id (``browser 3f9a1c``), for the admin's tables."""
-    return "library" if owner is None else owner.split(":")[0] + " " + owner[-6:]
+    """``library``, a user account by its name (``user bob``), or another owner's kind and the end of its id (a
+    browser's hashed id: ``browser 3f9a1c``), for the admin's tables.
+
+    >>> _owner_label("user:bob"), _owner_label("browser:" + "ab" * 16), _owner_label(None)
+    ('user bob', 'browser ababab', 'library')
+    """
+    if owner is None:
+        return "library"
+    kind, _, ident = owner.partition(":")
+    return f"{kind} {ident if kind == 'user' else ident[-6:]}"
