@@ -660,8 +660,11 @@ def cmd_users(args) -> int:
         if args.action == "list":
             print("\n".join(users.names()) or "(no users: the web app needs no login)")
         elif args.action == "remove":
+            from ui.keys import Keys
+
             users.remove(args.name)
-            print(f"removed {args.name}")
+            n = Keys(settings.data_dir / ".secrets" / "keys.sqlite").revoke_user(args.name)
+            print(f"removed {args.name}" + (f" and revoked their {n} API key{'s' * (n != 1)}" if n else ""))
         else:
             pw = (sys.stdin.readline().rstrip("\n") if args.password_stdin
                   else getpass.getpass(f"password for {args.name}: "))

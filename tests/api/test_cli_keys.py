@@ -38,3 +38,20 @@ def test_a_key_needs_a_user_of_the_web_app(tmp_path, capsys):
     assert main(["--data-dir", d, "keys", "add", "k", "--user", "mallory"]) == 2
     assert "no user 'mallory'" in capsys.readouterr().err
     assert main(["--data-dir", d, "keys", "add", "k", "--user", "alice"]) == 0
+
+
+def test_removing_a_user_revokes_their_keys_even_the_last_user(tmp_path, capsys):
+    """The hostile run's item 5: `mgrag users remove` left the user's keys working, and with no user left the API
+    no longer checked a key's user: the removed user's key listed and searched their private documents."""
+    from ui.keys import Keys
+    from ui.users import Users
+
+    d = str(tmp_path / "data")
+    Users(tmp_path / "data" / ".secrets" / "users.sqlite").add("alice", "alice-password")
+    assert main(["--data-dir", d, "keys", "add", "laptop", "--user", "alice"]) == 0
+    key = capsys.readouterr().out.strip()
+    keys = Keys(tmp_path / "data" / ".secrets" / "keys.sqlite")
+    assert keys.check(key) is not None
+    assert main(["--data-dir", d, "users", "remove", "alice"]) == 0
+    assert "revoked their 1 API key" in capsys.readouterr().out
+    assert keys.check(key) is None
