@@ -106,7 +106,10 @@ def launch(service: UiService, *, host: str | None = None, port: int | None = No
     clean_uploads(service)  # what the last run left: uploads never submitted or cut off by a stop
     demo = build_app(service)
     demo.queue(default_concurrency_limit=8, max_size=256)
-    auth = service.users.check if service.users else None  # accounts made by the admin: everyone logs in
+    from ui.services.auth import throttled_login
+
+    # accounts made by the admin: everyone logs in, and guessing a password is slowed down like the admin's
+    auth = throttled_login(service.users.check) if service.users else None
     service.logins_required = auth is not None
     app, url, _ = demo.launch(server_name=host or s.ui_host, server_port=port or s.ui_port, prevent_thread_lock=True,
                               max_file_size=int(s.max_file_mb * 2**20), quiet=True, show_error=True,

@@ -367,3 +367,19 @@ def test_the_admin_tables_name_a_user_by_name_and_a_browser_by_the_end_of_its_ha
 
     assert _owner_label("user:bob") == "user bob" and _owner_label("user:alexandra.k") == "user alexandra.k"
     assert _owner_label("browser:" + "0" * 26 + "3f9a1c") == "browser 3f9a1c" and _owner_label(None) == "library"
+
+
+def test_guessing_a_user_account_password_is_slowed_down_like_the_admin_s(tmp_path):
+    """The hostile run's item 6: 30 wrong guesses at a user account in 5.2 s, then the right one accepted."""
+    from ui.services.auth import LoginThrottle, throttled_login
+    from ui.users import Users
+
+    users = Users(tmp_path / "users.sqlite")
+    users.add("bob", "the-right-password")
+    now = [0.0]
+    login = throttled_login(users.check, LoginThrottle(clock=lambda: now[0]))
+    assert [login("bob", f"guess-{i}") for i in range(30)] == [False] * 30
+    assert login("bob", "the-right-password") is False  # refused while throttled, unchecked
+    now[0] += 900.0  # the window has passed
+    assert login("bob", "the-right-password") is True
+    assert login("alice", "anything") is False
