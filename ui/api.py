@@ -7,6 +7,7 @@ library and the user's own uploads) and owns what it uploads. Errors are JSON in
 ``{"error": {"message", "type", "code"}}``, with a message that names the problem."""
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets
@@ -21,6 +22,7 @@ from fastapi import Depends, FastAPI, File, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,29 @@ class SearchRequest(BaseModel):
 
 
 # -- keys and limits -----------------------------------------------------------------------------------------
+MAX_IN_FLIGHT_PER_KEY = 4  # requests of one key being served at once (a hostile run held every thread with 45)
+
+
+class InFlight:
+    """At most ``per_key`` requests of each key at once; :meth:`enter` says False past it."""
+
+    def __init__(self, per_key: int = MAX_IN_FLIGHT_PER_KEY):
+        self.per_key, self._n, self._lock = per_key, {}, threading.Lock()
+
+    def enter(self, name: str) -> bool:
+        with self._lock:
+            if self._n.get(name, 0) >= self.per_key:
+                return False
+            self._n[name] = self._n.get(name, 0) + 1
+            return True
+
+    def leave(self, name: str) -> None:
+        with self._lock:
+            self._n[name] = self._n.get(name, 1) - 1
+            if self._n[name] <= 0:
+                del self._n[name]
+
+
 class RateLimit:
     """At most ``per_minute`` requests per key in any 60 s."""
 
@@ -133,6 +158,7 @@ def build_api(service, *, requests_per_minute: int | None = None):
     :func:`mount_api`."""
     s = service.ctx.settings
     limit = RateLimit(requests_per_minute or s.api_requests_per_minute)
+    inflight = InFlight()
     api = FastAPI(title="MGRAG API", version="1", docs_url="/docs", openapi_url="/openapi.json",
                   description=__doc__)
 
@@ -166,7 +192,13 @@ def build_api(service, *, requests_per_minute: int | None = None):
             raise ApiError(429, f"key {found.name!r} made more than {limit.per_minute} requests in a minute "
                                 f"(setting api_requests_per_minute); retry in {wait:.0f} s", "rate_limited",
                            {"Retry-After": str(max(1, round(wait)))})
-        return found
+        if not inflight.enter(found.name):
+            raise ApiError(429, f"key {found.name!r} has {inflight.per_key} requests being served already; wait for "
+                                "one to finish", "too_many_in_flight", {"Retry-After": "1"})
+        try:
+            yield found
+        finally:
+            inflight.leave(found.name)
 
     @api.get("/models", summary="The models: the configured backend and each backend by name")
     def models(key=Depends(caller)):
@@ -193,8 +225,13 @@ def build_api(service, *, requests_per_minute: int | None = None):
                 **_extras(service, answer)}
 
     @api.post("/documents", summary="Upload documents (multipart, field 'files'); ?wait=true returns when searchable")
-    def upload(files: list[UploadFile] = File(...), wait: bool = False, key=Depends(caller)):
-        return {"documents": _upload(service, files, key.owner, wait)}
+    async def upload(files: list[UploadFile] = File(...), wait: bool = False, key=Depends(caller)):
+        # the spooling and queueing in a worker thread; the wait on the event loop, holding no thread (a hostile
+        # run's 45 waiting uploads held every thread of the pool: the other keys' requests timed out)
+        rows, ids = await run_in_threadpool(_enqueue_upload, service, files, key.owner)
+        if wait and ids:
+            await wait_searchable(service, ids, timeout_s=600)
+        return {"documents": await run_in_threadpool(_upload_rows, service, rows, key.owner)}
 
     @api.get("/documents", summary="The documents this key may search, with their state")
     def documents(key=Depends(caller)):
@@ -409,11 +446,20 @@ def _doc_json(r: dict, owner: str) -> dict:
             "chunks": [r.get(f"n_l{i}") for i in range(3)] if r.get("n_l0") is not None else None}
 
 
-def _upload(service, files, owner: str, wait: bool) -> list[dict]:
-    """Spool each part into the upload folder (refused past ``max_file_mb``), queue them for ``owner``, and with
-    ``wait`` return when each is searchable or failed."""
-    from ingest.queue import wait as wait_jobs
+async def wait_searchable(service, ids: list[str], timeout_s: float, poll_s: float = 0.5) -> None:
+    """Until each job of ``ids`` is searchable or has failed (or ``timeout_s``), polling without holding a thread."""
+    from ingest.queue import reached
 
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        jobs = await run_in_threadpool(lambda: [service.ctx.jobs.get(i) for i in ids])
+        if all(reached(j, "searchable") for j in jobs):
+            return
+        await asyncio.sleep(poll_s)
+
+
+def _enqueue_upload(service, files, owner: str) -> tuple[list[dict], list[str]]:
+    """Spool each part into the upload folder (refused past ``max_file_mb``) and queue them for ``owner``."""
     if not files:
         raise ApiError(400, "no files: send them as multipart form field 'files'")
     if len(files) > MAX_FILES_PER_UPLOAD:
@@ -436,11 +482,12 @@ def _upload(service, files, owner: str, wait: bool) -> list[dict]:
         if too_big:
             raise ApiError(413, f"{too_big[0]}: the file is larger than the {service.ctx.settings.max_file_mb:g} MB "
                                 "limit (setting max_file_mb); nothing was uploaded", "file_too_large")
-        rows, ids = service.enqueue_files(paths, names=names, owner=owner)
+        return service.enqueue_files(paths, names=names, owner=owner)
     finally:
         shutil.rmtree(spool, ignore_errors=True)
-    if wait and ids:
-        wait_jobs(service.ctx.jobs, ids, "searchable", timeout_s=600)
+
+
+def _upload_rows(service, rows: list[dict], owner: str) -> list[dict]:
     rows = service.upload_rows(rows)
     return [{"name": r["name"], "status": r["status"], "message": r.get("message", ""), "job_id": r.get("job_id"),
              "id": _doc_id(service, r, owner)} for r in rows]

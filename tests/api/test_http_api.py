@@ -3,6 +3,7 @@ citations, follow-ups), keys and what each user sees, REST for documents and sea
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 import pytest
@@ -259,3 +260,34 @@ def test_an_unpaired_surrogate_in_a_question_is_a_400_not_a_500(api):
     r = httpx.post(f"{api.base}/search", headers={**auth(api.bob), "Content-Type": "application/json"},
                    content=b'{"query": "harbour \\udfff fee"}')
     assert r.status_code == 400 and "not text" in r.json()["error"]["message"], r.text
+
+
+def test_one_key_cannot_take_every_thread(api, monkeypatch):
+    """A hostile run's 45 concurrent uploads with ?wait=true from one key held every request thread: the others'
+    requests timed out for minutes. Now a waiting upload holds no thread, and a key has at most 4 requests in flight
+    (the 5th and later get 429 at once) while another key is served at once."""
+    import asyncio
+    import threading
+
+    import ui.api as A
+
+    async def slow_wait(service, ids, timeout_s, poll_s=0.5):
+        await asyncio.sleep(4.0)  # a long ingestion
+
+    monkeypatch.setattr(A, "wait_searchable", slow_wait)
+    codes: list[int] = []
+
+    def one(i):
+        r = upload(api, api.bob, f"slow-{i}.md", f"# Slow {i}\n\nThe ferry leaves at {i} o'clock.\n", wait=True)
+        codes.append(r.status_code)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    t0 = time.monotonic()
+    r = httpx.get(f"{api.base}/documents", headers=auth(api.alice), timeout=10)
+    assert r.status_code == 200 and time.monotonic() - t0 < 2.0
+    for t in threads:
+        t.join(60)
+    assert sorted(codes) == [200] * 4 + [429] * 6, codes
