@@ -628,9 +628,18 @@ def _unit_fits(f: Frame, text: str) -> bool:
     return bool(units and re.search(rf"\d[\d,.]*\s*-?\s*(?:{units})\b|\b(?:{units})\W{{0,3}}\d", text, re.I))
 
 
+_CAUSE = re.compile(r"\b(because|due (primarily |mainly |largely |in part )?to|driven (primarily |mainly |largely )?by|"
+                    r"primarily (by|from|as)|as a result|result(ed|ing)? (from|in)|caused by|owing to|"
+                    r"reflect(s|ed|ing)?|attributable to|led to|offset|thanks to|since|so that|in order to|reason|"
+                    r"contribut\w+ to|"
+                    r"growth (in|of|across)|increase in|decrease in|decline in|higher|lower)\b", re.I)
+
+
 def _kind_fits(f: Frame, text: str) -> bool:
     """A sentence can answer a question of this kind: a figure for an amount, a percent for a percent, a date for a
-    date; any sentence for the rest."""
+    date, a cause for "why … ?"; any sentence for the rest."""
+    if f.kind == "explain" and re.match(r"\s*(why|what (led|caused|drove))\b", f.question, re.I):
+        return bool(_CAUSE.search(text))
     if f.kind == "percent":
         return bool(re.search(r"\d\s?%|\bpercent\b", text))
     if f.kind == "measure":  # "3,078 feet", "twenty-two years"
@@ -884,7 +893,7 @@ def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign, arou
         if _unit_fits(f, s.shown):
             score *= 1.25
         # a sentence of the wrong kind (no figure for "how many") or boilerplate is never the answer
-        gate = cov * (1.0 if fits else 0.45 if f.numeric else 0.5) * (0.45 if boiler else 1.0)
+        gate = cov * (1.0 if fits else 0.45 if f.numeric or f.kind == "explain" else 0.5) * (0.45 if boiler else 1.0)
         if f.numeric and f.years and not f.relative and _other_years(f.years, s.shown):
             gate = min(gate, 0.45)  # "the inventory at the end of FY 2021": a figure of 2012 is no answer
         out.append(Candidate("sentence", s.source, s.start, s.end, s.shown, score, gate,

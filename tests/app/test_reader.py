@@ -271,3 +271,13 @@ def test_the_named_thing_asked_must_be_in_the_answer():
     src = _src(1, "In FY 2017, with 2,914 survey respondents, the response rate was 59 percent.")
     assert read("What was OPM's employee attrition rate in FY 2017?", [src]).answer is None
     assert "59 percent" in (read("What was the survey response rate in FY 2017?", [src]).answer or "")
+
+
+def test_why_is_answered_by_a_cause_not_by_a_sentence_that_names_the_subject():
+    src = _src(1, "Metrics related to our Intelligent Cloud segment assess the health of our core businesses. "
+                  "Intelligent Cloud revenue increased $4.2 billion or 19% driven by Azure and other cloud services.")
+    r = read("Why did Intelligent Cloud revenue increase?", [src])
+    assert r.answer is not None and "driven by Azure" in r.answer
+    r = read("Why did Intelligent Cloud revenue increase?", [_src(1, "Metrics related to our Intelligent Cloud "
+                                                                     "segment assess the revenue of our businesses.")])
+    assert r.answer is None
