@@ -934,8 +934,11 @@ def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: st
             score *= 1.02  # no period asked: the latest column (filings print some years oldest first)
         if f.kind in ("explain", "yesno", "name", "date"):
             score *= 0.6  # a figure is seldom the answer to these
-        if "total" in (asked or f.question).lower() and c.row.lower().startswith("total"):
-            score *= 1.05
+        if re.search(r"\btotal\b", (asked or f.question).lower()):
+            if c.row.lower().startswith("total"):
+                score *= 1.05
+            elif c.column.lower().startswith("total") and not c.row.lower().startswith("total"):
+                score *= 1.15  # a form's "2319 hours (Total, all aircraft)" over "(Pilot In Command, …)"
         if foreign and foreign(c.quote):
             score *= 0.5
         out.append(Candidate("cell", c.source, c.start, c.end, c.quote, score, cov, c,

@@ -281,3 +281,13 @@ def test_why_is_answered_by_a_cause_not_by_a_sentence_that_names_the_subject():
     r = read("Why did Intelligent Cloud revenue increase?", [_src(1, "Metrics related to our Intelligent Cloud "
                                                                      "segment assess the revenue of our businesses.")])
     assert r.answer is None
+
+
+def test_total_hours_is_the_total_figure_of_a_form_field_not_another_one_of_the_pilot():
+    """The newcomer run: "How many total flight hours did the pilot … have?" answered with the field's "2072 hours
+    (Pilot In Command, all aircraft)" (the question's "pilot" matched that qualifier)."""
+    field = ("Aircraft: Piper PA-22-150 Registration: N5921D\n\n| | | | |\n|---|---|---|---|\n| Flight Time: | "
+             "2319 hours (Total, all aircraft), 2313 hours (Total, this make and model), 2072 hours (Pilot In "
+             "Command, all aircraft) | | |\n")
+    r = read("How many total flight hours did the pilot of the Piper PA-22-150 (N5921D) have?", [_src(1, field)])
+    assert r.answer is not None and "2319 hours" in r.answer, r.answer
