@@ -385,7 +385,8 @@ class JobStore:
             if pick is None:
                 return None
             db.execute("UPDATE jobs SET state=?, claimed_by=?, heartbeat=?, started=COALESCE(started, ?), claimed=?, "
-                       "stage=?, progress=0, eta_s=NULL, updated=? WHERE job_id=?",
+                       "stage=?, progress=0, eta_s=NULL, updated=?, message=CASE WHEN message LIKE 'waiting for the "
+                       "queue%' THEN NULL ELSE message END WHERE job_id=?",
                        (running, worker, now, now, now, "starting", now, pick))
         return self.get(pick)
 
@@ -453,12 +454,14 @@ class JobStore:
                        "claimed_by=NULL, updated=? WHERE job_id=?", (back, attempts, error, now, job.job_id))
         return back
 
-    def release(self, job: Job) -> None:
-        """Give a running job back to its lane unchanged (the runner is stopping; not an attempt)."""
+    def release(self, job: Job, message: str | None = None) -> None:
+        """Give a running job back to its lane unchanged (the runner is stopping, or the queue's Redis does not
+        answer; not an attempt); ``message`` says why it waits."""
         back = "searchable" if job.state == "refining" else "queued"
         with self.catalog.transaction() as db:
-            db.execute("UPDATE jobs SET state=?, stage=NULL, progress=NULL, eta_s=NULL, claimed_by=NULL, updated=? "
-                       "WHERE job_id=? AND state=?", (back, time.time(), job.job_id, job.state))
+            db.execute("UPDATE jobs SET state=?, stage=NULL, progress=NULL, eta_s=NULL, claimed_by=NULL, message=?, "
+                       "updated=? WHERE job_id=? AND state=?",
+                       (back, message, time.time(), job.job_id, job.state))
 
     def request_cancel(self, job_id: int) -> str:
         """Cancel a job: at once when it waits, else the worker stops at its next progress report. Returns what

@@ -35,7 +35,18 @@ from ingest.jobs import ACTIVE, Job, JobStore
 from ingest.loaders import IngestError, Limits, LoadedDoc, check_input, clean_name
 from ingest.sandbox import public_problem
 from ingest.types import content_hash
-from ingest.work import Cut, Plan, Reporter, Stopped, cut, extract, first_pass_stages, needs_refinement, updated_rates
+from ingest.work import (
+    Cut,
+    Plan,
+    QueueUnavailable,
+    Reporter,
+    Stopped,
+    cut,
+    extract,
+    first_pass_stages,
+    needs_refinement,
+    updated_rates,
+)
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +110,9 @@ def runner_alive(jobs: JobStore, max_age_s: float = 4 * HEARTBEAT_S) -> dict | N
 
 
 # -- executing ------------------------------------------------------------------------------------------------------
+QUEUE_BACKOFF_S, QUEUE_BACKOFF_MAX_S = 2.0, 60.0  # waits while the queue's Redis does not answer: 2, 4 … 60 s
+
+
 class LocalExecutor:
     """The work of a job, computed in this process with its models."""
 
@@ -150,6 +164,7 @@ class Runner:
         self.n_first = lanes_first if first_workers is None else first_workers
         self.n_refine = lanes_refine if refine_workers is None else refine_workers  # 0: first passes only
         self._stop = threading.Event()
+        self._queue_down_s = 0.0  # the back-off while the queue's Redis does not answer
         self._cv = threading.Condition()
         self._first_running = 0
         self._threads: list[threading.Thread] = []
@@ -278,6 +293,12 @@ class Runner:
     def _run(self, lane: str, job: Job) -> None:
         try:
             (self._first if lane == "first" else self._refine)(job)
+            self._queue_down_s = 0.0
+        except QueueUnavailable as e:  # Redis down: the job waits, its attempts are not spent; back off, then retry
+            self._queue_down_s = min(QUEUE_BACKOFF_MAX_S, max(QUEUE_BACKOFF_S, 2 * self._queue_down_s))
+            self.jobs.release(job, "waiting for the queue (Redis does not answer)")
+            log.warning("job %d (%s) waits: %s; trying again in %.0f s", job.job_id, job.name, e, self._queue_down_s)
+            self._stop.wait(self._queue_down_s)
         except Stopped as e:
             if e.why == "cancelled":
                 self.jobs.finish(job.job_id, "cancelled")

@@ -32,7 +32,7 @@ import numpy as np
 
 from ingest.jobs import Job
 from ingest.loaders import IngestError, Limits, LoadedDoc
-from ingest.work import Cut, Plan, Reporter, Stopped, check_models, cut, extract, first_pass_stages
+from ingest.work import Cut, Plan, QueueUnavailable, Reporter, Stopped, check_models, cut, extract, first_pass_stages
 
 log = logging.getLogger(__name__)
 
@@ -308,6 +308,16 @@ class RedisExecutor:
         return Cut.from_wire(out["cut"])
 
     def _run(self, lane: str, func: str, job: Job, payload: dict, rep: Reporter) -> dict:
+        from redis.exceptions import ConnectionError as RedisDown
+        from redis.exceptions import TimeoutError as RedisSlow
+
+        try:
+            return self._run_on_redis(lane, func, job, payload, rep)
+        except (RedisDown, RedisSlow) as e:  # not the file's fault: the runner waits and tries again
+            raise QueueUnavailable(f"the queue at {_redacted(self.ctx.settings.queue_url)} does not answer "
+                                   f"({e.__class__.__name__})") from e
+
+    def _run_on_redis(self, lane: str, func: str, job: Job, payload: dict, rep: Reporter) -> dict:
         rq_id = f"{self.prefix}-{job.job_id}-{lane}-{uuid.uuid4().hex[:8]}"
         rq_job = self.queues[lane].enqueue_call(func, args=(payload,), timeout=JOB_TIMEOUT_S, result_ttl=3600,
                                                 failure_ttl=24 * 3600, job_id=rq_id)

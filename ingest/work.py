@@ -37,6 +37,11 @@ REFINED = NEEDS_MODEL
 DEFAULT_RATES = {"lm_words_s": 250.0, "embed_words_s": 1100.0, "pdf_pages_s": 8.0}
 
 
+class QueueUnavailable(Exception):
+    """The scale-out queue (Redis) does not answer: not the file's fault, so no attempt of the job is spent; the
+    runner gives the job back and tries again later."""
+
+
 class Stopped(Exception):
     """Raised from a progress report: the job was cancelled (``why == "cancelled"``) or its runner is stopping."""
 

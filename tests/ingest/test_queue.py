@@ -13,7 +13,7 @@ import pytest
 from ingest.jobs import JobError
 from ingest.pipeline import Ingestor
 from ingest.queue import LocalExecutor, Runner, document_states, enqueue, wait
-from ingest.work import Reporter, Stopped
+from ingest.work import QueueUnavailable, Reporter, Stopped
 from tests.ingest.test_durability import assert_one_truth
 
 TEXT = ("The cat sat on the mat. It was a sunny day.\n\nDogs bark at night. Birds sing in the morning! "
@@ -118,6 +118,45 @@ def test_unexpected_errors_are_retried_boundedly_then_failed_with_the_reason(mak
     [job] = run_until(ctx, [q.job.job_id], executor=_Flaky(ctx, 5))
     assert job.state == "failed" and job.error == "RuntimeError: the worker went away (gave up after 3 attempts)"
     assert [r["doc_id"] for r in document_states(ctx) if r["searchable"]] == ["a.md"]
+
+
+class _QueueDown(LocalExecutor):
+    """The queue's Redis does not answer for the first ``n`` first passes; what the job's row said meanwhile."""
+
+    def __init__(self, ctx, n):
+        super().__init__(ctx)
+        self.n, self.seen = n, []
+
+    def first(self, job, data, plan, rep):
+        self.seen.append(self.ctx.jobs.get(job.job_id).attempts)
+        if self.n > 0:
+            self.n -= 1
+            raise QueueUnavailable("the queue at redis://127.0.0.1:6379/0 does not answer (ConnectionError)")
+        return super().first(job, data, plan, rep)
+
+
+def test_a_queue_outage_spends_no_attempt_and_says_the_job_waits_for_the_queue(make_ctx, monkeypatch):
+    """A hostile run stopped Redis for 30 s during an acknowledged upload: "gave up after 3 attempts" within 5 s.
+    An outage is not the file's fault: the job waits (its row says so), backs off, and goes on when the queue answers;
+    five outages in a row with 3 attempts allowed still end ready, with no attempt spent."""
+    import ingest.queue as Q
+
+    monkeypatch.setattr(Q, "QUEUE_BACKOFF_S", 0.05)
+    ctx = make_ctx(chunker="mg", theta=40, ingest_max_attempts=3)
+    [q] = enqueue(ctx, [("a.md", TEXT.encode())])
+    flaky = _QueueDown(ctx, 5)
+    said = []
+    real = ctx.jobs.release
+
+    def release(job, message=None):
+        real(job, message)
+        said.append(ctx.jobs.get(job.job_id).describe())
+
+    monkeypatch.setattr(ctx.jobs, "release", release)
+    [job] = run_until(ctx, [q.job.job_id], executor=flaky)
+    assert job.state == "ready" and job.attempts == 0 and flaky.seen == [0] * 6
+    assert said and all(s == "queued · waiting for the queue (Redis does not answer)" for s in said), said
+    assert job.describe() == "ready"
 
 
 def test_a_dead_runner_s_jobs_are_resumed_and_a_file_that_keeps_killing_it_fails(make_ctx, tmp_path):

@@ -280,3 +280,39 @@ def test_the_scale_out_queue_needs_its_secret(tmp_path, redis_url):
     with pytest.raises(ValueError, match="MGRAG_QUEUE_SECRET"):
         RedisExecutor(ctx)
     ctx.close()
+
+
+def test_a_redis_outage_is_the_queue_s_not_the_file_s(tmp_path):
+    """The executor's side of a Redis outage: the call fails as QueueUnavailable (the runner waits, spending no
+    attempt; tests/ingest/test_queue.py), not as an error that counts against the file."""
+    from types import SimpleNamespace
+
+    from ingest.remote import RedisExecutor
+    from ingest.work import QueueUnavailable, Reporter
+
+    exe = shutil.which("redis-server") or "/usr/bin/redis-server"
+    if not os.path.exists(exe):
+        if os.environ.get("MGRAG_REQUIRE_SERVICES") == "1":
+            pytest.fail("redis-server is missing")
+        pytest.skip("no redis-server")
+    port = _free_port()
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"redis://127.0.0.1:{port}/0"
+        for _ in range(100):
+            try:
+                ctx = AppContext(Settings(data_dir=tmp_path / "holder", queue_url=url, queue_secret=SECRET))
+                ex = RedisExecutor(ctx, poll_s=0.05)
+                break
+            except ConnectionError:
+                time.sleep(0.1)
+        proc.terminate()
+        proc.wait(10)
+        job = SimpleNamespace(job_id=1, name="a.md", doc_id="a.md", hash="h")
+        with pytest.raises(QueueUnavailable, match="does not answer"):
+            ex._run("first", "ingest.remote.task_first", job, {"x": 1}, Reporter(lambda *a: False))
+        ctx.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
