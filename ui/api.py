@@ -153,28 +153,9 @@ def citation_json(service, c) -> dict:
 
 
 # -- the app -------------------------------------------------------------------------------------------------
-def build_api(service, *, requests_per_minute: int | None = None):
-    """The ``/v1`` FastAPI app for ``service`` (a :class:`ui.service.UiService`); mount it with
-    :func:`mount_api`."""
-    s = service.ctx.settings
-    limit = RateLimit(requests_per_minute or s.api_requests_per_minute)
-    inflight = InFlight()
-    api = FastAPI(title="MGRAG API", version="1", docs_url="/docs", openapi_url="/openapi.json",
-                  description=__doc__)
-
-    @api.exception_handler(ApiError)
-    def _api_error(request, e: ApiError):
-        kind = {401: "authentication_error", 403: "permission_error", 404: "not_found_error",
-                429: "rate_limit_error"}.get(e.status, "invalid_request_error")
-        return JSONResponse({"error": {"message": e.message, "type": kind, "code": e.code}}, e.status,
-                            headers=e.headers)
-
-    @api.exception_handler(RequestValidationError)
-    def _invalid(request, e: RequestValidationError):
-        problems = "; ".join(f"{'.'.join(str(x) for x in err.get('loc', ()) if x != 'body') or 'body'}: "
-                             f"{err.get('msg')}" for err in e.errors())
-        return JSONResponse({"error": {"message": f"the request is not valid: {problems}",
-                                       "type": "invalid_request_error", "code": "invalid_request"}}, 400)
+def _caller(service, limit: RateLimit, inflight: InFlight):
+    """The dependency that names a request's key: 401 without one or with a wrong one, 429 past its rate limit or
+    its requests in flight; it counts the request in flight until it is answered."""
 
     def caller(request: Request):
         """The key of the request (401 without one or with a wrong one), within its rate limit (429)."""
@@ -199,6 +180,34 @@ def build_api(service, *, requests_per_minute: int | None = None):
             yield found
         finally:
             inflight.leave(found.name)
+
+    return caller
+
+
+def build_api(service, *, requests_per_minute: int | None = None):
+    """The ``/v1`` FastAPI app for ``service`` (a :class:`ui.service.UiService`); mount it with
+    :func:`mount_api`."""
+    s = service.ctx.settings
+    limit = RateLimit(requests_per_minute or s.api_requests_per_minute)
+    inflight = InFlight()
+    api = FastAPI(title="MGRAG API", version="1", docs_url="/docs", openapi_url="/openapi.json",
+                  description=__doc__)
+
+    @api.exception_handler(ApiError)
+    def _api_error(request, e: ApiError):
+        kind = {401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+                429: "rate_limit_error"}.get(e.status, "invalid_request_error")
+        return JSONResponse({"error": {"message": e.message, "type": kind, "code": e.code}}, e.status,
+                            headers=e.headers)
+
+    @api.exception_handler(RequestValidationError)
+    def _invalid(request, e: RequestValidationError):
+        problems = "; ".join(f"{'.'.join(str(x) for x in err.get('loc', ()) if x != 'body') or 'body'}: "
+                             f"{err.get('msg')}" for err in e.errors())
+        return JSONResponse({"error": {"message": f"the request is not valid: {problems}",
+                                       "type": "invalid_request_error", "code": "invalid_request"}}, 400)
+
+    caller = _caller(service, limit, inflight)
 
     @api.get("/models", summary="The models: the configured backend and each backend by name")
     def models(key=Depends(caller)):
