@@ -42,15 +42,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
+def start_redis(d) -> tuple[subprocess.Popen, str]:
+    """A redis-server on a free loopback port, its files in ``d``; the process and its URL (skips, or fails under
+    MGRAG_REQUIRE_SERVICES=1, where Debian's redis-server is missing)."""
     exe = shutil.which("redis-server") or "/usr/bin/redis-server"
     if not os.path.exists(exe):
         if os.environ.get("MGRAG_REQUIRE_SERVICES") == "1":
             pytest.fail("redis-server is missing; `apt-get install -y redis-server` (.ci/run installs it)")
         pytest.skip("no redis-server: `apt-get install -y redis-server` to run the scale-out tests")
     port = _free_port()
-    d = tmp_path_factory.mktemp("redis")
     proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                              "--dir", str(d)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     from redis import Redis
@@ -65,7 +65,13 @@ def redis_url(tmp_path_factory):
     else:
         proc.kill()
         pytest.fail("redis-server did not start")
-    yield f"redis://127.0.0.1:{port}/0"
+    return proc, f"redis://127.0.0.1:{port}/0"
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    proc, url = start_redis(tmp_path_factory.mktemp("redis"))
+    yield url
     proc.terminate()
     proc.wait(10)
 
@@ -290,23 +296,10 @@ def test_a_redis_outage_is_the_queue_s_not_the_file_s(tmp_path):
     from ingest.remote import RedisExecutor
     from ingest.work import QueueUnavailable, Reporter
 
-    exe = shutil.which("redis-server") or "/usr/bin/redis-server"
-    if not os.path.exists(exe):
-        if os.environ.get("MGRAG_REQUIRE_SERVICES") == "1":
-            pytest.fail("redis-server is missing")
-        pytest.skip("no redis-server")
-    port = _free_port()
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                             "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, url = start_redis(tmp_path)
     try:
-        url = f"redis://127.0.0.1:{port}/0"
-        for _ in range(100):
-            try:
-                ctx = AppContext(Settings(data_dir=tmp_path / "holder", queue_url=url, queue_secret=SECRET))
-                ex = RedisExecutor(ctx, poll_s=0.05)
-                break
-            except ConnectionError:
-                time.sleep(0.1)
+        ctx = AppContext(Settings(data_dir=tmp_path / "holder", queue_url=url, queue_secret=SECRET))
+        ex = RedisExecutor(ctx, poll_s=0.05)
         proc.terminate()
         proc.wait(10)
         job = SimpleNamespace(job_id=1, name="a.md", doc_id="a.md", hash="h")
