@@ -21,6 +21,7 @@ sentence vectors' similarities to the question.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -502,14 +503,13 @@ def _stems(text: str) -> set[str]:
     return {stem(w) for w in words_of(text)}
 
 
-def _weights(frame_terms: Sequence[str], texts: Sequence[str]) -> dict[str, float]:
-    """Each key term's weight: rarer among the passages' sentences and rows, heavier (an idf)."""
-    n = max(len(texts), 1)
-    sets = [_stems(t) for t in texts]
+def _weights(frame_terms: Sequence[str], sets: Sequence[set[str]]) -> dict[str, float]:
+    """Each key term's weight: rarer among the passages' sentences and rows (``sets``: the stems of each), heavier
+    (an idf)."""
+    n = max(len(sets), 1)
     out, absent = {}, []
     for t in frame_terms:
-        alts = {stem(t)} | {stem(x) for x in SYNONYMS.get(t, ())}
-        df = sum(1 for s in sets if s & alts)
+        df = sum(1 for s in sets if _has(t, s))
         if df == 0:
             absent.append(t)
             continue
@@ -520,8 +520,14 @@ def _weights(frame_terms: Sequence[str], texts: Sequence[str]) -> dict[str, floa
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _alts(term: str) -> frozenset[str]:
+    """The stems that say ``term``: its own and its synonyms'."""
+    return frozenset({stem(term)} | {stem(x) for x in SYNONYMS.get(term, ())})
+
+
 def _has(term: str, stems: set[str]) -> bool:
-    return bool(({stem(term)} | {stem(x) for x in SYNONYMS.get(term, ())}) & stems)
+    return not _alts(term).isdisjoint(stems)
 
 
 def _coverage(frame_terms: Sequence[str], weights: dict[str, float], stems: set[str],
@@ -535,8 +541,7 @@ def _coverage(frame_terms: Sequence[str], weights: dict[str, float], stems: set[
         return 1.0
     got = 0.0
     for t in frame_terms:
-        alts = {stem(t)} | {stem(x) for x in SYNONYMS.get(t, ())}
-        got += weights[t] * (1.0 if alts & stems else AROUND_CREDIT if alts & around and t not in asked else 0.0)
+        got += weights[t] * (1.0 if _has(t, stems) else AROUND_CREDIT if t not in asked and _has(t, around) else 0.0)
     return got / total
 
 
@@ -725,22 +730,22 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
              if a.source == b.source and a.shown.rstrip().endswith(":") and 0 <= b.start - a.end <= 4}
     sents = [s for s in sents if s.answerable and (not s.quote or (s.source, s.start) not in as_cells)]
     texts = [s.shown for s in sents] + [f"{c.row} {c.title}" for c in cells]
-    weights = _weights(terms, texts)
-    context = set().union(*(_stems(t) for t in texts)) if texts else set()
-    missing = [t for t in terms if not ({stem(t)} | {stem(x) for x in SYNONYMS.get(t, ())}) & context
-               and len(t) >= 5 and not t.endswith(("ed", "ing", "ly"))]
-    seen = {stem(w) for s in sources for w in words_of(getattr(s, "text", ""))} | {stem(w) for w in known_names}
+    stem_sets = [_stems(t) for t in texts]
+    weights = _weights(terms, stem_sets)
+    context = set().union(*stem_sets)
+    missing = [t for t in terms if not _has(t, context) and len(t) >= 5 and not t.endswith(("ed", "ing", "ly"))]
+    by_doc: dict[str, set[str]] = {}  # the stems of each document's passages (read once)
+    for s in sources:
+        by_doc.setdefault(getattr(s, "doc_id", ""), set()).update(_stems(getattr(s, "text", "")))
+    all_text = set().union(*by_doc.values()) if by_doc else set()
+    seen = all_text | {stem(w) for w in known_names}
     heads = [[w for w in words_of(n) if len(w) > 1 and w not in _TITLES][:1] for n in f.names]
     absent_names = [n for n, h in zip(f.names, heads) if h and stem(h[0]) not in seen]  # another company, say
     heads = {getattr(s, "rank", 0): list(getattr(s, "headings", []) or []) for s in sources}
     sims = list(similarity([s.shown for s in sents])) if (similarity and sents) else [0.0] * len(sents)
-    by_doc: dict[str, set[str]] = {}
-    for s in sources:
-        by_doc.setdefault(getattr(s, "doc_id", ""), set()).update(_stems(getattr(s, "text", "")))
     around = {getattr(s, "rank", 0): by_doc[getattr(s, "doc_id", "")] for s in sources} if f.focus else {}
-    all_text = set().union(*by_doc.values()) if by_doc else set()
     if f.focus:  # a word that says which, in no passage ("the Cessna that *crashed*": the report says "impacted")
-        terms = [t for t in terms if t in f.focus or ({stem(t)} | {stem(x) for x in SYNONYMS.get(t, ())}) & all_text]
+        terms = [t for t in terms if t in f.focus or _has(t, all_text)]
     cands = _score_sentences(f, terms, weights, sents, sims, heads, foreign, around, intro)
     prev_years = prev.years if prev else []
     if f.relative and prev is not None and not prev_years:

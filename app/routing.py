@@ -173,16 +173,10 @@ class Profiles:
         shared = self._shared[1]
         return lambda text: hash(" ".join(text.lower().split())) in shared
 
-    def tokens(self, doc_hash: str, doc_id: str = "", name: str = "") -> set[str]:
-        """The name tokens of one document version (its profile's), empty when its text is gone."""
-        rows = [{"hash": doc_hash, "doc_id": doc_id or doc_hash, "name": name or doc_id}]
-        got = self.of(rows)
-        return got[0].tokens if got else set()
-
-    def periods(self, doc_hash: str, doc_id: str = "", name: str = "") -> list[str]:
-        """The periods one document version's cover states ("april 30 2023"), empty when its text is gone."""
+    def one(self, doc_hash: str, doc_id: str = "", name: str = "") -> Profile | None:
+        """The profile of one document version (None when its text is gone)."""
         got = self.of([{"hash": doc_hash, "doc_id": doc_id or doc_hash, "name": name or doc_id}])
-        return list(got[0].periods) if got else []
+        return got[0] if got else None
 
     def of(self, rows: Sequence[dict], labels: dict[str, str] | None = None) -> list[Profile]:
         """Profiles of catalog ``rows`` (``doc_id``, ``name``, ``hash``)."""

@@ -29,11 +29,8 @@ def _extractive(ctx, kept):
     from app.synth.extractive import ExtractiveSynthesizer
 
     emb = ctx.embedder
-    def names_of(src):  # the names a passage's document is about (its profile: registrant, title, file name)
-        return ctx.profiles.tokens(getattr(src, "doc_hash", ""), src.doc_id, getattr(src, "name", ""))
-
-    def periods_of(src):  # the periods its document's cover states ("april 30 2023")
-        return ctx.profiles.periods(getattr(src, "doc_hash", ""), src.doc_id, getattr(src, "name", ""))
+    def profile_of(src):  # its document's profile: the names it is about, the periods its cover states
+        return ctx.profiles.one(getattr(src, "doc_hash", ""), src.doc_id, getattr(src, "name", ""))
 
     def boilerplate():  # sentences printed word for word in three or more of the library's documents
         live = ctx.catalog.live_gen()
@@ -41,8 +38,8 @@ def _extractive(ctx, kept):
         return ctx.profiles.recurring(rows)
 
     return kept(("extractive", id(emb)), lambda: ExtractiveSynthesizer(emb, vectors=sentence_vectors_of(ctx),
-                                                                      text_of=ctx.store.text, names_of=names_of,
-                                                                      boilerplate=boilerplate, periods_of=periods_of))
+                                                                      text_of=ctx.store.text, profile_of=profile_of,
+                                                                      boilerplate=boilerplate))
 
 
 def _openai(ctx, kept):

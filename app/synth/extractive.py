@@ -42,15 +42,14 @@ class ExtractiveSynthesizer:
     name = "extractive"
 
     def __init__(self, embedder, max_sentences: int = 3, cache_size: int = 20_000, vectors=None, text_of=None,
-                 names_of=None, boilerplate=None, periods_of=None):
+                 profile_of=None, boilerplate=None):
         self.embedder = embedder
         self.max_sentences = max_sentences  # the answer and at most this many quotes in all
         # sentence vectors of recent contexts (LRU), shared with grounding: embedding the same passages again
         # was most of this backend's cost under concurrent load
         self.vectors = vectors if vectors is not None else SentenceVectors(embedder, cache_size)
         self.text_of = text_of  # a document's text by content hash: tables' titles and units above a passage
-        self.names_of = names_of  # the names a passage's document is about (app.routing profiles)
-        self.periods_of = periods_of  # the periods a passage's document's cover states (app.routing profiles)
+        self.profile_of = profile_of  # a passage's document's profile (app.routing): its names, its cover's periods
         self.boilerplate = boilerplate  # () -> a test of a sentence printed in several of the library's documents
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._texts_lock = threading.Lock()
@@ -89,20 +88,16 @@ class ExtractiveSynthesizer:
         def similarity(texts):
             return (self._passage_vectors(list(texts)) @ q).tolist() if texts else []
 
-        known = set()
-        if self.names_of is not None:
-            for src in sources:
-                try:
-                    known |= self.names_of(src)
-                except Exception:  # no profile (a document deleted meanwhile): its passages' words only
-                    pass
+        known: set[str] = set()
         cover: dict[int, set[str]] = {}
-        if self.periods_of is not None:
-            for src in sources:
-                try:
-                    cover[src.rank] = set(self.periods_of(src))
-                except Exception:  # no profile: the passage's own dates only
-                    pass
+        for src in sources if self.profile_of is not None else ():
+            try:
+                p = self.profile_of(src)
+            except Exception:  # no profile (a document deleted meanwhile): the passages' own words and dates only
+                p = None
+            if p is not None:
+                known |= p.tokens
+                cover[src.rank] = set(p.periods)
         here = _recurring(sources, sents)
         try:
             everywhere = self.boilerplate() if self.boilerplate is not None else None
