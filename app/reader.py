@@ -51,7 +51,9 @@ _FILLER = frozenset(
     "specifically particular particularly respectively also just only even still yet each every all both either "
     "new old recent recently latest most least highest lowest biggest largest smallest main primary percentage "
     "percent proportion contribute contributed contribution segment segments portion attributed attributable "
-    "generated generate come came".split())
+    "generated generate come came "
+    # the unit the answer is wanted in ("…, in millions of dollars?") says nothing about which figure
+    "millions million billions billion thousands thousand dollars dollar usd".split())
 _MONTHS = ("january february march april may june july august september october november december".split())
 _MONTH_RE = "|".join(m.capitalize() for m in _MONTHS) + "|" + "|".join(m[:3].capitalize() + r"\.?" for m in _MONTHS)
 _DATE_RE = re.compile(rf"\b({_MONTH_RE})\s+(\d{{1,2}}),?\s+((?:19|20)\d\d)\b")
@@ -62,8 +64,9 @@ _RELATIVE_RE = re.compile(r"\b(the )?(year|quarter|period) (before|earlier)\b|\b
                           r"(year|quarter|period)\b|\ba year (earlier|ago|before)\b", re.I)
 _TITLES = frozenset("mr mrs ms dr st sir madam lord lady".split())
 _RELATIVE_WORDS = frozenset("earlier ago prior previous preceding later since".split())
-_CHANGE_RE = re.compile(r"\b(change[sd]?|increase[sd]?|decrease[sd]?|grow|grew|growth|decline[sd]?|difference|"
-                        r"differ|rise|rose|fall|fell|drop(ped)?|compared?|comparison|up|down)\b", re.I)
+_CHANGE_RE = re.compile(r"\b(change[sd]?|exceed(ed|s)?|short|increase[sd]?|decrease[sd]?|grow|grew|growth|"
+                        r"decline[sd]?|difference|differ|rise|rose|fall|fell|drop(ped)?|compared?|comparison|up|"
+                        r"down)\b", re.I)
 # the same thing said in other words on filings and reports (both directions are checked)
 SYNONYMS = {"revenue": {"sales", "revenues"}, "revenues": {"sales", "revenue"}, "sales": {"revenue", "revenues"},
             "profit": {"income", "earnings"}, "earnings": {"income", "profit"}, "income": {"earnings", "profit"},
@@ -71,7 +74,9 @@ SYNONYMS = {"revenue": {"sales", "revenues"}, "revenues": {"sales", "revenue"}, 
             "costs": {"cost", "expenses", "expense"}, "cost": {"costs", "expense", "expenses"},
             "employees": {"employee", "headcount", "staff", "fte"}, "headcount": {"employees"},
             "spending": {"expenses", "spend"}, "r&d": {"research", "development"},
-            "margin": {"profit"}, "spend": {"expenses", "expense"}, "spent": {"expenses", "expense"}}
+            "margin": {"profit"}, "spend": {"expenses", "expense"}, "spent": {"expenses", "expense"},
+            # "operating cash flow" is printed "net cash provided by operating activities" / "… from operations"
+            "operating": {"operations"}, "operations": {"operating"}, "flow": {"activities"}, "flows": {"activities"}}
 
 
 def stem(word: str) -> str:
@@ -123,7 +128,7 @@ def _kind(q: str) -> str:
     ql = q.lower().strip()
     if re.search(r"\b(percent|percentage|%|share of|proportion|rate)\b", ql) and not re.search(r"exchange rate", ql):
         return "percent"
-    if re.match(r"(how many|what (is|was|were) the number of|number of)\b", ql):
+    if re.match(r"((by )?how many|what (is|was|were) the number of|number of)\b", ql):
         return "count"
     if re.match(r"how (old|long|far|tall|high|fast|big|large|deep|wide|heavy)\b", ql):
         return "measure"  # a figure with its unit ("85", "3,078 feet", "8 knots")
@@ -317,7 +322,7 @@ def _table_cells(text: str, base: int, source: int, doc_text: str | None = None)
     from ingest.tables import header_of, is_number, is_separator, row_quote, split_cells, table_lines
 
     out: list[Cell] = []
-    group = ""
+    group, group_at = "", 0
     titles: dict[int, tuple[str, str]] = {}  # a table block's title and unit, read once per block
     block: int | None = None
     block_end = 0
@@ -342,16 +347,18 @@ def _table_cells(text: str, base: int, source: int, doc_text: str | None = None)
         label = next((c for c in cells if c and not is_number(c) and re.search(r"[A-Za-z]{3}", c)),
                      next((c for c in cells if c and not is_number(c)), ""))
         values = [(j, c) for j, c in enumerate(cells) if c and is_number(c) and j > 0]
+        full = doc_text if doc_text is not None else text
+        at = base + s if doc_text is not None else s
         if label and not values:  # a group label ("Net sales:", "AWS")
-            group = label.rstrip(":")
+            group, group_at = label.rstrip(":"), at
             continue
         if not values:
             continue
-        full = doc_text if doc_text is not None else text
-        at = base + s if doc_text is not None else s
         if block is None or not _only_tables(full[block_end:at]):  # a new table block: walk back to its start once
             block = _block_start(full, at)
             titles[block] = _title_above(full, block)
+            if group_at < block:
+                group = ""  # a group of another table ("Rest of Asia Pacific:" above a reconciliation)
         block_end = at + (e - s)
         title, unit = titles[block]
         row = _row_name(group, label)
@@ -775,10 +782,15 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
         if implied is not None:
             line, c = implied
             return Reading(f, line, [c], [], [], c, "the earlier figure, computed")
-    if best.kind == "cell" and f.change:
-        pair = _change_pair(best, cells)
-        if pair is not None:
-            return Reading(f, _change_line(*pair), [best], _more(cands, best), [], best, "change between periods")
+    if f.change and (f.kind in ("amount", "count") or best.kind == "cell"):
+        # "by how much did X grow": a row with both periods gives the figures and the difference; a sentence that
+        # says it "increased" (or by what percent) only comes first when no such row comes close
+        for c in cands:
+            if c.score < 0.8 * best.score or c.coverage < MIN_COVERAGE:
+                break
+            pair = _change_pair(c, cells, f.years) if c.kind == "cell" else None
+            if pair is not None:
+                return Reading(f, _change_line(*pair), [c], _more(cands, c), [], c, "change between periods")
     line = _cell_line(best.cell) if best.kind == "cell" else best.text
     return Reading(f, line, [best], _more(cands, best), [], best, best.kind)
 
@@ -917,6 +929,10 @@ def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: st
         if ys and (key not in latest or max(ys) > latest[key][1]):
             latest[key] = (c.column, max(ys))
     latest = {k: v[0] for k, v in latest.items()}
+    row_years: dict = {}  # row → the years its figures' columns name
+    for c in cells:
+        if c.number is not None:
+            row_years.setdefault((c.source, c.start), set()).update(int(y) for y in _YEAR_RE.findall(c.column))
     for c in cells:
         own = c.row.split(": ", 1)[-1]  # the row's own label, without its group's
         text_value = c.value if c.number is None else ""  # a form's field holds words ("3 hours (this model)")
@@ -935,6 +951,9 @@ def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: st
         score = (0.6 * cov_row + 0.4 * cov) * ((0.7 + 0.3 * period) if asked_period else 1.0) * (1.0 if fits else 0.6)
         if f.numeric and (f.years or f.dates) and not f.relative and period == 0 and _YEAR_RE.search(c.column):
             cov = min(cov, 0.45)  # a column of another period ("the fourth quarter of fiscal 2024": not October 2023)
+        if f.change and len(set(f.years)) >= 2:  # "2023 compared with 2022": a row that has both columns first
+            have = row_years.get((c.source, c.start), set())
+            score *= 0.85 + 0.15 * len(have & set(f.years)) / len(set(f.years))
         if not asked_period and c.column and latest.get((c.source, c.start)) == c.column:
             score *= 1.02  # no period asked: the latest column (filings print some years oldest first)
         if f.kind in ("explain", "yesno", "name", "date"):
@@ -953,12 +972,28 @@ def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: st
     return out
 
 
-def _change_pair(best: Candidate, cells: Sequence[Cell]) -> tuple[Cell, Cell] | None:
+def _change_pair(best: Candidate, cells: Sequence[Cell], years: Sequence[int] = ()) -> tuple[Cell, Cell] | None:
     """The best cell and the same row's cell of the comparable earlier period: a column of the same span of months
-    (else any other), of an earlier year when the headers give years."""
+    (else any other), of an earlier year when the headers give years. When the question names two years ("from FY
+    2013 to FY 2014"), the row's columns of exactly those years, of the best cell's kind of column ("FY 2014
+    Results", not "FY 2014 Target"), later year first."""
     c = best.cell
-    others = [x for x in cells if (x.source, x.start) == (c.source, c.start) and x is not c and x.number is not None]
-    if c.number is None or not others:
+    if c.number is None:
+        return None
+    row = [x for x in cells if (x.source, x.start) == (c.source, c.start) and x.number is not None]
+    asked = sorted(set(years))
+    if len(asked) >= 2:
+        def kind(x: Cell) -> str:
+            return " ".join(_YEAR_RE.sub(" ", x.column.lower()).split())
+
+        def of_year(y: int) -> Cell | None:
+            hits = [x for x in row if str(y) in _YEAR_RE.findall(x.column)]
+            return next((x for x in hits if kind(x) == kind(c)), hits[0] if hits else None)
+
+        late, early = of_year(asked[-1]), of_year(asked[0])
+        return (late, early) if late is not None and early is not None and late is not early else None
+    others = [x for x in row if x is not c]
+    if not others:
         return None
 
     def span(x: Cell) -> str | None:
@@ -966,8 +1001,8 @@ def _change_pair(best: Candidate, cells: Sequence[Cell]) -> tuple[Cell, Cell] | 
         return m.group(1) if m else None
 
     same = [x for x in others if span(x) == span(c)] or others
-    years = _YEAR_RE.findall(c.column)
-    earlier = [x for x in same if years and _YEAR_RE.findall(x.column) and _YEAR_RE.findall(x.column)[-1] < years[-1]]
+    ys = _YEAR_RE.findall(c.column)
+    earlier = [x for x in same if ys and _YEAR_RE.findall(x.column) and _YEAR_RE.findall(x.column)[-1] < ys[-1]]
     return c, (earlier or same)[0]
 
 

@@ -126,15 +126,35 @@ def _split_points(text: str, start: int, end: int, newline_breaks: bool) -> list
         if nxt and nxt.islower() and "\n" not in text[stop:stop + 2]:
             continue  # '"Really?" she said.' / 'Well... and then' continue the sentence
         cuts.append(stop)
+    joined: set[int] = set()  # newlines of blank lines inside a sentence: no cut there, even where every newline cuts
     for m in _BLANK_LINE_RE.finditer(text, start, end):
-        cuts.append(m.start())
+        if _wrapped_across(text, m.start(), m.end(), end):
+            joined.update(range(m.start(), m.end()))
+        else:
+            cuts.append(m.start())
     pos = text.find("\n", start, end)
     while pos != -1:
         nxt = pos + 1
+        if pos in joined:
+            pos = text.find("\n", nxt, end)
+            continue
         if newline_breaks or _LIST_OR_HEADING_RE.match(text, nxt) or _heading_line_before(text, pos):
             cuts.append(pos)
         pos = text.find("\n", nxt, end)
     return cuts
+
+
+def _wrapped_across(text: str, gap: int, after: int, end: int) -> bool:
+    """Is the blank line at [gap, after) inside a sentence: a PDF that puts a blank line after every wrapped line
+    ("the pilot crossed the initial\n\napproach fix and descended to 2,300 feet")? The line before ends without a
+    sentence mark and the line after starts in lower case (never a table row, a list item or a heading)."""
+    before = text[max(0, gap - 200):gap].rstrip()
+    nxt = _next_visible(text, after, end)
+    if not before or not nxt or not nxt.islower():
+        return False
+    last_line = before[before.rfind("\n") + 1:]
+    return last_line[-1] not in ".!?:;|\"”’)" and not last_line.lstrip().startswith("|") \
+        and not _LIST_OR_HEADING_RE.match(text, after)
 
 
 def _closes_line_marker(text: str, dot: int) -> bool:
