@@ -217,6 +217,8 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
     else:
         retrieval = retrieve(ctx, query, k=k, budget_words=budget_words, weights=weights, retriever=retriever,
                              doc_ids=doc_ids, visible_to=visible_to)
+    if s.table_lookup and retrieval.sources and no_retrieval_doc is None:
+        retrieval.sources += _looked_up(ctx, question, retrieval.sources, history)
     t1 = time.perf_counter()
     yield "sources", retrieval
     if synth_budget_words is None and backend == "offline":
@@ -273,6 +275,29 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
                "total_s": t3 - t0}
     yield "done", Answer(question, text, backend, retrieval.retriever, cites, sources, retrieval.weights, timings,
                          error, retrieval.router, query, how, abstained, draft, gmeta)
+
+
+def _looked_up(ctx: AppContext, question: str, sources: list, history: list) -> list:
+    """The statement row a figure question asks for, looked up in the tables of the retrieved documents when no
+    retrieved passage holds it (:mod:`app.lookup`), with its page and heading path."""
+    from app.lookup import looked_up
+    from ingest.layout import Layout, heading_path, page_span
+
+    known: set[str] = set()
+    for doc in {(x.doc_hash, x.doc_id, getattr(x, "name", "")) for x in sources}:
+        p = ctx.profiles.one(*doc)
+        known |= p.tokens if p is not None else set()
+    extra = looked_up(question, sources, ctx.row_index, history, known)
+    for x in extra:
+        try:
+            lay = Layout.from_json(ctx.store.layout(x.doc_hash))
+        except (OSError, ValueError):
+            continue
+        span = page_span(lay, x.start, x.end)
+        x.pages = list(span) if span else None
+        x.matched_pages = list(page_span(lay, x.matched_start, x.matched_end) or ()) or None
+        x.headings = heading_path(lay, x.start) if lay.headings else []
+    return extra
 
 
 def _load_synth(ctx: AppContext, backend: str):

@@ -114,6 +114,14 @@ class AppContext:
         return Profiles(self.store.text)
 
     @cached_property
+    def row_index(self):
+        """Documents' table rows, for looking up a figure's statement row the search did not bring
+        (:mod:`app.lookup`)."""
+        from app.lookup import RowIndex
+
+        return RowIndex(self.store.text)
+
+    @cached_property
     def bm25(self):
         from retrieval.bm25 import Bm25Store
 

@@ -103,6 +103,7 @@ class Settings(BaseSettings):
     answer_style: Literal["auto", "generated", "hybrid"] = Field(
         "auto", description="generated: the model's answer, grounded; hybrid: the supporting sentences as the answer, led by the generated one only when a source supports it; auto: hybrid for the offline backend's small model, generated for the others (measured).")
     route_by_name: bool = Field(True, description="A question that names a company, product or report (\"Apple's net sales\") searches only the documents whose own text is about that name (their registrant, title, file name), among those it may search; the answer says which. Off: every document.")
+    table_lookup: bool = Field(True, description="A figure question (an amount, a count, a percent) whose statement row the search did not bring gets that row looked up in the tables of the documents the search returned: the lines around the best-covering row are added as one more numbered source (BENCHMARKS.md, \"Answers on real documents\"). Off: the retrieved passages only.")
     grounding: bool = Field(True, description="Check answers against their sources: abstain when the context or the cited source does not support them.")
     context_floor: float | None = Field(
         None, description="Abstain when no context sentence is this close to the question (cosine; None: the measured value for the embedder).")

@@ -1,0 +1,103 @@
+"""A figure question's statement row looked up in the retrieved documents' tables (app/lookup.py, issue 33), the
+change between the two periods a question names, blank lines inside a sentence, and groups that stay in their
+table."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from app.answer import answer
+from app.lookup import RowIndex, looked_up
+from app.reader import cells_of, read
+from ingest.pipeline import Ingestor
+from ingest.sentences import split_sentences
+
+NARRATIVE = ("Northwind Traders Inc. sells tea and coffee to grocers. During the quarter ended June 30, 2024 the "
+             "company opened a roastery in Leeds and hired a new head of sales. Customers bought more green tea "
+             "than a year before, and the coffee range was cut to twelve blends. ") * 6
+STATEMENT = ("\n\nCONDENSED STATEMENTS OF CASH FLOWS\n\n(In millions) (Unaudited)\n\n"
+             "Three Months Ended June 30, 2024 2023\n\n"
+             "Net income 41 37\n\n"
+             "Employee severance and benefit arrangements 3 9\n\n"
+             "Net cash provided by operating activities 95 80\n\n"
+             "Net cash used in investing activities (22) (31)\n")
+FILING = "# Northwind Traders quarterly report\n\n" + NARRATIVE + STATEMENT
+
+
+def _source(text: str, start: int, end: int, rank: int = 1):
+    return SimpleNamespace(rank=rank, doc_id="northwind.md", doc_hash="h1", name="northwind.md", start=start,
+                           end=end, text=text[start:end], headings=[])
+
+
+def test_a_statement_row_the_search_missed_is_looked_up_in_the_retrieved_document():
+    narrative = _source(FILING, 0, len(FILING) - len(STATEMENT))  # the search brought the narrative only
+    index = RowIndex({"h1": FILING}.get)
+    q = "What was Northwind's net cash from operating activities for the three months ended June 30, 2024?"
+    assert read(q, [narrative]).answer is None  # without the lookup: nothing to answer from
+    extra = looked_up(q, [narrative], index, known_names={"northwind", "traders"})
+    assert len(extra) == 1
+    x = extra[0]
+    assert x.rank == 2 and x.doc_id == "northwind.md" and x.text == FILING[x.start:x.end]
+    assert "Net cash provided by operating activities 95 80" in x.text
+    r = read(q, [narrative, *extra], doc_text=lambda s: FILING)
+    assert r.answer is not None and "95" in r.answer and "80" not in r.answer and r.best.source == 2
+
+
+def test_nothing_is_looked_up_when_a_retrieved_passage_holds_the_row_or_no_row_says_what_is_asked():
+    index = RowIndex({"h1": FILING}.get)
+    whole = _source(FILING, 0, len(FILING))
+    q = "What was Northwind's net cash from operating activities for the three months ended June 30, 2024?"
+    assert looked_up(q, [whole], index) == []  # the row is in the context already
+    narrative = _source(FILING, 0, len(FILING) - len(STATEMENT))
+    # "Employee severance and benefit arrangements" holds "employee" and is still no count of employees
+    assert looked_up("How many employees did Northwind have at June 30, 2024?", [narrative], index) == []
+    assert looked_up("What was Northwind's inventory at June 30, 2024?", [narrative], index) == []
+    assert looked_up("Why did Northwind open a roastery?", [narrative], index) == []  # no figure asked
+
+
+def test_the_looked_up_row_answers_through_the_whole_answer_path_and_is_cited_with_its_page(make_ctx, write):
+    c = make_ctx(chunker="mg", theta=60, synth_backend="extractive")
+    assert Ingestor(c).ingest_paths([write("northwind.md", FILING)]).results[0].status == "ingested"
+    q = "What was Northwind's net cash from operating activities for the three months ended June 30, 2024?"
+    a = answer(c, q, budget_words=60)  # room for one passage: the search's own pick
+    assert not a.abstained and "95" in a.text.split("\n")[0], a.text
+    looked = [s for s in a.sources if "Net cash provided by operating activities 95" in s.parent_text]
+    assert len(looked) == 1 and looked[0].number == len(a.sources) and a.citations[0].number == looked[0].number
+    assert looked[0].pages is None and looked[0].doc_id == "northwind.md"  # a Markdown file has no pages
+    c.settings.table_lookup = False
+    off = answer(c, q, budget_words=60)
+    assert len(off.sources) == len(a.sources) - 1 and off.abstained
+
+
+def test_a_change_between_two_named_years_takes_exactly_those_columns():
+    text = ("| Code | Performance Measure | FY 2010 Results | FY 2013 Results | FY 2013 Target | FY 2014 Results |\n"
+            "|---|---|---|---|---|---|\n"
+            "| 7.02A | Average unit cost for processing retirement claims | $105.94 | $91.37 | $90.00 | "
+            "$129.83 |\n")
+    src = SimpleNamespace(rank=1, start=0, doc_id="apr", headings=[], text=text)
+    r = read("By how much did the average unit cost for processing retirement claims rise from FY 2013 to FY "
+             "2014?", [src])
+    assert r.answer is not None and "129.83" in r.answer and "91.37" in r.answer and "38.46" in r.answer
+    assert "105.94" not in r.answer and "90.00" not in r.answer
+    r = read("By how many did the number of user accounts grow from FY 2015 to FY 2016?",
+             [SimpleNamespace(rank=1, start=0, doc_id="apr", headings=[], text=(
+                 "| Measure | FY 2012 Results | FY 2015 Results | FY 2016 Results |\n|---|---|---|---|\n"
+                 "| Number of user accounts | 567 | 2,156 | 2,459 |\n"))])
+    assert r.answer is not None and "303" in r.answer and "2,459" in r.answer and "2,156" in r.answer
+
+
+def test_a_blank_line_inside_a_sentence_does_not_end_it():
+    text = ("Analysis\n\nThe pilot of a Piper PA-31T crossed the initial\n\napproach fix and descended to 2,300 "
+            "feet, per the procedure. Upon\n\nreaching the final fix, he selected 1,200 feet.\n\nThe Next part.")
+    spans = [" ".join(text[s:e].split()) for s, e in split_sentences(text, min_lines=3)]
+    assert "The pilot of a Piper PA-31T crossed the initial approach fix and descended to 2,300 feet, per the " \
+           "procedure." in spans
+    assert "Upon reaching the final fix, he selected 1,200 feet." in spans
+    assert "Analysis" in spans and "The Next part." in spans  # a heading, and a sentence after a full stop
+
+
+def test_a_group_label_does_not_carry_into_the_next_table():
+    text = ("| | 2023 | 2022 |\n|---|---|---|\n| Rest of Asia Pacific: | | |\n| Net sales | 5,630 | 6,150 |\n\n"
+            "A reconciliation of segment operating income follows (in millions):\n\n"
+            "| | 2023 | 2022 |\n|---|---|---|\n| Research and development expense | (7,442) | (6,797) |\n")
+    rows = {c.row for c in cells_of([SimpleNamespace(rank=1, start=0, text=text)])}
+    assert "Rest of Asia Pacific: Net sales" in rows and "Research and development expense" in rows
