@@ -40,6 +40,8 @@ def gives(text: str, answers: list[str]) -> bool:
     """Does ``text`` give one of ``answers`` (a figure whole, not part of a longer one; a phrase as words)?"""
     t = norm(text)
     for a in answers:
+        if _in_millions(a, t):
+            return True
         for f in forms(a):
             if re.search(r"\d", f):
                 if re.search(rf"(?<![\d.,]){re.escape(f)}(?![\d])", t):
@@ -47,6 +49,17 @@ def gives(text: str, answers: list[str]) -> bool:
             elif re.search(rf"\b{re.escape(f)}\b", t):
                 return True
     return False
+
+
+def _in_millions(answer: str, text: str) -> bool:
+    """A reference in billions given in millions, equal at the reference's precision ("11.4 billion" as "$11,404
+    million"; the reverse of :func:`app.evaluation.filings.forms`)."""
+    m = re.fullmatch(r"\$?(\d+(?:\.(\d+))?) billion", norm(answer))
+    if not m:
+        return False
+    places = len(m.group(2) or "")
+    return any(round(int(x.replace(",", "")) / 1000, places) == float(m.group(1))
+               for x in re.findall(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+) million", text))
 
 
 def first_claim(reply: str) -> str:
