@@ -83,13 +83,20 @@ def looked_up(question: str, sources: Sequence, index: RowIndex, history: Sequen
 
     asked = {a for w in reader.words_of(f.question) for a in reader._alts(w)}
 
+    both = set(f.years) if f.change and len(set(f.years)) >= 2 else set()
+
     def good(cells, rank: int = 0):
         """(score, label precision, cell) of the cells that answer well enough; a later document's a little lower
-        (the search ranked it below the first)."""
+        (the search ranked it below the first). A change between two named years wants a row with both."""
         out = []
+        years: dict[int, set[str]] = {}
+        for c in cells if both else ():
+            years.setdefault(c.start, set()).update(reader._YEAR_RE.findall(c.column))
         for c in reader._score_cells(f, terms, weights, cells, [], None):
             precision = _label_precision(c.cell.row, asked)
             row_coverage = reader._coverage(terms, weights, reader._stems(c.cell.row))
+            if both and not {str(y) for y in both} <= years.get(c.cell.start, set()):
+                continue
             if row_coverage >= MIN_ROW_COVERAGE and c.coverage >= reader.MIN_COVERAGE \
                     and precision >= MIN_LABEL_PRECISION:
                 out.append((c.score * LATER_DOCUMENT ** rank, precision, c.cell))

@@ -552,6 +552,20 @@ def _coverage(frame_terms: Sequence[str], weights: dict[str, float], stems: set[
     return got / total
 
 
+_DOCUMENT_PERIOD = re.compile(r"\b(?:19|20)\d\d\s+(?:10-?[QK]|form|(?:annual |quarterly |performance )?report|"
+                              r"filing)\b", re.I)
+
+
+def label_precision(row: str, asked: set[str], own_only: bool = False) -> float:
+    """The share of a row label's content words (with its group's, or past it with ``own_only``) that the question
+    asks about, by stem or synonym (``asked``: the stems of the question's words and their synonyms): "Total
+    revenue" 1, "Cost of revenue" 0.5 for "what was the revenue?"."""
+    label = row.split(": ", 1)[-1] if own_only else row
+    words = [w for w in words_of(label) if len(w) > 1 and not w[0].isdigit() and w not in _GENERIC
+             and w not in _FILLER]
+    return sum(1 for w in words if _has(w, asked)) / len(words) if words else 0.0
+
+
 def _period_score(f: Frame, column: str, prev_years: Sequence[int] = (), row: str = "") -> float:
     """How well a column's header (or, for a quarter, the row's label: a sheet of "Q1", "Q2" rows) fits the
     question's period: its date, year, quarter, span of months; 0 when the question names none."""
@@ -602,6 +616,13 @@ def _other_years(years: Sequence[int], text: str) -> bool:
     year after its quarters: one away is the same period)?"""
     named = {int(y) for y in _YEAR_RE.findall(text)}
     return bool(named) and all(abs(y - w) >= 2 for y in named for w in years)
+
+
+def _other_quarters(quarter: int, text: str) -> bool:
+    """Does ``text`` name quarters ("the third quarter", "Q3"), none of them ``quarter``?"""
+    named = {int(m.group(1)) if m.group(1) else ("first", "second", "third", "fourth").index(m.group(2).lower()) + 1
+             for m in _QUARTER_RE.finditer(text)}
+    return bool(named) and quarter not in named
 
 
 def _same_date(date: str, col: str) -> bool:
@@ -913,6 +934,8 @@ def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign, arou
         gate = cov * (1.0 if fits else 0.45 if f.numeric or f.kind == "explain" else 0.5) * (0.45 if boiler else 1.0)
         if f.numeric and f.years and not f.relative and _other_years(f.years, s.shown):
             gate = min(gate, 0.45)  # "the inventory at the end of FY 2021": a figure of 2012 is no answer
+        if f.numeric and f.quarter and not f.relative and _other_quarters(f.quarter, s.shown):
+            gate = min(gate, 0.45)  # "the fourth quarter of fiscal 2024": the third quarter's revenue is no answer
         out.append(Candidate("sentence", s.source, s.start, s.end, s.shown, score, gate,
                              why={"coverage": round(cov, 3), "similarity": round(float(sim), 3), "fits": fits,
                                   "boilerplate": boiler}))
@@ -922,6 +945,8 @@ def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign, arou
 def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: str = "",
                  around=None) -> list[Candidate]:
     out = []
+    asked_stems = {a for w in words_of(asked or f.question) for a in _alts(w)}
+    by_document = bool(_DOCUMENT_PERIOD.search(f.question))  # "in the Q3 2022 10-Q": the filing's own period
     latest: dict = {}  # row → its column with the latest year
     for c in cells:
         ys = [int(y) for y in _YEAR_RE.findall(c.column)]
@@ -951,6 +976,9 @@ def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: st
         score = (0.6 * cov_row + 0.4 * cov) * ((0.7 + 0.3 * period) if asked_period else 1.0) * (1.0 if fits else 0.6)
         if f.numeric and (f.years or f.dates) and not f.relative and period == 0 and _YEAR_RE.search(c.column):
             cov = min(cov, 0.45)  # a column of another period ("the fourth quarter of fiscal 2024": not October 2023)
+        if f.numeric and asked_period and not f.relative and not c.column.strip() and not by_document \
+                and not c.row.strip().lower().startswith(("q1", "q2", "q3", "q4")):
+            cov = min(cov, 0.45)  # a figure whose column says no period at all, for a question that asks one
         if f.change and len(set(f.years)) >= 2:  # "2023 compared with 2022": a row that has both columns first
             have = row_years.get((c.source, c.start), set())
             score *= 0.85 + 0.15 * len(have & set(f.years)) / len(set(f.years))
@@ -965,6 +993,7 @@ def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: st
                 score *= 1.15  # a form's "2319 hours (Total, all aircraft)" over "(Pilot In Command, …)"
         if foreign and foreign(c.quote):
             score *= 0.5
+        score *= 0.95 + 0.05 * label_precision(c.row, asked_stems)  # "Services" over "Gross margin: Services"
         out.append(Candidate("cell", c.source, c.start, c.end, c.quote, score, cov, c,
                              why={"row_coverage": round(cov_row, 3), "coverage": round(cov, 3),
                                   "period": round(period, 3)}))

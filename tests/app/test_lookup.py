@@ -101,3 +101,48 @@ def test_a_group_label_does_not_carry_into_the_next_table():
             "| | 2023 | 2022 |\n|---|---|---|\n| Research and development expense | (7,442) | (6,797) |\n")
     rows = {c.row for c in cells_of([SimpleNamespace(rank=1, start=0, text=text)])}
     assert "Rest of Asia Pacific: Net sales" in rows and "Research and development expense" in rows
+
+
+def test_a_change_between_two_named_years_looks_up_a_row_that_has_both():
+    older = ("# Northwind Traders quarterly report 2023\n\n" + NARRATIVE + "\n\nSEGMENT INFORMATION (In millions)\n\n"
+             "Three Months Ended September 30, 2023 2022\n\nTea: Net sales 120 101\n")
+    oldest = ("# Northwind Traders quarterly report 2022\n\n" + NARRATIVE + "\n\nSEGMENT INFORMATION (In millions)\n\n"
+              "Three Months Ended September 30, 2022 2021\n\nTea: Net sales 101 90\n")
+    texts = {"h1": oldest, "h2": older}
+    first = SimpleNamespace(rank=1, doc_id="2022.md", doc_hash="h1", name="2022.md", start=0, end=len(NARRATIVE),
+                            text=oldest[:len(NARRATIVE)], headings=[])
+    second = SimpleNamespace(rank=2, doc_id="2023.md", doc_hash="h2", name="2023.md", start=0, end=len(NARRATIVE),
+                             text=older[:len(NARRATIVE)], headings=[])
+    q = ("How much did Northwind's tea net sales grow in the quarter ended September 30, 2023 compared with the "
+         "quarter ended September 30, 2022?")
+    extra = looked_up(q, [first, second], RowIndex(texts.get), known_names={"northwind", "traders"})
+    assert len(extra) == 1 and extra[0].doc_id == "2023.md" and "Tea: Net sales 120 101" in extra[0].text
+
+
+def test_a_row_whose_label_says_what_is_asked_wins_over_the_same_name_under_another_metric():
+    text = ("NET SALES AND GROSS MARGIN (In millions)\n\n"
+            "| | Three Months Ended December 31, 2022 | Three Months Ended December 25, 2021 |\n|---|---|---|\n"
+            "| Gross margin: | | |\n| Services | 14,709 | 14,123 |\n\nNet sales by category:\n\n"
+            "| | Three Months Ended December 31, 2022 | Three Months Ended December 25, 2021 |\n|---|---|---|\n"
+            "| Services | 20,766 | 19,516 |\n")
+    src = SimpleNamespace(rank=1, start=0, doc_id="aapl", headings=[], text=text)
+    r = read("What were Apple's Services net sales for the quarter ended December 31, 2022?", [src],
+             known_names={"apple"})
+    assert r.answer is not None and "20,766" in r.answer and "14,709" not in r.answer
+
+
+def test_a_figure_that_states_no_period_is_no_answer_to_a_period_but_answers_the_filing_named_by_its_period():
+    text = ("NVIDIA CORPORATION, quarter ended October 29, 2023\n\nCONDENSED CONSOLIDATED STATEMENTS OF INCOME (In "
+            "millions)\n\n| | | | |\n|---|---|---|---|\n"
+            "| Revenue | $ 18,120 | $ 5,931 | $ 38,819 |\n| Cost of revenue | 4,720 | 2,754 | 11,309 |\n")
+    src = SimpleNamespace(rank=1, start=0, doc_id="nvda", headings=[], text=text)
+    assert read("What was NVIDIA's revenue for the fourth quarter of fiscal year 2024?", [src],
+                known_names={"nvidia"}).answer is None
+    said = SimpleNamespace(rank=2, start=0, doc_id="nvda", headings=[], text=(
+        "Gaming revenue for the third quarter of fiscal year 2024 was $2.86 billion, up 81% from a year ago."))
+    assert read("What was NVIDIA's gaming revenue for the fourth quarter of fiscal year 2024?", [said],
+                known_names={"nvidia"}).answer is None  # another quarter's figure
+    assert "2.86" in read("What was NVIDIA's gaming revenue for the third quarter of fiscal year 2024?", [said],
+                          known_names={"nvidia"}).answer
+    r = read("What was NVIDIA's revenue as reported in the Q3 2023 10-Q?", [src], known_names={"nvidia"})
+    assert r.answer is not None and "18,120" in r.answer
