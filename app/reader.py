@@ -334,8 +334,7 @@ def _table_cells(text: str, base: int, source: int, doc_text: str | None = None)
         if head is None or split_cells(line) == head:
             continue
         cells = split_cells(line)
-        fields = [(cells[j].rstrip(": "), cells[j + 1]) for j in range(len(cells) - 1)
-                  if cells[j].endswith(":") and cells[j + 1] and not cells[j + 1].endswith(":")]
+        fields = _form_fields(cells)
         if fields:  # a form: "| Flight Time: | 475 hours (Total, all aircraft) | Runway Used: | 090 |"
             quote = row_quote(text, s, e)
             for name, value in fields:
@@ -369,6 +368,25 @@ def _table_cells(text: str, base: int, source: int, doc_text: str | None = None)
             col = head[j] if j < len(head) else ""
             out.append(Cell(source, base + s, base + e, row, col, v, title, unit, quote))
     return out
+
+
+def _form_fields(cells: Sequence[str]) -> list[tuple[str, str]]:
+    """A form's (label, value) pairs: "Label:" and the cell after it; in a row that has those, also a label printed
+    without its colon whose value stands past empty cells ("| Lowest Cloud Condition: | Scattered | Visibility | |
+    0.7 Miles |"). No pairs: the row is no form."""
+    fields = [(j, cells[j].rstrip(": "), cells[j + 1]) for j in range(len(cells) - 1)
+              if cells[j].endswith(":") and cells[j + 1] and not cells[j + 1].endswith(":")]
+    if not fields:
+        return []
+    used = {j for j, _, _ in fields} | {j + 1 for j, _, _ in fields}
+    for j in range(len(cells) - 2):
+        if j in used or not cells[j] or cells[j].endswith(":") or cells[j + 1] or re.search(r"\d", cells[j]):
+            continue
+        k = next((i for i in range(j + 1, len(cells)) if cells[i]), None)
+        if k is not None and k not in used and not cells[k].endswith(":"):
+            fields.append((j, cells[j], cells[k]))
+            used |= {j, k}
+    return [(label, value) for _, label, value in sorted(fields)]
 
 
 def _row_name(group: str, label: str) -> str:
@@ -824,8 +842,10 @@ def _key_terms(question: str, f: Frame, prev: Frame | None, known_names: set[str
     if prev and (f.relative or len(f.terms) <= 1):
         terms = list(dict.fromkeys([*f.terms, *prev.terms]))
         asked = f"{f.question} {prev.question}"
-        if f.kind == "other":  # "And for the first nine months?" asks what the question before asked
+        if f.kind == "other" and not f.terms:  # "And for the first nine months?" asks what the one before asked
             f.kind = prev.kind
+        if f.terms and not f.relative and f.focus is None:  # "What was the visibility?" after "Who owned the …?":
+            f.focus = list(f.terms)  # its own word is what is asked, the earlier question's say which report
         if not f.names:
             f.names = list(prev.names)
         if not f.span:

@@ -146,3 +146,22 @@ def test_a_figure_that_states_no_period_is_no_answer_to_a_period_but_answers_the
                           known_names={"nvidia"}).answer
     r = read("What was NVIDIA's revenue as reported in the Q3 2023 10-Q?", [src], known_names={"nvidia"})
     assert r.answer is not None and "18,120" in r.answer
+
+
+REPORT = ("National Transportation Safety Board\n\nAviation Accident Factual Report\n\nLocation: Chevroux, France\n\n"
+          "On December 17, 2007, a Reims F172 M, owned by Airclub Besancon and piloted by a private pilot, impacted "
+          "terrain near Chevroux, France.\n\n"
+          "| | | | | |\n|---|---|---|---|---|\n"
+          "| Lowest Cloud Condition: | Scattered / 100 ft agl | Visibility | | 0.7 Miles |\n"
+          "| Lowest Ceiling: | Broken / 200 ft agl | Visibility (RVR): | | |\n")
+
+
+def test_a_form_label_without_its_colon_gives_the_value_past_the_empty_cells_and_a_follow_up_asks_its_own_word():
+    src = SimpleNamespace(rank=1, start=0, doc_id="ntsb", headings=[], text=REPORT)
+    cells = {(c.row, c.value) for c in cells_of([src])}
+    assert ("Visibility", "0.7 Miles") in cells and ("Lowest Cloud Condition", "Scattered / 100 ft agl") in cells
+    assert not any(row.startswith("Visibility (RVR)") for row, _ in cells)  # a field left empty gives nothing
+    first = "Who owned the Reims F172 M that crashed near Chevroux, France on December 17, 2007?"
+    history = [{"role": "user", "content": first}, {"role": "assistant", "content": "Airclub Besancon [1]"}]
+    r = read("What was the visibility?", [src], history=history)
+    assert r.answer is not None and "0.7 Miles" in r.answer
