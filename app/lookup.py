@@ -80,9 +80,7 @@ def looked_up(question: str, sources: Sequence, index: RowIndex, history: Sequen
     if not everything:
         return []
     weights = reader._weights(terms, [reader._stems(f"{c.row} {c.title}") for c in everything])
-
     asked = {a for w in reader.words_of(f.question) for a in reader._alts(w)}
-
     both = set(f.years) if f.change and len(set(f.years)) >= 2 else set()
 
     def good(cells, rank: int = 0):
@@ -93,7 +91,7 @@ def looked_up(question: str, sources: Sequence, index: RowIndex, history: Sequen
         for c in cells if both else ():
             years.setdefault(c.start, set()).update(reader._YEAR_RE.findall(c.column))
         for c in reader._score_cells(f, terms, weights, cells, [], None):
-            precision = _label_precision(c.cell.row, asked)
+            precision = reader.label_precision(c.cell.row, asked, own_only=True)
             row_coverage = reader._coverage(terms, weights, reader._stems(c.cell.row))
             if both and not {str(y) for y in both} <= years.get(c.cell.start, set()):
                 continue
@@ -125,16 +123,6 @@ def looked_up(question: str, sources: Sequence, index: RowIndex, history: Sequen
         if len(out) >= limit:
             break
     return out
-
-
-def _label_precision(row: str, asked: set[str]) -> float:
-    """The share of a row label's own content words (past its group's) that the question asks about, by stem or
-    synonym ("Total revenue": 1, "Cost of revenue": 0.5)."""
-    own = [w for w in reader.words_of(row.split(": ", 1)[-1]) if len(w) > 1 and not w[0].isdigit()
-           and w not in reader._GENERIC and w not in reader._FILLER]
-    if not own:
-        return 0.0
-    return sum(1 for w in own if reader._has(w, asked)) / len(own)
 
 
 def _inside(sources: Sequence, doc_id: str, start: int, end: int) -> bool:
