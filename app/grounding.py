@@ -147,10 +147,23 @@ def source_sentences(sources: Sequence, max_words: int = 80) -> list[Sentence]:
                 # a row with values (a label-only row, "Net sales:", is no answer), and no order to an AI in a cell
                 ok = " — " in quote and not looks_like_instruction(quote)
             else:
+                s, e = _without_empty_cells(src.text, s, e)
+                if s >= e:
+                    continue
                 quote = ""
                 ok = not any(hs <= s and e <= he for hs, he in heads) and answerable_text(src.text, s, e)
             out.append(Sentence(src.rank, base + s, base + e, src.text[s:e], quote, ok))
     return out
+
+
+def _without_empty_cells(text: str, start: int, end: int) -> tuple[int, int]:
+    """A sentence cut out of a table cell without the empty cells around it ("… field staff in FY 2016. | | | |":
+    a PDF's paragraph laid out as the first cell of a wide row)."""
+    while start < end and text[start] in "| \t\n":
+        start += 1
+    while end > start and text[end - 1] in "| \t\n":
+        end -= 1
+    return start, end
 
 
 _TITLE_START = re.compile(r"^(exhibit|item|part|note|section|schedule|appendix|article|chapter|table)\s+"

@@ -324,6 +324,7 @@ def _table_cells(text: str, base: int, source: int, doc_text: str | None = None)
     out: list[Cell] = []
     group, group_at = "", 0
     titles: dict[int, tuple[str, str]] = {}  # a table block's title and unit, read once per block
+    heads_above: dict[int, list[str]] = {}  # … and the columns its period lines give, when its header is empty
     block: int | None = None
     block_end = 0
     for s, e, _ in table_lines(text):
@@ -360,12 +361,17 @@ def _table_cells(text: str, base: int, source: int, doc_text: str | None = None)
                 group = ""  # a group of another table ("Rest of Asia Pacific:" above a reconciliation)
         block_end = at + (e - s)
         title, unit = titles[block]
+        if block not in heads_above:
+            heads_above[block] = _head_above(full, block)
         row = _row_name(group, label)
         if label.lower().startswith("total"):
             group = ""  # a total closes its group
         quote = row_quote(text, s, e)
+        above = heads_above[block] if len(heads_above[block]) == len(cells) - 1 else []
         for j, v in values:
             col = head[j] if j < len(head) else ""
+            if not col.strip() and above:  # an empty header row under the period lines of a statement
+                col = above[j - 1]
             out.append(Cell(source, base + s, base + e, row, col, v, title, unit, quote))
     return out
 
@@ -424,6 +430,46 @@ _PERIOD_LINE = re.compile(rf"((?:three|six|nine|twelve) months ended|year ended|
                           re.I)
 
 
+def _years_head(line: str, prev: str) -> list[str]:
+    """The column names a line of two or more years gives ("Three Months Ended September 30, 2023 2022"), with the
+    dates of the line above it when it holds only the years ("July 1, June 25," over "2023 2022")."""
+    years = _YEAR_RE.findall(line)
+    prefix = re.sub(r"\([^)]*\)", " ", _YEAR_RE.split(line)[0]).strip(" ,")  # not "(In Millions) Sep 30,"
+    if re.fullmatch(r"[\d\s,]+", line) and _PERIOD_LINE.search(prev):  # "September 30, June 30," / "2023 2023"
+        prev = re.sub(r"\([^)]*\)|\b(?:%\s*)?change\b|%", " ", prev, flags=re.I)  # "(In millions) …, Change"
+        parts = [p.strip() for p in re.split(r",\s*", prev) if p.strip()]
+        if len(parts) == 1:  # "September 30," over "2023 2022": both columns are that date's
+            parts = parts * len(years)
+        return [(f"{parts[k]}, {y}" if parts[k][-1:].isdigit() else f"{parts[k]} {y}") if k < len(parts) else y
+                for k, y in enumerate(years)]
+    sep = ", " if re.search(r"\d$", prefix) else " "
+    return [f"{prefix}{sep}{y}".strip(" ,") for y in years]
+
+
+_SPAN_HEAD = re.compile(r"\b(?:three|six|nine|twelve) months ended\b|\b(?:quarter|year) ended\b", re.I)
+
+
+def _head_above(text: str, start: int) -> list[str]:
+    """The columns of a table whose header row is empty, from the period lines printed above it ("Nine Months
+    Ended" / "July 1, June 25," / "2023 2022" gives "Nine Months Ended July 1, 2023", "Nine Months Ended June 25,
+    2022"); [] when the lines just above name no years."""
+    above = [ln.strip() for ln in text[max(0, start - 600):start].split("\n") if ln.strip()][-4:]
+    for i in range(len(above) - 1, -1, -1):
+        ln = above[i]
+        if len(_YEAR_RE.findall(ln)) >= 2 and (_PERIOD_LINE.search(ln) or re.fullmatch(r"[\d\s,]+", ln)):
+            prev = above[i - 1] if i else ""
+            head = _years_head(ln, prev)
+            spans_at = i - 2 if re.fullmatch(r"[\d\s,]+", ln) and _PERIOD_LINE.search(prev) else i - 1
+            spans = _SPAN_HEAD.findall(above[spans_at]) if spans_at >= 0 else []
+            if spans and len(head) % len(spans) == 0 and not _SPAN_HEAD.search(" ".join(head)):
+                per = len(head) // len(spans)
+                head = [f"{spans[k // per]} {h}" for k, h in enumerate(head)]
+            return head
+        if "|" in ln:
+            break
+    return []
+
+
 def _line_cells(text: str, base: int, source: int) -> list[Cell]:
     """Statements printed as lines ("Gross margin 40,215 34,670" under "Three Months Ended September 30, 2023
     2022"): each line of a label and two or more figures is a row; its columns are the years of the nearest line
@@ -437,18 +483,7 @@ def _line_cells(text: str, base: int, source: int) -> list[Cell]:
         ln = line.strip()
         years = _YEAR_RE.findall(ln)
         if len(years) >= 2 and (_PERIOD_LINE.search(ln) or re.fullmatch(r"[\d\s,]+", ln)):
-            prefix = re.sub(r"\([^)]*\)", " ", _YEAR_RE.split(ln)[0]).strip(" ,")  # not "(In Millions) Sep 30,"
-            prev = lines[i - 1][2].strip() if i else ""
-            if re.fullmatch(r"[\d\s,]+", ln) and _PERIOD_LINE.search(prev):  # "September 30, June 30," / "2023 2023"
-                prev = re.sub(r"\([^)]*\)|\b(?:%\s*)?change\b|%", " ", prev, flags=re.I)  # "(In millions) …, Change"
-                parts = [p.strip() for p in re.split(r",\s*", prev) if p.strip()]
-                if len(parts) == 1:  # "September 30," over "2023 2022": both columns are that date's
-                    parts = parts * len(years)
-                head = [(f"{parts[k]}, {y}" if parts[k][-1:].isdigit() else f"{parts[k]} {y}") if k < len(parts)
-                        else y for k, y in enumerate(years)]
-            else:
-                sep = ", " if re.search(r"\d$", prefix) else " "
-                head = [f"{prefix}{sep}{y}".strip(" ,") for y in years]
+            head = _years_head(ln, lines[i - 1][2].strip() if i else "")
             head_at, group = i, ""
             t, u = _title_above(text, s, 600)
             title, unit = t, u or unit
