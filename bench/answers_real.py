@@ -178,6 +178,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", default="", help="docugami/KG-RAG-datasets checkout")
     ap.add_argument("--data", default="", help="data dir with the collections ingested")
+    ap.add_argument("--rows", default=str(DATA), help="the question rows (JSONL; default: the filings dev set)")
     ap.add_argument("--backends", default="extractive")
     ap.add_argument("--ids", default="", help="comma-separated row ids (default: every row)")
     ap.add_argument("--label", default="", help="a name for this run (e.g. the code it ran)")
@@ -188,7 +189,7 @@ def main() -> None:
     from app.context import AppContext
     from app.core.settings import Settings
 
-    rows = [json.loads(x) for x in DATA.read_text(encoding="utf-8").splitlines() if x.strip()]
+    rows = [json.loads(x) for x in Path(a.rows).read_text(encoding="utf-8").splitlines() if x.strip()]
     ANSWERS.update({r["id"]: r["answers"] for r in rows})
     if a.resummarise:  # a results file's summary made again from its rows (new figures, same answers)
         res = json.loads(Path(a.resummarise).read_text())
@@ -202,6 +203,7 @@ def main() -> None:
     ctx = AppContext(Settings(data_dir=Path(a.data)))
     res = {"benchmark": "answers_real", "label": a.label, "machine": B.machine_info(), "backends": {},
            "command": f"python bench/answers_real.py --root {a.root} --data {a.data} --backends {a.backends}"
+                      + (f" --rows {a.rows}" if a.rows != str(DATA) else "")
                       + (f" --label {a.label}" if a.label else "") + f" --out {a.out}"}
     try:
         dump: list | None = [] if a.dump else None
