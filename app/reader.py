@@ -183,8 +183,26 @@ def frame(question: str) -> Frame:
             continue
         if w not in terms:
             terms.append(w)
-    return Frame(question, _kind(question), names, years, dates, span, quarter, bool(_RELATIVE_RE.search(question)),
-                 bool(_CHANGE_RE.search(question)), terms, *_focus(question, terms))
+    f = Frame(question, _kind(question), names, years, dates, span, quarter, bool(_RELATIVE_RE.search(question)),
+              bool(_CHANGE_RE.search(question)), terms, *_focus(question, terms))
+    if f.kind == "other" and _VALUE_NOUNS.intersection(_asked_nouns(question, f.asked)):
+        f.kind = "measure"  # "what BMI range is required?", "what are the sensitivity and specificity?": a figure
+    return f
+
+
+# what a question asks for when it asks one of these: a figure ("the sensitivity of the test": 95%)
+_VALUE_NOUNS = frozenset("range ranges sensitivity specificity rate rates ratio percentage dose doses dosage volume "
+                         "duration weight height temperature speed size age score threshold limit interval "
+                         "visibility crosswind altitude elevation distance".split())
+_WHAT_THE = re.compile(r"^\s*what\s+(?:is|are|was|were)\s+(?:the\s+)?(?P<np>[a-z][\w\s,()-]*?)\s+(?:of|for|in|on|at|"
+                       r"from|required|used|allowed|needed|set|given|reported)\b", re.I)
+
+
+def _asked_nouns(question: str, asked: str) -> set[str]:
+    """The words of what the question asks for: its asked noun phrase, or "the X" of "what is the X of …"."""
+    m = _WHAT_THE.match(question)
+    np_ = asked or (m.group("np") if m else "")
+    return {w for w in words_of(np_)}
 
 
 _AUX = r"(?:did|does|do|has|have|had|was|were|is|are|will|would|can|could)"
@@ -721,6 +739,12 @@ _CAUSE = re.compile(r"\b(because|due (primarily |mainly |largely |in part )?to|d
                     r"growth (in|of|across)|increase in|decrease in|decline in|higher|lower)\b", re.I)
 
 
+_MONEY_NOUNS = frozenset("budget budgets cost costs price prices fee fees salary salaries spending spend spent revenue "
+                         "revenues sales income expenses expense cash earnings profit proceeds".split())
+_MONEY_FIGURE = re.compile(r"[$€£¥]\s?\(?\d|\d[\d,.]*\s*(?:million|billion|thousand|trillion|dollars|usd|eur|euros|"
+                           r"pesos|cop|pounds)\b|\b(?:usd|eur|cop|gbp)\s?\d", re.I)
+
+
 def _kind_fits(f: Frame, text: str) -> bool:
     """A sentence can answer a question of this kind: a figure for an amount, a percent for a percent, a date for a
     date, a cause for "why … ?"; any sentence for the rest."""
@@ -739,6 +763,8 @@ def _kind_fits(f: Frame, text: str) -> bool:
         # a figure: any number left once years, dates, spans and references ("Item 2", "Note 7") are taken out
         plain = re.sub(r"\b(item|note|part|section|page|exhibit|rule|schedule|article)\s+\d[\w.()-]*", "", plain,
                        flags=re.I)
+        if _MONEY_NOUNS.intersection(f.terms) and not _MONEY_FIGURE.search(text):
+            return False  # "the total budget": a sum of money, not "file 340"
         return bool(re.search(r"\d", plain) or _MONEY_WORDS.search(plain))
     return True  # "when" is also answered by "at dawn" or "every spring": a date is preferred, not required
 

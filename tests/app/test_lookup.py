@@ -188,3 +188,20 @@ def test_a_statement_table_under_period_lines_gets_its_columns_from_them():
     r = read("How much cash did Apple generate from operating activities in the nine months ended July 1, 2023?",
              [SimpleNamespace(rank=1, start=0, doc_id="aapl", headings=[], text=text)], known_names={"apple"})
     assert r.answer is not None and "88,945" in r.answer and "98,024" not in r.answer.split(":")[-1]
+
+
+def test_a_question_for_a_value_or_a_sum_of_money_is_not_answered_by_a_sentence_without_one():
+    text = ("The rapid test for HCV antibodies may be replaced by another test with similar operational "
+            "characteristics (sensitivity and specificity). The study's costs do not include treatment, which is "
+            "notified to SIVIGILA (file 340). Participants must have a body mass index (BMI) as defined in the "
+            "protocol glossary.")
+    src = SimpleNamespace(rank=1, start=0, doc_id="hcv", headings=[], text=text)
+    for q in ("What are the sensitivity and specificity of the rapid HCV antibody test?",
+              "What is the total cost of the HCV screening study?",
+              "What body mass index (BMI) range is required to take part?"):
+        assert read(q, [src]).answer is None, q
+    said = SimpleNamespace(rank=1, start=0, doc_id="hcv", headings=[], text=(
+        "The rapid HCV antibody test has a sensitivity of 98% and a specificity of 99%. The total cost of the "
+        "screening study is $265,000."))
+    assert "98%" in read("What are the sensitivity and specificity of the rapid HCV antibody test?", [said]).answer
+    assert "$265,000" in read("What is the total cost of the HCV screening study?", [said]).answer
