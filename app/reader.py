@@ -763,7 +763,7 @@ def _kind_fits(f: Frame, text: str) -> bool:
         # a figure: any number left once years, dates, spans and references ("Item 2", "Note 7") are taken out
         plain = re.sub(r"\b(item|note|part|section|page|exhibit|rule|schedule|article)\s+\d[\w.()-]*", "", plain,
                        flags=re.I)
-        if _MONEY_NOUNS.intersection(f.terms) and not _MONEY_FIGURE.search(text):
+        if _MONEY_NOUNS.intersection(f.terms) and not (_MONEY_FIGURE.search(text) or _MONEY_WORDS.search(text)):
             return False  # "the total budget": a sum of money, not "file 340"
         return bool(re.search(r"\d", plain) or _MONEY_WORDS.search(plain))
     return True  # "when" is also answered by "at dawn" or "every spring": a date is preferred, not required
