@@ -745,6 +745,11 @@ _MONEY_FIGURE = re.compile(r"[$€£¥]\s?\(?\d|\d[\d,.]*\s*(?:million|billion|t
                            r"pesos|cop|pounds)\b|\b(?:usd|eur|cop|gbp)\s?\d", re.I)
 
 
+# "the context budget in words", "the time budget in hours": the question names a unit that is no currency
+_OTHER_UNIT = re.compile(r"\bin (?!(?:u\.?s\.? )?(?:dollars|millions|billions|thousands|usd|euros?|pounds|pesos|"
+                         r"cents)\b)[a-z]+s\W*$", re.I)
+
+
 def _kind_fits(f: Frame, text: str) -> bool:
     """A sentence can answer a question of this kind: a figure for an amount, a percent for a percent, a date for a
     date, a cause for "why … ?"; any sentence for the rest."""
@@ -763,7 +768,8 @@ def _kind_fits(f: Frame, text: str) -> bool:
         # a figure: any number left once years, dates, spans and references ("Item 2", "Note 7") are taken out
         plain = re.sub(r"\b(item|note|part|section|page|exhibit|rule|schedule|article)\s+\d[\w.()-]*", "", plain,
                        flags=re.I)
-        if _MONEY_NOUNS.intersection(f.terms) and not (_MONEY_FIGURE.search(text) or _MONEY_WORDS.search(text)):
+        if _MONEY_NOUNS.intersection(f.terms) and not _OTHER_UNIT.search(f.question) \
+                and not (_MONEY_FIGURE.search(text) or _MONEY_WORDS.search(text)):
             return False  # "the total budget": a sum of money, not "file 340"
         return bool(re.search(r"\d", plain) or _MONEY_WORDS.search(plain))
     return True  # "when" is also answered by "at dawn" or "every spring": a date is preferred, not required

@@ -212,3 +212,5 @@ def test_a_question_for_a_value_or_a_sum_of_money_is_not_answered_by_a_sentence_
     assert "$265,000" in read("What is the total cost of the HCV screening study?", [said]).answer
     words = _passage("harbour", "The council cuts the mooring fees for small boats from forty pounds to twelve pounds.")
     assert "twelve pounds" in read("How much are the mooring fees for small boats cut?", [words]).answer
+    budget = _passage("docs", "Parents are added until the budget of 1500 words is reached.")
+    assert "1500" in read("What is the context budget in words?", [budget]).answer  # a unit that is no currency
