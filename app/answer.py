@@ -284,10 +284,14 @@ def _looked_up(ctx: AppContext, question: str, sources: list, history: list) -> 
     from ingest.layout import Layout, heading_path, page_span
 
     known: set[str] = set()
-    for doc in {(x.doc_hash, x.doc_id, getattr(x, "name", "")) for x in sources}:
-        p = ctx.profiles.one(*doc)
-        known |= p.tokens if p is not None else set()
-    extra = looked_up(question, sources, ctx.row_index, history, known)
+    try:
+        for doc in {(x.doc_hash, x.doc_id, getattr(x, "name", "")) for x in sources}:
+            p = ctx.profiles.one(*doc)
+            known |= p.tokens if p is not None else set()
+        extra = looked_up(question, sources, ctx.row_index, history, known)
+    except Exception:  # the lookup only adds to what the search found: a failure in it must not cost the answer
+        log.exception("looking up a statement row failed")
+        return []
     for x in extra:
         try:
             lay = Layout.from_json(ctx.store.layout(x.doc_hash))

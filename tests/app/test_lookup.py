@@ -217,3 +217,17 @@ def test_a_question_for_a_value_or_a_sum_of_money_is_not_answered_by_a_sentence_
     assert "twelve pounds" in read("How much are the mooring fees for small boats cut?", [words]).answer
     budget = _passage("docs", "Parents are added until the budget of 1500 words is reached.")
     assert "1500" in read("What is the context budget in words?", [budget]).answer  # a unit that is no currency
+
+
+def test_a_failing_lookup_costs_the_answer_nothing(make_ctx, write, monkeypatch):
+    import app.lookup
+
+    c = make_ctx(chunker="mg", theta=60, synth_backend="extractive")
+    assert Ingestor(c).ingest_paths([write("northwind.md", FILING)]).results[0].status == "ingested"
+
+    def broken(*a, **k):
+        raise RuntimeError("a document's text could not be read")
+
+    monkeypatch.setattr(app.lookup, "looked_up", broken)
+    a = answer(c, "What was Northwind's net income for the three months ended June 30, 2024?")
+    assert a.error is None and a.sources and "41" in a.text.split("\n")[0], a.text
