@@ -208,7 +208,7 @@ def load_embedder(name: str, *, query_prefix: str | None = None, passage_prefix:
     if name.startswith("hashing"):
         dim = int(name.split(":", 1)[1]) if ":" in name else 64
         return HashingEmbedder(dim=dim)
-    from app.core.models import ModelNotAvailable, resolve_embedder_path
+    from app.core.models import LOAD_LOCK, ModelNotAvailable, resolve_embedder_path
 
     path = resolve_embedder_path(name)
     try:
@@ -218,7 +218,8 @@ def load_embedder(name: str, *, query_prefix: str | None = None, passage_prefix:
         # windows() tokenises whole texts on purpose to measure them; the "longer than the maximum" warning is noise
         transformers.logging.set_verbosity_error()
 
-        model = SentenceTransformer(path, device=device or "cpu", local_files_only=True)
+        with LOAD_LOCK:  # see LOAD_LOCK: loads in two threads at once break transformers for the process
+            model = SentenceTransformer(path, device=device or "cpu", local_files_only=True)
     except (OSError, ValueError) as e:
         raise ModelNotAvailable(
             f"embedder {name!r} is not available offline ({e}); set MGRAG_EMBEDDER to a local "

@@ -27,11 +27,13 @@ class RobertaEncoder:
             return
         from transformers import AutoModel, AutoTokenizer
 
+        from app.core.models import LOAD_LOCK, ModelNotAvailable
+
         try:
-            self._tokenizer = AutoTokenizer.from_pretrained(self.name, local_files_only=True)
-            self._model = AutoModel.from_pretrained(self.name, local_files_only=True).eval()
+            with LOAD_LOCK:
+                self._tokenizer = AutoTokenizer.from_pretrained(self.name, local_files_only=True)
+                self._model = AutoModel.from_pretrained(self.name, local_files_only=True).eval()
         except OSError as e:
-            from app.core.models import ModelNotAvailable
 
             raise ModelNotAvailable(
                 f"router encoder {self.name!r} is not available offline ({e}); download it once "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import threading
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -27,6 +28,14 @@ _CONVERTED_MARKER = "mgrag-converted.txt"
 
 class ModelNotAvailable(RuntimeError):
     """A configured model cannot be found locally; the message says what to install or set."""
+
+
+# transformers' from_pretrained swaps process-wide state while it builds a model (PreTrainedModel.tie_weights,
+# torch.linspace, the default dtype) and puts back what it found on exit. Two loads in two threads (the embedder in
+# a request, the chunker LM in the queue's refine lane) can put back the swapped-in value: tie_weights then stays a
+# no-op for the life of the process, a tied lm_head stays on the meta device and every later load of the LM fails
+# ("Cannot copy out of meta tensor"). Every model load in the project holds this lock.
+LOAD_LOCK = threading.RLock()
 
 
 def resolve_embedder_path(name: str) -> str:
@@ -85,8 +94,9 @@ def gguf_to_safetensors(gguf_path: Path, target: Path, marker: str) -> Path:
 
     tmp = target.with_name(target.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    with LOAD_LOCK:
+        tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
     # The weights are dequantised in memory; drop the quantizer so save_pretrained writes plain tensors.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
@@ -169,8 +179,9 @@ def load_causal_lm(name: str, cache_dir: Path, *, load_in_8bit: bool = False, de
         kwargs["quantization_config"] = BitsAndBytesConfig(load_in_8bit=True)
         kwargs["device_map"] = "auto"
     try:
-        tok = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+        with LOAD_LOCK:
+            tok = AutoTokenizer.from_pretrained(path)
+            model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
     except OSError as e:
         raise ModelNotAvailable(
             f"chunker LM {name!r} is not available offline ({e.__class__.__name__}); download it once with "

@@ -135,7 +135,7 @@ def load_chat_synthesizer(model_id: str, *, max_new_tokens: int = 256, load_in_4
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from app.core.models import ModelNotAvailable
+    from app.core.models import LOAD_LOCK, ModelNotAvailable
 
     cuda = torch.cuda.is_available()
     four_bit = cuda if load_in_4bit is None else load_in_4bit
@@ -148,8 +148,9 @@ def load_chat_synthesizer(model_id: str, *, max_new_tokens: int = 256, load_in_4
         kwargs.update(quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.bfloat16),
                       device_map="auto")
     try:
-        tok = AutoTokenizer.from_pretrained(model_id)
-        model = AutoModelForCausalLM.from_pretrained(model_id, **kwargs).eval()
+        with LOAD_LOCK:
+            tok = AutoTokenizer.from_pretrained(model_id)
+            model = AutoModelForCausalLM.from_pretrained(model_id, **kwargs).eval()
     except OSError as e:
         raise ModelNotAvailable(
             f"synthesizer model {model_id!r} is not available offline; download it once on a connected machine "

@@ -82,3 +82,42 @@ def test_qwen_parts_missing_or_not_the_expected_file(tmp_path, monkeypatch):
     out = models.assemble_qwen_gguf(tmp_path / "out" / "q.gguf")
     assert out.read_bytes() == b"xxx"  # the parts, in order
     sys.modules.pop("mgrag_fake_part_a", None)
+
+
+def test_models_loaded_in_threads_at_once_are_loaded_one_after_another(tmp_path, tiny_lm, monkeypatch):
+    """transformers' from_pretrained swaps process-wide state while it builds a model; two loads in two threads
+    could leave weight tying off for the process, and every later load of a tied LM failed ("Cannot copy out of
+    meta tensor", CI on a fresh machine: the embedder and the chunker LM loaded by two queue lanes). Every loader
+    holds one lock: three loads started at once run one after another, and a tied LM still loads whole."""
+    import threading
+    import time
+
+    from transformers import LlamaForCausalLM, PreTrainedModel
+
+    tok, model = tiny_lm
+    tied = LlamaForCausalLM(model.config.__class__(**{**model.config.to_dict(), "tie_word_embeddings": True}))
+    tok.save_pretrained(tmp_path / "tied")
+    tied.save_pretrained(tmp_path / "tied")
+    real, active, most = PreTrainedModel.from_pretrained.__func__, [0], [0]
+
+    def slow(cls, *a, **k):
+        active[0] += 1
+        most[0] = max(most[0], active[0])
+        time.sleep(0.3)
+        try:
+            return real(cls, *a, **k)
+        finally:
+            active[0] -= 1
+
+    monkeypatch.setattr(PreTrainedModel, "from_pretrained", classmethod(slow))
+    out = {}
+    jobs = {"lm1": lambda: load_causal_lm(str(tmp_path / "tied"), tmp_path, device="cpu"),
+            "lm2": lambda: load_causal_lm(str(tmp_path / "tied"), tmp_path, device="cpu"),
+            "embedder": lambda: load_embedder("all-MiniLM-L6-v2")}
+    threads = [threading.Thread(target=lambda k=k, f=f: out.__setitem__(k, f())) for k, f in jobs.items()]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert set(out) == set(jobs) and most[0] == 1
+    assert PreTrainedModel.tie_weights.__name__ == "tie_weights"
+    _, lm = load_causal_lm(str(tmp_path / "tied"), tmp_path, device="cpu")
+    assert lm.lm_head.weight.device.type == "cpu" and lm.lm_head.weight is lm.model.embed_tokens.weight
