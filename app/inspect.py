@@ -62,6 +62,13 @@ class Inspection:
     weights: list[float] = field(default_factory=list)
     router: str = ""
     matches: dict[str, list[Match]] = field(default_factory=dict)
+    contexts: dict[tuple[int, int], str] = field(default_factory=dict)  # (start, end) -> the embedded context line
+
+    def embedded(self, c: Chunk) -> str:
+        """What is embedded and keyword-indexed for chunk ``c``: its context line (``chunk_context``), then its text."""
+        from ingest.chunk_context import indexed_text
+
+        return indexed_text(self.contexts.get((c.start, c.end), ""), c.text)
 
     def parents(self, chunker: str) -> list[Chunk]:
         return [c for c in self.chunks[chunker] if c.level == 0]
@@ -154,6 +161,11 @@ def inspect_text(ctx, text: str, name: str = "document", *, theta: int | None = 
         windows.append((i, j, cut_at[b] if b < len(cut_at) and cut_at[b] < j else j - 1))
     ins = Inspection(name, text, theta, sentences, probs, break_strength(text, sentences, is_hard_wrapped(text)),
                      windows, chunks, dataclasses.asdict(cfg))
+    if s.chunk_context:  # the context line each chunk is embedded with, as ingestion gives it
+        from ingest.chunk_context import chunk_contexts
+
+        spans = sorted({(c.start, c.end) for cs in chunks.values() for c in cs})
+        ins.contexts = {sp: x for sp, x in zip(spans, chunk_contexts(text, name, None, [a for a, _ in spans])) if x}
     if question:
         match_question(ctx, ins, question, k or s.top_k)
     return ins
@@ -168,7 +180,7 @@ def match_question(ctx, ins: Inspection, question: str, k: int) -> None:
     qv = np.asarray(ctx.embedder.embed_queries([question])[0], dtype=np.float32)
     ins.question = question
     for name, chunks in ins.chunks.items():
-        vecs = np.asarray(ctx.embedder.embed_passages([c.text for c in chunks]), dtype=np.float32)
+        vecs = np.asarray(ctx.embedder.embed_passages([ins.embedded(c) for c in chunks]), dtype=np.float32)
         hits = level_hits(chunks, vecs @ qv, k)
         by_id = {f"{c.level}:{c.start}:{c.end}": c for c in chunks}
         found = [by_id[h.id] for h in hits]
@@ -318,6 +330,12 @@ def render_html(ins: Inspection, *, max_chars: int | None = 60_000) -> str:
                         f"<td>{snippet}</td></tr>")
     table = ("<table><tr><th>chunker</th><th>level</th><th>score</th><th>weight</th><th>weighted</th>"
              "<th>parent rank</th><th>chunk</th></tr>" + "".join(rows) + "</table>") if rows else ""
+    embedded = ""
+    if ins.contexts:  # what MG's parents are embedded as: the context line (shown in bold), then the text
+        items = [f"<li><b>{html.escape(ins.contexts.get((c.start, c.end), ''))}</b><br>"
+                 f"{html.escape(c.text[:160])}…</li>" for c in ins.parents("mg")[:20]]
+        embedded = ("<h2>What is embedded and keyword-indexed (chunk_context): MG parents</h2><ol>"
+                    + "".join(items) + "</ol>")
     more = "" if max_chars is None or len(ins.text) <= max_chars else \
         f"<p><em>shown: the first {max_chars:,} of {len(ins.text):,} characters</em></p>"
     style = ("body{font-family:sans-serif;max-width:70em;margin:auto;line-height:1.5}"
@@ -328,5 +346,6 @@ def render_html(ins: Inspection, *, max_chars: int | None = 60_000) -> str:
     title = html.escape(f"Chunk inspector: {ins.name}")
     q = f"<p><b>Question:</b> {html.escape(ins.question)}</p>" if ins.question else ""
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style></head>"
-            f"<body><h1>{title}</h1><p><code>{summary}</code></p>{q}{table}{more}<div class='text'>{body}</div>"
+            f"<body><h1>{title}</h1><p><code>{summary}</code></p>{q}{table}{embedded}{more}"
+            f"<div class='text'>{body}</div>"
             "</body></html>")

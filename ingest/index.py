@@ -40,9 +40,9 @@ LiveGen = Callable[[], "int | None"]
 
 
 # chunk fields that travel in the payload: pages (and their unit), heading path and table/heading blocks
-# (ingest/layout.py), and the mark of a first-pass
-# chunk whose document is still being refined (ingest/queue.py)
-PAYLOAD_META = ("pages", "unit", "headings", "blocks", "first_pass")
+# (ingest/layout.py), the context line embedded before the chunk's text (ingest/chunk_context.py), and the mark
+# of a first-pass chunk whose document is still being refined (ingest/queue.py)
+PAYLOAD_META = ("pages", "unit", "headings", "blocks", "first_pass", "context")
 
 # the ``owner`` payload of the shared library's points (the catalog's owner None): visible to every reader
 SHARED = "*"

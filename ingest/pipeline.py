@@ -25,6 +25,14 @@ import numpy as np
 
 from app.core.resources import Resources
 from ingest.catalog import Generation
+from ingest.chunk_context import (
+    CONTEXT_KEY,
+    chunk_contexts,
+    chunker_params,
+    generation_params,
+    indexed_text,
+    uses_context,
+)
 from ingest.chunkers import NEEDS_LM
 from ingest.index import PAYLOAD_META
 from ingest.layout import Layout, chunk_meta
@@ -141,7 +149,8 @@ class Ingestor:
             return live
         s = self.ctx.settings
         ch = self._chunker_for(s.chunker, s.theta, describe_only=True)  # the first pass needs no LM loaded
-        gen = cat.new_generation(s.chunker, s.theta, ch.describe(), s.embedder, self.ctx.embedder.dim, ch.n_levels)
+        gen = cat.new_generation(s.chunker, s.theta, {**ch.describe(), **generation_params(s)}, s.embedder,
+                                 self.ctx.embedder.dim, ch.n_levels)
         index.create_generation(gen, self.ctx.embedder.dim, ch.n_levels)
         index.switch(gen, ch.n_levels)
         cat.set_generation_status(gen, "live")
@@ -165,7 +174,7 @@ class Ingestor:
         else:
             chunker = self._chunker_for(gen.chunker, gen.theta, on_window, gen.params, on_fraction=chunked)
         self._report("chunking (LM windows)" if lm else "chunking", 0.0)
-        if not chunking and chunker.describe() != gen.params and not self._warned:
+        if not chunking and chunker.describe() != chunker_params(gen.params) and not self._warned:
             self._warned = True
             log.warning("current settings %s differ from the live index's chunking parameters %s; new documents "
                         "use the index's mode and θ, and `mgrag reingest` applies the new settings to all",
@@ -176,7 +185,10 @@ class Ingestor:
         layout = Layout.from_json(doc.layout)
         if layout:  # pages and heading path of every chunk, into its payload
             chunks = [dataclasses.replace(c, meta={**c.meta, **chunk_meta(layout, c.start, c.end)}) for c in chunks]
-        return chunks, self._embed([c.text for c in chunks], embed_from, 0.97)
+        if uses_context(gen.params):  # the context line is embedded and indexed before the chunk's text
+            lines = chunk_contexts(doc.text, doc_id, doc.layout, [c.start for c in chunks])
+            chunks = [dataclasses.replace(c, meta={**c.meta, "context": x}) if x else c for c, x in zip(chunks, lines)]
+        return chunks, self._embed([indexed_text(c.meta.get("context", ""), c.text) for c in chunks], embed_from, 0.97)
 
     def _embed(self, texts: list[str], start: float, end: float) -> np.ndarray:
         """Passage vectors, embedded in about twenty blocks so that progress moves within a file."""
@@ -363,7 +375,11 @@ class Ingestor:
         chunker = chunker or (live.chunker if live else s.chunker)
         theta = theta or (live.theta if live else s.theta)
         probe = self._chunker_for(chunker, theta, params=live.params if live and selected is not None else None)
-        gen_id = cat.new_generation(chunker, theta, probe.describe(), s.embedder, self.ctx.embedder.dim, probe.n_levels)
+        # a re-ingestion of some documents keeps the live index's context rule (the others' vectors are copied)
+        keep = {CONTEXT_KEY: live.params[CONTEXT_KEY]} if live and selected is not None and uses_context(live.params) \
+            else ({} if live and selected is not None else generation_params(s))
+        gen_id = cat.new_generation(chunker, theta, {**probe.describe(), **keep}, s.embedder, self.ctx.embedder.dim,
+                                    probe.n_levels)
         gen = cat.generation(gen_id)
         made_here = {g.gen for g in cat.generations()} - {g.gen for g in cat.generations("live")} - {gen_id}
         for orphan in index.generations() & made_here:
@@ -452,7 +468,7 @@ class Ingestor:
             if probe.n_levels > live.n_levels:
                 raise ValueError(f"chunker {name} gives {probe.n_levels} levels, the index has {live.n_levels}; "
                                  "re-ingest all documents to change the level set")
-            same = name == live.chunker and th == live.theta and probe.describe() == live.params
+            same = name == live.chunker and th == live.theta and probe.describe() == chunker_params(live.params)
             out[d] = None if same else {"chunker": name, "theta": th, "params": probe.describe()}
         return out
 

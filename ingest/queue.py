@@ -125,12 +125,12 @@ class LocalExecutor:
         t = time.perf_counter()
         doc = extract(job.name, data, Limits.of(self.ctx.settings), rep)
         read_s = time.perf_counter() - t
-        c = cut(self.ctx, doc.text, job.doc_id, job.hash, plan, rep, job.name)
+        c = cut(self.ctx, doc.text, job.doc_id, job.hash, plan, rep, job.name, layout=doc.layout)
         c.timings.update(read_s=read_s, pages=len((doc.layout or {}).get("pages") or ()))
         return doc, c
 
-    def refine(self, job: Job, text: str, plan: Plan, rep: Reporter, known=None) -> Cut:
-        return cut(self.ctx, text, job.doc_id, job.hash, plan, rep, job.name, known)
+    def refine(self, job: Job, text: str, plan: Plan, rep: Reporter, known=None, layout=None) -> Cut:
+        return cut(self.ctx, text, job.doc_id, job.hash, plan, rep, job.name, known, layout)
 
     def close(self) -> None:
         pass
@@ -138,10 +138,14 @@ class LocalExecutor:
 
 def plan_for(ctx, gen, own: dict | None, first_pass: bool) -> Plan:
     """The plan of a document in generation ``gen``: its own chunker and θ if it has them, else the generation's."""
+    from ingest.chunk_context import chunker_params, uses_context
+
+    context = uses_context(gen.params)
     if own:
-        return Plan(own["chunker"], own["theta"], own.get("params") or {}, gen.n_levels, gen.embedder, gen.dim,
-                    first_pass)
-    return Plan(gen.chunker, gen.theta, gen.params, gen.n_levels, gen.embedder, gen.dim, first_pass)
+        return Plan(own["chunker"], own["theta"], chunker_params(own.get("params")), gen.n_levels, gen.embedder,
+                    gen.dim, first_pass, context)
+    return Plan(gen.chunker, gen.theta, chunker_params(gen.params), gen.n_levels, gen.embedder, gen.dim, first_pass,
+                context)
 
 
 class Runner:
@@ -380,7 +384,7 @@ class Runner:
                                  message="unchanged; skipped" if dup == job.doc_id else f"same content as {dup!r}")
                 return
             ctx.store.put(job.hash, data, doc.text, doc.layout)
-            chunks = c.chunks(doc.text, job.doc_id, job.hash, doc.layout, first_pass=two)
+            chunks = c.chunks(doc.text, job.doc_id, job.hash, doc.layout, first_pass=two, context=plan.context)
             state = "searchable" if two else "ready"
             version = f"new version {cat.version_for(job.doc_id, job.hash)}" if prev else ""
             renamed = job.doc_id != job.name and cat.label_of(job.doc_id, job.name, job.owner) != job.name
@@ -410,7 +414,8 @@ class Runner:
         own = cat.chunking(gen.gen, job.doc_id)
         plan = plan_for(ctx, gen, own, first_pass=False)
         text, layout = ctx.store.text(job.hash), ctx.store.layout(job.hash)
-        c = self.executor.refine(job, text, plan, self._reporter(job, "refine"), self._known_vectors(gen, job))
+        c = self.executor.refine(job, text, plan, self._reporter(job, "refine"), self._known_vectors(gen, job),
+                                 layout)
         with ctx.write_lock:
             if self.jobs.cancel_requested(job.job_id):
                 raise Stopped("cancelled")
@@ -422,7 +427,7 @@ class Runner:
                 self.jobs.finish(job.job_id, why[0], message=why[1])
                 return
             v = cat.version_of(job.doc_id, job.hash) or {}
-            chunks = c.chunks(text, job.doc_id, job.hash, layout, first_pass=False)
+            chunks = c.chunks(text, job.doc_id, job.hash, layout, first_pass=False, context=plan.context)
             ing = Ingestor(ctx)
             ing._write(gen, LoadedDoc(v.get("name", job.name), b"", text, v.get("kind", "text")), job.doc_id, job.hash,
                        chunks, c.vectors, t0, own, size=job.size, owner=job.owner, phase=None,
@@ -433,12 +438,14 @@ class Runner:
     def _known_vectors(self, gen, job: Job) -> dict:
         """The first pass's vectors of ``job``'s document by chunk text: the refinement reuses those of the chunks
         it cuts the same way."""
+        from ingest.chunk_context import indexed_text
+
         ids = self.ctx.catalog.chunk_ids(gen.gen, job.doc_id)
         out = {}
         for lv, chunk_ids in ids.items():
             for p in self.ctx.index.retrieve(lv, chunk_ids, gen=gen.gen, with_vectors=True):
-                if p.payload.get("doc_hash") == job.hash:
-                    out[p.payload["text"]] = p.vector
+                if p.payload.get("doc_hash") == job.hash:  # by the text that was embedded (context and all)
+                    out[indexed_text(p.payload.get("context", ""), p.payload["text"])] = p.vector
         return out
 
     @staticmethod

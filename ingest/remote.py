@@ -200,7 +200,7 @@ def task_first(payload: dict) -> dict:
         t = time.perf_counter()
         doc = extract(payload["name"], payload["data"], limits, rep)
         read_s = time.perf_counter() - t
-        c = cut(_models, doc.text, payload["doc_id"], payload["hash"], plan, rep, payload["name"])
+        c = cut(_models, doc.text, payload["doc_id"], payload["hash"], plan, rep, payload["name"], layout=doc.layout)
         c.timings.update(read_s=read_s, pages=len((doc.layout or {}).get("pages") or ()))
         return {"text": doc.text, "layout": doc.layout, "kind": doc.kind, "warning": doc.warning, "cut": c.to_wire()}
 
@@ -213,7 +213,8 @@ def task_refine(payload: dict) -> dict:
         k = payload.get("known") or {"texts": [], "vectors": b"", "dim": 0}
         vecs = np.frombuffer(k["vectors"], dtype=np.float32).reshape(len(k["texts"]), -1) if k["texts"] else []
         known = dict(zip(k["texts"], vecs))
-        c = cut(_models, payload["text"], payload["doc_id"], payload["hash"], plan, rep, payload["name"], known)
+        c = cut(_models, payload["text"], payload["doc_id"], payload["hash"], plan, rep, payload["name"], known,
+                payload.get("layout"))
         return {"cut": c.to_wire()}
 
     return _run_task(payload, body)
@@ -300,11 +301,12 @@ class RedisExecutor:
         return (LoadedDoc(job.name, b"", out["text"], out["kind"], out.get("warning") or "", out.get("layout")),
                 Cut.from_wire(out["cut"]))
 
-    def refine(self, job: Job, text: str, plan: Plan, rep: Reporter, known=None) -> Cut:
+    def refine(self, job: Job, text: str, plan: Plan, rep: Reporter, known=None, layout=None) -> Cut:
         texts = list(known or {})
         vectors = np.asarray([known[t] for t in texts], dtype=np.float32).tobytes() if texts else b""
         out = self._run("refine", "ingest.remote.task_refine", job,
-                        self._payload(job, plan, rep, text=text, known={"texts": texts, "vectors": vectors}), rep)
+                        self._payload(job, plan, rep, text=text, known={"texts": texts, "vectors": vectors},
+                                      layout=layout), rep)
         return Cut.from_wire(out["cut"])
 
     def _run(self, lane: str, func: str, job: Job, payload: dict, rep: Reporter) -> dict:

@@ -67,6 +67,7 @@ class Plan:
     embedder: str
     dim: int
     first_pass: bool = False
+    context: bool = False  # embed each chunk's context line before its text (ingest/chunk_context.py)
 
     @property
     def cut_by(self) -> str:
@@ -89,17 +90,23 @@ class Cut:
     vectors: np.ndarray
     timings: dict = field(default_factory=dict)
 
-    def chunks(self, text: str, doc_id: str, h: str, layout: dict | None, first_pass: bool) -> list[Chunk]:
-        """The spans as :class:`Chunk` s of ``doc_id`` (version ``h``) with their payload fields: pages, heading path
-        and, for a first-pass cut, ``first_pass``."""
+    def chunks(self, text: str, doc_id: str, h: str, layout: dict | None, first_pass: bool,
+               context: bool = False) -> list[Chunk]:
+        """The spans as :class:`Chunk` s of ``doc_id`` (version ``h``) with their payload fields: pages, heading path,
+        for a first-pass cut ``first_pass`` and, for an index with contextual text, the ``context`` line that was
+        embedded before the chunk's text."""
+        from ingest.chunk_context import chunk_contexts
         from ingest.layout import Layout, chunk_meta
 
         lay = Layout.from_json(layout)
+        lines = chunk_contexts(text, doc_id, layout, [s for s, *_ in self.spans]) if context else None
         out = []
-        for s, e, lv, ps, pe in self.spans:
+        for i, (s, e, lv, ps, pe) in enumerate(self.spans):
             meta = chunk_meta(lay, s, e) if lay else {}
             if first_pass:
                 meta["first_pass"] = True
+            if lines and lines[i]:
+                meta["context"] = lines[i]
             out.append(Chunk(text[s:e], s, e, lv, ps, pe, doc_id, h, meta))
         return out
 
@@ -298,11 +305,13 @@ def extract(name: str, data: bytes, limits: Limits, rep: Reporter | None = None)
 
 
 def cut(models, text: str, doc_id: str, h: str, plan: Plan, rep: Reporter | None = None, name: str = "",
-        known: dict[str, np.ndarray] | None = None) -> Cut:
-    """Chunk ``text`` by ``plan`` and embed every chunk (all levels kept below the generation's level count).
+        known: dict[str, np.ndarray] | None = None, layout: dict | None = None) -> Cut:
+    """Chunk ``text`` by ``plan`` and embed every chunk (all levels kept below the generation's level count), with
+    its context line before it when the plan says so (``layout``: the reader's, for the heading path).
     ``known``: vectors of texts already embedded (a refinement gets the first pass's: on 30k words of *Emma* the
     LGMGC chunks repeat 82% of MG's θ/4 words, 49% of its θ/2 and 10% of its parents), reused instead of embedded
     again; a text's vector depends on the text alone."""
+    from ingest.chunk_context import chunk_contexts, indexed_text
     from ingest.sentences import count_words
 
     rep = rep or Reporter()
@@ -325,14 +334,18 @@ def cut(models, text: str, doc_id: str, h: str, plan: Plan, rep: Reporter | None
         raise IngestError(name or doc_id, "produced no chunks (no words in the text)")
     t = time.perf_counter()
     known = known or {}
-    todo = [i for i, c in enumerate(chunks) if c.text not in known]
-    fresh = embed_texts(models.embedder, [chunks[i].text for i in todo], lambda f: rep.update("embedding", f))
+    texts = [c.text for c in chunks]
+    if plan.context:
+        lines = chunk_contexts(text, doc_id, layout, [c.start for c in chunks])
+        texts = [indexed_text(x, c.text) for x, c in zip(lines, chunks)]
+    todo = [i for i, x in enumerate(texts) if x not in known]
+    fresh = embed_texts(models.embedder, [texts[i] for i in todo], lambda f: rep.update("embedding", f))
     vectors = np.zeros((len(chunks), models.embedder.dim), dtype=np.float32)
     if todo:
         vectors[todo] = fresh
-    for i, c in enumerate(chunks):
-        if c.text in known:
-            vectors[i] = known[c.text]
+    for i, x in enumerate(texts):
+        if x in known:
+            vectors[i] = known[x]
     t_embed = time.perf_counter() - t
     rep.update("writing", 0.0)
     timings = {"words": words, "chunk_s": t_chunk, "embed_s": t_embed, "lm": lm, "reused": len(chunks) - len(todo)}

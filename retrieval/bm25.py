@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ingest.chunk_context import indexed_text
+
 _TOKEN_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+", re.UNICODE)
 STOPWORDS = frozenset(
     "a an and are as at be but by for from has have he her his i in is it its of on or she that the their them "
@@ -156,7 +158,8 @@ class Bm25Store:
                 for cid in (remove or {}).get(level, []):
                     state.pop(cid, None)
                 for c in by_level.get(level, []):
-                    state[c.id] = (c.parent_id, Counter(tokenize(c.text)), getattr(c, "doc_id", None))
+                    text = indexed_text((getattr(c, "meta", None) or {}).get("context", ""), c.text)
+                    state[c.id] = (c.parent_id, Counter(tokenize(text)), getattr(c, "doc_id", None))
                 self._write(gen, level, state)
 
     def retain(self, gen: int, keep: dict[int, set[str]]) -> int:

@@ -77,6 +77,7 @@ class Settings(BaseSettings):
     embed_query_prefix: str | None = Field(None, description="Query prefix (None: known per model, e.g. BGE, E5).")
     embed_passage_prefix: str | None = Field(None, description="Passage prefix (None: known per model).")
     embed_batch_size: int = Field(64, ge=1, description="Embedding batch size.")
+    chunk_context: bool = Field(True, description="Embed and keyword-index each chunk with its context (the document's title, the heading path, a table's caption and header row) before its text; shown and quoted text stays the document's own. Recorded per index: a change applies at `mgrag reingest` (BENCHMARKS.md 'Finding the passage').")
 
     # asking
     top_k: int = Field(10, ge=1, description="Hits per level searched for each question.")

@@ -196,7 +196,7 @@ def test_cancel_a_queued_job_and_a_refinement(make_ctx):
     started = threading.Event()
 
     class Slow(LocalExecutor):
-        def refine(self, job, text, plan, rep, known=None):
+        def refine(self, job, text, plan, rep, known=None, layout=None):
             started.set()
             while True:
                 rep.update("LM pass", 0.1)
@@ -241,9 +241,9 @@ def test_refinements_wait_while_first_passes_are_queued(make_ctx):
                 gate.wait(60)
             return super().first(job, data, plan, rep)
 
-        def refine(self, job, text, plan, rep, known=None):
+        def refine(self, job, text, plan, rep, known=None, layout=None):
             order.append(("refine", job.name))
-            return super().refine(job, text, plan, rep)
+            return super().refine(job, text, plan, rep, known, layout)
 
     a, b = enqueue(ctx, [("a.md", TEXT.encode()), ("b.md", TEXT.replace("cat", "owl").encode())])
     runner = Runner(ctx, executor=Gated(ctx), first_workers=1).start()
@@ -288,6 +288,7 @@ def test_progress_moves_during_the_lm_pass_and_a_stop_interrupts_it(make_ctx):
 
 
 def test_a_refinement_embeds_only_the_chunks_the_first_pass_did_not(make_ctx):
+    from ingest.chunk_context import chunk_contexts, indexed_text
     from ingest.queue import plan_for
     from ingest.work import cut
 
@@ -295,7 +296,9 @@ def test_a_refinement_embeds_only_the_chunks_the_first_pass_did_not(make_ctx):
     with ctx.write_lock:
         gen = Ingestor(ctx).live_generation()
     first = cut(ctx, TEXT, "a.md", "h" * 64, plan_for(ctx, gen, None, first_pass=True))
-    known = {TEXT[s:e]: v for (s, e, *_), v in zip(first.spans, first.vectors)}
+    # by the text that was embedded: the chunk's context line (the index's default) and its text, as the queue keys it
+    lines = chunk_contexts(TEXT, "a.md", None, [s for s, *_ in first.spans])
+    known = {indexed_text(x, TEXT[s:e]): v for x, (s, e, *_), v in zip(lines, first.spans, first.vectors)}
     calls = []
     real = ctx.embedder.embed_passages
     ctx.embedder.embed_passages = lambda texts: calls.append(list(texts)) or real(texts)
