@@ -716,11 +716,7 @@ def main(argv=None) -> int:
         res["full_sets"] = {"command": full["command"], "sets": full["sets"], "seconds": full["seconds"],
                             "rows": {k: r for k, r in full["rows"].items() if r["scope"] == "all"}}
         H.write_results("level_scoring.json", res)
-    md = render(res)
-    print(md)
-    if not args.no_write:
-        B.write_section(SECTION, md)
-    return 0
+    return B.publish_section(SECTION, render(res), write=not args.no_write)
 
 
 if __name__ == "__main__":

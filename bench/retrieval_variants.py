@@ -241,11 +241,7 @@ def main(argv=None) -> int:
         res = run(args)
         if not args.no_write:
             H.write_results("retrieval_variants.json", res)
-    md = render(res)
-    print(md)
-    if not args.no_write:
-        B.write_section(SECTION, md)
-    return 0
+    return B.publish_section(SECTION, render(res), write=not args.no_write)
 
 
 if __name__ == "__main__":

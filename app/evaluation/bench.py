@@ -382,6 +382,14 @@ def write_section(name: str, markdown: str, path: Path | None = None) -> Path:
     return path
 
 
+def publish_section(name: str, markdown: str, write: bool = True) -> int:
+    """Print a benchmark's BENCHMARKS.md section and, unless ``write`` is false, put it in place (exit code 0)."""
+    print(markdown)
+    if write:
+        write_section(name, markdown)
+    return 0
+
+
 def excerpt(bench: BenchSet, fraction: float) -> BenchSet:
     """The first ``fraction`` of each document (cut at the last paragraph break before it) and the questions
     whose evidence lies wholly inside it. Questions with any evidence lacking offsets are dropped, since their
