@@ -92,12 +92,14 @@ def _table_context(text: str, start: int) -> str:
     return " ".join(p for p in (caption, header) if p)
 
 
-def context_line(title: str, text: str, start: int, headings=()) -> str:
+def context_line(title: str, text: str, start: int, headings=(), path: list[str] | None = None) -> str:
     """The context of the chunk starting at ``start`` of ``text``: "title › heading path", then the table's caption
-    and header row when the chunk starts inside a table body (at most 400 characters)."""
+    and header row when the chunk starts inside a table body (at most 400 characters). ``path``: the heading path at
+    ``start`` when the caller has it (:func:`paths_at`), else it is read from ``headings``."""
     from ingest.layout import Layout
 
-    path = heading_path(Layout(headings=tuple(headings)), start) if headings else []
+    if path is None:
+        path = heading_path(Layout(headings=tuple(headings)), start) if headings else []
     first = " › ".join(p for p in [title.strip(), *path] if p)
     table = _table_context(text, start)
     out = "\n".join(p for p in (first, table) if p)
@@ -149,6 +151,27 @@ def chunk_contexts(text: str, doc_id: str, layout: dict | None, starts) -> list[
     from the reader's ``layout`` (JSON) or, where the reader found none, from the text."""
     from ingest.layout import Layout
 
-    heads = headings_for(text, Layout.from_json(layout).headings)
+    starts = list(starts)
+    paths = paths_at(headings_for(text, Layout.from_json(layout).headings), starts)
     title = title_of(doc_id)
-    return [context_line(title, text, s, heads) for s in starts]
+    return [context_line(title, text, s, path=paths[s]) for s in starts]
+
+
+def paths_at(headings, starts) -> dict[int, list[str]]:
+    """The heading path (as :func:`ingest.layout.heading_path` gives it) at each offset of ``starts``, in one sweep
+    over the headings rather than one per chunk (a long PDF's outline times its thousands of chunks).
+
+    >>> paths_at(((0, 1, "A"), (10, 2, "B"), (20, 2, "C"), (30, 1, "D")), [5, 15, 25, 35])
+    {5: ['A'], 15: ['A', 'B'], 25: ['A', 'C'], 35: ['D']}
+    """
+    heads = list(headings)  # sorted by offset, as the layout and text_headings give them
+    out, stack, i = {}, [], 0
+    for s in sorted(set(starts)):
+        while i < len(heads) and heads[i][0] <= s:
+            _, level, title = heads[i]
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+            i += 1
+        out[s] = [t for _, t in stack]
+    return out
