@@ -75,6 +75,8 @@ SYNONYMS = {"revenue": {"sales", "revenues"}, "revenues": {"sales", "revenue"}, 
             "employees": {"employee", "headcount", "staff", "fte"}, "headcount": {"employees"},
             "spending": {"expenses", "spend"}, "r&d": {"research", "development"},
             "margin": {"profit"}, "spend": {"expenses", "expense"}, "spent": {"expenses", "expense"},
+            "expenditure": {"expenses", "expense", "spending"}, "expenditures": {"expenses", "expense", "spending"},
+            "attrition": {"turnover", "separations"}, "turnover": {"attrition"},
             # "operating cash flow" is printed "net cash provided by operating activities" / "… from operations"
             "operating": {"operations"}, "operations": {"operating"}, "flow": {"activities"}, "flows": {"activities"}}
 
@@ -84,9 +86,11 @@ def stem(word: str) -> str:
 
     >>> [stem(w) for w in ("increased", "revenues", "cloud", "policies", "processing")]
     ['increas', 'revenu', 'cloud', 'policy', 'process']
+    >>> stem("landings") == stem("landing")
+    True
     """
     w = word.lower().strip("'’.")
-    for suf, rep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", "e"), ("s", "")):
+    for suf, rep in (("ings", ""), ("ies", "y"), ("ing", ""), ("ed", ""), ("es", "e"), ("s", "")):
         if len(w) > len(suf) + 3 and w.endswith(suf) and not w.endswith("ss"):
             w = w[: -len(suf)] + rep
             break
@@ -118,6 +122,9 @@ class Frame:
     focus: list[str] | None = None
     head: str | None = None  # what a count counts ("how many *shares* of common stock …")
     asked: str = ""  # the words of what is asked, names included ("how many *Xbox Game Pass subscribers* did …")
+    # the names that own what is asked and are not the documents' own ("the *Social Security Administration*'s
+    # improper payment rate" over OPM's report), as their words: the answer itself must say them (or their initials)
+    owner: list[tuple[list[str], str]] = field(default_factory=list)  # (words, the name's initials)
 
     @property
     def numeric(self) -> bool:
@@ -678,12 +685,20 @@ def _period_ends(question: str, f: Frame) -> list[str]:
     return out
 
 
-def _dated(c: "Candidate", date: str, cover: dict[int, set[str]]) -> bool:
+# a period of months, not a day
+_FLOW_HEAD = re.compile(r"\b(?:quarter|(?:three|six|nine|twelve) months|(?:fiscal )?year|period)s? end(?:ed|ing)\b|"
+                        r"\bquarter\b|\bmonths\b|\bfiscal\b|\bfy\b|\bq[1-4]\b", re.I)
+
+
+def _dated(c: "Candidate", date: str, cover: dict[int, set[str]], flow: bool = False) -> bool:
     """Does candidate ``c`` give a figure for ``date``: its column or text names it, or its document's cover period is
-    that date and the sentence names no other date."""
+    that date and the sentence names no other date. For a period's figure (``flow``: "the quarter ended June 30"), a
+    column that names the date alone is that period's only on a filing whose cover states it: elsewhere it is a
+    balance "as of" that date (a 10-Q for September holds the fiscal year's June 30 balance sheet)."""
     text = (c.cell.column if c.cell is not None else c.text).lower()
     if _same_date(date, text):
-        return True
+        return (not flow or c.cell is None or date in cover.get(c.source, ())
+                or bool(_FLOW_HEAD.search(f"{c.cell.column} {c.cell.title}")))
     return date in cover.get(c.source, ()) and not _DATE_RE.search(c.cell.column if c.cell is not None else c.text)
 
 
@@ -856,9 +871,10 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
     for s in sources:
         by_doc.setdefault(getattr(s, "doc_id", ""), set()).update(_stems(getattr(s, "text", "")))
     all_text = set().union(*by_doc.values()) if by_doc else set()
-    seen = all_text | {stem(w) for w in known_names}
-    heads = [[w for w in words_of(n) if len(w) > 1 and w not in _TITLES][:1] for n in f.names]
-    absent_names = [n for n, h in zip(f.names, heads) if h and stem(h[0]) not in seen]  # another company, say
+    absent_names = _absent_names(f.names, sources, all_text | {stem(w) for w in known_names}, known_names)
+    named = {w for n in f.names for w in words_of(n)}  # a name is looked for whole (above)
+    unsaid = [t for t in f.focus or () if t in terms and t not in named and not _has(t, all_text) and len(t) >= 5
+              and not t.endswith(("ed", "ing", "ly"))]  # what is asked, in no passage: "employee *attrition* rate"
     heads = {getattr(s, "rank", 0): list(getattr(s, "headings", []) or []) for s in sources}
     sims = list(similarity([s.shown for s in sents])) if (similarity and sents) else [0.0] * len(sents)
     around = {getattr(s, "rank", 0): by_doc[getattr(s, "doc_id", "")] for s in sources} if f.focus else {}
@@ -873,6 +889,8 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
     if absent_names:
         return Reading(f, None, [], cands[:2], absent_names, None,
                        f"the passages never mention {', '.join(absent_names)}")
+    if unsaid:
+        return Reading(f, None, [], cands[:2], unsaid, None, f"the passages never mention {', '.join(unsaid)}")
     if missing and (not cands or cands[0].coverage < MISSING_COVERAGE):
         return Reading(f, None, [], cands[:2], missing, None, f"the passages never mention {', '.join(missing)}")
     in_passages = {y for s in sources for y in _YEAR_RE.findall(getattr(s, "text", ""))} | set(known_years)
@@ -881,9 +899,12 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
         years = ", ".join(str(y) for y in f.years)
         return Reading(f, None, [], cands[:2], [years], None, f"the passages do not cover {years}")
     ends = _period_ends(question, f)
-    if ends and f.numeric and not f.relative and not any(_dated(c, d, cover_dates or {}) for d in ends for c in cands
-                                                         if c.coverage >= MIN_COVERAGE):
-        return Reading(f, None, [], cands[:2], ends, None, f"no figure is given for {', '.join(ends)}")
+    if ends and f.numeric and not f.relative:  # "the quarter ended June 30, 2023": a figure of that quarter only
+        flow = bool(_FLOW_HEAD.search(question))
+        dated = [c for c in cands if any(_dated(c, d, cover_dates or {}, flow) for d in ends)]
+        if not any(c.coverage >= MIN_COVERAGE for c in dated):
+            return Reading(f, None, [], cands[:2], ends, None, f"no figure is given for {', '.join(ends)}")
+        cands = dated
     if not cands or cands[0].coverage < MIN_COVERAGE:
         why = "no passage holds the question's key terms" if cands else "nothing to quote"
         return Reading(f, None, [], cands[:2], [], cands[0] if cands else None, why)
@@ -906,6 +927,42 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
     return Reading(f, line, [best], _more(cands, best), [], best, best.kind)
 
 
+_NAME_FILLER = frozenset("inc corp corporation co company companies ltd llc plc group holdings the of and for".split())
+
+
+def _absent_names(names: Sequence[str], sources: Sequence, seen: set[str], known_names: set[str]) -> list[str]:
+    """The ``names`` of the question that no passage says and no document's profile holds (``seen``: the stems of
+    both): a one-word name by its stem ("Tesla"); a longer one as its phrase, its initials ("SSA"), all its words in
+    one line of a passage ("Registration: N5921D Aircraft: Piper PA-22-150") or in the profiles, since its first word
+    alone is often a common one ("Social Security Administration": "social" is in many a report)."""
+    text, out, lines = "", [], []
+    known = {stem(k) for k in known_names}
+    for n in names:
+        tokens = words_of(re.sub(r"['’]s\b", "", n))
+        words = [w for w in tokens if len(w) > 1 and w not in _TITLES]
+        if not words:
+            continue
+        core = [w for w in words if w not in _NAME_FILLER]
+        if len(core) < 2:
+            if stem(words[0]) not in seen:
+                out.append(n)
+            continue
+        if not text:
+            lines = [{stem(w) for w in words_of(line)} for s in sources for line in
+                     re.split(r"\n|(?<=[a-z])[.;] ", getattr(s, "text", ""))]
+            text = " " + " ".join(" ".join(words_of(re.sub(r"['’]s\b", "", getattr(s, "text", ""))))
+                                  for s in sources) + " "
+        initials = "".join(w[0] for w in core).upper()
+        said = (any(f" {' '.join(p)} " in text for p in (tokens, words, core))
+                or any(re.search(rf"\b{initials}\b", getattr(s, "text", "")) for s in sources)
+                or all(stem(w) in known for w in core)
+                or (any(w[0].isdigit() for w in core) and all(stem(w) in seen for w in core))  # a model, a tail
+                or any(all(stem(w) in line for w in core) for line in lines))
+        if not said:
+            out.append(n)
+    return out
+
+
 def _key_terms(question: str, f: Frame, prev: Frame | None, known_names: set[str]) -> tuple[list[str], str]:
     """The key terms to read ``question`` for, and the question as asked (with the one before, for a follow-up);
     fills ``f`` from the question before when it asks "and for the nine months?"."""
@@ -926,11 +983,16 @@ def _key_terms(question: str, f: Frame, prev: Frame | None, known_names: set[str
     # are key terms too; a company's own name is its documents' (routing), seldom a row's
     doc_words = {stem(w) for w in known_names}
     for n in f.names:
+        owned = []
         for w in words_of(n):
             if len(w) > 1 and w not in _TITLES and stem(w) not in doc_words and w not in terms:
                 terms.append(w)
                 if f.focus is not None and w in words_of(f.asked):  # "Xbox Game Pass subscribers": asked too
                     f.focus.append(w)
+                    owned.append(w)
+        if owned and re.search(rf"\b{re.escape(n)}['’]s\b", question):
+            core = [w for w in words_of(n) if w not in _NAME_FILLER]
+            f.owner.append((owned, "".join(w[0] for w in core).upper() if len(core) > 1 else ""))
     return terms, asked
 
 
@@ -1000,16 +1062,33 @@ def _more(cands: list[Candidate], best: Candidate) -> list[Candidate]:
     return out
 
 
+def _owner_said(f: Frame, stems: set[str], text: str) -> tuple[bool, set[str]]:
+    """Does a candidate (its ``stems`` and ``text``) name each :attr:`Frame.owner`, by its words or its initials
+    ("SSA")? With its stems and the words of the owners it names by their initials."""
+    out, ok = set(stems), True
+    for ws, initials in f.owner:
+        if all(_has(w, stems) for w in ws):
+            continue
+        if initials and re.search(rf"\b{initials}\b", text):
+            out |= {stem(w) for w in ws}
+        else:
+            ok = False
+    return ok, out
+
+
 def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign, around=None,
                      intro=None) -> list[Candidate]:
     intro = intro or {}  # (source, start) → the sentence that introduces it
     out = []
     for s, sim in zip(sents, sims):
         stems = _stems(s.shown) | _stems(" ".join(heads.get(s.source, []))) | _stems(intro.get((s.source, s.start), ""))
+        owned, stems = _owner_said(f, stems, s.shown)
         cov = _coverage(terms, weights, stems, (around or {}).get(s.source, frozenset()), f.focus or ())
         if f.focus:  # what is asked must be in the sentence itself
             cov = min(cov, _coverage(f.focus, weights, stems))
         if f.head and not _has(f.head, stems):  # "how many iPhone *units*": a count of something else is none
+            cov = min(cov, 0.45)
+        if not owned:
             cov = min(cov, 0.45)
         fits = _kind_fits(f, s.shown) and not s.shown.rstrip().endswith(":")  # "… were as follows:" introduces
         boiler = _boilerplate(s.shown, heads.get(s.source, ())) or bool(foreign and foreign(s.shown))
@@ -1055,11 +1134,14 @@ def _score_cells(f: Frame, terms, weights, cells, prev_years, foreign, asked: st
         text_value = c.value if c.number is None else ""  # a form's field holds words ("3 hours (this model)")
         cov_row = _coverage(terms, weights, _stems(own) | _stems(text_value))
         row_stems = _stems(c.row)
-        own_stems = row_stems | _stems(c.title) | _stems(c.column) | _stems(text_value)
+        owned, own_stems = _owner_said(f, row_stems | _stems(c.title) | _stems(c.column) | _stems(text_value),
+                                       f"{c.row} {c.title}")
         cov = _coverage(terms, weights, own_stems, (around or {}).get(c.source, frozenset()), f.focus or ())
         if f.focus:
             cov = min(cov, _coverage(f.focus, weights, own_stems))
         if f.head and not _has(f.head, own_stems):
+            cov = min(cov, 0.45)
+        if not owned:
             cov = min(cov, 0.45)
         period = _period_score(f, c.column, prev_years, c.row)
         asked_period = bool(f.dates or f.years or f.span or f.quarter or (f.relative and prev_years))
