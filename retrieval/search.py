@@ -106,12 +106,17 @@ def _rrf(rankings: list[list[str]], k: int) -> dict[str, float]:
 
 
 def _options(s, retriever: str | None, selection: str | None) -> tuple[str, str]:
+    """The retriever and selection asked for, else the settings'; MoG selection weighs one retriever's scores, so
+    with it the default hybrid retriever is dense, and hybrid asked for by name is an error."""
+    chosen = retriever is not None or "retriever" in getattr(s, "model_fields_set", ())
     retriever = retriever or s.retriever
     if retriever not in RETRIEVERS:
         raise ValueError(f"retriever must be one of {RETRIEVERS}, got {retriever!r}")
     selection = selection or s.router_selection
     if selection not in ("max", "mog"):
         raise ValueError(f"selection must be 'max' or 'mog', got {selection!r}")
+    if selection == "mog" and retriever == "hybrid" and not chosen:
+        retriever = "dense"
     if selection == "mog" and retriever == "hybrid":
         raise ValueError("MoG selection (MGRAG_ROUTER_SELECTION=mog) works on one retriever's scores; "
                          "use --retriever dense or bm25")

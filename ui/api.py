@@ -69,7 +69,7 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     query: str
     k: int = Field(5, ge=1, le=100)
-    retriever: Literal["dense", "bm25", "hybrid"] = "dense"
+    retriever: Literal["dense", "bm25", "hybrid"] | None = None  # None: the setting's
     documents: list[str] | None = None
 
 
@@ -537,7 +537,7 @@ def _search(service, body: SearchRequest, owner: str) -> dict:
                          "pages": d["pages"], "unit": d["unit"], "section": " › ".join(d["headings"]),
                          "text": d["text"], "matched_level": d["matched_level"], "matched_text": d["matched_text"],
                          "level_scores": {str(k): round(float(v), 4) for k, v in d["level_scores"].items()}})
-    levels = service.level_hits(body.query, k=body.k, retriever=body.retriever, owner=owner)
+    levels = service.level_hits(body.query, k=body.k, retriever=got.retriever, owner=owner)
     labels = service.document_labels(owner)
     levels = [{**r, "document": labels.get(r["document"], r["document"])} for r in levels
               if not scope or r["document"] in scope]

@@ -81,7 +81,7 @@ class Settings(BaseSettings):
 
     # asking
     top_k: int = Field(10, ge=1, description="Hits per level searched for each question.")
-    retriever: Literal["dense", "bm25", "hybrid"] = Field("dense", description="dense (Qdrant), bm25, or hybrid (reciprocal rank fusion).")
+    retriever: Literal["dense", "bm25", "hybrid"] = Field("hybrid", description="hybrid (dense and BM25 fused by reciprocal rank; the default: BENCHMARKS.md 'Finding the passage'), dense (Qdrant) or bm25. With MoG selection the default is dense (MoG weighs one retriever's scores).")
     rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant for the hybrid retriever.")
     no_retrieval_words: int = Field(3500, ge=50, description="No-retrieval baseline: the document truncated to this many words.")
     max_question_chars: int = Field(2000, ge=10, description="Longer questions are refused with a message.")

@@ -45,7 +45,7 @@ def test_qdrant_path_equals_reference(make_ctx, write):
     Ingestor(ctx).ingest_paths([write("t.txt", DOC)])
     live = ctx.catalog.live_generation()
     q = "Where is the elk of topic charlie?"
-    res = retrieve(ctx, q, k=1000, budget_words=10_000)
+    res = retrieve(ctx, q, k=1000, budget_words=10_000, retriever="dense")
     # reference: score every point of every level in numpy, max over children and itself
     qv = ctx.embedder.embed_queries([q])[0]
     hits = []

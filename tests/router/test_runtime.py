@@ -101,7 +101,7 @@ def test_mog_selection_in_retrieve(ingested, tmp_path):
     save_router(tmp_path / "r", bias=(-3.0, -1.0, 2.0))  # prefers θ/4
     ctx = ingested(router=str(tmp_path / "r"), router_selection="mog")
     res = retrieve(ctx, Q, budget_words=10_000)
-    assert res.selection == "mog" and res.sources
+    assert res.selection == "mog" and res.retriever == "dense" and res.sources  # the default hybrid: dense here
     assert all(s.matched_level == 2 for s in res.sources)
     assert "charlie" in res.sources[0].text and "elk" in res.sources[0].matched_text
     with pytest.raises(ValueError, match="MoG selection .* one retriever"):
