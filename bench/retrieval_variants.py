@@ -201,7 +201,7 @@ def render(res: dict) -> str:
            f"{res['machine'].get('affinity', '?')} cores ({res['machine'].get('cpu', '')}). Sets (level_scoring's "
            f"quick profile): {setline}. Cells: DCG@10 / evidence recall @{res['budget_words']} w. Δ: difference on "
            f"the mean over sets, paired bootstrap 95% CI ({res['n_boot']} resamples). *default* = mg · plain · dense "
-           "(today's product); *contextual* = title › heading path (+ table caption and header row) embedded and "
+           "(the product's default before issue 35; it ships mg · contextual · hybrid 1 since); *contextual* = title › heading path (+ table caption and header row) embedded and "
            "keyword-indexed before the chunk's text; *hybrid w* = dense and BM25 parent rankings fused by "
            f"reciprocal rank (k = {RRF_K}), BM25 weighted w. Embed cost: the words a chunking embeds per 10k document "
            f"words at the MiniLM speed measured in the run ({res['embed_words_per_s']:.0f} words/s), context lines "
