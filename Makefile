@@ -39,8 +39,9 @@ demo: models
 lint: setup
 	$(BIN)/ruff check .
 
+# --durations: where the suite's time goes (its 15 slowest tests), printed with every run
 test: system-deps models lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 test-fast: lint
 	MGRAG_SKIP_INTEGRATION=1 $(BIN)/python -m pytest -q -m "not integration"

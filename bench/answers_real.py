@@ -202,8 +202,10 @@ def main() -> None:
         rows = [r for r in rows if r["id"] in keep or r.get("followup_of") in keep]
     ctx = AppContext(Settings(data_dir=Path(a.data)))
     res = {"benchmark": "answers_real", "label": a.label, "machine": B.machine_info(), "backends": {},
-           "settings": {k: getattr(ctx.settings, k) for k in ("retriever", "chunk_context", "chunker", "embedder")},
-           "command": f"MGRAG_RETRIEVER={ctx.settings.retriever} python bench/answers_real.py --root {a.root} --data {a.data} --backends {a.backends}"
+           "settings": {k: getattr(ctx.settings, k)
+                        for k in ("retriever", "chunk_context", "chunker", "embedder")},
+           "command": f"MGRAG_RETRIEVER={ctx.settings.retriever} python bench/answers_real.py --root {a.root} "
+                      f"--data {a.data} --backends {a.backends}"
                       + (f" --rows {a.rows}" if a.rows != str(DATA) else "")
                       + (f" --label {a.label}" if a.label else "") + f" --out {a.out}"}
     try:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import time
 import uuid
 from collections.abc import Iterable
@@ -152,10 +151,6 @@ def describe(state: str, stage: str | None = None, progress: float | None = None
     if state == "searchable":
         return "searchable · refinement queued"
     return state + (f" · {message}" if message else "")
-
-
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 class JobStore:

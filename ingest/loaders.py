@@ -540,8 +540,3 @@ def _numbered(name: str, taken: set[str]) -> str:
     while (cand := (p.parent / f"{stem} ({n}){suffix}").as_posix().removeprefix("./")) in taken:
         n += 1
     return cand
-
-
-def expand_paths(paths) -> list[Path]:
-    """The files of :func:`input_files`, without their names."""
-    return [p for p, _ in input_files(paths)]

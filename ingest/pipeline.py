@@ -281,12 +281,6 @@ class Ingestor:
         return self._ingest_items([(n, lambda n=n, d=d: load_bytes(Path(n).name, d, limits=limits))
                                    for n, d in named], owner)
 
-    def ingest_loaded(self, docs: Iterable[LoadedDoc | IngestError], owner: str | None = None) -> IngestReport:
-        """Documents already extracted (the web app extracts outside its write lock); an :class:`IngestError` in
-        their place is reported as that file's failure."""
-        return self._ingest_items([(d.name, (lambda d=d: d) if isinstance(d, LoadedDoc) else _raiser(d))
-                                   for d in docs], owner)
-
     def _ingest_items(self, items: list[tuple[str, Callable[[], LoadedDoc]]], owner: str | None = None
                       ) -> IngestReport:
         report = IngestReport()

@@ -25,10 +25,6 @@ PER_LEVEL = ("top", "margin", "mean_top5", "gap_to_best", "agrees_with_uniform")
 GLOBAL = ("log_question_words",)
 
 
-def profile_names(n_levels: int) -> list[str]:
-    return [f"L{j}_{n}" for j in range(n_levels) for n in PER_LEVEL] + list(GLOBAL)
-
-
 def profile_dim(n_levels: int) -> int:
     return n_levels * len(PER_LEVEL) + len(GLOBAL)
 

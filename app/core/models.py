@@ -38,6 +38,29 @@ class ModelNotAvailable(RuntimeError):
 LOAD_LOCK = threading.RLock()
 
 
+def require_bitsandbytes(setting: str) -> None:
+    """8- and 4-bit loading needs CUDA and bitsandbytes, which installs with the ``cuda`` extra only (it is of no use
+    on a CPU): a clear error naming both, not transformers' import error."""
+    import importlib.util
+
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ModelNotAvailable(f"{setting}=true needs a CUDA GPU (bitsandbytes); set MGRAG_{setting.upper()}=false")
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise ModelNotAvailable(f"{setting}=true needs bitsandbytes: pip install 'mgrag[cuda]' (or set "
+                                f"MGRAG_{setting.upper()}=false)")
+
+
+def bitsandbytes_usable() -> bool:
+    """CUDA is present and bitsandbytes is installed (the ``cuda`` extra)."""
+    try:
+        require_bitsandbytes("x")
+    except ModelNotAvailable:
+        return False
+    return True
+
+
 def resolve_embedder_path(name: str) -> str:
     """Map the embedder setting to a local path or an id sentence-transformers can load offline."""
     if name in (DEFAULT_EMBEDDER, "sentence-transformers/all-MiniLM-L6-v2"):
@@ -164,7 +187,6 @@ def convert_qwen_gguf(target: Path) -> Path:
 
 def load_causal_lm(name: str, cache_dir: Path, *, load_in_8bit: bool = False, device: str | None = None):
     """Load (tokenizer, model) for the LG chunker, in eval mode. 8-bit needs CUDA and bitsandbytes."""
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_lm_path(name, cache_dir)
@@ -172,8 +194,7 @@ def load_causal_lm(name: str, cache_dir: Path, *, load_in_8bit: bool = False, de
         raise ModelNotAvailable(f"chunker LM {name!r}: no such folder; set MGRAG_LM_MODEL to a local model folder")
     kwargs: dict = {}
     if load_in_8bit:
-        if not torch.cuda.is_available():
-            raise ModelNotAvailable("lm_8bit=true needs a CUDA GPU (bitsandbytes 8-bit); set MGRAG_LM_8BIT=false")
+        require_bitsandbytes("lm_8bit")
         from transformers import BitsAndBytesConfig
 
         kwargs["quantization_config"] = BitsAndBytesConfig(load_in_8bit=True)

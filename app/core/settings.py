@@ -56,7 +56,7 @@ class Settings(BaseSettings):
         "mg", description="Chunker for new indexes.")
     theta: int = Field(300, ge=4, description="Parent chunk size bound in words; children are θ/2 and θ/4.")
     lm_model: str = Field("gemma3-270m", description="Causal LM for the LG chunker: the shipped Gemma alias or a local HF folder.")
-    lm_8bit: bool = Field(False, description="Load the LM in 8-bit with bitsandbytes (CUDA only), as the paper.")
+    lm_8bit: bool = Field(False, description="Load the LM in 8-bit with bitsandbytes (CUDA and the `cuda` extra), as the paper.")
     lm_device: str | None = Field(None, description="torch device for the LM (default: cuda if present, else cpu).")
     lg_mode: Literal["exact", "streaming"] = Field("streaming", description="exact: one pass per window (the paper); streaming: one pass per document (the default: with the size prior it retrieved best of the LG variants on chroma and Emma, not on LongBench's 9 questions, at the same CPU cost, BENCHMARKS.md lg-variants).")
     lg_prompt: str = Field("Continue the text:\n\n", description="Prompt ρ placed before each window.")
@@ -94,7 +94,7 @@ class Settings(BaseSettings):
     synth_backend: Literal[tuple(BACKENDS)] = Field(  # the names of app/core/components.py
         "extractive", description="Synthesizer: extractive (no LLM; the default by measurement, BENCHMARKS.md \"Answers\"), offline (a shipped small model), transformers, openai.")
     synth_model: str = Field("meta-llama/Meta-Llama-3-8B-Instruct", description="Chat model for the transformers backend (local folder or local HF cache).")
-    synth_4bit: bool | None = Field(None, description="Load the chat model in 4-bit (bitsandbytes); default: when CUDA is present.")
+    synth_4bit: bool | None = Field(None, description="Load the chat model in 4-bit (bitsandbytes, the `cuda` extra); default: when CUDA and bitsandbytes are present.")
     max_new_tokens: int = Field(256, ge=1, description="Answer length limit for chat backends, in tokens.")
     offline_max_new_tokens: int = Field(96, ge=1, description="Answer length limit for the offline backend.")
     offline_model: Literal["gemma3-270m", "qwen2.5-coder-0.5b-instruct"] = Field(

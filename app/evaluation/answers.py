@@ -378,11 +378,6 @@ def sweep(rows: list[dict], context_floors: Sequence[float], support_floors: Seq
     return out
 
 
-@dataclass
-class FollowUpResult:
-    rows: list[dict] = field(default_factory=list)
-
-
 def run_followups(ctxs: dict[str, object], followups, synth, cand: Candidate, llm_rewriter=None,
                   progress: Callable[[str], None] | None = None) -> dict:
     """Evidence recall of each follow-up's retrieval under each rewrite vs its standalone question.

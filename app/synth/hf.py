@@ -135,14 +135,12 @@ def load_chat_synthesizer(model_id: str, *, max_new_tokens: int = 256, load_in_4
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from app.core.models import LOAD_LOCK, ModelNotAvailable
+    from app.core.models import LOAD_LOCK, ModelNotAvailable, bitsandbytes_usable, require_bitsandbytes
 
-    cuda = torch.cuda.is_available()
-    four_bit = cuda if load_in_4bit is None else load_in_4bit
+    four_bit = bitsandbytes_usable() if load_in_4bit is None else load_in_4bit  # by default: where it can
     kwargs: dict = {}
     if four_bit:
-        if not cuda:
-            raise ModelNotAvailable("synth_4bit=true needs a CUDA GPU (bitsandbytes 4-bit); set MGRAG_SYNTH_4BIT=false")
+        require_bitsandbytes("synth_4bit")
         from transformers import BitsAndBytesConfig
 
         kwargs.update(quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.bfloat16),
@@ -156,7 +154,7 @@ def load_chat_synthesizer(model_id: str, *, max_new_tokens: int = 256, load_in_4
             f"synthesizer model {model_id!r} is not available offline; download it once on a connected machine "
             f"(`hf download {model_id}`) or set MGRAG_SYNTH_MODEL to a local folder, or use "
             "MGRAG_SYNTH_BACKEND=offline / extractive / openai") from e
-    if cuda and not four_bit:
+    if torch.cuda.is_available() and not four_bit:
         model.to("cuda")
     return HFSynthesizer(tok, model, chat=True, max_new_tokens=max_new_tokens, total_timeout=total_timeout,
                          stops=(), name="transformers")

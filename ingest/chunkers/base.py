@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from ingest.sentences import count_words, is_hard_wrapped, sentences_between, split_long
 from ingest.types import Chunk
@@ -27,9 +27,6 @@ class Chunker(ABC):
     def chunk_document(self, text: str, doc_id: str, doc_hash: str) -> list[Chunk]:
         """Chunks carrying document id and hash, so that their point ids are defined."""
         return [c.with_doc(doc_id, doc_hash) for c in self.chunk(text)]
-
-    def chunk_batch(self, texts: Iterable[str]) -> list[list[Chunk]]:
-        return [self.chunk(t) for t in texts]
 
     def describe(self) -> dict:
         """Parameters recorded in the catalog with every index built by this chunker."""

@@ -121,3 +121,23 @@ def test_models_loaded_in_threads_at_once_are_loaded_one_after_another(tmp_path,
     assert PreTrainedModel.tie_weights.__name__ == "tie_weights"
     _, lm = load_causal_lm(str(tmp_path / "tied"), tmp_path, device="cpu")
     assert lm.lm_head.weight.device.type == "cpu" and lm.lm_head.weight is lm.model.embed_tokens.weight
+
+
+def test_8bit_on_a_gpu_without_the_cuda_extra_names_it(tmp_path, tiny_lm, monkeypatch):
+    """bitsandbytes installs with the `cuda` extra only: a GPU host without it gets the command, not an import
+    error from inside transformers; the chat model's 4-bit default is then off, not an error."""
+    import importlib.util
+
+    import torch
+
+    from app.core.models import bitsandbytes_usable
+
+    tok, model = tiny_lm
+    tok.save_pretrained(tmp_path / "m")
+    model.save_pretrained(tmp_path / "m")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "bitsandbytes" else real(n, *a))
+    with pytest.raises(ModelNotAvailable, match=r"pip install 'mgrag\[cuda\]'"):
+        load_causal_lm(str(tmp_path / "m"), tmp_path, load_in_8bit=True)
+    assert not bitsandbytes_usable()
