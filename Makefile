@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export GRADIO_ANALYTICS_ENABLED := False
 
-.PHONY: setup system-deps models demo lint test test-fast docs-check bench bench-extra clean
+.PHONY: setup lock system-deps models demo lint test test-fast docs-check bench bench-extra clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -20,6 +20,10 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# constraints.txt from this venv: every package mgrag[dev,bench,mcp] needs at its installed version (.ci/lock.py)
+lock: setup
+	$(BIN)/python .ci/lock.py constraints.txt
 
 # the Debian packages the tests drive, installed where missing (.ci/system-deps says what each is for)
 SYSTEM_PACKAGES := chromium redis-server docker-compose tesseract-ocr tesseract-ocr-eng
