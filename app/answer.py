@@ -239,24 +239,18 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
     below = grounder is not None and grounder.context_score < grounder.floors.context
     pieces: list[str] = []
     t_first = None
+    unsaid = (_unsaid(ctx, query, retrieval.sources, history) if s.reader_check and kind != "extractive"
+              and synth is not None and retrieval.sources and not below and no_retrieval_doc is None else None)
     if below:
         yield "status", f"{len(retrieval.sources)} sources; none is about the question"
+    elif unsaid:
+        yield "status", f"{len(retrieval.sources)} sources; {unsaid}"
+        pieces.append(UNSAID_DRAFT)
+        gmeta["reader_check"] = unsaid
     elif synth is not None:
         yield "status", f"{len(retrieval.sources)} sources; generating"
-        try:
-            for piece in synth.stream(synth_q, read, history=history):
-                if t_first is None:
-                    t_first = time.perf_counter()
-                pieces.append(piece)
-                yield "token", piece
-        except SynthesisError as e:
-            error = str(e)
-        except Exception as e:  # a model that cannot load, or crashes: keep the sources, report the cause
-            from app.core.models import ModelNotAvailable
-
-            if not isinstance(e, ModelNotAvailable):
-                log.exception("synthesizer %s failed", backend)
-            error = f"{e.__class__.__name__}: {e}"
+        t_first, failed = yield from _generate(synth, synth_q, read, history, backend, pieces)
+        error = failed or error
     t2 = time.perf_counter()
     draft = "".join(pieces).strip()
     sources = [Citation.of(x) for x in retrieval.sources]
@@ -302,6 +296,42 @@ def _looked_up(ctx: AppContext, question: str, sources: list, history: list) -> 
         x.matched_pages = list(page_span(lay, x.matched_start, x.matched_end) or ()) or None
         x.headings = heading_path(lay, x.start) if lay.headings else []
     return extra
+
+
+def _generate(synth, question: str, read: list, history: list, backend: str, pieces: list[str]):
+    """Stream the synthesizer's answer as ``("token", piece)`` events, each piece also kept in ``pieces``; returns
+    (the time of the first piece or None, the error that stopped it or None)."""
+    t_first = None
+    try:
+        for piece in synth.stream(question, read, history=history):
+            if t_first is None:
+                t_first = time.perf_counter()
+            pieces.append(piece)
+            yield "token", piece
+    except SynthesisError as e:
+        return t_first, str(e)
+    except Exception as e:  # a model that cannot load, or crashes: keep the sources, report the cause
+        from app.core.models import ModelNotAvailable
+
+        if not isinstance(e, ModelNotAvailable):
+            log.exception("synthesizer %s failed", backend)
+        return t_first, f"{e.__class__.__name__}: {e}"
+    return t_first, None
+
+
+UNSAID_DRAFT = "I cannot find an answer in the documents."
+
+
+def _unsaid(ctx: AppContext, question: str, sources: list, history: list) -> str | None:
+    """Why the passages cannot answer ``question``, when the reader (:func:`app.reader.read`) finds that they never
+    say what it asks — a name that owns it, the term it asks for, the period it names — else None: a generating
+    backend then abstains without generating, as the extractive one does (the same check for every backend)."""
+    try:
+        r = make_synthesizer("extractive", ctx).reading(question, sources, history)
+    except Exception:  # the check only saves a generation: a failure in it must not cost the answer
+        log.exception("the reader's check failed")
+        return None
+    return r.why if r.answer is None and r.missing else None
 
 
 def _load_synth(ctx: AppContext, backend: str):

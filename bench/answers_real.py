@@ -89,6 +89,9 @@ def verdict(row: dict, ans) -> dict:
     return out
 
 
+OUT = "bench/results/answers_real.json"
+
+
 def run(ctx, rows: list[dict], root: Path, backend: str, progress=print, dump: list | None = None) -> dict:
     from app.answer import answer
 
@@ -182,7 +185,7 @@ def main() -> None:
     ap.add_argument("--backends", default="extractive")
     ap.add_argument("--ids", default="", help="comma-separated row ids (default: every row)")
     ap.add_argument("--label", default="", help="a name for this run (e.g. the code it ran)")
-    ap.add_argument("--out", default="bench/results/answers_real.json")
+    ap.add_argument("--out", default=OUT)
     ap.add_argument("--resummarise", default="", metavar="RESULTS", help=argparse.SUPPRESS)
     ap.add_argument("--dump", default="", help="write each row's retrieved sources here (JSON) for reader_tune.py")
     a = ap.parse_args()
@@ -207,7 +210,8 @@ def main() -> None:
            "command": f"MGRAG_RETRIEVER={ctx.settings.retriever} python bench/answers_real.py --root {a.root} "
                       f"--data {a.data} --backends {a.backends}"
                       + (f" --rows {a.rows}" if a.rows != str(DATA) else "")
-                      + (f" --label {a.label}" if a.label else "") + f" --out {a.out}"}
+                      + (f" --ids {a.ids}" if a.ids else "")
+                      + (f" --label {a.label!r}" if a.label else "") + f" --out {a.out}"}
     try:
         dump: list | None = [] if a.dump else None
         for backend in a.backends.split(","):
@@ -219,7 +223,7 @@ def main() -> None:
             print(backend, json.dumps({k: s[k] for k in ("all", "scoped", "unscoped")}, indent=1))
     finally:
         ctx.close()
-    if not a.ids:
+    if not a.ids or a.out != OUT:  # a subset overwrites the whole set's results only when told where to write
         Path(a.out).write_text(json.dumps(res, indent=1))
 
 

@@ -335,3 +335,34 @@ def test_a_period_end_is_answered_only_by_a_figure_of_that_period():
     q = "What was revenue for the quarter ended July 30, 2023?"
     assert read(q, [_src(1, bare)]).answer is None
     assert "13,507" in (read(q, [_src(1, bare)], cover_dates={1: {"july 30 2023"}}).answer or "")
+
+
+class _Generating:
+    """A generating backend that always answers with a figure from source 1 (a small model's cited non-answer)."""
+
+    name = "fake-lm"
+
+    def __init__(self):
+        self.asked = []
+
+    def stream(self, question, sources, history=None):
+        self.asked.append(question)
+        yield "Total net sales were 530 [1]."
+
+
+def test_a_generating_backend_gets_the_readers_check(ctx):
+    """A question the passages cannot answer (an organisation they never name; a term they never say) is not sent to
+    a generating backend: it abstains as the extractive one does; one they answer is generated as before."""
+    lm = _Generating()
+    a = answer(ctx, "What was Tesla's total net sales for the three months ended June 30, 2024?", synthesizer=lm,
+               grounded=False)
+    assert a.abstained and not a.citations and lm.asked == []
+    assert "Tesla" in a.grounding["reader_check"]
+    a = answer(ctx, "What was Acme's employee attrition rate in the quarter?", synthesizer=lm, grounded=False)
+    assert a.abstained and lm.asked == []
+    a = answer(ctx, "What were Acme's total net sales for the three months ended June 30, 2024?", synthesizer=lm,
+               grounded=False)
+    assert not a.abstained and lm.asked and "530" in a.text
+    ctx.settings.reader_check = False  # off: the model is asked whatever the passages hold
+    answer(ctx, "What was Acme's employee attrition rate in the quarter?", synthesizer=lm, grounded=False)
+    assert len(lm.asked) == 2
