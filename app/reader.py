@@ -1043,6 +1043,12 @@ def _primary_terms(question: str, f: Frame) -> list[str]:
     return first if len(first) >= 2 else list(f.terms)
 
 
+def _label_stems(row: str) -> set[str]:
+    """The stems of a row label's own words, without generic ones ("Total net revenue" → net, revenu)."""
+    return {stem(w) for w in words_of(row.split(": ", 1)[-1]) if len(w) > 2 and w not in _GENERIC
+            and w not in _FILLER and not w[0].isdigit()}
+
+
 def _more(cands: list[Candidate], best: Candidate) -> list[Candidate]:
     """At most two further quotes that are nearly as good: other places, not the same row or sentence."""
     out: list[Candidate] = []
@@ -1052,6 +1058,8 @@ def _more(cands: list[Candidate], best: Candidate) -> list[Candidate]:
             break
         if best.kind == "cell" and c.kind == "cell":  # another table's figure beside the answer reads as a rival
             continue
+        if best.kind == "cell" and not (_label_stems(best.cell.row) & _stems(c.text)):
+            continue  # a sentence beside a figure says something of its row ("net revenue"), or it is a stray
         t = " ".join(c.text.lower().split())
         if any(t in u or u in t for u in said):  # the same row or sentence, or a piece of one: said once
             continue

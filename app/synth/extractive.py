@@ -1,6 +1,7 @@
 """Extractive backend (no LLM): the context sentences closest to the question, each with its citation."""
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -31,7 +32,25 @@ def answerable_sentence(text: str, start: int, end: int) -> bool:
         return False
     if not text[:start].strip() and sentence[:1].islower():
         return False
+    if garbled(sentence):
+        return False
     return not looks_like_instruction(sentence)  # a document's orders to an AI are never an answer
+
+
+_REPEAT = re.compile(r"\b(\S+(?:\s+\S+){1,3})\s+\1\b")
+
+
+def garbled(sentence: str) -> bool:
+    """Text read out of a laid-out page in the wrong order (an infographic's boxes, side by side): the same words
+    twice in a row, again and again ("Gross margin Gross margin Diluted EPS Diluted EPS … from Q3 2022 from Q3
+    2022"). Prose repeats a phrase at once seldom, and not twice.
+
+    >>> garbled("Revenue down $1.2B or 8% Gross margin Gross margin Diluted EPS Diluted EPS Operating cash")
+    True
+    >>> garbled("Net sales rose 8% in the quarter, and net sales rose 5% in the nine months.")
+    False
+    """
+    return len(_REPEAT.findall(sentence)) >= 2
 
 
 class ExtractiveSynthesizer:

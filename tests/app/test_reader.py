@@ -366,3 +366,20 @@ def test_a_generating_backend_gets_the_readers_check(ctx):
     ctx.settings.reader_check = False  # off: the model is asked whatever the passages hold
     answer(ctx, "What was Acme's employee attrition rate in the quarter?", synthesizer=lm, grounded=False)
     assert len(lm.asked) == 2
+
+
+def test_a_figure_answer_is_followed_only_by_quotes_about_its_row():
+    """The dev set's f16: "Total net revenue: 14,158" was followed by a sentence on an Optane write-down in cost of
+    sales; beside a figure, a further quote must speak of its row (and layout soup is never quotable: the
+    doctest of ``garbled``)."""
+    from app.reader import Candidate, Cell, _more
+    from app.synth.extractive import answerable_sentence
+
+    cell = Cell(1, 0, 40, "Total net revenue", "Sep 30, 2023", "14,158", "STATEMENTS", "millions",
+                "Total net revenue — Sep 30, 2023: 14,158")
+    best = Candidate("cell", 1, 0, 40, cell.quote, 1.0, 1.0, cell)
+    stray = Candidate("sentence", 2, 0, 90, "Cost of sales included an impairment of $559 million in 2022.", 0.9, 1.0)
+    about = Candidate("sentence", 3, 0, 90, "Net revenue fell 8% from a year earlier on lower demand.", 0.85, 1.0)
+    assert [c.text for c in _more([best, stray, about], best)] == [about.text]
+    soup = "Revenue down $1.2B or 8% Gross margin Gross margin Diluted EPS Diluted EPS from Q3 2022 from Q3 2022"
+    assert not answerable_sentence(soup, 0, len(soup))
