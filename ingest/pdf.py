@@ -151,6 +151,51 @@ def read_page(page, ocr_engine: str | None = None) -> dict:
     return out
 
 
+_LIGATURES = ("fi", "fl", "ff", "ffi", "ffl")
+_UNMAPPED = re.compile(r"[\w\x00]*\x00[\w\x00]*")
+
+
+def mend_ligatures(value, words: set[str]):
+    """Page data (strings, lists, dicts) with each NUL — a ligature glyph that the PDF's font maps to no character,
+    as pdfplumber reads it ("Snow\\x00ake", "\\x00scal") — spelled as the ligature that makes a word ``words`` holds
+    (the same page read by pdfium, which reads them: "Snowflake", "fiscal"), else "fi", the commonest.
+
+    >>> mend_ligatures({"text": "the full \\x00scal year; re\\x00ects"}, {"fiscal", "reflects"})
+    {'text': 'the full fiscal year; reflects'}
+    """
+    if isinstance(value, str):
+        if "\x00" not in value:
+            return value
+
+        def mend(m):
+            token = m.group()
+            for lig in _LIGATURES:
+                if token.replace("\x00", lig).lower() in words:
+                    return token.replace("\x00", lig)
+            return token.replace("\x00", "fi")
+
+        return _UNMAPPED.sub(mend, value)
+    if isinstance(value, list):
+        return [mend_ligatures(v, words) for v in value]
+    if isinstance(value, dict):
+        return {k: mend_ligatures(v, words) for k, v in value.items()}
+    return value
+
+
+def _page_words(data: bytes, index: int) -> set[str]:
+    """The words of page ``index`` as pdfium reads them (lower case, ligatures spelled out)."""
+    import unicodedata
+
+    import pypdfium2 as pdfium
+
+    doc = pdfium.PdfDocument(data)
+    try:
+        text = doc[index].get_textpage().get_text_range()
+    finally:
+        doc.close()
+    return {w.lower() for w in re.findall(r"\w+", unicodedata.normalize("NFKC", text))}
+
+
 def _ocr_resolution(page) -> int:
     from ingest.ocr import MAX_PIXELS, OCR_DPI
 
@@ -183,7 +228,10 @@ def read_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine:
         for i in range(first, last):
             page = pdf.pages[i]
             try:
-                pages.append(read_page(page, ocr_engine))
+                got = read_page(page, ocr_engine)
+                if any("\x00" in c.get("text", "") for c in page.chars):  # ligatures the font maps to nothing
+                    got = mend_ligatures(got, _page_words(data, i))
+                pages.append(got)
             except (ValueError, KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:
                 pages.append({"width": 0.0, "ocr": False, "items": [], "error": f"{e.__class__.__name__}"})
             finally:
