@@ -1084,6 +1084,9 @@ def _owner_said(f: Frame, stems: set[str], text: str) -> tuple[bool, set[str]]:
     return ok, out
 
 
+_FULL_YEAR = re.compile(r"\b(?:full|entire|whole)[- ](?:fiscal[- ])?year\b", re.I)
+
+
 def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign, around=None,
                      intro=None) -> list[Candidate]:
     intro = intro or {}  # (source, start) → the sentence that introduces it
@@ -1115,6 +1118,9 @@ def _score_sentences(f: Frame, terms, weights, sents, sims, heads, foreign, arou
             gate = min(gate, 0.45)  # "the inventory at the end of FY 2021": a figure of 2012 is no answer
         if f.numeric and f.quarter and not f.relative and _other_quarters(f.quarter, s.shown):
             gate = min(gate, 0.45)  # "the fourth quarter of fiscal 2024": the third quarter's revenue is no answer
+        if f.numeric and f.quarter and not f.relative and _FULL_YEAR.search(s.shown) \
+                and not _QUARTER_RE.search(s.shown):
+            gate, score = min(gate, 0.45), score * 0.8  # "in Q3 2023": the full year's figure (a guidance) is none
         out.append(Candidate("sentence", s.source, s.start, s.end, s.shown, score, gate,
                              why={"coverage": round(cov, 3), "similarity": round(float(sim), 3), "fits": fits,
                                   "boilerplate": boiler}))

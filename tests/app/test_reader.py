@@ -383,3 +383,13 @@ def test_a_figure_answer_is_followed_only_by_quotes_about_its_row():
     assert [c.text for c in _more([best, stray, about], best)] == [about.text]
     soup = "Revenue down $1.2B or 8% Gross margin Gross margin Diluted EPS Diluted EPS from Q3 2022 from Q3 2022"
     assert not answerable_sentence(soup, 0, len(soup))
+
+
+def test_a_quarter_asked_is_not_answered_by_the_full_years_guidance():
+    """The newcomer run's earnings call: "What were Snowflake's product revenues in Q3 2023?" was answered by the
+    full fiscal year's guidance (it names 2023); the sentence that gives the quarter's figure names only "Q3"."""
+    src = _src(1, "For the full fiscal year 2023, we expect product revenues between $1.919 billion and $1.924 "
+                  "billion, representing year-over-year growth between 68% and 69%. Q3 product revenues were $523 "
+                  "million, representing 67% year-over-year growth.")
+    r = read("What were Snowflake's product revenues in Q3 2023?", [src], known_names={"snowflake"})
+    assert r.answer is not None and "$523 million" in r.answer and "1.919" not in r.answer
