@@ -362,6 +362,9 @@ def _grounded_reply(g: Grounder, draft: str, n_read: int, below: bool, style: st
         meta["reason"] = (f"no context sentence is close to the question (best {g.context_score:.2f} < floor "
                           f"{g.floors.context:.2f})")
         return G.ABSTAIN_TEXT, [], True
+    if meta.get("reader_check"):  # the passages never say what is asked: no quotes in its place either
+        meta["reason"] = f"the reader: {meta['reader_check']}"
+        return G.ABSTAIN_TEXT, [], True
     if backend == "extractive":  # its sentences are their own support
         v = _extractive_verdict(g, draft, n_read)
     else:

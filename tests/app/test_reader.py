@@ -363,6 +363,9 @@ def test_a_generating_backend_gets_the_readers_check(ctx):
     a = answer(ctx, "What were Acme's total net sales for the three months ended June 30, 2024?", synthesizer=lm,
                grounded=False)
     assert not a.abstained and lm.asked and "530" in a.text
+    a = answer(ctx, "What was Acme's employee attrition rate in the quarter?", synthesizer=lm, grounded=True,
+               style="hybrid")  # the small model's style quotes the closest sentences: not in place of an answer
+    assert a.abstained and not a.citations and lm.asked[-1].startswith("What were Acme")
     ctx.settings.reader_check = False  # off: the model is asked whatever the passages hold
     answer(ctx, "What was Acme's employee attrition rate in the quarter?", synthesizer=lm, grounded=False)
     assert len(lm.asked) == 2
