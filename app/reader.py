@@ -500,6 +500,9 @@ def _head_above(text: str, start: int) -> list[str]:
     return []
 
 
+_MERGED_ROWS = re.compile(r"(?<=[\d)])\s+(?=[A-Z][a-z])")
+
+
 def _line_cells(text: str, base: int, source: int) -> list[Cell]:
     """Statements printed as lines ("Gross margin 40,215 34,670" under "Three Months Ended September 30, 2023
     2022"): each line of a label and two or more figures is a row; its columns are the years of the nearest line
@@ -518,27 +521,31 @@ def _line_cells(text: str, base: int, source: int) -> list[Cell]:
             t, u = _title_above(text, s, 600)
             title, unit = t, u or unit
             continue
-        m = _LINE_ROW.match(ln)
-        if not m:
+        rows = [_LINE_ROW.match(ln)]
+        if not rows[0]:  # an OCR'd page may print two rows on one line ("Cash … $ 5,783 $ 3,389 Marketable …")
+            pieces = _MERGED_ROWS.split(ln)
+            rows = [_LINE_ROW.match(x) for x in pieces] if len(pieces) > 1 else [None]
+        if not all(rows):
             if (ln.endswith(":") and len(ln) < 60) or (head and len(ln) < 40 and re.fullmatch(r"[A-Z][A-Za-z ,&'’()-]+",
                                                                                               ln)):
                 group = ln.rstrip(":")  # "Revenue" above "More Personal Computing 13,666 13,332"
             continue
         if i - head_at > 60 or not head:
             continue
-        nums = [n.strip() for n in re.findall(r"\(?\$?\s?-?\d[\d,]*(?:\.\d+)?\)?%?", m.group("nums"))]
-        nums = [n.replace("$", "").strip() for n in nums if n.replace("$", "").strip()]
-        if len(nums) == len(head) + 1 and nums[-1].endswith("%"):
-            nums = nums[:-1]  # a change column after the periods ("13,666 13,332 3%")
-        if len(nums) != len(head):
-            continue
-        label = m.group("label").strip()
-        row = _row_name(group, label)
-        if _SUBTOTAL.match(label):
-            group = ""
-        quote = ln  # the line as printed (its periods are in the answer line): the source holds it word for word
-        for h, v in zip(head, nums):
-            out.append(Cell(source, base + s, base + e, row, h, v, title, unit, quote))
+        for m in rows:
+            nums = [n.strip() for n in re.findall(r"\(?\$?\s?-?\d[\d,]*(?:\.\d+)?\)?%?", m.group("nums"))]
+            nums = [n.replace("$", "").strip() for n in nums if n.replace("$", "").strip()]
+            if len(nums) == len(head) + 1 and nums[-1].endswith("%"):
+                nums = nums[:-1]  # a change column after the periods ("13,666 13,332 3%")
+            if len(nums) != len(head):
+                continue
+            label = m.group("label").strip()
+            row = _row_name(group, label)
+            if _SUBTOTAL.match(label):
+                group = ""
+            quote = m.group().strip()  # the row as printed (its periods are in the answer line): word for word
+            for h, v in zip(head, nums):
+                out.append(Cell(source, base + s, base + e, row, h, v, title, unit, quote))
     return out
 
 

@@ -396,3 +396,16 @@ def test_a_quarter_asked_is_not_answered_by_the_full_years_guidance():
                   "million, representing 67% year-over-year growth.")
     r = read("What were Snowflake's product revenues in Q3 2023?", [src], known_names={"snowflake"})
     assert r.answer is not None and "$523 million" in r.answer and "1.919" not in r.answer
+
+
+def test_two_statement_rows_ocr_printed_on_one_line_are_two_rows():
+    """The newcomer run's scanned 10-Q: the OCR line "Cash and cash equivalents $ 5,783 $ 3,389 Marketable securities
+    10,240 9,907" was quoted raw; it holds two rows of the balance sheet under "July 30, January 29," / "2023 2023"."""
+    text = ("CONDENSED CONSOLIDATED BALANCE SHEETS\n\n(In millions)\n\nJuly 30, January 29,\n\n2023 2023\n\nASSETS\n\n"
+            "Current assets:\n\nCash and cash equivalents $ 5,783 $ 3,389 Marketable securities 10,240 9,907\n\n"
+            "Accounts receivable, net 7,066 3,827\n")
+    cells = {(c.row, c.column): c.value for c in cells_of([_src(1, text)])}
+    assert cells[("Current assets: Cash and cash equivalents", "July 30, 2023")] == "5,783"
+    assert cells[("Current assets: Marketable securities", "January 29, 2023")] == "9,907"
+    r = read("What was NVIDIA's cash and cash equivalents on July 30, 2023?", [_src(1, text)], known_names={"nvidia"})
+    assert r.answer is not None and r.answer.startswith("Current assets: Cash and cash equivalents, July 30, 2023")
