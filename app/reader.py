@@ -929,9 +929,10 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
                 break
             pair = _change_pair(c, cells, f.years) if c.kind == "cell" else None
             if pair is not None:
-                return Reading(f, _change_line(*pair), [c], _more(cands, c), [], c, "change between periods")
+                return Reading(f, _change_line(*pair), [c], _more(cands, c, f.numeric), [], c,
+                               "change between periods")
     line = _cell_line(best.cell) if best.kind == "cell" else best.text
-    return Reading(f, line, [best], _more(cands, best), [], best, best.kind)
+    return Reading(f, line, [best], _more(cands, best, f.numeric), [], best, best.kind)
 
 
 _NAME_FILLER = frozenset("inc corp corporation co company companies ltd llc plc group holdings the of and for".split())
@@ -1056,7 +1057,13 @@ def _label_stems(row: str) -> set[str]:
             and w not in _FILLER and not w[0].isdigit()}
 
 
-def _more(cands: list[Candidate], best: Candidate) -> list[Candidate]:
+def _figures(text: str) -> set[str]:
+    """The figures a text gives, years and dates aside ("5,079", "3,769", "21%")."""
+    return {n.rstrip(".,") for n in re.findall(r"\d[\d,.]*%?", _DATE_RE.sub(" ", text))
+            if not _YEAR_RE.fullmatch(n.rstrip(".,"))}
+
+
+def _more(cands: list[Candidate], best: Candidate, numeric: bool = False) -> list[Candidate]:
     """At most two further quotes that are nearly as good: other places, not the same row or sentence."""
     out: list[Candidate] = []
     said = [" ".join(best.text.lower().split())]
@@ -1067,6 +1074,8 @@ def _more(cands: list[Candidate], best: Candidate) -> list[Candidate]:
             continue
         if best.kind == "cell" and not (_label_stems(best.cell.row) & _stems(c.text)):
             continue  # a sentence beside a figure says something of its row ("net revenue"), or it is a stray
+        if numeric and best.kind == "sentence" and _figures(c.text) and not (_figures(c.text) & _figures(best.text)):
+            continue  # another figure beside the one answered reads as a rival ("3,769 of 5,388 employees enrolled")
         t = " ".join(c.text.lower().split())
         if any(t in u or u in t for u in said):  # the same row or sentence, or a piece of one: said once
             continue

@@ -409,3 +409,17 @@ def test_two_statement_rows_ocr_printed_on_one_line_are_two_rows():
     assert cells[("Current assets: Marketable securities", "January 29, 2023")] == "9,907"
     r = read("What was NVIDIA's cash and cash equivalents on July 30, 2023?", [_src(1, text)], known_names={"nvidia"})
     assert r.answer is not None and r.answer.startswith("Current assets: Cash and cash equivalents, July 30, 2023")
+
+
+def test_a_figure_answered_by_a_sentence_is_not_followed_by_rival_figures():
+    """The newcomer run: "How many employees did OPM have at the end of FY 2016?" → "OPM employs 5,079 …", then
+    "Also: 3,769 of 5,388 employees enrolled in … learning" — another count beside the answer reads as a rival."""
+    from app.reader import Candidate, _more
+
+    best = Candidate("sentence", 1, 0, 90, "As of the end of FY 2016, OPM employs 5,079 full-time equivalent "
+                                          "employees.", 1.0, 1.0)
+    rival = Candidate("sentence", 2, 0, 90, "In FY 2016, 3,769 of 5,388 employees enrolled in a course.", 0.95, 1.0)
+    same = Candidate("sentence", 3, 0, 90, "The 5,079 employees of OPM serve in 2016 across the country.", 0.9, 1.0)
+    plain = Candidate("sentence", 4, 0, 90, "OPM employees implement the programs of the agency.", 0.85, 1.0)
+    assert [c.source for c in _more([best, rival, same, plain], best, numeric=True)] == [3, 4]
+    assert [c.source for c in _more([best, rival, same, plain], best)] == [2, 3]  # not a figure question: as before
