@@ -182,18 +182,29 @@ def mend_ligatures(value, words: set[str]):
     return value
 
 
-def _page_words(data: bytes, index: int) -> set[str]:
-    """The words of page ``index`` as pdfium reads them (lower case, ligatures spelled out)."""
-    import unicodedata
+class _PdfiumWords:
+    """The words of a page as pdfium reads them (lower case, ligatures spelled out), the document opened once, on
+    the first page that needs it; none when pdfium cannot read it (the ligatures are then spelled "fi")."""
 
-    import pypdfium2 as pdfium
+    def __init__(self, data: bytes, password: str | None):
+        self.data, self.password, self.doc, self.failed = data, password, None, False
 
-    doc = pdfium.PdfDocument(data)
-    try:
-        text = doc[index].get_textpage().get_text_range()
-    finally:
-        doc.close()
-    return {w.lower() for w in re.findall(r"\w+", unicodedata.normalize("NFKC", text))}
+    def __call__(self, index: int) -> set[str]:
+        import unicodedata
+
+        import pypdfium2 as pdfium
+
+        try:
+            if self.doc is None and not self.failed:
+                self.doc = pdfium.PdfDocument(self.data, password=self.password)
+            text = self.doc[index].get_textpage().get_text_range() if self.doc is not None else ""
+        except pdfium.PdfiumError:
+            self.failed, text = True, ""
+        return {w.lower() for w in re.findall(r"\w+", unicodedata.normalize("NFKC", text))}
+
+    def close(self) -> None:
+        if self.doc is not None:
+            self.doc.close()
 
 
 def _ocr_resolution(page) -> int:
@@ -224,19 +235,21 @@ def read_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine:
         raise IngestError(name, f"is not a readable PDF ({e.__class__.__name__}: {str(e)[:120]})") from e
     from ingest.sandbox import progress
 
+    page_words = _PdfiumWords(data, "" if reader.is_encrypted else None)
     with pdf:
         for i in range(first, last):
             page = pdf.pages[i]
             try:
                 got = read_page(page, ocr_engine)
                 if any("\x00" in c.get("text", "") for c in page.chars):  # ligatures the font maps to nothing
-                    got = mend_ligatures(got, _page_words(data, i))
+                    got = mend_ligatures(got, page_words(i))
                 pages.append(got)
             except (ValueError, KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:
                 pages.append({"width": 0.0, "ocr": False, "items": [], "error": f"{e.__class__.__name__}"})
             finally:
                 page.close()
             progress((i + 1, n))  # the parent's progress (and proof of life) page by page
+    page_words.close()
     return n, pages, outline
 
 

@@ -54,11 +54,11 @@ def require_bitsandbytes(setting: str) -> None:
 
 def bitsandbytes_usable() -> bool:
     """CUDA is present and bitsandbytes is installed (the ``cuda`` extra)."""
-    try:
-        require_bitsandbytes("x")
-    except ModelNotAvailable:
-        return False
-    return True
+    import importlib.util
+
+    import torch
+
+    return torch.cuda.is_available() and importlib.util.find_spec("bitsandbytes") is not None
 
 
 def resolve_embedder_path(name: str) -> str:
