@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from app import grounding as G
 from app.context import AppContext
 from app.synth import SynthesisError, make_synthesizer
-from ingest.layout import source_place
+from ingest.readers.layout import source_place
 from retrieval.search import Retrieval, Source, check_question, no_retrieval_context, retrieve
 
 log = logging.getLogger(__name__)
@@ -275,7 +275,7 @@ def _looked_up(ctx: AppContext, question: str, sources: list, history: list) -> 
     """The statement row a figure question asks for, looked up in the tables of the retrieved documents when no
     retrieved passage holds it (:mod:`app.lookup`), with its page and heading path."""
     from app.lookup import looked_up
-    from ingest.layout import Layout, heading_path, page_span
+    from ingest.readers.layout import Layout, heading_path, page_span
 
     known: set[str] = set()
     try:
@@ -311,7 +311,7 @@ def _generate(synth, question: str, read: list, history: list, backend: str, pie
     except SynthesisError as e:
         return t_first, str(e)
     except Exception as e:  # a model that cannot load, or crashes: keep the sources, report the cause
-        from app.core.models import ModelNotAvailable
+        from core.models import ModelNotAvailable
 
         if not isinstance(e, ModelNotAvailable):
             log.exception("synthesizer %s failed", backend)
@@ -393,7 +393,7 @@ def _grounded_reply(g: Grounder, draft: str, n_read: int, below: bool, style: st
 def _support_pages(ctx: AppContext, cites: list[Citation]) -> None:
     """The page (slide, sheet, row) and heading path of each supporting sentence of a citation, so a citation
     says where its quote is, not only where its passage starts (:attr:`Citation.label`)."""
-    from ingest.layout import Layout, heading_path, page_span
+    from ingest.readers.layout import Layout, heading_path, page_span
 
     layouts: dict[str, Layout] = {}
     for c in cites:

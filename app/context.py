@@ -5,7 +5,7 @@ import logging
 import threading
 from functools import cached_property
 
-from app.core.settings import Settings
+from core.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class AppContext:
         return self._client is None and not self.settings.qdrant_url
 
     def writer_lock(self, open_index: bool = True):
-        """Take this data dir's writer lock (once; :class:`app.core.datalock.DataDirBusy` if another process has it)
+        """Take this data dir's writer lock (once; :class:`core.datalock.DataDirBusy` if another process has it)
         and open the index, which runs the consistency check before anything is written. Writers call it before
         loading any model; opening an embedded store takes the lock too. ``open_index=False``: the lock only
         (another context of this process opens the store)."""
@@ -63,22 +63,22 @@ class AppContext:
 
     def _acquire(self) -> None:
         if self._lock is None:
-            from app.core.datalock import acquire
+            from core.datalock import acquire
 
             self._lock = acquire(self.settings.data_dir)
 
     @cached_property
     def index(self):
-        """The vector store (:mod:`ingest.index`). Embedded stores are opened under the writer lock; whoever holds
-        the lock runs the consistency check (:mod:`ingest.consistency`) once on open."""
-        from ingest.index import open_index
+        """The vector store (:mod:`ingest.store.index`). Embedded stores are opened under the writer lock; whoever holds
+        the lock runs the consistency check (:mod:`ingest.store.consistency`) once on open."""
+        from ingest.store.index import open_index
 
         if self.embedded:
             self._acquire()
         idx = open_index(self.settings, self.catalog.live_gen, client=self._client)
         if self._lock is not None:
-            from app.core.datalock import first_open
-            from ingest.consistency import ORPHAN_AGE_S, check
+            from core.datalock import first_open
+            from ingest.store.consistency import ORPHAN_AGE_S, check
 
             # the first opener since this process took the lock removes every unreferenced original; a later one
             # shares the lock with contexts that may be storing an upload right now: only old ones
@@ -89,20 +89,21 @@ class AppContext:
 
     @cached_property
     def catalog(self):
-        from ingest.catalog import Catalog
+        from ingest.store.catalog import Catalog
 
         return Catalog(self.settings.catalog_path)
 
     @cached_property
     def jobs(self):
-        """The ingestion queue's rows (:mod:`ingest.jobs`), in the catalog's database; any process may add to it."""
-        from ingest.jobs import JobStore
+        """The ingestion queue's rows (:mod:`ingest.jobs.state`), in the catalog's database; any process may add to
+        it."""
+        from ingest.jobs.state import JobStore
 
         return JobStore(self.catalog, self.settings.data_dir / "spool", self.settings.ingest_max_attempts)
 
     @cached_property
     def store(self):
-        from ingest.catalog import DocumentStore
+        from ingest.store.catalog import DocumentStore
 
         return DocumentStore(self.settings.store_path)
 
@@ -155,8 +156,8 @@ class AppContext:
     def scorer(self):
         import torch
 
-        from app.core.models import load_causal_lm
-        from ingest.lm import LogitsScorer, choose_threads
+        from core.models import load_causal_lm
+        from ingest.text.lm import LogitsScorer, choose_threads
 
         s = self.settings
         if s.torch_threads:

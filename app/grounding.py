@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.synth.guard import looks_like_instruction
 from retrieval.bm25 import tokenize
 
 _CITE_RE = re.compile(r"\s*\[\d+\](?:\s*\[\d+\])*")
@@ -132,8 +133,8 @@ def source_sentences(sources: Sequence, max_words: int = 80) -> list[Sentence]:
     is a sentence, quoted with its column headers (a header row is none); headings and title lines are sentences
     that are not :attr:`Sentence.answerable`."""
     from app.synth.guard import looks_like_instruction
-    from ingest.sentences import PASSAGE_MIN_LINES, split_sentences
-    from ingest.tables import is_header_row, is_table_line, row_quote
+    from ingest.text.sentences import PASSAGE_MIN_LINES, split_sentences
+    from ingest.text.tables import is_header_row, is_table_line, row_quote
 
     out = []
     for src in sources:
@@ -193,11 +194,49 @@ def is_title_line(sentence: str) -> bool:
     return bool(content) and caps / len(content) >= 0.75 or bool(_TITLE_START.match(t) and len(t.split()) <= 12)
 
 
-def answerable_text(text: str, start: int, end: int) -> bool:
-    """Can ``text[start:end]`` be quoted as an answer? (:func:`app.synth.extractive.answerable_sentence`, and not a
-    title line.)"""
-    from app.synth.extractive import answerable_sentence
+MIN_WORDS = 4
 
+
+def answerable_sentence(text: str, start: int, end: int) -> bool:
+    """Can ``text[start:end]`` be quoted as an answer? Not a title or heading (fewer than :data:`MIN_WORDS` words),
+    not the tail of a sentence cut off before the passage began (it starts in lower case at the passage's start,
+    e.g. after a PDF page break), and not a document's instruction to an AI.
+
+    >>> answerable_sentence("said was a good bill? The Senate passed it.", 0, 21)
+    False
+    >>> answerable_sentence("Valkyria Chronicles III", 0, 23)
+    False
+    >>> answerable_sentence("The game was released in 2011.", 0, 30)
+    True
+    """
+    sentence = text[start:end].strip()
+    if len(sentence.split()) < MIN_WORDS:
+        return False
+    if not text[:start].strip() and sentence[:1].islower():
+        return False
+    if garbled(sentence):
+        return False
+    return not looks_like_instruction(sentence)  # a document's orders to an AI are never an answer
+
+
+_REPEAT = re.compile(r"\b(\S+(?:\s+\S+){1,3})\s+\1\b")
+
+
+def garbled(sentence: str) -> bool:
+    """Text read out of a laid-out page in the wrong order (an infographic's boxes, side by side): the same words
+    twice in a row, again and again ("Gross margin Gross margin Diluted EPS Diluted EPS … from Q3 2022 from Q3
+    2022"). Prose repeats a phrase at once seldom, and not twice.
+
+    >>> garbled("Revenue down $1.2B or 8% Gross margin Gross margin Diluted EPS Diluted EPS Operating cash")
+    True
+    >>> garbled("Net sales rose 8% in the quarter, and net sales rose 5% in the nine months.")
+    False
+    """
+    return len(_REPEAT.findall(sentence)) >= 2
+
+
+def answerable_text(text: str, start: int, end: int) -> bool:
+    """Can ``text[start:end]`` be quoted as an answer? (:func:`answerable_sentence`, and not a title line.)"""
     return answerable_sentence(text, start, end) and not is_title_line(text[start:end])
 
 
@@ -249,7 +288,7 @@ def split_claims(answer: str) -> list[str]:
     >>> split_claims("“It rained.” [1] “It snowed.” [2]")
     ['“It rained.” [1]', '“It snowed.” [2]']
     """
-    from ingest.sentences import split_sentences
+    from ingest.text.sentences import split_sentences
 
     text = answer.strip()
     pieces = [text[s:e] for s, e in split_sentences(text)] or ([text] if text else [])

@@ -54,7 +54,7 @@ class Inspection:
     theta: int
     sentences: list[tuple[int, int]]
     probs: np.ndarray  # p(boundary) the LG chunker read after each sentence (nan: never scored)
-    strength: np.ndarray  # layout break after each sentence (ingest.boundary.break_strength)
+    strength: np.ndarray  # layout break after each sentence (ingest.text.boundary.break_strength)
     windows: list[tuple[int, int, int]]  # LG windows: (first sentence, end, chosen break), exact mode
     chunks: dict[str, list[Chunk]]  # chunker -> its chunks (all levels)
     lg_describe: dict = field(default_factory=dict)
@@ -66,7 +66,7 @@ class Inspection:
 
     def embedded(self, c: Chunk) -> str:
         """What is embedded and keyword-indexed for chunk ``c``: its context line (``chunk_context``), then its text."""
-        from ingest.chunk_context import indexed_text
+        from ingest.text.chunk_context import indexed_text
 
         return indexed_text(self.contexts.get((c.start, c.end), ""), c.text)
 
@@ -87,7 +87,7 @@ class Inspection:
                  "weighted": round(m.weighted, 3)} for r, m in sorted(best.items())]
 
     def summary(self) -> dict:
-        from ingest.sentences import count_words
+        from ingest.text.sentences import count_words
 
         out = {"document": self.name, "theta": self.theta, "sentences": len(self.sentences),
                "words": count_words(self.text), "lg": self.lg_describe}
@@ -131,11 +131,11 @@ def inspect_text(ctx, text: str, name: str = "document", *, theta: int | None = 
     """Chunk ``text`` with LGMGC (the settings' LM and rule), recursive and MG at ``theta``; match ``question``."""
     import dataclasses
 
-    from ingest.boundary import break_strength
     from ingest.chunkers.logits import SENTENCE_CAP, LGConfig, LGMGCChunker
     from ingest.chunkers.multigranular import MultiGranularChunker
     from ingest.chunkers.recursive import RecursiveChunker
-    from ingest.sentences import is_hard_wrapped, sentences_cached
+    from ingest.text.boundary import break_strength
+    from ingest.text.sentences import is_hard_wrapped, sentences_cached
 
     if not text or not text.strip():
         raise ValueError(f"{name}: is empty; nothing to inspect")
@@ -162,7 +162,7 @@ def inspect_text(ctx, text: str, name: str = "document", *, theta: int | None = 
     ins = Inspection(name, text, theta, sentences, probs, break_strength(text, sentences, is_hard_wrapped(text)),
                      windows, chunks, dataclasses.asdict(cfg))
     if s.chunk_context:  # the context line each chunk is embedded with, as ingestion gives it
-        from ingest.chunk_context import chunk_contexts
+        from ingest.text.chunk_context import chunk_contexts
 
         spans = sorted({(c.start, c.end) for cs in chunks.values() for c in cs})
         ins.contexts = {sp: x for sp, x in zip(spans, chunk_contexts(text, name, None, [a for a, _ in spans])) if x}
@@ -197,7 +197,7 @@ def match_question(ctx, ins: Inspection, question: str, k: int) -> None:
 # -- rendering -------------------------------------------------------------------------------------------------------
 def _word_index(text: str) -> np.ndarray:
     """For each character offset, the number of words that start before it (x axis of the plot)."""
-    from ingest.sentences import word_spans
+    from ingest.text.sentences import word_spans
 
     starts = np.array([s for s, _ in word_spans(text)], dtype=np.int64)
     return starts

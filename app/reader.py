@@ -318,7 +318,7 @@ def _unit_of(text: str) -> str:
 def _title_above(text: str, start: int, max_back: int = 1500) -> tuple[str, str]:
     """The table's title and unit: the non-table lines just above the table block that starts at ``start``
     (tables split into groups are one block), at most three, nearest first."""
-    from ingest.tables import is_table_line
+    from ingest.text.tables import is_table_line
 
     pos, lines = start, []
     lo = max(0, start - max_back)
@@ -344,7 +344,7 @@ _FIELD_PARTS = re.compile(r"\s*\d[\d,.]*\s*[A-Za-z]*\s*\([^()]+\)(?:\s*,\s*\d[\d
 
 def _table_cells(text: str, base: int, source: int, doc_text: str | None = None) -> list[Cell]:
     """The cells of every Markdown table in ``text`` (a passage starting at document offset ``base``)."""
-    from ingest.tables import header_of, is_number, is_separator, row_quote, split_cells, table_lines
+    from ingest.text.tables import header_of, is_number, is_separator, row_quote, split_cells, table_lines
 
     out: list[Cell] = []
     group, group_at = "", 0
@@ -435,14 +435,14 @@ def _row_name(group: str, label: str) -> str:
 
 def _only_tables(between: str) -> bool:
     """Whether text between two rows holds only table lines and blank lines (the rows are of one table block)."""
-    from ingest.tables import is_table_line
+    from ingest.text.tables import is_table_line
 
     return all(not ln.strip() or is_table_line(ln) for ln in between.split("\n"))
 
 
 def _block_start(text: str, pos: int) -> int:
     """The start of the run of table lines (and blank lines between them) that holds ``pos``."""
-    from ingest.tables import is_table_line
+    from ingest.text.tables import is_table_line
 
     start = text.rfind("\n", 0, pos) + 1
     while start > 0:

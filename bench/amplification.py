@@ -5,15 +5,15 @@ The hostile run of issue 34 found three ways a small request made the server do 
 
 * an 80 MB (and a 40 MB) JSON ``messages`` array to ``POST /v1/chat/completions`` froze the server (memory
   1.5 → 3.6 GB, another key's search waited 29.5 s); now chat and search bodies past 2 MB are refused before they
-  are read (``ui/api.py`` ``BodyLimit``);
+  are read (``api/v1.py`` ``BodyLimit``);
 * spreadsheet bombs: a 7.6 KB XLSX of one 100 KB shared string in 2,500 cells (474 MB of text), a 2 MB CSV of a
   million columns, a 1 MB CSV whose wide header is repeated before every row (238 MB of text); now refused before
-  the work starts (``ingest/formats.py`` ``_Expansion``);
+  the work starts (``ingest/readers/formats.py`` ``_Expansion``);
 * 45 concurrent ``POST /v1/documents?wait=true`` from one key held every request thread (another key's
   ``GET /v1/documents`` timed out at 60 s); now a waiting upload holds no thread and a key has at most 4 requests in
-  flight (``ui/api.py`` ``InFlight``).
+  flight (``api/v1.py`` ``InFlight``).
 
-This script starts the real server (``python -m app.cli --data-dir DIR serve``, the product's defaults: MiniLM on
+This script starts the real server (``python -m cli.main --data-dir DIR serve``, the product's defaults: MiniLM on
 this machine's CPU, chunker ``mg``) on a fresh data dir, makes two API keys (``mgrag keys add``), uploads one small
 real document with the victim's key, then runs the phases one after the other: a baseline without attack, each
 attack, and the baseline again. Throughout, a victim thread (its own key) sends ``POST /v1/search`` and
@@ -65,7 +65,7 @@ def _env(work: Path) -> dict:
 
 
 def _mgrag(work: Path) -> list[str]:
-    return [sys.executable, "-m", "app.cli", "--data-dir", str(work / "data")]
+    return [sys.executable, "-m", "cli.main", "--data-dir", str(work / "data")]
 
 
 def _make_key(work: Path, name: str, user: str) -> str:
@@ -402,7 +402,7 @@ def run_phase(name: str, victim: Victim, rss: RssSampler, attack=None, quiet_s: 
 
 def _judge(phases: dict, expected: dict) -> None:
     """Add to each attack phase: refused (4xx with the expected phrase, no traceback) and the victim vs baseline."""
-    from ui.api import MAX_IN_FLIGHT_PER_KEY
+    from api.v1 import MAX_IN_FLIGHT_PER_KEY
 
     base = phases["baseline"]["victim_search"]
     for name, ph in phases.items():
@@ -422,8 +422,8 @@ def _judge(phases: dict, expected: dict) -> None:
 
 def _limits() -> dict:
     """The product's limits in force (the constants the fixes added)."""
-    from ingest.formats import EXPANSION, EXPANSION_CSV, MAX_COLUMNS, MAX_TEXT_CHARS, MIN_TEXT_CHARS
-    from ui.api import MAX_IN_FLIGHT_PER_KEY, MAX_JSON_BODY, MAX_MESSAGES
+    from api.v1 import MAX_IN_FLIGHT_PER_KEY, MAX_JSON_BODY, MAX_MESSAGES
+    from ingest.readers.formats import EXPANSION, EXPANSION_CSV, MAX_COLUMNS, MAX_TEXT_CHARS, MIN_TEXT_CHARS
 
     return {"json_body_mb": MAX_JSON_BODY / 2**20, "max_messages": MAX_MESSAGES,
             "in_flight_per_key": MAX_IN_FLIGHT_PER_KEY, "xlsx_expansion": EXPANSION, "csv_expansion": EXPANSION_CSV,

@@ -24,9 +24,9 @@ def main() -> None:
 
     torch.set_num_threads(a.threads)
     from app.context import AppContext
-    from app.core.settings import Settings
     from app.evaluation.answer_sets import build_index, load_answer_sets
     from app.evaluation.answers import CANDIDATES, make_synth, time_side_by_side
+    from core.settings import Settings
 
     s = Settings(torch_threads=a.threads)
     sets = load_answer_sets()

@@ -190,7 +190,7 @@ def main() -> None:
     ap.add_argument("--dump", default="", help="write each row's retrieved sources here (JSON) for reader_tune.py")
     a = ap.parse_args()
     from app.context import AppContext
-    from app.core.settings import Settings
+    from core.settings import Settings
 
     rows = [json.loads(x) for x in Path(a.rows).read_text(encoding="utf-8").splitlines() if x.strip()]
     ANSWERS.update({r["id"]: r["answers"] for r in rows})

@@ -26,11 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402  (puts the project root on sys.path)
 
 from app.context import AppContext  # noqa: E402
-from app.core.settings import Settings  # noqa: E402
+from core.settings import Settings  # noqa: E402
 from ingest.chunkers import build_chunker  # noqa: E402
 from ingest.chunkers.logits import LGConfig  # noqa: E402
-from ingest.lm import LogitsScorer  # noqa: E402
-from ingest.sentences import sentences_cached  # noqa: E402
+from ingest.text.lm import LogitsScorer  # noqa: E402
+from ingest.text.sentences import sentences_cached  # noqa: E402
 
 DOCS = ("chatlogs", "state_of_the_union", "wikitexts")
 # (label, chunker, boundary tokens, lg mode)

@@ -42,9 +42,9 @@ def main(argv=None) -> int:
     ap.add_argument("--words", default="100000,400000,800000")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
-    from ingest import sentences
     from ingest.chunkers.multigranular import MultiGranularChunker
     from ingest.chunkers.recursive import RecursiveChunker
+    from ingest.text import sentences
 
     rows, raw = [], []
     for wrap in (False, True):

@@ -23,7 +23,7 @@ def chroma_library(data_dir: Path, progress: bool = False):
     θ = 300, the default embedder, no router) in ``data_dir``; documents missing from it (a run interrupted while
     building it) are ingested first. Shared by the benchmarks that ask chroma's questions through the product."""
     from app.context import AppContext
-    from app.core.settings import Settings
+    from core.settings import Settings
     from ingest.pipeline import Ingestor
 
     ctx = AppContext(Settings(data_dir=Path(data_dir), chunker="mg", theta=300, router="none"))

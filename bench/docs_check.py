@@ -9,7 +9,7 @@ docs/*.md:
 1. **Generated parts equal their generator's output.** Sections between ``<!-- name:start -->`` and
    ``<!-- name:end -->`` whose generator is listed in :data:`SECTIONS` are rendered again from their results file
    (the same render function the benchmark script uses) and must be identical; so must the README's settings
-   table (``app.core.settings.settings_table()``). ``--fix`` writes them.
+   table (``core.settings.settings_table()``). ``--fix`` writes them.
 2. **Every annotated figure comes from a results file.** A figure in the prose is followed by
    ``<!-- check: bench/results/FILE.json EXPR [*SCALE] FMT -->``: the value EXPR picks, times SCALE, formatted
    with FMT (a Python format spec: ``.3f``, ``d``, ``.1%``, ``+.1f`` …), must occur as a number in the same line
@@ -157,14 +157,14 @@ def check_generated(root: Path, fix: bool = False) -> list[str]:
             new = new[:span[0]] + want + new[span[1]:]
     if fix and new != text:
         bench_md.write_text(new, encoding="utf-8")
-    from app.core.settings import settings_table
+    from core.settings import settings_table
 
     text = readme.read_text(encoding="utf-8")
     span = settings_span(text)
     if span is None:
         problems.append(f"README.md: the settings table ('{SETTINGS_HEADER}') is missing")
     elif text[span[0]:span[1]] != settings_table():
-        problems.append("README.md: the settings table differs from app.core.settings.settings_table() "
+        problems.append("README.md: the settings table differs from core.settings.settings_table() "
                         "(bench/docs_check.py --fix rewrites it)")
         if fix:
             readme.write_text(text[:span[0]] + settings_table() + text[span[1]:], encoding="utf-8")
@@ -466,7 +466,7 @@ def _script_problems(root: Path, script: str, args: list[str]) -> list[str]:
 
 
 def check_commands(root: Path, path: Path) -> list[str]:
-    from app.cli import build_parser
+    from cli.main import build_parser
 
     parser, targets = build_parser(), make_targets(root)
     rel = path.relative_to(root) if path.is_relative_to(root) else path

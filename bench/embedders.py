@@ -228,7 +228,7 @@ def over_limit(name: str, emb, texts: list[str]) -> float:
 # -- speed -------------------------------------------------------------------------------------------------------
 def speed(embs: dict, texts: list[str], rounds: int = SPEED_ROUNDS) -> dict:
     """Each embedder embeds ``texts`` (no cache), interleaved A, B, C, A, B, C, ...; words per second per round."""
-    from ingest.sentences import count_words
+    from ingest.text.sentences import count_words
 
     words = sum(count_words(t) for t in texts)
     for e in embs.values():  # warm-up: load, first-call costs
@@ -302,8 +302,8 @@ def run(args) -> dict:
     import torch
 
     from app.context import AppContext
-    from app.core.settings import Settings
     from app.evaluation import harness as H
+    from core.settings import Settings
 
     torch.set_num_threads(THREADS)
     t_start = time.perf_counter()

@@ -26,7 +26,7 @@ import common as B  # noqa: F401  (project root on sys.path, offline flags)
 
 def watch(ctx, job_id: int, poll_s: float = 0.25) -> list[tuple[float, float | None, str]]:
     """(seconds since queued, eta shown, stage) of every poll until the job is searchable or ended."""
-    from ingest.queue import reached
+    from ingest.jobs.queue import reached
 
     t0, seen = time.monotonic(), []
     while True:
@@ -56,8 +56,8 @@ def errors(seen: list[tuple[float, float | None, str]]) -> dict:
 
 def run(files: list[Path], data_dir: Path, rounds: int) -> list[dict]:
     from app.context import AppContext
-    from app.core.settings import Settings
-    from ingest.queue import Runner, enqueue
+    from core.settings import Settings
+    from ingest.jobs.queue import Runner, enqueue
 
     ctx = AppContext(Settings(data_dir=data_dir))
     runner = Runner(ctx).start()

@@ -240,12 +240,12 @@ def figure_spans(text: str, figure: str) -> list[tuple[int, int]]:
 
 def build_filings(docs_dir: Path, qa_path: Path = FILINGS_QA, read=None) -> BuiltSet:
     """The answered questions of ``filings_qa.jsonl`` over the filings they name, as a bench set: each PDF read
-    as the product reads it (``read(path) -> text``, default :func:`ingest.loaders.load_file`), each question's
+    as the product reads it (``read(path) -> text``, default :func:`ingest.readers.loaders.load_file`), each question's
     evidence every whole-figure occurrence of each of its reference figures; a question none of whose figures
     the text prints is left out (counted under ``how["no figure in text"]``). Unanswerable questions (no
     reference figure) and those whose reference is computed from other figures (``f03``'s share) are left out."""
     if read is None:
-        from ingest.loaders import load_file
+        from ingest.readers.loaders import load_file
 
         def read(path: Path) -> str:
             return load_file(path, max_bytes=200 * 2**20).text
@@ -293,7 +293,7 @@ PROVENANCE = {
 }
 PROVENANCE_FILINGS = (
     "Five SEC 10-Q filings (Q3 2023: Apple, Microsoft, NVIDIA, Intel, Amazon) from docugami/KG-RAG-datasets "
-    "(MIT), sec-10-q/data/v1/docs, read by MGRAG's PDF extraction (ingest.loaders.load_file: tables as rows). "
+    "(MIT), sec-10-q/data/v1/docs, read by MGRAG's PDF extraction (ingest.readers.loaders.load_file: tables as rows). "
     "Questions: the answered ones of MGRAG's bench/data/filings_qa.jsonl (from the same repository's "
     "qna_data.csv); evidence: every whole-figure occurrence of a question's reference figures in the text, so a "
     "passage that prints the figure counts as relevant, and evidence recall is the share of those places in the "

@@ -37,9 +37,9 @@ def main(argv=None) -> int:
 
     from app.answer import ask
     from app.context import AppContext
-    from app.core.settings import Settings
     from app.evaluation.bench import RESULTS_DIR, LoadMonitor, load_set, markdown_table, write_section
     from app.grounding import sentence_vectors_of
+    from core.settings import Settings
     from ingest.pipeline import Ingestor
 
     bench = load_set("chroma", doc_ids=list(DOCS))

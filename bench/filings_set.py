@@ -3,7 +3,7 @@
 The set's documents come from docugami/KG-RAG-datasets (MIT), one folder per collection under the repository
 root: ``sec-10-q/data/v1/docs`` (SEC 10-Qs; the default when a row has no ``collection``),
 ``ntsb-aviation-incident-accident-reports/data/v1/docs`` and ``us-fed-agency-reports/data/v1/docs``. Each PDF is
-read the way the product reads it (:func:`ingest.loaders.load_bytes`: tables as Markdown rows, running headers
+read the way the product reads it (:func:`ingest.readers.loaders.load_bytes`: tables as Markdown rows, running headers
 removed) and its text cached under ``/tmp/filings_text/`` (``--cache``; keyed by the PDF's content hash), so a
 second check costs no extraction.
 
@@ -59,7 +59,7 @@ def read_doc(root: Path, coll: str, name: str, cache: Path | None = CACHE) -> tu
     if hit is not None and hit.is_file():
         d = json.loads(hit.read_text(encoding="utf-8"))
         return d["text"], d["pages"]
-    from ingest.loaders import load_bytes
+    from ingest.readers.loaders import load_bytes
 
     doc = load_bytes(path.name, data, max_bytes=200 * 2**20)
     pages = list((doc.layout or {}).get("pages") or [0])

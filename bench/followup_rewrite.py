@@ -360,9 +360,9 @@ def main(argv=None) -> int:
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from app.core.settings import Settings
     from app.evaluation.answer_sets import load_answer_sets
     from app.evaluation.bench import write_section
+    from core.settings import Settings
 
     sets = load_answer_sets()
     parts, n, n_emma, stores = [], 0, 0, set()

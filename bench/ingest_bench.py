@@ -36,11 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402  (puts the project root on sys.path)
 
 from app.context import AppContext  # noqa: E402
-from app.core.settings import Settings  # noqa: E402
-from ingest import sentences as sentences_mod  # noqa: E402
+from core.settings import Settings  # noqa: E402
 from ingest.chunkers import build_chunker  # noqa: E402
 from ingest.chunkers.logits import SENTENCE_CAP, LGConfig  # noqa: E402
-from ingest.sentences import count_words, split_sentences  # noqa: E402
+from ingest.text import sentences as sentences_mod  # noqa: E402
+from ingest.text.sentences import count_words, split_sentences  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

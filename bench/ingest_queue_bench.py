@@ -2,7 +2,7 @@
 the peak memory of a large PDF, and one vs two workers on one Redis queue.
 
 Every part uses the product's defaults (LGMGC streaming with the size prior, θ 300, the shipped Gemma-3-270M and
-MiniLM, on this machine's CPU) and the real runner (``ingest/queue.py``); models are loaded once, before any clock
+MiniLM, on this machine's CPU) and the real runner (``ingest/jobs/queue.py``); models are loaded once, before any clock
 starts. Figures compared with each other are taken side by side in one run.
 
 * ``phases``: for each document, a fresh data dir ingested twice, in alternating order: **two phases** (the default:
@@ -12,7 +12,7 @@ starts. Figures compared with each other are taken side by side in one run.
   30,000 words of *Emma* (``../shared/bench/gutenqa_emma``), a 100+ page PDF (``--pdf``; default the 168-page 2016
   annual performance report of docugami/KG-RAG-datasets' us-fed-agency-reports, fetched beside the repository), and
   the whole of *Emma*.
-* ``load``: 10 clients upload 3 files each at once through the web app's service (``UiService.ingest_files``, what
+* ``load``: 10 clients upload 3 files each at once through the web app's service (``AppService.ingest_files``, what
   the Chat tab's upload runs: each waits until its files are searchable), while an 11th uploads the large PDF. The
   files are LongBench and chroma documents (``../shared/bench``). Reported: per upload seconds to searchable (p50,
   p95, max), the PDF's, the time until all are ready, and the checks: every file searchable, none lost, the catalog
@@ -67,7 +67,7 @@ ENV = {"PYTHONPATH": str(ROOT), "MGRAG_CHUNKER": LGMGC}
 def _models():
     """The default settings' embedder and boundary LM, loaded once (their load is not part of any figure)."""
     from app.context import AppContext
-    from app.core.settings import Settings
+    from core.settings import Settings
 
     ctx = AppContext(Settings(data_dir=Path(tempfile.mkdtemp(prefix="mgrag-bench-models-"))))
     return ctx.embedder, ctx.scorer
@@ -75,7 +75,7 @@ def _models():
 
 def _ctx(data_dir: Path, embedder, scorer, **settings):
     from app.context import AppContext
-    from app.core.settings import Settings
+    from core.settings import Settings
 
     settings.setdefault("chunker", LGMGC)
     return AppContext(Settings(data_dir=data_dir, **settings), embedder=embedder, scorer=scorer)
@@ -107,7 +107,7 @@ def _question(text: str) -> str:
 # -- phases -----------------------------------------------------------------------------------------------------
 def _ingest_once(name: str, data: bytes, question: str, embedder, scorer, first_pass: bool) -> dict:
     from app.answer import answer
-    from ingest.queue import Runner, enqueue, wait
+    from ingest.jobs.queue import Runner, enqueue, wait
 
     d = Path(tempfile.mkdtemp(prefix="mgrag-bench-"))
     ctx = _ctx(d, embedder, scorer, first_pass=first_pass)
@@ -165,8 +165,8 @@ def phases(args) -> dict:
     mon = LoadMonitor()
     rows = []
     for i, (name, data) in enumerate(docs):
-        from ingest.loaders import Limits, load_bytes
-        from ingest.sentences import count_words
+        from ingest.readers.loaders import Limits, load_bytes
+        from ingest.text.sentences import count_words
 
         text = load_bytes(name, data, limits=Limits()).text
         q = _question(text) if name.startswith("emma") else "What are the agency's strategic goals?"
@@ -259,15 +259,15 @@ def _bench_files(n: int) -> list[tuple[str, bytes]]:
 
 
 def load(args) -> dict:
-    from ingest.consistency import check
-    from ui.service import UiService
+    from ingest.store.consistency import check
+    from services.service import AppService
 
     embedder, scorer = _models()
     d = Path(tempfile.mkdtemp(prefix="mgrag-bench-load-"))
     ctx = _ctx(d, embedder, scorer)
     upload_dir = d / "uploads"
     upload_dir.mkdir()
-    svc = UiService(ctx, admin_password="bench", upload_root=upload_dir)
+    svc = AppService(ctx, admin_password="bench", upload_root=upload_dir)
     files = _bench_files(args.clients * args.per_client)
     for name, data in files:
         (upload_dir / name).write_bytes(data)
@@ -295,7 +295,7 @@ def load(args) -> dict:
     for t in threads:
         t.join()
     t_all_searchable = time.monotonic() - t0
-    from ingest.jobs import ACTIVE
+    from ingest.jobs.state import ACTIVE
 
     while ctx.jobs.jobs(ACTIVE):
         time.sleep(1.0)
@@ -305,7 +305,7 @@ def load(args) -> dict:
     rep = check(ctx.catalog, ctx.index, ctx.bm25, d)  # the consistency check: finds nothing to repair
     same = all(set(ctx.catalog.level_chunk_ids(live.gen, lv)) == ctx.index.ids(live.gen, lv)
                for lv in range(live.n_levels))
-    from ingest.queue import document_states
+    from ingest.jobs.queue import document_states
 
     states = [r["state"] for r in document_states(ctx)]
     per_file = {j.name: {"searchable_s": round(j.searchable_at - j.created, 1) if j.searchable_at else None,
@@ -333,7 +333,7 @@ def load(args) -> dict:
 
 {args.clients} clients upload {args.per_client} files each at once (LongBench and chroma documents from
 `../shared/bench`, 2k-60k words), and an 11th uploads a {PDF.name if big.exists() else '(missing)'} (168 pages),
-through the web app's upload service (`UiService.ingest_files`: queue, then wait until searchable), with LGMGC
+through the web app's upload service (`AppService.ingest_files`: queue, then wait until searchable), with LGMGC
 (`chunker=lgmgc`, the default when this was measured; 2 first-pass lanes and 1 refinement lane on this 2-core machine). Load average
 {out['load']['load1_mean']:.1f} (max {out['load']['load1_max']:.1f}).
 
@@ -382,7 +382,7 @@ threading.Thread(target=_watch, daemon=True).start()
 
 _MEASURE = _WATCH + """
 import json, resource, sys, time
-from ingest.loaders import Limits, load_bytes
+from ingest.readers.loaders import Limits, load_bytes
 data = open(sys.argv[1], "rb").read()
 t = time.monotonic()
 doc = load_bytes("big.pdf", data, limits=Limits(max_bytes=None, pdf_pages_per_range=int(sys.argv[2]),
@@ -417,7 +417,7 @@ def memory(args) -> dict:
     whole = []
     for wait_for in ("searchable", "ready"):  # the whole ingest, models included, as `mgrag ingest` runs it
         d = Path(tempfile.mkdtemp(prefix="mgrag-bench-mem-"))
-        code = (_WATCH + "import json, resource, sys, time\nfrom app.cli import main\nt = time.monotonic()\n"
+        code = (_WATCH + "import json, resource, sys, time\nfrom cli.main import main\nt = time.monotonic()\n"
                 f"rc = main(['--data-dir', {str(d)!r}, 'ingest', '--quiet', '--wait', {wait_for!r}, {str(big)!r}])\n"
                 "print(json.dumps({'rc': rc, 'seconds': time.monotonic() - t, "
                 "'process_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "
@@ -466,7 +466,7 @@ def workers(args) -> dict:
     from qdrant_client import QdrantClient
     from redis import Redis
 
-    from ingest.queue import Runner, enqueue, wait
+    from ingest.jobs.queue import Runner, enqueue, wait
 
     exe = shutil.which("redis-server") or "/usr/bin/redis-server"
     with socket.socket() as s:
@@ -479,20 +479,20 @@ def workers(args) -> dict:
     time.sleep(0.5)
     embedder, scorer = _models()
     files = _bench_files(args.files)
-    secret = os.urandom(16).hex()  # signs the queue's jobs (ingest/remote.py SignedJSON)
+    secret = os.urandom(16).hex()  # signs the queue's jobs (ingest/jobs/remote.py SignedJSON)
     env = {**os.environ, **ENV, "MGRAG_QUEUE_URL": url, "MGRAG_QUEUE_SECRET": secret}
     rows = []
     try:
         for n in (1, 2, 1, 2):
             Redis.from_url(url).flushall()
-            procs = [subprocess.Popen([sys.executable, "-m", "app.cli", "--data-dir", str(rdir / f"w{i}"), "worker"],
+            procs = [subprocess.Popen([sys.executable, "-m", "cli.main", "--data-dir", str(rdir / f"w{i}"), "worker"],
                                       cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
                      for i in range(n)]
             for p in procs:  # ready: models loaded
                 p.stdout.readline()
             d = Path(tempfile.mkdtemp(prefix="mgrag-bench-holder-"))
             from app.context import AppContext
-            from app.core.settings import Settings
+            from core.settings import Settings
 
             ctx = AppContext(Settings(data_dir=d, queue_url=url, queue_secret=secret, chunker=LGMGC), client=QdrantClient(":memory:"),
                              embedder=embedder, scorer=scorer)
@@ -598,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files", type=int, default=6, help="workers: documents in the batch")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    for noisy in ("httpx", "transformers", "sentence_transformers", "huggingface_hub", "ingest.queue"):
+    for noisy in ("httpx", "transformers", "sentence_transformers", "huggingface_hub", "ingest.jobs.queue"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.rewrite:

@@ -53,9 +53,9 @@ def main(argv=None) -> int:
 
     from app.answer import answer
     from app.context import AppContext
-    from app.core.settings import Settings
     from app.evaluation.bench import markdown_table, write_section
     from app.synth.guard import looks_like_instruction
+    from core.settings import Settings
     from ingest.pipeline import Ingestor
 
     docs = [json.loads(x) for x in DATA.read_text(encoding="utf-8").splitlines() if x.strip()]

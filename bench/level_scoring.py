@@ -166,8 +166,8 @@ class Prepared:
 def _relabel(q, text: str, units):
     """``q`` with each evidence lacking offsets placed at its best parent by ROUGE-L (as ``question_metrics`` does
     on every call; done once here)."""
-    from app.core.questions import Evidence, Question
     from app.evaluation.metrics import best_rouge_span
+    from core.questions import Evidence, Question
 
     if all(e.located for e in q.evidence):
         return q
@@ -184,7 +184,7 @@ def _relabel(q, text: str, units):
 def prepare(bench, chunker: str, theta: int, ctx, vectors: DiskVectors, qvecs: dict[str, np.ndarray], *,
             truncated: bool = False, progress=print) -> Prepared:
     from app.evaluation import harness as H
-    from ingest.sentences import count_words
+    from ingest.text.sentences import count_words
     from retrieval.scoring import level_hits
 
     t0 = time.perf_counter()
@@ -492,9 +492,9 @@ def _summary_rows(results, qids) -> dict:
 
 def run(args) -> dict:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from app.core.settings import Settings
     from app.evaluation import bench as B
     from app.evaluation import harness as H
+    from core.settings import Settings
     from retrieval.scoring import simplex_grid
 
     t_start = time.perf_counter()

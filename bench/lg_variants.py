@@ -97,8 +97,8 @@ class Scorers:
                     raise LookupError(f"probabilities of {lm} not cached (--no-lm)")
                 import torch
 
-                from app.core.models import load_causal_lm
-                from ingest.lm import LogitsScorer
+                from core.models import load_causal_lm
+                from ingest.text.lm import LogitsScorer
 
                 torch.set_num_threads(self.threads)
                 tok, model = load_causal_lm(prof.get("load", prof["lm"]), self.cache_dir)
@@ -135,7 +135,7 @@ def chunk(bench, spec: dict, theta: int, scorers: Scorers) -> tuple[dict, dict]:
 
 def evaluate(bench, chunks: dict, embedder) -> dict:
     from app.evaluation.bench import evaluate_retrieval
-    from ingest.sentences import count_words
+    from ingest.text.sentences import count_words
 
     r = evaluate_retrieval(bench, chunks, embedder, keep_per_question=True)
     parents = [count_words(c.text) for cs in chunks.values() for c in cs if c.level == 0]
@@ -229,8 +229,8 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from app.core.settings import Settings
     from app.evaluation.probcache import DiskCachedEmbedder, VectorCache
+    from core.settings import Settings
     from ingest.embed import load_embedder
 
     settings = Settings()

@@ -29,7 +29,7 @@ METRICS = ("dcg@1", "dcg@5", "dcg@10", "recall@5", "recall@10", "evidence_recall
 
 
 def _mean_words(chunks_by_doc) -> float:
-    from ingest.sentences import count_words
+    from ingest.text.sentences import count_words
 
     return float(np.mean([count_words(c.text) for cs in chunks_by_doc.values() for c in cs if c.level == 0]))
 
@@ -47,9 +47,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-write", action="store_true", help="print only")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from app.core.settings import Settings
     from app.evaluation import bench as B
     from app.evaluation import harness as H
+    from core.settings import Settings
     from ingest.chunkers.multigranular import with_children
 
     t0 = time.perf_counter()

@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "MGRAG_DATA_DIR": str(work / "data"), "MGRAG_CHUNKER": "mg", "MGRAG_THETA": "300",
            "MGRAG_SYNTH_BACKEND": "extractive", "MGRAG_ADMIN_PASSWORD": PASSWORD, "GRADIO_ANALYTICS_ENABLED": "False",
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MGRAG_LOG_LEVEL": "WARNING"}
-    mgrag = [sys.executable, "-m", "app.cli"]
+    mgrag = [sys.executable, "-m", "cli.main"]
     t0 = time.perf_counter()
     subprocess.run(mgrag + ["ingest", "--quiet", str(docs)], env=env, cwd=ROOT, check=True,
                    stdout=subprocess.DEVNULL)

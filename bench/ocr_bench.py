@@ -57,7 +57,7 @@ def main() -> None:
     import pdfplumber
     import pypdfium2 as pdfium
 
-    from ingest.ocr import ocr_lines
+    from ingest.readers.ocr import ocr_lines
 
     engines = a.engines.split(",")
     rows = []

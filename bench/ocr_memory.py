@@ -1,7 +1,7 @@
 """Scanned PDFs with the shipped defaults: the extraction child's peak memory and time on image-only PDFs.
 
 Four pages of a real filing are rendered to grey images at 150 and 300 dpi and saved as an image-only PDF (what a
-scanner makes); each is read by the product's own extraction (``ingest.loaders.load_bytes``, RapidOCR, the
+scanner makes); each is read by the product's own extraction (``ingest.readers.loaders.load_bytes``, RapidOCR, the
 default ``extract_memory_mb`` and half of it), in a fresh process per run, and the run's extraction
 children's peak resident memory is read from ``getrusage(RUSAGE_CHILDREN)``. Words read are compared with the
 pages' own text layer (``bench/ocr_bench.py``'s recall: words found in any order).
@@ -41,8 +41,8 @@ def scan_pdf(pdf: str, pages: list[int], dpi: int) -> tuple[bytes, list[str]]:
 
 def one(pdf: str, pages: list[int], dpi: int, memory_mb: int | None) -> dict:
     """In a fresh process: the scan through the product's extraction; its children's peak resident memory."""
-    from app.core.settings import Settings
-    from ingest.loaders import IngestError, Limits, load_bytes
+    from core.settings import Settings
+    from ingest.readers.loaders import IngestError, Limits, load_bytes
 
     data, ref = scan_pdf(pdf, pages, dpi)
     limits = Limits.of(Settings())
@@ -72,7 +72,7 @@ def main() -> None:
     if a.one:
         print(json.dumps(one(a.pdf, pages, a.one[0], a.one[1] or None)))
         return
-    from app.core.settings import Settings
+    from core.settings import Settings
 
     default = Settings().extract_memory_mb
     rows = []

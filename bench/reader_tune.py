@@ -42,8 +42,8 @@ def main() -> None:
     a = ap.parse_args()
     from app import reader
     from app.context import AppContext
-    from app.core.settings import Settings
     from app.synth import make_synthesizer
+    from core.settings import Settings
 
     items = json.loads(Path(a.dump).read_text())
     ctx = AppContext(Settings(data_dir=Path(a.data)))

@@ -42,7 +42,7 @@ def time_queries(ctx, questions, retriever, repeats=1):
 
 def chroma_ctx(data_dir: Path):
     from app.context import AppContext
-    from app.core.settings import Settings
+    from core.settings import Settings
     from ingest.pipeline import Ingestor
 
     ctx = AppContext(Settings(data_dir=data_dir, chunker="mg"))
@@ -54,8 +54,8 @@ def chroma_ctx(data_dir: Path):
 def synthetic_ctx(data_dir: Path, n_chunks: int, dim: int):
     """An index of ``n_chunks`` random unit vectors split 1:2:4 over three levels, with text payloads."""
     from app.context import AppContext
-    from app.core.settings import Settings
-    from ingest.index import StoredPoint
+    from core.settings import Settings
+    from ingest.store.index import StoredPoint
     from retrieval.bm25 import Bm25Store
 
     ctx = AppContext(Settings(data_dir=data_dir, chunker="mg"))

@@ -6,7 +6,7 @@ searched within its document as ``mgrag bench retrieval`` does (top 20 chunks of
 
 * **chunkers**: ``mg`` (today's default), LangChain's recursive splitter (``lc-recursive``) and LlamaIndex's
   sentence splitter (``li-sentence``), both at θ words, as :mod:`app.evaluation.peers` runs them;
-* **text**: *plain* (the chunk's own text is embedded) or *contextual* (:func:`ingest.chunk_context.indexed_text`:
+* **text**: *plain* (the chunk's own text is embedded) or *contextual* (:func:`ingest.text.chunk_context.indexed_text`:
   the document's title, the heading path where the chunk starts, a table's caption and header row) or, for mg,
   *context, no title* (the same without the title: what sections and tables add within one document);
 * **retriever**: *dense* (the parent's score the max over its own and its children's cosine scores, today's),
@@ -50,7 +50,7 @@ PEER = "lc-recursive|plain|dense"
 
 
 def contextual_texts(doc_id: str, text: str, chunks, title: bool = True) -> list[str]:
-    from ingest.chunk_context import context_line, indexed_text, text_headings, title_of
+    from ingest.text.chunk_context import context_line, indexed_text, text_headings, title_of
 
     heads = text_headings(text)
     name = title_of(doc_id) if title else ""
@@ -94,7 +94,7 @@ def run_set(b, ch: str, ctx, vectors, qvecs, speed) -> tuple[dict, dict]:
     """Per variant ``chunker|text|retriever``: the question metrics arrays; and the chunking's cost figures."""
     from app.evaluation import harness as H
     from app.evaluation.bench import question_metrics
-    from ingest.sentences import count_words
+    from ingest.text.sentences import count_words
     from retrieval.bm25 import tokenize
 
     run = H.chunk_documents(b, ch, LS.THETA, ctx)
@@ -130,7 +130,7 @@ def run_set(b, ch: str, ctx, vectors, qvecs, speed) -> tuple[dict, dict]:
 
 def embed_speed(ctx, sample: list[str]) -> float:
     """MiniLM passage words per second on ``sample`` (best of three, no cache)."""
-    from ingest.sentences import count_words
+    from ingest.text.sentences import count_words
 
     words = sum(count_words(t) for t in sample)
     best = float("inf")
@@ -142,9 +142,9 @@ def embed_speed(ctx, sample: list[str]) -> float:
 
 
 def run(args) -> dict:
-    from app.core.settings import Settings
     from app.evaluation import bench as B
     from app.evaluation import harness as H
+    from core.settings import Settings
 
     t0 = time.perf_counter()
     ctx = H.bench_context(Settings(embedder="all-MiniLM-L6-v2", theta=LS.THETA))

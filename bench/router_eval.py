@@ -74,9 +74,9 @@ def build(args):
     import torch
 
     torch.set_num_threads(1)
-    from app.core.settings import Settings
     from app.evaluation.probcache import DiskCachedEmbedder, VectorCache
     from bench import lg_variants as LV
+    from core.settings import Settings
     from ingest.embed import load_embedder
     from router.data import TrainQuestion, build_examples, corpus_from_chunks, retrieval_examples
     from router.labels import make_similarity

@@ -60,7 +60,7 @@ def points(n: int, seed: int = 0, start: int = 0):
 
 
 def open_index(engine: str, path: Path, live):
-    from ingest.index import ClientIndex, EdgeIndex, make_client
+    from ingest.store.index import ClientIndex, EdgeIndex, make_client
 
     if engine == "edge":
         return EdgeIndex(path / "edge", live, hnsw_min_points=10**9)
@@ -71,7 +71,7 @@ def open_index(engine: str, path: Path, live):
 
 def synthetic_one(engine: str, n: int, path: Path) -> dict:
     """Runs in its own process: build, search, close, reopen, search again."""
-    from ingest.index import StoredPoint
+    from ingest.store.index import StoredPoint
 
     base = rss_mb()
     live = lambda: 1  # noqa: E731
@@ -120,7 +120,7 @@ def hnsw_one(n: int, path: Path, ef_values=(32, 64, 128, 256)) -> dict:
     """Edge at ``n`` synthetic points with the HNSW graph built (what ``hnsw_min_points`` triggers): build time
     of :meth:`EdgeShard.optimize`, search latency and recall@20 against exact per ef. Random 384-d vectors are
     the hard case for a graph (no clusters), so this recall is a floor; the MiniLM figures are the realistic one."""
-    from ingest.index import EdgeIndex, StoredPoint
+    from ingest.store.index import EdgeIndex, StoredPoint
 
     idx = EdgeIndex(path / "edge", lambda: 1, hnsw_min_points=1000)
     idx.create_generation(1, DIM, 1)
@@ -162,7 +162,7 @@ def hnsw_one(n: int, path: Path, ef_values=(32, 64, 128, 256)) -> dict:
 
 def reopen_one(engine: str, path: Path) -> dict:
     """Runs in a fresh process: open the store built before, first search, RSS above the interpreter's."""
-    import ingest.index  # noqa: F401  (imports not counted in the reopen time)
+    import ingest.store.index  # noqa: F401  (imports not counted in the reopen time)
 
     if engine == "edge":
         import qdrant_edge  # noqa: F401
@@ -207,10 +207,10 @@ def recall(ef_values=(8, 16, 32, 64, 128, 256), k: int = 10) -> dict:
     """Chunks of chroma and Emma (mg, θ 300, all three levels) embedded with the shipped MiniLM; their questions
     as queries. One Edge shard with an HNSW graph forced (m 16, ef_construct 128); recall@k of HNSW search
     against the exact top k, per ef, with latency."""
-    from app.core.settings import Settings
+    from core.settings import Settings
     from ingest.chunkers import build_chunker
     from ingest.embed import load_embedder
-    from ingest.index import EdgeIndex, StoredPoint
+    from ingest.store.index import EdgeIndex, StoredPoint
 
     bench = Path(__file__).resolve().parents[2] / "shared" / "bench"
     s = Settings()
@@ -276,7 +276,7 @@ def ingest_e2e(chunker: str = "mg", parallel: bool = False) -> list[dict]:
     for engine in ("local", "edge"):
         d = Path(tempfile.mkdtemp(prefix=f"store_ingest_{engine}_"))
         env = {**os.environ, "MGRAG_QDRANT_ENGINE": engine, "MGRAG_CHUNKER": chunker}
-        cmd = [sys.executable, "-m", "app.cli", "--data-dir", str(d), "ingest", "--quiet", str(bench)]
+        cmd = [sys.executable, "-m", "cli.main", "--data-dir", str(d), "ingest", "--quiet", str(bench)]
         runs[engine] = (d, time.perf_counter(), subprocess.Popen(cmd, env=env, cwd=root, stdout=subprocess.PIPE,
                                                                    stderr=subprocess.PIPE, text=True))
         while engine in runs and (not parallel or engine == "edge") and len(done) < len(runs):

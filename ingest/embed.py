@@ -208,7 +208,7 @@ def load_embedder(name: str, *, query_prefix: str | None = None, passage_prefix:
     if name.startswith("hashing"):
         dim = int(name.split(":", 1)[1]) if ":" in name else 64
         return HashingEmbedder(dim=dim)
-    from app.core.models import LOAD_LOCK, ModelNotAvailable, resolve_embedder_path
+    from core.models import LOAD_LOCK, ModelNotAvailable, resolve_embedder_path
 
     path = resolve_embedder_path(name)
     try:

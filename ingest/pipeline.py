@@ -9,7 +9,7 @@ Guarantees:
 * re-ingestion builds a new index generation beside the live one and switches atomically (the catalog's
   transaction names the live generation); if anything fails the live index stays as it was;
 * a process killed anywhere leaves nothing the next writer's consistency check does not repair
-  (:mod:`ingest.consistency`): points are flushed before the catalog records them, under a ``pending`` row.
+  (:mod:`ingest.store.consistency`): points are flushed before the catalog records them, under a ``pending`` row.
 """
 from __future__ import annotations
 
@@ -23,9 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-from app.core.resources import Resources
-from ingest.catalog import Generation
-from ingest.chunk_context import (
+from core.resources import Resources
+from ingest.chunkers import NEEDS_LM
+from ingest.readers.layout import Layout, chunk_meta
+from ingest.readers.loaders import IngestError, Limits, LoadedDoc, clean_name, input_files, load_bytes, load_file
+from ingest.store.catalog import Generation
+from ingest.store.index import PAYLOAD_META
+from ingest.text.chunk_context import (
     CONTEXT_KEY,
     chunk_contexts,
     chunker_params,
@@ -33,10 +37,6 @@ from ingest.chunk_context import (
     indexed_text,
     uses_context,
 )
-from ingest.chunkers import NEEDS_LM
-from ingest.index import PAYLOAD_META
-from ingest.layout import Layout, chunk_meta
-from ingest.loaders import IngestError, Limits, LoadedDoc, clean_name, input_files, load_bytes, load_file
 from ingest.types import Chunk, content_hash
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ class Ingestor:
                      params: dict | None = None, on_fraction: Callable[[float], None] | None = None,
                      describe_only: bool = False):
         """The chunker of a generation: ``params`` (the generation's recorded ones) win over the settings."""
-        from ingest.work import chunker_for
+        from ingest.jobs.work import chunker_for
 
         return chunker_for(self.ctx, chunker, theta, params, on_window, on_fraction, describe_only)
 
@@ -192,7 +192,7 @@ class Ingestor:
 
     def _embed(self, texts: list[str], start: float, end: float) -> np.ndarray:
         """Passage vectors, embedded in about twenty blocks so that progress moves within a file."""
-        from ingest.work import embed_texts
+        from ingest.jobs.work import embed_texts
 
         out = embed_texts(self.ctx.embedder, texts, lambda f: self._report("embedding", start + (end - start) * f))
         self._report("writing", end)
@@ -204,7 +204,7 @@ class Ingestor:
         """Write points, flush them, then record the document in the catalog; on failure delete what was written.
         The old version's (or the first pass's) points go last. A ``pending`` row brackets the store writes, so that
         the consistency check on the next open removes the points of a write a crash interrupted
-        (:mod:`ingest.consistency`): a kill at any moment leaves the old chunks or the new ones, never both, never
+        (:mod:`ingest.store.consistency`): a kill at any moment leaves the old chunks or the new ones, never both, never
         neither. Searches show only chunks the catalog records (``Catalog.known_ids``), so the swap is atomic for
         readers too. ``phase`` and ``on_commit`` go to :meth:`Catalog.record_indexed`."""
         cat, index = self.ctx.catalog, self.ctx.index

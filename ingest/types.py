@@ -73,7 +73,7 @@ class Chunk:
 
     @property
     def n_words(self) -> int:
-        from ingest.sentences import count_words
+        from ingest.text.sentences import count_words
 
         return count_words(self.text)
 

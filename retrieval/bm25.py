@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ingest.chunk_context import indexed_text
+from ingest.text.chunk_context import indexed_text
 
 _TOKEN_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+", re.UNICODE)
 STOPWORDS = frozenset(

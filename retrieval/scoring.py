@@ -70,7 +70,7 @@ def assemble_context(parents: Sequence[tuple[str, str]], budget_words: int) -> l
     A parent that would overflow the budget is skipped (never cut mid-sentence); smaller ones after it
     may still fit.
     """
-    from ingest.sentences import count_words  # CJK characters count as words, as in the chunkers
+    from ingest.text.sentences import count_words  # CJK characters count as words, as in the chunkers
 
     out, used = [], 0
     for pid, text in parents:

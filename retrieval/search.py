@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from app.core.resources import Resources
+from core.resources import Resources
 from retrieval.bm25 import tokenize
 from retrieval.scoring import ChunkSpan, Hit, assemble_context, mog_rank, rank_parents, weights_or_uniform
 
@@ -43,7 +43,7 @@ class Source:
     matched_pages: list[int] | None = None  # pages of the matched child
     doc_hash: str = ""  # the content hash of the document version the passage comes from
     first_pass: bool = False  # a quick first-pass chunk: the document's LM refinement has not replaced it yet
-    unit: str = "page"  # what ``pages`` counts: page, slide, sheet or row (ingest/layout.py)
+    unit: str = "page"  # what ``pages`` counts: page, slide, sheet or row (ingest/readers/layout.py)
     blocks: list = field(default_factory=list)  # [start, end, "table" | "heading"] in document offsets
     name: str = ""  # the document's name as its reader sees it (Catalog.labels); "" = doc_id
 
@@ -309,7 +309,7 @@ def _mog_sources(ctx: Resources, live, hits: list[Hit], w: list[float], payloads
 
 def no_retrieval_context(text: str, max_words: int = 3500) -> str:
     """The paper's no-retrieval baseline: the document truncated to ``max_words`` words at a sentence end."""
-    from ingest.sentences import count_words, split_sentences
+    from ingest.text.sentences import count_words, split_sentences
 
     out_end, used = 0, 0
     for s, e in split_sentences(text):

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from app.core.questions import read_questions
-from ingest.catalog import live_chunks
+from core.questions import read_questions
+from ingest.store.catalog import live_chunks
 from ingest.types import Chunk
 from retrieval.bm25 import Bm25Level, tokenize
 from router.labels import best_per_level, label_text, question_soft_labels
@@ -58,7 +58,7 @@ def set_name_of(path: str | Path) -> str:
 
 
 def load_questions(path: str | Path) -> list[TrainQuestion]:
-    """Questions in the ``../shared/bench`` format (:func:`app.core.questions.read_questions`) as training
+    """Questions in the ``../shared/bench`` format (:func:`core.questions.read_questions`) as training
     questions of the set the file names; errors name the file and line."""
     name = set_name_of(path)
     return [TrainQuestion(q.id, q.question.strip(), q.doc_id, q.answers, tuple(e.text for e in q.evidence), name)

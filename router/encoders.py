@@ -27,7 +27,7 @@ class RobertaEncoder:
             return
         from transformers import AutoModel, AutoTokenizer
 
-        from app.core.models import LOAD_LOCK, ModelNotAvailable
+        from core.models import LOAD_LOCK, ModelNotAvailable
 
         try:
             with LOAD_LOCK:

@@ -66,7 +66,7 @@ TINY_LM_SETTINGS = {"MGRAG_LG_BOUNDARY_TOKENS": '["\\n\\n", "<eos>"]', "MGRAG_EM
 
 @pytest.fixture
 def scorer(tiny_lm):
-    from ingest.lm import LogitsScorer
+    from ingest.text.lm import LogitsScorer
 
     tok, model = tiny_lm
     return LogitsScorer(tok, model, prompt="Continue:", boundary_tokens=("\n\n", "<eos>"), block_tokens=64,
@@ -84,8 +84,8 @@ def fake_embedder():
 def make_ctx(tmp_path, tiny_lm, fake_embedder):
     """Factory of AppContexts on a fresh data dir with the tiny LM and the fake embedder."""
     from app.context import AppContext
-    from app.core.settings import Settings
-    from ingest.lm import LogitsScorer
+    from core.settings import Settings
+    from ingest.text.lm import LogitsScorer
 
     made = []
 

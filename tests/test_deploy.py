@@ -31,7 +31,7 @@ def test_compose_has_the_app_redis_and_workers():
 
 def test_compose_guards_the_queue_and_the_index():
     """A hostile run found Redis without a password and Qdrant published on every interface without a key (and
-    pickled jobs: ingest/remote.py signs JSON now): compose refuses to start without the three secrets, Redis asks
+    pickled jobs: ingest/jobs/remote.py signs JSON now): compose refuses to start without the three secrets, Redis asks
     for its password and publishes no port, Qdrant has an API key and is published on loopback only."""
     svc = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
     env = svc["app"]["environment"]

@@ -109,7 +109,7 @@ def test_a_stale_generated_section_and_settings_table_fail_and_fix(root):
     edit(root / "README.md", "| `theta` | `MGRAG_THETA` | `300` |", "| `theta` | `MGRAG_THETA` | `200` |")
     problems = D.run(root)
     assert any("section 'router' differs" in p for p in problems)
-    assert any("settings table differs from app.core.settings.settings_table()" in p for p in problems)
+    assert any("settings table differs from core.settings.settings_table()" in p for p in problems)
     assert len(problems) == 2
     assert D.run(root, fix=True) == []
     assert D.run(root) == []

@@ -1,7 +1,8 @@
 """The house's floors, read from the imports (every ``import``, at module level or inside a function).
 
-ingest → retrieval → router → answering (``app``) → ui / cli: a stage imports the foundation (``app.core``) and the
-stages below it, never one above; ``app.core`` imports no stage at all.
+core → ingest → retrieval → router → app (answering) → services → api (/v1, MCP) → ui (Gradio) → cli: a floor
+imports the floors below it, never one above; ``core`` imports no stage at all. No module imports itself back
+through others (no import circle), inside a floor or across floors.
 """
 import ast
 from pathlib import Path
@@ -9,51 +10,113 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("app", "ingest", "retrieval", "router", "ui")
-# what each floor may import from the project's packages besides itself
-ALLOWED = {
-    "app.core": {"app.core"},
-    "ingest": {"app.core"},
-    "retrieval": {"app.core", "ingest"},
-    "router": {"app.core", "ingest", "retrieval"},
-}
+FLOORS = ("core", "ingest", "retrieval", "router", "app", "services", "api", "ui", "cli")
 
 
-def project_imports(path: Path) -> set[str]:
+def project_imports(path: Path, package: str = "") -> set[str]:
+    """The project modules ``path`` imports (relative imports resolved against ``package``)."""
     out = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names if node.module == "app"]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(p for p in parts + [base] if p)
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
         else:
             continue
-        out |= {n for n in names if n.split(".")[0] in PACKAGES}
+        out |= {n for n in names if n.split(".")[0] in FLOORS}
     return out
 
 
-def floor_of(module: str) -> str:
-    return "app.core" if module == "app.core" or module.startswith("app.core.") else module.split(".")[0]
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-@pytest.mark.parametrize("floor", sorted(ALLOWED))
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for floor in FLOORS for p in sorted((ROOT / floor).rglob("*.py"))}
+
+
+def resolve(name: str, known: dict[str, Path]) -> str | None:
+    """``from a.b import c`` names a.b.c: a module when there is one, else the name c inside module a.b."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    out = {}
+    for name, path in known.items():
+        pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        out[name] = {t for i in project_imports(path, pkg) if (t := resolve(i, known)) and t != name}
+    return out
+
+
+@pytest.mark.parametrize("floor", FLOORS)
 def test_no_floor_imports_one_above_it(floor):
-    folder = ROOT / Path(*floor.split("."))
-    files = sorted(folder.rglob("*.py"))
-    assert files, folder
-    bad = []
-    for f in files:
-        for imp in project_imports(f):
-            target = floor_of(imp)
-            if imp == "app":  # `from app import x`: the names were added as app.x
-                continue
-            if target != floor and target not in ALLOWED[floor]:
-                bad.append(f"{f.relative_to(ROOT)} imports {imp}")
+    files = sorted((ROOT / floor).rglob("*.py"))
+    assert files, floor
+    below = set(FLOORS[: FLOORS.index(floor) + 1])
+    bad = [f"{f.relative_to(ROOT)} imports {imp}" for f in files for imp in sorted(project_imports(f))
+           if imp.split(".")[0] not in below]
     assert not bad, "\n".join(bad)
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, it = work[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        m = stack.pop()
+                        on.discard(m)
+                        comp.append(m)
+                        if m == node:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+            elif nxt not in index:
+                index[nxt] = low[nxt] = counter[0]
+                counter[0] += 1
+                stack.append(nxt)
+                on.add(nxt)
+                work.append((nxt, iter(sorted(edges.get(nxt, ())))))
+            elif nxt in on:
+                low[node] = min(low[node], index[nxt])
+    return out
+
+
+def test_no_import_circle():
+    edges = graph()
+    # a package's __init__ that re-exports its modules is part of them, not a circle through them
+    for name in edges:
+        edges[name] = {t for t in edges[name] if not name.startswith(t + ".")}
+    found = cycles(edges)
+    assert not found, "\n".join(" ↔ ".join(c) for c in found)
 
 
 def test_the_checker_sees_an_import_that_points_up(tmp_path):
     f = tmp_path / "m.py"
-    f.write_text("def f():\n    from app.context import AppContext\n    from app import cli\n")
-    assert {floor_of(i) for i in project_imports(f)} == {"app"}
-    assert "app.cli" in project_imports(f)
+    f.write_text("def f():\n    from app.context import AppContext\n    from cli import main\n")
+    assert project_imports(f) >= {"app.context", "cli.main"}
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

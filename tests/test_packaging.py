@@ -6,12 +6,21 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = sorted(p.parent.name for p in ROOT.glob("*/__init__.py"))  # the project's top-level packages
+
+
+def test_every_package_is_declared_and_copied_into_the_image():
+    include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert sorted(p.rstrip("*") for p in include) == PACKAGES
+    docker = (ROOT / "Dockerfile").read_text()
+    assert all(f"COPY {p} {p}" in docker for p in PACKAGES), PACKAGES
 
 
 @pytest.mark.integration
@@ -20,7 +29,7 @@ def test_the_wheel_holds_the_shipped_router_and_the_evaluation_sets(tmp_path):
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
-    for pkg in ("app", "ingest", "retrieval", "router", "ui"):
+    for pkg in PACKAGES:
         shutil.copytree(ROOT / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
                           str(tmp_path / "dist"), str(src)], capture_output=True, text=True, timeout=300)
@@ -32,4 +41,4 @@ def test_the_wheel_holds_the_shipped_router_and_the_evaluation_sets(tmp_path):
     assert shipped and shipped <= names, shipped - names
     assert {"router/default/config.json", "router/default/model.safetensors"} <= names
     assert any(n.startswith("app/evaluation/sets/") and n.endswith(".jsonl") for n in names)
-    assert "app/cli.py" in names and "ui/api.py" in names
+    assert "cli/main.py" in names and "api/v1.py" in names

@@ -38,17 +38,17 @@ for pkg in ("app", "ingest", "retrieval", "router", "ui"):
     for info in pkgutil.walk_packages(mod.__path__, pkg + "."):
         importlib.import_module(info.name)
 
-from app.cli import build_parser, main
+from cli.main import build_parser, main
 from app.context import AppContext
-from app.core.settings import Settings
+from core.settings import Settings
 
 tmp = Path(tempfile.mkdtemp())
 build_parser().parse_args(["ask", "How long?"])
 ctx = AppContext(Settings(data_dir=tmp / "ctx", embedder="hashing", chunker="recursive", theta=40))
 from ui.app import build_app
-from ui.service import UiService
+from services.service import AppService
 
-build_app(UiService(ctx, admin_password="pw"))
+build_app(AppService(ctx, admin_password="pw"))
 ctx.close()
 doc = tmp / "keeper.md"
 doc.write_text("The keeper has tended the light for twenty-two years. She logs the weather at dawn.\n")

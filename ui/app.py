@@ -3,7 +3,7 @@
 ``build_app(service)`` makes the Blocks from the rooms under ``ui/rooms/`` (one per tab: :mod:`ui.rooms.chat` with
 its conversations and upload panels, :mod:`ui.rooms.admin` with the LLM endpoint panel, :mod:`ui.rooms.evaluate`;
 :mod:`ui.rooms.viewer` adds the viewer's HTTP routes), which share a :class:`ui.rooms.context.RoomContext`;
-``launch(service)`` serves them (``mgrag serve``). Every admin handler calls :meth:`UiService` methods that check
+``launch(service)`` serves them (``mgrag serve``). Every admin handler calls :meth:`AppService` methods that check
 the session's admin token server side, so hiding the admin panel is only cosmetic: a direct API call without a
 login gets "admin login required".
 """
@@ -12,9 +12,9 @@ import logging
 import os
 from pathlib import Path
 
-from ui import render
+from services import render
+from services.service import AppService
 from ui.rooms.viewer import add_viewer_routes
-from ui.service import UiService
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ CSS = """
     "@CHILD", render.HIGHLIGHT["child"])
 
 
-def build_app(service: UiService):
+def build_app(service: AppService):
     """The rooms laid out tab by tab, then their events. The events are registered in the order the page has always
     had (a client may call an event by its index), so the rooms' wiring interleaves: the page's load, the Chat
     tab's conversations and settings, the Admin tab's LLM endpoint, the Chat tab's uploads and questions, the
@@ -87,7 +87,7 @@ def _wire_page_load(demo, c, chat) -> None:
         lambda answers: pick_choices(answers), [c.answers_state], [c.answer_pick], api_visibility="private")
 
 
-def launch(service: UiService, *, host: str | None = None, port: int | None = None, block: bool = True):
+def launch(service: AppService, *, host: str | None = None, port: int | None = None, block: bool = True):
     """Serve the app. Gradio's upload cache goes under the data dir (``data_dir/tmp/gradio``) unless
     ``GRADIO_TEMP_DIR`` is set, so uploads write nothing outside it; uploads over ``max_file_mb`` are cut off by
     Gradio itself and refused again by the service."""
@@ -106,7 +106,7 @@ def launch(service: UiService, *, host: str | None = None, port: int | None = No
     clean_uploads(service)  # what the last run left: uploads never submitted or cut off by a stop
     demo = build_app(service)
     demo.queue(default_concurrency_limit=8, max_size=256)
-    from ui.services.auth import throttled_login
+    from services.auth import throttled_login
 
     # accounts made by the admin: everyone logs in, and guessing a password is slowed down like the admin's
     auth = throttled_login(service.users.check) if service.users else None
@@ -124,14 +124,14 @@ def launch(service: UiService, *, host: str | None = None, port: int | None = No
     return demo, url
 
 
-def own_routes(service: UiService) -> list:
+def own_routes(service: AppService) -> list:
     """The server's routes besides Gradio's, handed to the app Gradio makes so that they exist before it listens
     (mounted after ``launch``, ``/v1`` answered 404 for a moment while ``/`` already answered): the viewer's
     pages (``/mgrag/...``) and the HTTP API (``/v1``: OpenAI-compatible chat, documents, search; API keys)."""
     from fastapi import APIRouter
     from starlette.routing import Mount
 
-    from ui.api import api_app
+    from api.v1 import api_app
 
     viewer = APIRouter()
     add_viewer_routes(viewer, service)
@@ -142,11 +142,11 @@ def render_css() -> str:
     return CSS
 
 
-def start_service(settings=None) -> UiService:
+def start_service(settings=None) -> AppService:
     """The web app's service on a context of its own. The admin password is the ``admin_password`` setting, else
-    the one kept in the data dir (:func:`ui.service.stored_admin_password`), logged only when it is made."""
+    the one kept in the data dir (:func:`services.service.stored_admin_password`), logged only when it is made."""
     from app.context import AppContext
-    from ui.service import stored_admin_password
+    from services.service import stored_admin_password
 
     ctx = AppContext(settings)
     s = ctx.settings
@@ -160,7 +160,7 @@ def start_service(settings=None) -> UiService:
         else:
             log.info("the Admin tab's password (user %s) is the one kept in %s (`mgrag admin password` shows it)",
                      s.admin_user, where)
-    return UiService(ctx, admin_password=password)
+    return AppService(ctx, admin_password=password)
 
 
 def serve(settings=None, *, host: str | None = None, port: int | None = None) -> int:

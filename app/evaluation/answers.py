@@ -448,9 +448,9 @@ def run_answers(settings, names: Sequence[str], *, followups_with: str | None = 
                 checkpoint: Callable[[dict], None] | None = None) -> dict:
     """Every candidate in ``names`` over the answerable and unanswerable sets, then the follow-ups."""
     from app.context import AppContext
-    from app.core.models import QWEN_LM
     from app.evaluation import bench as B
     from app.evaluation.answer_sets import build_index, load_answer_sets
+    from core.models import QWEN_LM
 
     t_start = time.perf_counter()
     monitor = B.LoadMonitor()

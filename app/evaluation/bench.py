@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from app.core.questions import Evidence, Question, read_questions
 from app.evaluation.metrics import (
     best_rouge_span,
     dcg_at_k,
@@ -28,7 +27,8 @@ from app.evaluation.metrics import (
     set_recall_at_k,
     token_iou_precision,
 )
-from ingest.sentences import count_words
+from core.questions import Evidence, Question, read_questions
+from ingest.text.sentences import count_words
 from ingest.types import Chunk
 from retrieval.scoring import ChunkSpan, Hit, assemble_context, level_hits, mog_rank, rank_parents
 

@@ -28,8 +28,8 @@ def _thetas(s: str) -> list[int]:
 
 
 def _context(args):
-    from app.core.settings import Settings
     from app.evaluation.harness import bench_context
+    from core.settings import Settings
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -246,10 +246,10 @@ def cmd_answers(args) -> int:
     """``mgrag bench answers``: see app/evaluation/answers.py."""
     import json
 
-    from app.core.settings import Settings
     from app.evaluation import bench as B
     from app.evaluation.answers import CANDIDATES, answers_section, answers_table, followups_table, run_answers
     from app.evaluation.harness import BenchError, write_results
+    from core.settings import Settings
 
     out = _results_dir(args)
     if args.filings:
@@ -303,10 +303,10 @@ def cmd_filings(args, out) -> int:
     """``mgrag bench answers --filings DOCS``: see app/evaluation/filings.py."""
     import json
 
-    from app.core.settings import Settings
     from app.evaluation import bench as B
     from app.evaluation.filings import DEFAULT_CANDIDATES, filings_table, run_filings
     from app.evaluation.harness import write_results
+    from core.settings import Settings
 
     names = args.candidates or list(DEFAULT_CANDIDATES)
     command = ("mgrag bench answers --filings DOCS --candidates " + ",".join(names)
@@ -348,8 +348,8 @@ def _answers_command(args) -> str:
 
 
 def add_bench_parser(sub) -> None:
-    from app.core.components import BACKENDS
     from app.evaluation.harness import ALL_CHUNKERS, DEFAULT_CHUNKERS, DEFAULT_THETAS, PROFILES
+    from core.components import BACKENDS
 
     p = sub.add_parser("bench", help="retrieval and QA benchmarks (bench sets in ../shared/bench format)")
     bsub = p.add_subparsers(dest="bench_cmd", required=True)

@@ -29,15 +29,15 @@ from pathlib import Path
 
 import numpy as np
 
-from app.core.components import CHUNKERS
 from app.evaluation import bench as B
 from app.evaluation.peers import PEERS, Hierarchy, _Embedding, peer_spans, peer_unavailable, spans_to_chunks
-from ingest.sentences import count_words
+from core.components import CHUNKERS
+from ingest.text.sentences import count_words
 from ingest.types import Chunk
 
 log = logging.getLogger(__name__)
 
-OWN = tuple(CHUNKERS)  # the product's chunkers (app/core/components.py), in the order of the results tables
+OWN = tuple(CHUNKERS)  # the product's chunkers (core/components.py), in the order of the results tables
 ALL_CHUNKERS = OWN + PEERS
 LM_CHUNKERS = frozenset(n for n, c in CHUNKERS.items() if c.needs_lm)
 THETA_FREE = frozenset({"li-semantic"})  # no size parameter: θ does not change it
@@ -115,7 +115,7 @@ def _settings_key(name: str, ctx, theta: int) -> dict:
     s = ctx.settings
     key: dict = {"v": CACHE_VERSION, "cv": CHUNKER_VERSION.get(name, 1)}
     if name in LM_CHUNKERS:
-        from ingest.work import chunker_for
+        from ingest.jobs.work import chunker_for
 
         key.update(lm=s.lm_model, mode=s.lg_mode, boundary=list(s.lg_boundary_tokens), prompt=s.lg_prompt,
                    block=s.lg_block_tokens, context=s.lg_context_tokens, min_words=s.lg_min_words,
@@ -170,8 +170,8 @@ def chunk_documents(bench: B.BenchSet, name: str, theta: int, ctx, *, cache_dir:
     The chunkers are configured exactly as ingestion configures them (``Ingestor._chunker_for``). ``lg`` is the
     level 0 of ``lgmgc`` (the same LM pass), so asking for both costs one pass.
     """
-    from ingest import sentences as sentences_mod
     from ingest.pipeline import Ingestor
+    from ingest.text import sentences as sentences_mod
 
     if name not in ALL_CHUNKERS:
         raise BenchError(f"unknown chunker {name!r}; choose from {', '.join(ALL_CHUNKERS)}")

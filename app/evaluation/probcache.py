@@ -1,11 +1,11 @@
 """Caches that let one LM pass serve many chunking rules, and one embedding serve many chunkings (benchmarks only).
 
-:class:`CachedScorer` stands in for :class:`ingest.lm.LogitsScorer` in the LG chunkers. It remembers, per document
+:class:`CachedScorer` stands in for :class:`ingest.text.lm.LogitsScorer` in the LG chunkers. It remembers, per document
 and segmentation, the streaming probabilities (one pass over the document) and every exact-mode window it was asked
 for (keyed by the window's first sentence: the pass is causal, so the probabilities of a shorter window starting
 there are the first entries of a longer one's). Only a miss loads the LM (``load_scorer``) and runs it, so the
-cutting rules of ``ingest.boundary.cut_scores`` (structure-aware scores, a size prior, children sized by the parent)
-are compared on the very same probabilities at the cost of re-cutting, not re-reading. Entries live in
+cutting rules of ``ingest.text.boundary.cut_scores`` (structure-aware scores, a size prior, children sized by the
+parent) are compared on the very same probabilities at the cost of re-cutting, not re-reading. Entries live in
 ``<cache_dir>/bench/probs/<lm key>/<doc hash>-<segmentation hash>.npz``, written after every new LM result.
 
 :class:`VectorCache` keeps embedding vectors on disk by text (SQLite), so chunks shared by several chunkings of a

@@ -1,6 +1,6 @@
 """Synthesizers: one streaming interface, four backends (offline Gemma, extractive, transformers, openai).
 
-:data:`BACKENDS` is the registry: name → :class:`BackendEntry` (its line of :data:`app.core.components.BACKENDS`,
+:data:`BACKENDS` is the registry: name → :class:`BackendEntry` (its line of :data:`core.components.BACKENDS`,
 whether it needs an LLM, how to build it, why it cannot run here). ``make_synthesizer(name, ctx)`` builds one.
 """
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.core import components
 from app.synth.base import SynthesisError, Synthesizer, build_completion_prompt, build_messages
+from core import components
 
 __all__ = ["BACKENDS", "BackendEntry", "SynthesisError", "Synthesizer", "build_messages", "build_completion_prompt",
            "make_synthesizer", "openai_client"]

@@ -1,7 +1,6 @@
 """Extractive backend (no LLM): the context sentences closest to the question, each with its citation."""
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -9,48 +8,6 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from app.grounding import SentenceVectors
-
-MIN_WORDS = 4
-
-
-def answerable_sentence(text: str, start: int, end: int) -> bool:
-    """Can ``text[start:end]`` be quoted as an answer? Not a title or heading (fewer than :data:`MIN_WORDS` words),
-    not the tail of a sentence cut off before the passage began (it starts in lower case at the passage's start,
-    e.g. after a PDF page break), and not a document's instruction to an AI.
-
-    >>> answerable_sentence("said was a good bill? The Senate passed it.", 0, 21)
-    False
-    >>> answerable_sentence("Valkyria Chronicles III", 0, 23)
-    False
-    >>> answerable_sentence("The game was released in 2011.", 0, 30)
-    True
-    """
-    from app.synth.guard import looks_like_instruction
-
-    sentence = text[start:end].strip()
-    if len(sentence.split()) < MIN_WORDS:
-        return False
-    if not text[:start].strip() and sentence[:1].islower():
-        return False
-    if garbled(sentence):
-        return False
-    return not looks_like_instruction(sentence)  # a document's orders to an AI are never an answer
-
-
-_REPEAT = re.compile(r"\b(\S+(?:\s+\S+){1,3})\s+\1\b")
-
-
-def garbled(sentence: str) -> bool:
-    """Text read out of a laid-out page in the wrong order (an infographic's boxes, side by side): the same words
-    twice in a row, again and again ("Gross margin Gross margin Diluted EPS Diluted EPS … from Q3 2022 from Q3
-    2022"). Prose repeats a phrase at once seldom, and not twice.
-
-    >>> garbled("Revenue down $1.2B or 8% Gross margin Gross margin Diluted EPS Diluted EPS Operating cash")
-    True
-    >>> garbled("Net sales rose 8% in the quarter, and net sales rose 5% in the nine months.")
-    False
-    """
-    return len(_REPEAT.findall(sentence)) >= 2
 
 
 class ExtractiveSynthesizer:

@@ -60,7 +60,7 @@ def looks_like_instruction(sentence: str) -> bool:
 
 def neutralise(text: str) -> tuple[str, int]:
     """``text`` with every instruction-like sentence replaced by :data:`REMOVED`, and how many were replaced."""
-    from ingest.sentences import split_sentences
+    from ingest.text.sentences import split_sentences
 
     out, last, n = [], 0, 0
     for s, e in split_sentences(text, max_words=200, table_rows=True):  # one row of a table, not all of it

@@ -135,7 +135,7 @@ def load_chat_synthesizer(model_id: str, *, max_new_tokens: int = 256, load_in_4
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from app.core.models import LOAD_LOCK, ModelNotAvailable, bitsandbytes_usable, require_bitsandbytes
+    from core.models import LOAD_LOCK, ModelNotAvailable, bitsandbytes_usable, require_bitsandbytes
 
     four_bit = bitsandbytes_usable() if load_in_4bit is None else load_in_4bit  # by default: where it can
     kwargs: dict = {}
@@ -165,7 +165,7 @@ def load_offline_synthesizer(ctx, *, max_new_tokens: int = 96, total_timeout: fl
     """The offline answerer (``offline_model``): the shipped Qwen2.5-Coder-0.5B-Instruct with the brief chat
     prompt, or the shipped Gemma-3-270M base with a completion prompt (sharing the chunker's model when it is the
     same)."""
-    from app.core.models import DEFAULT_LM, QWEN_LM, load_causal_lm, resolve_qwen_path
+    from core.models import DEFAULT_LM, QWEN_LM, load_causal_lm, resolve_qwen_path
 
     s = ctx.settings
     model = model or s.offline_model

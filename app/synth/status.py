@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def _offline_reason(settings) -> str | None:
-    from app.core.models import DEFAULT_LM
+    from core.models import DEFAULT_LM
 
     if settings.lm_model == DEFAULT_LM or Path(settings.lm_model).is_dir():
         converted = Path(settings.cache_dir) / "models" / "gemma-3-270m" / "mgrag-converted.txt"

@@ -1,6 +1,6 @@
 """Chunkers, one module each, behind :class:`ingest.chunkers.base.Chunker`.
 
-:data:`CHUNKERS` is the registry: name → :class:`ChunkerEntry` (its line of :data:`app.core.components.CHUNKERS`,
+:data:`CHUNKERS` is the registry: name → :class:`ChunkerEntry` (its line of :data:`core.components.CHUNKERS`,
 what it needs, how to build it). ``build_chunker(name, theta, ...)`` is the factory used by the pipeline, the CLI
 and the benchmarks.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.core import components
+from core import components
 from ingest.chunkers.base import Chunker
 
 

@@ -5,7 +5,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from ingest.sentences import count_words, is_hard_wrapped, sentences_between, split_long
+from ingest.text.sentences import count_words, is_hard_wrapped, sentences_between, split_long
 from ingest.types import Chunk
 
 

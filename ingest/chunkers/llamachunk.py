@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ingest.boundary import lg_breaks, spans_from_breaks
 from ingest.chunkers.base import Chunker, check_theta
-from ingest.sentences import count_words, sentences_cached
+from ingest.text.boundary import lg_breaks, spans_from_breaks
+from ingest.text.sentences import count_words, sentences_cached
 
 INSTRUCTION = ("Your job is to act as a chunker. Repeat the text below exactly, and insert the marker {marker} "
                "at the end of every section, so that the text is separated into semantically coherent groups.")

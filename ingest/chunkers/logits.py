@@ -17,10 +17,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ingest.boundary import break_strength, cut_scores, lg_breaks, spans_from_breaks
 from ingest.chunkers.base import Chunker, check_theta
 from ingest.chunkers.multigranular import with_children
-from ingest.sentences import count_words, is_hard_wrapped, sentences_cached
+from ingest.text.boundary import break_strength, cut_scores, lg_breaks, spans_from_breaks
+from ingest.text.sentences import count_words, is_hard_wrapped, sentences_cached
 from ingest.types import Chunk
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,8 @@ class LGConfig:
     mode: str = "exact"
     min_rest: int | None = None  # rest of the document that becomes the last chunk; default θ
     min_words: int = 0  # optional floor on chunk length (0 = the paper's plain argmax)
-    # cutting rule (ingest.boundary.cut_scores): log p + structure_weight · layout break + size_prior · log(words/θ)
+    # cutting rule (ingest.text.boundary.cut_scores): log p + structure_weight · layout break + size_prior ·
+    # log(words/θ)
     structure_weight: float = 0.0
     size_prior: float = 0.0
     children: str = "theta"  # children of θ/2 and θ/4 words (MG's rule), or "parent": half and a quarter of the parent
@@ -80,7 +81,7 @@ class LGConfig:
 
 @dataclass(frozen=True)
 class LogitsGuidedChunker(Chunker):
-    """LG chunker. ``scorer`` is a :class:`ingest.lm.LogitsScorer` (or anything with the same methods)."""
+    """LG chunker. ``scorer`` is a :class:`ingest.text.lm.LogitsScorer` (or anything with the same methods)."""
 
     scorer: object = field(compare=False)
     config: LGConfig = LGConfig()

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from ingest.chunkers.base import Chunker, check_theta, paragraph_spans, recursive_spans
-from ingest.sentences import count_words
+from ingest.text.sentences import count_words
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ingest.chunkers.base import Chunker, check_theta, recursive_spans
 from ingest.chunkers.recursive import RecursiveChunker
-from ingest.sentences import count_words
+from ingest.text.sentences import count_words
 from ingest.types import Chunk
 
 

@@ -1,7 +1,7 @@
 """Perplexity chunking (Meta-Chunking, seed 004): split where a sentence's perplexity is a local minimum.
 
 Sentence perplexity is the mean token loss of the sentence given all the text before it, from one pass over
-the document with the KV cache carried across blocks (:func:`ingest.lm.token_logprobs`). Sentence i closes a
+the document with the KV cache carried across blocks (:func:`ingest.text.lm.token_logprobs`). Sentence i closes a
 segment when both neighbours exceed it by more than ``threshold``:
 ``min(PPL[i-1], PPL[i+1]) - PPL[i] > threshold``. Segments are then merged greedily up to θ words (longer
 ones split recursively). Unlike the reference code, long sentences are not truncated: every token counts.
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ingest.chunkers.base import Chunker, check_theta, merge_units, recursive_spans
-from ingest.sentences import sentences_cached
+from ingest.text.sentences import sentences_cached
 
 
 def local_minima(ppl: Sequence[float], threshold: float) -> list[int]:
@@ -51,7 +51,7 @@ def sentence_perplexities(scorer, text: str, sentences: Sequence[tuple[int, int]
 
 
 def _sentence_perplexities(scorer, text: str, sentences: Sequence[tuple[int, int]], **kw) -> np.ndarray:
-    from ingest.lm import token_logprobs
+    from ingest.text.lm import token_logprobs
 
     doc = scorer.tokenize(text, sentences)
     ids = list(scorer.prompt_ids)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ingest.chunkers.base import Chunker, check_theta, recursive_spans
-from ingest.sentences import sentences_cached
+from ingest.text.sentences import sentences_cached
 
 
 def semantic_breaks(vectors: np.ndarray, percentile: float) -> list[int]:

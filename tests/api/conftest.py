@@ -25,11 +25,11 @@ class Api:
 @pytest.fixture(scope="module")
 def api(tmp_path_factory):
     from app.context import AppContext
-    from app.core.settings import Settings
+    from core.settings import Settings
     from ingest.embed import HashingEmbedder
     from ingest.pipeline import Ingestor
+    from services.service import AppService
     from ui.app import launch
-    from ui.service import UiService
 
     root = tmp_path_factory.mktemp("api")
     env = pytest.MonkeyPatch()  # Gradio's upload folder for this server, the old value back after it
@@ -37,7 +37,7 @@ def api(tmp_path_factory):
     settings = Settings(data_dir=root / "data", embedder="hashing", chunker="recursive", theta=40,
                         synth_backend="extractive", max_file_mb=0.05, top_k=5, api_requests_per_minute=600)
     ctx = AppContext(settings, embedder=HashingEmbedder(dim=64))
-    service = UiService(ctx, admin_password="test-admin-pw")
+    service = AppService(ctx, admin_password="test-admin-pw")
     seed = root / "seed"
     seed.mkdir()
     (seed / "lighthouse.md").write_text(LIGHTHOUSE, encoding="utf-8")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from app.cli import main
+from cli.main import main
 
 
 def test_keys_add_list_revoke(tmp_path, capsys):
@@ -23,7 +23,7 @@ def test_keys_add_list_revoke(tmp_path, capsys):
     capsys.readouterr()
     main(["--data-dir", d, "keys", "list"])
     assert "revoked" in capsys.readouterr().out
-    from ui.keys import Keys
+    from services.keys import Keys
 
     assert Keys(tmp_path / "data" / ".secrets" / "keys.sqlite").check(key) is None
 
@@ -32,7 +32,7 @@ def test_a_key_needs_a_user_of_the_web_app(tmp_path, capsys):
     d = str(tmp_path / "data")
     assert main(["--data-dir", d, "keys", "add", "k"]) == 2
     assert "--user USER" in capsys.readouterr().err
-    from ui.users import Users
+    from services.users import Users
 
     Users(tmp_path / "data" / ".secrets" / "users.sqlite").add("alice", "alice-password")
     assert main(["--data-dir", d, "keys", "add", "k", "--user", "mallory"]) == 2
@@ -43,8 +43,8 @@ def test_a_key_needs_a_user_of_the_web_app(tmp_path, capsys):
 def test_removing_a_user_revokes_their_keys_even_the_last_user(tmp_path, capsys):
     """The hostile run's item 5: `mgrag users remove` left the user's keys working, and with no user left the API
     no longer checked a key's user: the removed user's key listed and searched their private documents."""
-    from ui.keys import Keys
-    from ui.users import Users
+    from services.keys import Keys
+    from services.users import Users
 
     d = str(tmp_path / "data")
     Users(tmp_path / "data" / ".secrets" / "users.sqlite").add("alice", "alice-password")

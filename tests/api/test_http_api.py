@@ -194,7 +194,7 @@ def test_bad_requests_say_what_is_wrong(api):
 
 
 def test_rate_limit_per_key(api):
-    from ui.api import RateLimit
+    from api.v1 import RateLimit
 
     limit = RateLimit(2)
     assert limit.take("a") == 0 and limit.take("a") == 0
@@ -269,7 +269,7 @@ def test_one_key_cannot_take_every_thread(api, monkeypatch):
     import asyncio
     import threading
 
-    import ui.api as A
+    import api.v1 as A
 
     async def slow_wait(service, ids, timeout_s, poll_s=0.5):
         await asyncio.sleep(4.0)  # a long ingestion

@@ -15,7 +15,7 @@ def _session_call(api, key: str, calls: list[tuple[str, dict]]):
 
     url = api.base.removesuffix("/v1")
     env = {**os.environ, "MGRAG_API_KEY": key}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "ui.mcp_server", "--url", url], env=env,
+    params = StdioServerParameters(command=sys.executable, args=["-m", "api.mcp_server", "--url", url], env=env,
                                    cwd=os.getcwd())
 
     async def run():

@@ -20,12 +20,12 @@ def bare(tmp_path_factory):
     from gradio import http_server
 
     from app.context import AppContext
-    from app.core.settings import Settings
+    from core.settings import Settings
     from ingest.embed import HashingEmbedder
-    from ingest.queue import enqueue, wait
+    from ingest.jobs.queue import enqueue, wait
+    from services.service import AppService
     from tests.ui.conftest import free_port
     from ui.app import launch
-    from ui.service import UiService
 
     root = tmp_path_factory.mktemp("bare")
     env = pytest.MonkeyPatch()
@@ -41,7 +41,7 @@ def bare(tmp_path_factory):
     settings = Settings(data_dir=root / "data", embedder="hashing", chunker="recursive", theta=40,
                         synth_backend="extractive")
     ctx = AppContext(settings, embedder=HashingEmbedder(dim=64))
-    service = UiService(ctx, admin_password="test-admin-pw")
+    service = AppService(ctx, admin_password="test-admin-pw")
     library = enqueue(ctx, [("orchard.md", ORCHARD.encode())])  # the shared library
     browser = enqueue(ctx, [("lighthouse.md", LIGHTHOUSE.encode())], "browser:newcomer")  # a browser's upload
     service.ensure_runner().wake()
@@ -76,7 +76,7 @@ def test_a_key_says_it_cannot_see_a_browser_s_uploads_when_there_are_no_accounts
     answered = httpx.post(base + "/chat/completions", headers=auth(key), timeout=60, json={
         "model": "mgrag", "messages": [{"role": "user", "content": "How many pear trees does the orchard have?"}]})
     assert "browser" not in answered.json()["choices"][0]["message"]["content"]  # said only with an abstention
-    made = subprocess.run([sys.executable, "-m", "app.cli", "--data-dir", str(data_dir), "keys", "add", "script",
+    made = subprocess.run([sys.executable, "-m", "cli.main", "--data-dir", str(data_dir), "keys", "add", "script",
                            "--user", "me"], capture_output=True, text=True, timeout=120)
     assert made.returncode == 0 and made.stdout.startswith("mgrag-")
     assert "files uploaded in a browser belong to that browser and no API key searches them" in made.stderr

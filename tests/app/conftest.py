@@ -1,7 +1,7 @@
 """A two-document library ingested through the CLI (hashing embedder, recursive θ=40), for the CLI tests."""
 import pytest
 
-from app.cli import main
+from cli.main import main
 
 KEEPER = "The keeper has tended the light for twenty-two years. She logs the weather at dawn and at dusk every day.\n"
 ORCHARD = "The orchard has forty apple trees and six pear trees. The pears ripen late in the autumn every year.\n"

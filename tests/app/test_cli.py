@@ -1,7 +1,7 @@
 """The CLI's exit codes: `mgrag ingest` fails (1) when any file fails, with a summary line."""
 from __future__ import annotations
 
-from app.cli import main
+from cli.main import main
 
 
 def test_ingest_exits_1_when_any_file_fails(tmp_path, capsys, monkeypatch):
@@ -43,7 +43,7 @@ def test_two_files_with_the_same_name_are_both_kept(tmp_path, capsys, monkeypatc
     import json
 
     from app.context import AppContext
-    from app.core.settings import Settings
+    from core.settings import Settings
 
     monkeypatch.setenv("MGRAG_EMBEDDER", "hashing")
     monkeypatch.setenv("MGRAG_CHUNKER", "recursive")

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from app.cli import main
+from cli.main import main
 from tests.app.conftest import KEEPER as A
 from tests.app.conftest import ORCHARD as B
 
@@ -33,9 +33,9 @@ def test_chat_plain_text_in_a_subprocess(tmp_path, cli_env):
     (tmp_path / "a.md").write_text(A, encoding="utf-8")
     data = str(tmp_path / "data")
     # ingest in its own process too: an embedded store is opened by one process at a time
-    subprocess.run([sys.executable, "-m", "app.cli", "--data-dir", data, "ingest", "--quiet", str(tmp_path / "a.md")],
+    subprocess.run([sys.executable, "-m", "cli.main", "--data-dir", data, "ingest", "--quiet", str(tmp_path / "a.md")],
                    check=True, capture_output=True, timeout=120)
-    out = subprocess.run([sys.executable, "-m", "app.cli", "--data-dir", data, "chat", "--backend", "extractive"],
+    out = subprocess.run([sys.executable, "-m", "cli.main", "--data-dir", data, "chat", "--backend", "extractive"],
                          input="How long has the keeper tended the light?\nWhat does she log?\n", text=True,
                          capture_output=True, timeout=120)
     assert out.returncode == 0, out.stderr

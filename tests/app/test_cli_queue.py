@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from app.cli import main
+from cli.main import main
 from tests.ingest.test_durability import ROOT, open_ctx
 
 TEXT = ("The ferry leaves at noon from the east pier. It returns at six. The crew buys rye bread at the bakery.\n\n"
@@ -16,7 +16,7 @@ TEXT = ("The ferry leaves at noon from the east pier. It returns at six. The cre
 
 
 def test_ingest_beside_a_running_server_hands_the_files_to_it(tmp_path, write):
-    from ingest.queue import Runner
+    from ingest.jobs.queue import Runner
 
     data = tmp_path / "data"
     server = open_ctx(data)  # this process plays `mgrag serve`: it holds the data dir and runs the queue
@@ -24,7 +24,7 @@ def test_ingest_beside_a_running_server_hands_the_files_to_it(tmp_path, write):
     try:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "MGRAG_EMBEDDER": "hashing", "MGRAG_CHUNKER": "mg",
                "MGRAG_THETA": "40"}
-        p = subprocess.run([sys.executable, "-m", "app.cli", "--data-dir", str(data), "ingest", "--json",
+        p = subprocess.run([sys.executable, "-m", "cli.main", "--data-dir", str(data), "ingest", "--json",
                             str(write("ferry.md", TEXT)), str(write("empty.md", " "))], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 1 and "in use by" not in p.stderr, p.stderr  # 1: empty.md was refused

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from app.cli import main
+from cli.main import main
 
 
 def test_cli_reingest_named_documents_with_their_own_theta(cli_library, capsys):

@@ -1,11 +1,11 @@
-"""One list of chunker and backend names (app/core/components.py) that the settings, the CLI, the builders, the
+"""One list of chunker and backend names (core/components.py) that the settings, the CLI, the builders, the
 benchmark and the backend menu all read."""
 import typing
 
 import pytest
 
-from app.core import components
-from app.core.settings import Settings
+from core import components
+from core.settings import Settings
 
 
 def test_the_settings_accept_exactly_the_registered_names():
@@ -21,7 +21,7 @@ def _choices(parser, *path):
 
 
 def test_the_cli_offers_exactly_the_registered_names():
-    from app.cli import build_parser
+    from cli.main import build_parser
 
     p = build_parser()
     opts = {a.dest: a for a in _choices(p, "reingest")._actions}
@@ -73,7 +73,7 @@ def test_the_benchmark_measures_every_registered_chunker():
 
 
 def test_the_docs_table_lists_every_part(capsys):
-    from app.cli import main
+    from cli.main import main
 
     assert main(["settings", "--choices"]) == 0
     out = capsys.readouterr().out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app import cli
+from cli import main as cli
 from ingest.pipeline import Ingestor
 
 ANIMALS = ("cat", "owl", "elk", "yak", "bird", "fox", "hen")
@@ -54,7 +54,7 @@ def test_export_round_trips_the_live_generation_and_resumes(make_ctx, write, mon
     assert f"exported generation {live.gen} to {url}" in out and "resumed" in out
     assert again.sent == total - flaky.sent  # only what the first run had not sent
     # the server now holds the same points, vectors and payloads, and the aliases name the generation
-    from ingest.index import ClientIndex
+    from ingest.store.index import ClientIndex
 
     remote = ClientIndex(server, ctx.catalog.live_gen, ctx.settings.collection_prefix, owns_client=False)
     assert remote.live_collections() == {remote.alias(lv): remote.collection(live.gen, lv) for lv in range(3)}

@@ -200,7 +200,7 @@ def test_excerpt_keeps_only_questions_inside(bench_dir):
 
 
 def test_cli_bench_retrieval_writes_json_and_plots(bench_dir, tmp_path, monkeypatch, capsys):
-    from app.cli import main
+    from cli.main import main
 
     monkeypatch.setenv("MGRAG_EMBEDDER", "hashing:128")
     monkeypatch.setenv("MGRAG_CACHE_DIR", str(tmp_path / "cache"))
@@ -215,7 +215,7 @@ def test_cli_bench_retrieval_writes_json_and_plots(bench_dir, tmp_path, monkeypa
 
 
 def test_cli_bench_bad_input_is_a_clear_error(bench_dir, tmp_path, capsys):
-    from app.cli import main
+    from cli.main import main
 
     assert main(["bench", "retrieval", "--set", str(tmp_path / "missing")]) == 2
     assert "no bench set at" in capsys.readouterr().err

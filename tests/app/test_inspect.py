@@ -69,7 +69,7 @@ def test_bad_input_is_refused_with_the_reason(make_ctx):
 
 
 def test_cli_writes_png_and_html_for_an_ingested_document_or_a_file(make_ctx, write, tmp_path, monkeypatch, capsys):
-    from app import cli
+    from cli import main as cli
     from ingest.pipeline import Ingestor
 
     ctx = make_ctx(router="none", theta=40)

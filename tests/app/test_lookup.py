@@ -9,7 +9,7 @@ from app.answer import answer
 from app.lookup import RowIndex, looked_up
 from app.reader import cells_of, read
 from ingest.pipeline import Ingestor
-from ingest.sentences import split_sentences
+from ingest.text.sentences import split_sentences
 
 NARRATIVE = ("Northwind Traders Inc. sells tea and coffee to grocers. During the quarter ended June 30, 2024 the "
              "company opened a roastery in Leeds and hired a new head of sales. Customers bought more green tea "

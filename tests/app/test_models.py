@@ -2,7 +2,7 @@ import builtins
 
 import pytest
 
-from app.core.models import ModelNotAvailable, load_causal_lm, resolve_embedder_path, resolve_lm_path
+from core.models import ModelNotAvailable, load_causal_lm, resolve_embedder_path, resolve_lm_path
 from ingest.embed import load_embedder, prefixes_for
 
 
@@ -63,7 +63,7 @@ def test_known_prefixes():
 def test_qwen_parts_missing_or_not_the_expected_file(tmp_path, monkeypatch):
     import sys
 
-    from app.core import models
+    from core import models
 
     monkeypatch.setattr(models, "QWEN_PACKAGES", ("mgrag_fake_part_a", "mgrag_fake_part_b"))
     with pytest.raises(models.ModelNotAvailable, match=r"mgrag-fake-part-a is missing: run `pip install"):
@@ -130,7 +130,7 @@ def test_8bit_on_a_gpu_without_the_cuda_extra_names_it(tmp_path, tiny_lm, monkey
 
     import torch
 
-    from app.core.models import bitsandbytes_usable
+    from core.models import bitsandbytes_usable
 
     tok, model = tiny_lm
     tok.save_pretrained(tmp_path / "m")

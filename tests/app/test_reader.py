@@ -375,8 +375,8 @@ def test_a_figure_answer_is_followed_only_by_quotes_about_its_row():
     """The dev set's f16: "Total net revenue: 14,158" was followed by a sentence on an Optane write-down in cost of
     sales; beside a figure, a further quote must speak of its row (and layout soup is never quotable: the
     doctest of ``garbled``)."""
+    from app.grounding import answerable_sentence
     from app.reader import Candidate, Cell, _more
-    from app.synth.extractive import answerable_sentence
 
     cell = Cell(1, 0, 40, "Total net revenue", "Sep 30, 2023", "14,158", "STATEMENTS", "millions",
                 "Total net revenue — Sep 30, 2023: 14,158")

@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.cli import _settings, build_parser
-from app.core.settings import Settings, settings_table
+from cli.main import _settings, build_parser
+from core.settings import Settings, settings_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,7 +64,7 @@ def test_server_mode_selected_by_url(tmp_path):
     from qdrant_client.local.qdrant_local import QdrantLocal
     from qdrant_client.qdrant_remote import QdrantRemote
 
-    from ingest.index import make_client
+    from ingest.store.index import make_client
 
     remote = make_client("http://qdrant.invalid:6333", None, tmp_path / "q", check_compatibility=False)
     assert isinstance(remote._client, QdrantRemote)  # no connection is made until the first request
@@ -78,7 +78,7 @@ def test_server_mode_selected_by_url(tmp_path):
 
 def test_the_engine_setting_picks_the_store(tmp_path, monkeypatch):
     """Edge is the embedded default; `qdrant_engine=local` selects qdrant-client's local mode; a URL a server."""
-    from ingest.index import ClientIndex, EdgeIndex, open_index
+    from ingest.store.index import ClientIndex, EdgeIndex, open_index
 
     s = Settings(data_dir=tmp_path / "d")
     assert s.qdrant_engine == "edge"
@@ -87,10 +87,10 @@ def test_the_engine_setting_picks_the_store(tmp_path, monkeypatch):
     local = open_index(Settings(data_dir=tmp_path / "d", qdrant_engine="local"), lambda: None)
     assert isinstance(local, ClientIndex) and (tmp_path / "d" / "qdrant").exists()
     local.close()
-    import ingest.index
+    import ingest.store.index
 
     made = []
-    monkeypatch.setattr(ingest.index, "make_client", lambda url, key, path: made.append((url, key)) or object())
+    monkeypatch.setattr(ingest.store.index, "make_client", lambda url, key, path: made.append((url, key)) or object())
     remote = open_index(Settings(data_dir=tmp_path / "e", qdrant_url="http://qdrant:6333", qdrant_api_key="k"),
                         lambda: None)  # no connection is attempted here
     assert isinstance(remote, ClientIndex) and made == [("http://qdrant:6333", "k")]

@@ -1,4 +1,4 @@
-"""Contextual chunk text (ingest/chunk_context.py, issue 35): each chunk is embedded and keyword-indexed with the
+"""Contextual chunk text (ingest/text/chunk_context.py, issue 35): each chunk is embedded and keyword-indexed with the
 document's title, the heading path where it starts and a table's caption and header row; what is stored, shown and
 quoted stays the document's own text; the index records the rule, so an index built without it keeps working (and
 keeps its rule for new documents) until it is re-ingested."""
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ingest.chunk_context import CONTEXT_KEY, chunk_contexts, context_line, indexed_text, text_headings, title_of
+from ingest.jobs.queue import Runner, enqueue, wait
 from ingest.pipeline import Ingestor
-from ingest.queue import Runner, enqueue, wait
+from ingest.text.chunk_context import CONTEXT_KEY, chunk_contexts, context_line, indexed_text, text_headings, title_of
 
 FILING = ("Acme Corp\n\nForm 10-Q\n\nPART I — FINANCIAL INFORMATION\n\nItem 1. Financial Statements\n\n"
           "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (In millions)\n\n"
@@ -88,7 +88,7 @@ def _found_by_heading(ctx) -> bool:
 
 
 def test_an_index_built_without_context_keeps_working_and_its_rule_until_reingested(make_ctx, write):
-    from app.core.settings import Settings
+    from core.settings import Settings
     from retrieval.search import retrieve
 
     old = make_ctx(chunker="mg", theta=60, chunk_context=False)

@@ -6,7 +6,7 @@ from ingest.chunkers.multigranular import MultiGranularChunker, children_of
 from ingest.chunkers.paragraph import ParagraphChunker
 from ingest.chunkers.recursive import RecursiveChunker
 from ingest.chunkers.semantic import SemanticChunker, semantic_breaks
-from ingest.sentences import count_words, split_sentences
+from ingest.text.sentences import count_words, split_sentences
 from tests.shared_bench import need_sets
 
 TEXT = "\n\n".join(

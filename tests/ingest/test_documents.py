@@ -8,10 +8,10 @@ import zipfile
 
 import pytest
 
-from ingest.layout import Layout
-from ingest.loaders import IngestError, Limits, load_bytes
-from ingest.sentences import split_sentences
-from ingest.tables import markdown_tables, row_quote
+from ingest.readers.layout import Layout
+from ingest.readers.loaders import IngestError, Limits, load_bytes
+from ingest.text.sentences import split_sentences
+from ingest.text.tables import markdown_tables, row_quote
 from tests.pdfgen import make_pdf, table_ops
 
 SEGMENTS = [["Segment", "2023", "2022"], ["Widgets", "4,210", "3,980"], ["Gadgets", "1,375", "1,512"],
@@ -170,7 +170,7 @@ def _scanned_pdf() -> bytes:
 
 
 def _engines():
-    from ingest.ocr import _rapidocr_installed, tesseract_path
+    from ingest.readers.ocr import _rapidocr_installed, tesseract_path
 
     out = []
     if _rapidocr_installed():
@@ -248,8 +248,8 @@ def test_a_dense_four_page_scan_is_ingested_and_answered_with_the_shipped_defaul
     extraction child's 2 GB cap) and the user saw a traceback. Through the queue with the shipped extraction
     settings it is read (every page by OCR) and answered from page 3."""
     from app.answer import answer
-    from app.core.settings import Settings
-    from ingest.queue import Runner, enqueue, wait
+    from core.settings import Settings
+    from ingest.jobs.queue import Runner, enqueue, wait
 
     defaults = Settings()
     ctx = make_ctx(chunker="mg", theta=60, synth_backend="extractive")
@@ -270,8 +270,8 @@ def test_a_dense_four_page_scan_is_ingested_and_answered_with_the_shipped_defaul
 
 
 def test_a_scan_is_read_under_half_the_default_memory_cap():
-    """The OCR engine's memory is its own allowance (ingest/sandbox.py): the file's cap can be half the default and
-    the scan is still read (before, RapidOCR's detector failed with std::bad_alloc under a 1.5 GB cap here)."""
+    """The OCR engine's memory is its own allowance (ingest/readers/sandbox.py): the file's cap can be half the default
+    and the scan is still read (before, RapidOCR's detector failed with std::bad_alloc under a 1.5 GB cap here)."""
     doc = load_bytes("scan.pdf", _dense_scan(1), limits=Limits(memory_mb=1024, ocr_engine="rapidocr"))
     assert doc.layout["ocr_pages"] == [1] and "harbour board" in doc.text.lower()
 
@@ -358,7 +358,7 @@ def test_xlsx_sheets_as_tables_and_csv_rows(make_ctx, write):
     lay = Layout.from_json(doc.layout)
     groups = doc.text.split("\n\n")
     assert len(groups) > 1 and all(g.startswith("| city | population |\n|---|---|\n") for g in groups)
-    from ingest.layout import cite_label
+    from ingest.readers.layout import cite_label
 
     i = doc.text.index("| Town40 |")
     assert cite_label(lay, i, i + 10) == "row 42"  # line 42 of the file (the header is line 1)
@@ -376,7 +376,7 @@ def test_formats_are_cited_by_slide_sheet_and_chapter(make_ctx, write, name, mak
     ctx = make_ctx(chunker="mg", theta=40, synth_backend="extractive")
     report = Ingestor(ctx).ingest_paths([write(name, make())])
     assert report.results[0].status == "ingested", report.results[0].message
-    from ingest.layout import source_place
+    from ingest.readers.layout import source_place
 
     a = answer(ctx, question, backend="extractive")
     assert a.citations, a.text
@@ -408,7 +408,7 @@ def test_format_limits_refuse_by_name():
 
 
 def test_the_viewer_shows_a_table_passage_as_a_table_with_the_quoted_row_marked():
-    from ui.viewer import View, marked_text
+    from services.viewer import View, marked_text
 
     table = "\n".join(markdown_tables(["Segment", "2023"], [["Widgets", "4,210"], ["<b>Gadgets</b>", "1,375"]]))
     text = f"Revenue by segment.\n\n{table}\n\nThe end."
@@ -420,7 +420,7 @@ def test_the_viewer_shows_a_table_passage_as_a_table_with_the_quoted_row_marked(
 
 
 def test_the_chat_sources_show_a_table_passage_as_a_table():
-    from ui.render import highlight
+    from services.render import highlight
 
     table = "\n".join(markdown_tables(["Segment", "2023"], [["Widgets", "4,210"], ["Gadgets", "1,375"]]))
     text = f"Revenue by segment.\n\n{table}"

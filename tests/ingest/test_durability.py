@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.context import AppContext
-from app.core.settings import Settings
+from core.settings import Settings
 from ingest.pipeline import Ingestor
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ CHILD = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
     from app.context import AppContext
-    from app.core.settings import Settings
+    from core.settings import Settings
     from ingest.embed import HashingEmbedder
     from ingest.pipeline import Ingestor
 
@@ -157,21 +157,21 @@ def test_killed_just_after_the_switch(tmp_path, engine, when):
 
 
 def test_a_second_writer_gets_one_line_naming_the_dir_and_the_holder(tmp_path, write):
-    from app.core.datalock import acquire
+    from core.datalock import acquire
 
     data = tmp_path / "data"
     lock = acquire(data)  # this process plays a writer that does not run the ingestion queue
     try:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "MGRAG_EMBEDDER": "hashing", "MGRAG_CHUNKER": "mg"}
         for argv in (["ask", "What sat on the mat?"], ["delete", "a.txt"]):
-            p = subprocess.run([sys.executable, "-m", "app.cli", "--data-dir", str(data), *argv], cwd=ROOT, env=env,
+            p = subprocess.run([sys.executable, "-m", "cli.main", "--data-dir", str(data), *argv], cwd=ROOT, env=env,
                                capture_output=True, text=True, timeout=120)
             assert p.returncode == 5, p.stderr
             lines = p.stderr.strip().splitlines()
             assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
             assert lines[0].startswith(f"error: data directory {data} is in use by process {os.getpid()} (")
         # `mgrag docs` reads the catalog only, so it works beside the running writer
-        p = subprocess.run([sys.executable, "-m", "app.cli", "--data-dir", str(data), "docs"], cwd=ROOT, env=env,
+        p = subprocess.run([sys.executable, "-m", "cli.main", "--data-dir", str(data), "docs"], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 0 and "no documents" in p.stdout, p.stderr
     finally:
@@ -185,7 +185,7 @@ def test_ingest_beside_another_writer_queues_and_waits_instead_of_refusing(tmp_p
     first = open_ctx(data)
     Ingestor(first).ingest_paths([write("a.txt", TEXT)])
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MGRAG_EMBEDDER": "hashing", "MGRAG_CHUNKER": "mg"}
-    cli = [sys.executable, "-m", "app.cli", "--data-dir", str(data), "ingest"]
+    cli = [sys.executable, "-m", "cli.main", "--data-dir", str(data), "ingest"]
     p = subprocess.run(cli + ["--no-wait", str(write("c.txt", TEXT.replace("cat", "owl")))], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "1 queued" in p.stdout and "they go on when `mgrag serve`" in p.stdout, p.stdout
@@ -213,11 +213,11 @@ def test_ingest_beside_another_writer_queues_and_waits_instead_of_refusing(tmp_p
 
 
 def test_opening_the_store_beside_another_writer_is_refused(tmp_path):
-    from app.core.datalock import DataDirBusy
+    from core.datalock import DataDirBusy
 
     data = tmp_path / "data"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    other = subprocess.Popen([sys.executable, "-c", f"from app.core.datalock import acquire; acquire({str(data)!r}); "
+    other = subprocess.Popen([sys.executable, "-c", f"from core.datalock import acquire; acquire({str(data)!r}); "
                               "import time; print('held', flush=True); time.sleep(60)"], cwd=ROOT, env=env,
                              stdout=subprocess.PIPE, text=True)
     try:
@@ -230,11 +230,11 @@ def test_opening_the_store_beside_another_writer_is_refused(tmp_path):
 
 
 def test_lock_is_released_when_the_holder_is_killed(tmp_path):
-    from app.core.datalock import acquire
+    from core.datalock import acquire
 
     data = tmp_path / "data"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    other = subprocess.Popen([sys.executable, "-c", f"from app.core.datalock import acquire; acquire({str(data)!r}); "
+    other = subprocess.Popen([sys.executable, "-c", f"from core.datalock import acquire; acquire({str(data)!r}); "
                               "import time; print('held', flush=True); time.sleep(60)"], cwd=ROOT, env=env,
                              stdout=subprocess.PIPE, text=True)
     assert other.stdout.readline().strip() == "held"
@@ -248,7 +248,7 @@ def test_disk_full_at_a_store_write_keeps_the_index_and_prints_the_report(tmp_pa
     CLI still prints its report, the live index answers as before, and the next open removes the ghost points."""
     import errno
 
-    from app import cli
+    from cli import main as cli
 
     data = tmp_path / "data"
     ctx = open_ctx(data)
@@ -301,7 +301,7 @@ def test_full_tmpfs_refuses_the_write_cleanly(tmp_path, write):
         env = {**os.environ, "PYTHONPATH": str(ROOT), "MGRAG_EMBEDDER": "hashing", "MGRAG_CHUNKER": "recursive"}
         small = write("small.txt", TEXT)
         big = write("big.txt", " ".join(f"Sentence number {i} is here." for i in range(250_000)))  # ~7 MB
-        cli = [sys.executable, "-m", "app.cli", "--data-dir", str(data), "ingest", "--quiet"]
+        cli = [sys.executable, "-m", "cli.main", "--data-dir", str(data), "ingest", "--quiet"]
         p = subprocess.run(cli + [str(small)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr
         ballast = data / "ballast"
@@ -330,8 +330,8 @@ def test_serve_holds_the_lock_and_its_app_opens_the_store(tmp_path, monkeypatch)
     """`mgrag serve` takes the lock before any model loads; the web app's own context in the same process then
     opens the store (an Edge shard opens once per process, so the CLI must not open it first)."""
     import ui.app
-    from app import cli
-    from app.core.datalock import held
+    from cli import main as cli
+    from core.datalock import held
 
     data = tmp_path / "data"
     seen = {}
@@ -354,8 +354,8 @@ def test_check_on_a_server_never_drops_another_data_dirs_generations(tmp_path, w
     it; a generation this catalog made and retired is dropped; an embedded store's strays are always dropped."""
     from qdrant_client import QdrantClient
 
-    from ingest.consistency import check
     from ingest.embed import HashingEmbedder
+    from ingest.store.consistency import check
 
     server = QdrantClient(":memory:")
     ctx = AppContext(settings(tmp_path / "data"), embedder=HashingEmbedder(dim=64), client=server)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ingest.index import ClientIndex, EdgeIndex, StoredPoint, _payload
+from ingest.store.index import ClientIndex, EdgeIndex, StoredPoint, _payload
 from ingest.types import Chunk, content_hash
 
 DIM = 16
@@ -155,7 +155,7 @@ def test_the_visibility_filter_does_not_grow_with_the_documents(backend):
 
 
 def test_the_shared_librarys_mark_is_no_owner():
-    from ingest.index import SHARED, owner_payload
+    from ingest.store.index import SHARED, owner_payload
 
     assert owner_payload(None) == SHARED and owner_payload("user:ann") == "user:ann"
     with pytest.raises(ValueError, match="cannot be an owner"):
@@ -265,7 +265,7 @@ def test_edge_second_open_of_a_shard_fails(tmp_path):
 
 def test_local_mode_persists_through_the_same_interface(tmp_path):
     """qdrant-client's local mode on disk (MGRAG_QDRANT_ENGINE=local) behind the same contract."""
-    from ingest.index import make_client
+    from ingest.store.index import make_client
 
     live = Live()
     idx = ClientIndex(make_client(None, None, tmp_path / "q"), live)

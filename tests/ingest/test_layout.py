@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from ingest.layout import Layout, PageCleaner, cite_label, heading_path, markdown_headings, page_span
-from ingest.loaders import load_bytes
+from ingest.readers.layout import Layout, PageCleaner, cite_label, heading_path, markdown_headings, page_span
+from ingest.readers.loaders import load_bytes
 from tests.pdfgen import make_pdf
 
 BODY = [
@@ -112,7 +112,7 @@ def test_chunks_carry_pages_and_headings_in_their_payload(make_ctx, write):
 
 
 def test_a_sentence_running_over_a_page_break_stays_one_sentence():
-    from ingest.sentences import PASSAGE_MIN_LINES, split_sentences
+    from ingest.text.sentences import PASSAGE_MIN_LINES, split_sentences
 
     wrapped = ["The harbour committee met on Monday morning in the old customs house by", "the quay, where the",
                "members heard the engineers report on the state of the northern breakwater and"]
@@ -173,7 +173,7 @@ def test_a_docx_place_is_its_paragraph_and_bold_section():
     numbered (¶) and a short all-bold paragraph, how most documents mark a section, is a heading."""
     import docx
 
-    from ingest.layout import cite_label
+    from ingest.readers.layout import cite_label
 
     d = docx.Document()
     d.add_paragraph("Harbour rules")

@@ -2,7 +2,7 @@
 of the same page; a page pdfium cannot read leaves them "fi" and never stops the extraction."""
 from __future__ import annotations
 
-from ingest.pdf import _PdfiumWords, mend_ligatures
+from ingest.readers.pdf import _PdfiumWords, mend_ligatures
 
 
 def test_a_ligature_is_spelled_as_the_word_pdfium_reads_else_fi():

@@ -1,7 +1,7 @@
 import numpy as np
 import torch
 
-from ingest.lm import token_logprobs
+from ingest.text.lm import token_logprobs
 
 
 def full_pass(model, ids, extra):

@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 import torch
 
-from ingest.boundary import boundary_probs, lg_breaks, spans_from_breaks, window_end
 from ingest.chunkers.logits import LGConfig, LGMGCChunker, LogitsGuidedChunker
-from ingest.lm import LogitsScorer, resolve_boundary_ids
-from ingest.sentences import count_words, split_sentences
+from ingest.text.boundary import boundary_probs, lg_breaks, spans_from_breaks, window_end
+from ingest.text.lm import LogitsScorer, resolve_boundary_ids
+from ingest.text.sentences import count_words, split_sentences
 
 TEXT = ("The cat sat on the mat. It was a sunny day.\n\nDogs bark at night. Birds sing in the morning! "
         "Mr. Smith paid 3.14 dollars. Is this the end? Yes, it is.\n\nA new paragraph starts here. "
@@ -151,7 +151,7 @@ def test_lg_config_validated(kw, msg):
 
 
 def test_pick_threads_prefers_fewer_unless_more_clearly_pay():
-    from ingest.lm import pick_threads
+    from ingest.text.lm import pick_threads
 
     assert pick_threads({1: 200.0, 2: 2.5}) == 1  # a contended machine: the second thread only waits
     assert pick_threads({1: 200.0, 2: 380.0}) == 2
@@ -161,7 +161,7 @@ def test_pick_threads_prefers_fewer_unless_more_clearly_pay():
 
 
 def test_choose_threads_measures_or_obeys_the_setting(tiny_lm):
-    from ingest.lm import choose_threads
+    from ingest.text.lm import choose_threads
 
     _, model = tiny_lm
     before = torch.get_num_threads()
@@ -225,7 +225,7 @@ def test_lg_rule_options_validated(kw, msg):
 
 
 def test_lg_config_from_settings_and_a_generations_recorded_params():
-    from app.core.settings import Settings
+    from core.settings import Settings
 
     s = Settings(lg_structure_weight=2.0, lg_size_prior=1.0, lg_children="parent", lg_mode="streaming", theta=200)
     cfg = LGConfig.from_settings(s)

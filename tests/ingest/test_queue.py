@@ -1,7 +1,7 @@
-"""The ingestion queue (ingest/jobs.py, ingest/queue.py, ingest/work.py): two phases per document, the chunks of
-each phase equal to what the chunkers give directly, cancellation, failures that stay with their file, bounded
-retries, recovery after a dead process, progress during the LM pass, and searches that never show two chunkings of
-one document at once."""
+"""The ingestion queue (ingest/jobs/state.py, ingest/jobs/queue.py, ingest/jobs/work.py): two phases per document, the
+chunks of each phase equal to what the chunkers give directly, cancellation, failures that stay with their file, bounded
+retries, recovery after a dead process, progress during the LM pass, and searches that never show two chunkings of one
+document at once."""
 from __future__ import annotations
 
 import threading
@@ -10,10 +10,10 @@ import time
 import numpy as np
 import pytest
 
-from ingest.jobs import JobError
+from ingest.jobs.queue import LocalExecutor, Runner, document_states, enqueue, wait
+from ingest.jobs.state import JobError
+from ingest.jobs.work import QueueUnavailable, Reporter, Stopped
 from ingest.pipeline import Ingestor
-from ingest.queue import LocalExecutor, Runner, document_states, enqueue, wait
-from ingest.work import QueueUnavailable, Reporter, Stopped
 from tests.ingest.test_durability import assert_one_truth
 
 TEXT = ("The cat sat on the mat. It was a sunny day.\n\nDogs bark at night. Birds sing in the morning! "
@@ -139,7 +139,7 @@ def test_a_queue_outage_spends_no_attempt_and_says_the_job_waits_for_the_queue(m
     """A hostile run stopped Redis for 30 s during an acknowledged upload: "gave up after 3 attempts" within 5 s.
     An outage is not the file's fault: the job waits (its row says so), backs off, and goes on when the queue answers;
     five outages in a row with 3 attempts allowed still end ready, with no attempt spent."""
-    import ingest.queue as Q
+    import ingest.jobs.queue as Q
 
     monkeypatch.setattr(Q, "QUEUE_BACKOFF_S", 0.05)
     ctx = make_ctx(chunker="mg", theta=40, ingest_max_attempts=3)
@@ -261,8 +261,8 @@ def test_refinements_wait_while_first_passes_are_queued(make_ctx):
 
 
 def test_progress_moves_during_the_lm_pass_and_a_stop_interrupts_it(make_ctx):
-    from ingest.queue import plan_for
-    from ingest.work import cut
+    from ingest.jobs.queue import plan_for
+    from ingest.jobs.work import cut
 
     ctx = make_ctx(chunker="lgmgc", theta=40, lg_mode="streaming")
     ctx.scorer.block_tokens, ctx.scorer.context_tokens, ctx.scorer.batch_size = 64, 8, 1
@@ -288,9 +288,9 @@ def test_progress_moves_during_the_lm_pass_and_a_stop_interrupts_it(make_ctx):
 
 
 def test_a_refinement_embeds_only_the_chunks_the_first_pass_did_not(make_ctx):
-    from ingest.chunk_context import chunk_contexts, indexed_text
-    from ingest.queue import plan_for
-    from ingest.work import cut
+    from ingest.jobs.queue import plan_for
+    from ingest.jobs.work import cut
+    from ingest.text.chunk_context import chunk_contexts, indexed_text
 
     ctx = make_ctx(chunker="lgmgc", theta=40)
     with ctx.write_lock:
@@ -410,7 +410,7 @@ def test_a_first_pass_over_its_time_budget_fails_with_the_setting_named_and_free
 def test_a_first_pass_is_named_by_its_step_once_past_the_reading():
     """The upload row says what is being done: "extracting" while the file is read, then the step itself
     ("embedding 39%", not "extracting 39% · embedding"); refinements keep their stage after the state."""
-    from ingest.jobs import describe
+    from ingest.jobs.state import describe
 
     assert describe("extracting", "reading pages 4 of 40", 0.05) == "extracting 5% · reading pages 4 of 40"
     assert describe("extracting", "embedding", 0.39, 44) == "embedding 39% · about 44 s left"
@@ -448,7 +448,7 @@ def test_a_small_file_uploaded_after_a_long_pdf_is_searchable_first(make_ctx):
 
 
 def test_each_owner_s_short_file_goes_before_a_long_one_queued_just_before_it_and_rows_say_when_they_start(make_ctx):
-    from ingest.queue import queued_text
+    from ingest.jobs.queue import queued_text
     from tests.pdfgen import make_pdf
 
     ctx = make_ctx(chunker="mg", theta=40, ingest_workers=1)

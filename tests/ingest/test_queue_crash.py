@@ -14,9 +14,9 @@ import textwrap
 import pytest
 
 from app.context import AppContext
-from app.core.settings import Settings
+from core.settings import Settings
+from ingest.jobs.queue import Runner, enqueue, wait
 from ingest.pipeline import Ingestor
-from ingest.queue import Runner, enqueue, wait
 from tests.conftest import TINY_LM_SETTINGS
 from tests.ingest.test_durability import ROOT, assert_one_truth
 
@@ -27,8 +27,8 @@ DOCS = [(f"{w}.md", TEXT.replace("cat", w).encode()) for w in ("owl", "elk", "ya
 CHILD = textwrap.dedent("""
     import os, signal, sys, time
     from app.context import AppContext
-    from app.core.settings import Settings
-    from ingest.queue import Runner
+    from core.settings import Settings
+    from ingest.jobs.queue import Runner
 
     moment, data_dir = sys.argv[1:]
     ctx = AppContext(Settings(data_dir=data_dir, chunker="lgmgc", theta=40))
@@ -40,7 +40,7 @@ CHILD = textwrap.dedent("""
         return bool(ctx.jobs.jobs(("refining",)))
 
     if moment == "lm":  # the third forward pass of the boundary LM: in the middle of a refinement
-        import ingest.lm as lm
+        import ingest.text.lm as lm
         real, calls = lm.LogitsScorer._forward, [0]
         def forward(self, *a, **k):
             calls[0] += 1

@@ -1,4 +1,4 @@
-"""Scale-out (ingest/remote.py): a real Redis (Debian's redis-server on 127.0.0.1) and two `mgrag worker` processes
+"""Scale-out (ingest/jobs/remote.py): a real Redis (Debian's redis-server on 127.0.0.1) and two `mgrag worker` processes
 compute the jobs; the holder writes to qdrant-client in memory (standing in for a Qdrant server). The chunk ids and
 texts equal the embedded path's for the same documents and settings; a worker killed in the middle of a refinement
 is noticed and its job runs again on the other one.
@@ -17,8 +17,8 @@ import time
 import pytest
 
 from app.context import AppContext
-from app.core.settings import Settings
-from ingest.queue import Runner, enqueue, wait
+from core.settings import Settings
+from ingest.jobs.queue import Runner, enqueue, wait
 from tests.conftest import TINY_LM_SETTINGS
 from tests.ingest.test_durability import ROOT
 from tests.pdfgen import make_pdf
@@ -94,10 +94,10 @@ def _start_worker(env, tmp_path, name, slow_lm_s=0.0):
     sleeps that long, so that a refinement lasts long enough to be killed in the middle."""
     code = ("import sys, time\n"
             f"if {slow_lm_s!r}:\n"
-            "    import ingest.lm as lm\n"
+            "    import ingest.text.lm as lm\n"
             "    real = lm.LogitsScorer._forward\n"
             f"    lm.LogitsScorer._forward = lambda s, *a, **k: (time.sleep({slow_lm_s!r}), real(s, *a, **k))[1]\n"
-            "from app.cli import main\n"
+            "from cli.main import main\n"
             f"sys.exit(main(['--data-dir', {str(tmp_path / name)!r}, 'worker']))\n")
     log = open(tmp_path / f"{name}.log", "w")
     return subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -167,7 +167,7 @@ def test_a_worker_killed_in_a_refinement_is_noticed_and_its_job_runs_again(tmp_p
     from rq import Queue
     from rq.registry import StartedJobRegistry
 
-    from ingest.remote import RedisExecutor
+    from ingest.jobs.remote import RedisExecutor
 
     slow = _start_worker(worker_env, tmp_path, "slow", slow_lm_s=0.3)
     other = None
@@ -203,7 +203,7 @@ def test_a_finished_task_s_beat_outlives_it_so_the_holder_does_not_call_its_work
     called lost and its job run again (seen in the workers benchmark)."""
     from redis import Redis
 
-    from ingest.remote import _Beat
+    from ingest.jobs.remote import _Beat
 
     conn = Redis.from_url(redis_url)
     with _Beat(conn, "t", "job-1", ttl_s=30):
@@ -218,10 +218,10 @@ def test_jobs_and_results_are_signed_json_never_code(tmp_path):
     a signed job naming a function other than the two tasks."""
     import pickle
 
-    from ingest.remote import ForgedPayload, SignedJSON
+    from ingest.jobs.remote import ForgedPayload, SignedJSON
 
     ser = SignedJSON(SECRET)
-    job = ["ingest.remote.task_first", None, [{"data": b"%PDF-1.4", "name": "a.pdf"}], {}]
+    job = ["ingest.jobs.remote.task_first", None, [{"data": b"%PDF-1.4", "name": "a.pdf"}], {}]
     assert ser.loads(ser.dumps(job)) == job
     marker = tmp_path / "pwned"
     evil = pickle.dumps(type("E", (), {"__reduce__": lambda self: (os.system, (f"touch {marker}",))})())
@@ -246,7 +246,7 @@ def test_a_poisoned_job_and_a_forged_result_in_redis_run_nothing(tmp_path, worke
     from redis import Redis
     from rq import Queue
 
-    from ingest.remote import ForgedPayload, RedisExecutor, SignedJSON
+    from ingest.jobs.remote import ForgedPayload, RedisExecutor, SignedJSON
 
     conn = Redis.from_url(redis_url)
     marker = tmp_path / "pwned"
@@ -269,18 +269,18 @@ def test_a_poisoned_job_and_a_forged_result_in_redis_run_nothing(tmp_path, worke
     ctx = AppContext(Settings(data_dir=tmp_path / "holder", queue_url=redis_url, queue_secret=SECRET),
                      client=QdrantClient(":memory:"))
     ex = RedisExecutor(ctx)
-    rq_job = ex.queues["first"].enqueue_call("ingest.remote.task_first", args=({"x": 1},), job_id="forged-1")
+    rq_job = ex.queues["first"].enqueue_call("ingest.jobs.remote.task_first", args=({"x": 1},), job_id="forged-1")
     evil = pickle.dumps(type("E", (), {"__reduce__": lambda self: (os.system, (f"touch {marker}",))})())
     conn.hset(rq_job.key, mapping={"status": "finished"})  # and a result as RQ stores one, its value a pickle
     conn.xadd(f"rq:results:{rq_job.id}", {"type": 1, "worker_name": "w", "return_value": base64.b64encode(evil)})
-    with caplog.at_level(logging.WARNING, logger="ingest.remote"), pytest.raises(ForgedPayload):
+    with caplog.at_level(logging.WARNING, logger="ingest.jobs.remote"), pytest.raises(ForgedPayload):
         rq_job.return_value(refresh=True)
     assert not marker.exists() and "refused a queue record" in caplog.text
     ctx.close()
 
 
 def test_the_scale_out_queue_needs_its_secret(tmp_path, redis_url):
-    from ingest.remote import RedisExecutor
+    from ingest.jobs.remote import RedisExecutor
 
     ctx = AppContext(Settings(data_dir=tmp_path / "holder", queue_url=redis_url))
     with pytest.raises(ValueError, match="MGRAG_QUEUE_SECRET"):
@@ -293,8 +293,8 @@ def test_a_redis_outage_is_the_queue_s_not_the_file_s(tmp_path):
     attempt; tests/ingest/test_queue.py), not as an error that counts against the file."""
     from types import SimpleNamespace
 
-    from ingest.remote import RedisExecutor
-    from ingest.work import QueueUnavailable, Reporter
+    from ingest.jobs.remote import RedisExecutor
+    from ingest.jobs.work import QueueUnavailable, Reporter
 
     proc, url = start_redis(tmp_path)
     try:
@@ -304,7 +304,7 @@ def test_a_redis_outage_is_the_queue_s_not_the_file_s(tmp_path):
         proc.wait(10)
         job = SimpleNamespace(job_id=1, name="a.md", doc_id="a.md", hash="h")
         with pytest.raises(QueueUnavailable, match="does not answer"):
-            ex._run("first", "ingest.remote.task_first", job, {"x": 1}, Reporter(lambda *a: False))
+            ex._run("first", "ingest.jobs.remote.task_first", job, {"x": 1}, Reporter(lambda *a: False))
         ctx.close()
     finally:
         if proc.poll() is None:

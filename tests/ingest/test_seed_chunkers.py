@@ -6,7 +6,7 @@ from ingest.chunkers import build_chunker
 from ingest.chunkers.llamachunk import LlamaChunkChunker, detrend
 from ingest.chunkers.lumber import LumberChunker, parse_answer
 from ingest.chunkers.perplexity import PerplexityChunker, local_minima, sentence_perplexities
-from ingest.sentences import count_words, split_sentences
+from ingest.text.sentences import count_words, split_sentences
 
 TEXT = "\n\n".join(" ".join(f"Paragraph {p} sentence {i} talks about topic {p}." for i in range(6)) for p in range(8))
 

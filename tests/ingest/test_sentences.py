@@ -1,6 +1,6 @@
 import pytest
 
-from ingest.sentences import PASSAGE_MIN_LINES, count_words, is_hard_wrapped, split_sentences
+from ingest.text.sentences import PASSAGE_MIN_LINES, count_words, is_hard_wrapped, split_sentences
 
 
 def texts(t, **kw):
@@ -84,7 +84,7 @@ def test_numbers_that_end_sentences_still_end_them():
 
 
 def test_sentences_between_matches_clipping_every_sentence():
-    from ingest.sentences import sentences_between
+    from ingest.text.sentences import sentences_between
 
     t = "One two. Three four five!\n\nSix? Seven eight nine ten. " * 20
     full = split_sentences(t)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from app.cli import main
-from ingest.boundary import boundary_probs
-from ingest.sentences import split_sentences
+from cli.main import main
+from ingest.text.boundary import boundary_probs
+from ingest.text.sentences import split_sentences
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,7 +19,7 @@ SAMPLES = ROOT / "samples"
 @pytest.fixture(scope="module")
 def real_ctx(tmp_path_factory):
     from app.context import AppContext
-    from app.core.settings import Settings
+    from core.settings import Settings
 
     ctx = AppContext(Settings(data_dir=tmp_path_factory.mktemp("data"), chunker="lgmgc"))  # the shipped Gemma's path
     yield ctx
@@ -27,7 +27,7 @@ def real_ctx(tmp_path_factory):
 
 
 def test_gemma_one_pass_equals_per_prefix(real_ctx):
-    from ingest.lm import LogitsScorer
+    from ingest.text.lm import LogitsScorer
 
     sc = LogitsScorer(real_ctx.scorer.tokenizer, real_ctx.scorer.model, boundary_tokens=("\n\n", "<eos>"))
     text = (SAMPLES / "field_notes.md").read_text(encoding="utf-8")[:1200]

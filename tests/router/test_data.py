@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from app.core.questions import QuestionsFileError
+from core.questions import QuestionsFileError
 from router.data import load_questions, set_name_of, split_of
 
 

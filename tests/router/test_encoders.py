@@ -45,7 +45,7 @@ def test_roberta_router_end_to_end(tiny_roberta, tmp_path):
 
 
 def test_unavailable_roberta_says_how_to_get_it(tmp_path):
-    from app.core.models import ModelNotAvailable
+    from core.models import ModelNotAvailable
     from router.encoders import RobertaEncoder
 
     with pytest.raises(ModelNotAvailable, match="not available offline"):

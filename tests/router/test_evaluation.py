@@ -1,8 +1,8 @@
 """The evaluator's MoG selection option (used by bench/router_eval.py)."""
 import pytest
 
-from app.core.questions import Evidence, Question
 from app.evaluation.bench import BenchSet, evaluate_retrieval
+from core.questions import Evidence, Question
 from ingest.chunkers.multigranular import MultiGranularChunker
 
 TEXT = "\n\n".join(

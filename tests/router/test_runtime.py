@@ -64,7 +64,7 @@ def test_no_router_means_uniform_and_says_so(ingested):
     ctx = ingested(router="none")
     res = retrieve(ctx, Q)
     assert res.weights == [1.0, 1.0, 1.0] and res.router.startswith("uniform")
-    from app.core.settings import Settings
+    from core.settings import Settings
 
     assert Settings().router == "none"  # off by default: no router beat uniform weights (README, BENCHMARKS.md)
 
@@ -143,8 +143,8 @@ def test_mog_rank_matches_brute_force():
 
 
 def test_train_router_cli_end_to_end(ingested, tmp_path, capsys, monkeypatch):
-    from app import cli
     from app.context import AppContext
+    from cli import main as cli
 
     ctx = ingested(router="default")
     topics = ("alpha", "bravo", "charlie", "delta")
@@ -178,7 +178,7 @@ def test_train_router_cli_end_to_end(ingested, tmp_path, capsys, monkeypatch):
 
 
 def test_train_router_cli_reports_bad_questions_file(ingested, tmp_path, capsys, monkeypatch):
-    from app import cli
+    from cli import main as cli
 
     ctx = ingested()
     qf = tmp_path / "bad.jsonl"
@@ -189,7 +189,7 @@ def test_train_router_cli_reports_bad_questions_file(ingested, tmp_path, capsys,
 
 
 def test_ask_says_uniform_when_there_is_no_router(ingested, capsys, monkeypatch):
-    from app import cli
+    from cli import main as cli
 
     ctx = ingested(router="none")
     monkeypatch.setattr(cli, "_ctx", lambda args: ctx)
@@ -203,8 +203,8 @@ def test_ask_says_uniform_when_there_is_no_router(ingested, capsys, monkeypatch)
 def test_train_router_on_retrieval_labels_and_score_profiles(ingested, tmp_path, capsys, monkeypatch):
     """`--labels retrieval --inputs query,profile`: each question's dense search in its own document gives the
     profile and the label; the saved router reads the hits at query time (and says uniform for BM25)."""
-    from app import cli
     from app.context import AppContext
+    from cli import main as cli
 
     ctx = ingested(router="default")
     topics, animals = ("alpha", "bravo", "charlie", "delta"), ("owl", "fox", "elk", "cod", "yak")

@@ -35,11 +35,11 @@ def serve(root, users: dict[str, str] | None = None, **settings_kw):
     ``users`` (name: password) are created before it starts, so it requires logins; ``settings_kw`` are further
     settings."""
     from app.context import AppContext
-    from app.core.settings import Settings
+    from core.settings import Settings
     from ingest.embed import HashingEmbedder
     from ingest.pipeline import Ingestor
+    from services.service import AppService
     from ui.app import launch
-    from ui.service import UiService
 
     data = root / "data"
     old_tmp = os.environ.get("GRADIO_TEMP_DIR")
@@ -48,7 +48,7 @@ def serve(root, users: dict[str, str] | None = None, **settings_kw):
     settings = Settings(data_dir=data, embedder="hashing", chunker="recursive", theta=40,
                         synth_backend="extractive", top_k=5, **settings_kw)
     ctx = AppContext(settings, embedder=HashingEmbedder(dim=64))
-    service = UiService(ctx, admin_password=ADMIN_PASSWORD)
+    service = AppService(ctx, admin_password=ADMIN_PASSWORD)
     for name, pw in (users or {}).items():
         service.users.add(name, pw)
     (root / "library").mkdir()

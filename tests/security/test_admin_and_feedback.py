@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from services.service import AdminAuth, AdminRequired, LoginThrottle
 from tests.security.conftest import ADMIN_PASSWORD, BROWSER_A, BROWSER_B
-from ui.service import AdminAuth, AdminRequired, LoginThrottle
 
 TOKEN = "throttle-test-admin-token-0123456789abcdef"  # the admin token a client makes for its login
 
@@ -17,7 +17,7 @@ def _save(client, service, browser_id, question):
     """Ask over the API as ``browser_id``, then save an evaluation of that answer with source [1] ticked as its
     evidence (the page ticks nothing for the user, and an evaluation without evidence is not exported; the API's
     tick list only takes the sources the page offered, so the service saves it as the page would)."""
-    from ui.service import browser_owner
+    from services.service import browser_owner
 
     client.predict(question, [], 5, 800, "dense", "extractive", browser_id, None, [], api_name="/ask")
     owner = browser_owner(browser_id)

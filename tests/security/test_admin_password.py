@@ -8,8 +8,8 @@ import stat
 
 import pytest
 
-from app.cli import main
-from app.core.settings import Settings
+from cli.main import main
+from core.settings import Settings
 
 
 @pytest.fixture(autouse=True)

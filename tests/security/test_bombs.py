@@ -10,8 +10,8 @@ import zipfile
 
 import pytest
 
-from ingest.loaders import IngestError, Limits, load_bytes
-from ingest.sandbox import SandboxError, run_limited
+from ingest.readers.loaders import IngestError, Limits, load_bytes
+from ingest.readers.sandbox import SandboxError, run_limited
 
 PARA = b"<w:p><w:r><w:t>All work and no play makes Jack a dull boy.</w:t></w:r></w:p>"
 
@@ -151,11 +151,11 @@ def test_text_over_the_word_cap_is_refused():
 
 def test_extraction_happens_outside_the_write_lock(make_ctx, tmp_path, monkeypatch):
     """A slow file is extracted while another user's upload takes the write lock and finishes."""
-    import ingest.loaders
-    from ui.service import UiService
+    import ingest.readers.loaders
+    from services.service import AppService
 
-    svc = UiService(make_ctx(chunker="recursive", theta=20, synth_backend="extractive"), upload_root=tmp_path)
-    real = ingest.loaders.load_bytes
+    svc = AppService(make_ctx(chunker="recursive", theta=20, synth_backend="extractive"), upload_root=tmp_path)
+    real = ingest.readers.loaders.load_bytes
     release, slow_started, seen_locked = threading.Event(), threading.Event(), []
 
     def load(name, data, **kw):
@@ -165,7 +165,7 @@ def test_extraction_happens_outside_the_write_lock(make_ctx, tmp_path, monkeypat
             assert release.wait(30)
         return real(name, data, **kw)
 
-    monkeypatch.setattr(ingest.loaders, "load_bytes", load)
+    monkeypatch.setattr(ingest.readers.loaders, "load_bytes", load)
     for name, text in (("slow.md", "The slow file talks about herons. Herons wade."),
                        ("fast.md", "The fast file talks about otters. Otters swim.")):
         (tmp_path / name).write_text(text, encoding="utf-8")

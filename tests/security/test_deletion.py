@@ -7,14 +7,14 @@ import os
 import time
 
 from ingest.pipeline import Ingestor
-from ui.service import UiService, browser_owner
+from services.service import AppService, browser_owner
 
 SECRET = "The night code for the boathouse is 7734. Only the keeper may use it. The code changes on Fridays.\n"
 BROWSER = "deleting-browser-0123456789ab"
 
 
 def test_deleted_upload_leaves_no_trace(make_ctx, tmp_path):
-    svc = UiService(make_ctx(chunker="recursive", theta=20, synth_backend="extractive"), upload_root=tmp_path)
+    svc = AppService(make_ctx(chunker="recursive", theta=20, synth_backend="extractive"), upload_root=tmp_path)
     owner = browser_owner(BROWSER)
     p = tmp_path / "boathouse.md"
     p.write_text(SECRET, encoding="utf-8")

@@ -8,9 +8,9 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from app.core.settings import Settings
+from core.settings import Settings
+from services.service import LoginThrottle
 from tests.security.conftest import ADMIN_PASSWORD, serve
-from ui.service import LoginThrottle
 
 TOKEN = "forwarded-for-test-token-0123456789abcdef"  # the admin token a client makes for its login
 

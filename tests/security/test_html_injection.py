@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ui.render import answer_markdown, plain_text_markdown, sources_html
+from services.render import answer_markdown, plain_text_markdown, sources_html
 
 HOSTILE = [
     '<img src="http://tracker.example/pixel.png">',

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.loaders import IngestError, load_bytes, load_file, read_regular_file
+from ingest.readers.loaders import IngestError, load_bytes, load_file, read_regular_file
 from tests.ingest.test_pipeline import _text_pdf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _cli(*args, data_dir, timeout=120):
     env = {**os.environ, "MGRAG_EMBEDDER": "hashing", "MGRAG_CHUNKER": "recursive", "MGRAG_THETA": "40",
            "MGRAG_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, cwd=ROOT, env=env,
                           timeout=timeout)
 
 
@@ -73,7 +73,7 @@ def test_cli_argument_errors_are_one_line(tmp_path, args, message):
 
 def test_cli_setting_out_of_range_is_one_line(tmp_path):
     env_k = {"MGRAG_TOP_K": "0"}
-    r = subprocess.run([sys.executable, "-m", "app.cli", "ask", "q"], capture_output=True, text=True, cwd=ROOT,
+    r = subprocess.run([sys.executable, "-m", "cli.main", "ask", "q"], capture_output=True, text=True, cwd=ROOT,
                        env={**os.environ, **env_k, "MGRAG_DATA_DIR": str(tmp_path / "d")}, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip() == "error: setting top_k: Input should be greater than or equal to 1 (got '0')"

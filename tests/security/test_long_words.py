@@ -10,9 +10,9 @@ import pytest
 
 from tests.security.conftest import BROWSER_A, upload
 
-MAX_WORD_CHARS = 200  # ingest.sentences.MAX_WORD_CHARS: URLs and hashes fit
-MAX_GAP = 100  # ingest.loaders.MAX_SPACE_RUN: whitespace between two words after reading
-MAX_SOURCE_CHARS = 6_000  # ui.conversations.MAX_SOURCE_CHARS: each text of a source kept with an answer
+MAX_WORD_CHARS = 200  # ingest.text.sentences.MAX_WORD_CHARS: URLs and hashes fit
+MAX_GAP = 100  # ingest.readers.loaders.MAX_SPACE_RUN: whitespace between two words after reading
+MAX_SOURCE_CHARS = 6_000  # services.conversations.MAX_SOURCE_CHARS: each text of a source kept with an answer
 UNIT = "harbourlockgate12345"  # 20 characters: every 200-character piece of the word is the same
 ONE_WORD = UNIT * 100_000  # 2 MB with no space
 
@@ -20,7 +20,7 @@ ONE_WORD = UNIT * 100_000  # 2 MB with no space
 @pytest.mark.parametrize("chunker", ["recursive", "paragraph", "mg"])
 def test_a_one_word_file_is_chunked_in_pieces_bounded_in_characters(chunker):
     from ingest.chunkers import build_chunker
-    from ingest.loaders import load_bytes
+    from ingest.readers.loaders import load_bytes
 
     theta = 300
     text = load_bytes("one-word.txt", ONE_WORD.encode()).text
@@ -31,7 +31,7 @@ def test_a_one_word_file_is_chunked_in_pieces_bounded_in_characters(chunker):
 
 def test_whitespace_runs_do_not_make_huge_chunks():
     from ingest.chunkers import build_chunker
-    from ingest.loaders import load_bytes
+    from ingest.readers.loaders import load_bytes
 
     raw = "Tides are high. " + " " * 1_000_000 + "Boats wait. " + "\n" * 500_000 + "The gate opens at six."
     text = load_bytes("gaps.txt", raw.encode()).text
@@ -77,7 +77,7 @@ def test_a_stored_turn_is_bounded_in_bytes_whatever_its_sources_hold(tmp_path):
     bounded in characters, or an index built before that)."""
     import sqlite3
 
-    from ui.conversations import ConversationStore
+    from services.conversations import ConversationStore
 
     def source(n):
         return {"number": n, "doc_id": "one-word.txt", "start": 0, "end": 2_000_000, "parent_text": ONE_WORD,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from app.synth.base import format_sources
+from services import render
+from services.service import ADMIN, AppService, browser_owner
 from tests.security.conftest import ADMIN_PASSWORD, BROWSER_A, BROWSER_B, ask, upload
-from ui import render
-from ui.service import ADMIN, UiService, browser_owner
 
 A_TEXT = "Tide tables: the spring tide on the fourteenth reaches 5.2 metres at the west quay.\n"
 B_TEXT = "Mooring fees: a visiting yacht pays forty euros a night at the east basin.\n"
@@ -18,7 +18,7 @@ B_TEXT = "Mooring fees: a visiting yacht pays forty euros a night at the east ba
 @pytest.fixture
 def svc(make_ctx, tmp_path):
     ctx = make_ctx(chunker="recursive", theta=20, synth_backend="extractive")
-    return UiService(ctx, admin_password="pw", upload_root=tmp_path)
+    return AppService(ctx, admin_password="pw", upload_root=tmp_path)
 
 
 def _up(svc, tmp_path, name, text, browser):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import stat
 
-from ui.service import UiService, browser_owner
+from services.service import AppService, browser_owner
 
 NOTE = "The boathouse key hangs behind the blue door. Only the keeper may take it at night.\n"
 BROWSER = "private-files-browser-0123456789"
@@ -22,7 +22,7 @@ def _loose(root) -> list[str]:
 def test_data_dir_is_owner_only_after_an_upload_and_a_question(make_ctx, tmp_path):
     uploads = tmp_path / "uploads"
     uploads.mkdir()
-    svc = UiService(make_ctx(chunker="recursive", theta=20, synth_backend="extractive"), upload_root=uploads)
+    svc = AppService(make_ctx(chunker="recursive", theta=20, synth_backend="extractive"), upload_root=uploads)
     owner = browser_owner(BROWSER)
     p = uploads / "boathouse.md"
     p.write_text(NOTE, encoding="utf-8")
@@ -65,7 +65,7 @@ def test_bidi_and_control_characters_are_stripped_from_document_names(make_ctx, 
 
     uploads = tmp_path / "uploads"
     uploads.mkdir()
-    svc = UiService(ctx, upload_root=uploads)
+    svc = AppService(ctx, upload_root=uploads)
     up = uploads / "x.md"
     up.write_text("The ferry leaves at noon.\n", encoding="utf-8")
     rows = svc.ingest_files([up], names=["notes\u2066\u200f\u202e.md"], owner=browser_owner(BROWSER))

@@ -75,8 +75,8 @@ def test_an_admin_login_ends_after_30_idle_minutes_and_after_8_hours(monkeypatch
     """Tokens lasted 12 h whatever happened; now they end after 30 minutes unused and 8 hours after the login."""
     import types
 
-    from ui.service import AdminAuth, AdminRequired
-    from ui.services import auth as auth_mod
+    from services import auth as auth_mod
+    from services.service import AdminAuth, AdminRequired
 
     now = [1000.0]
     monkeypatch.setattr(auth_mod, "time", types.SimpleNamespace(time=lambda: now[0], monotonic=lambda: now[0]))
@@ -125,7 +125,7 @@ def test_saving_the_llm_endpoint_asks_for_the_admin_password_again(sec_server):
 
 
 def test_a_wrong_password_at_the_endpoint_save_is_throttled_like_a_login(sec_server):
-    from ui.service import AdminRequired, LoginThrottle
+    from services.service import AdminRequired, LoginThrottle
 
     svc = sec_server.service
     svc.auth.throttle = LoginThrottle()

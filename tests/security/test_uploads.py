@@ -33,7 +33,7 @@ def _not_ingested(service, name="vault.md"):
 
 
 def test_service_refuses_a_path_outside_the_upload_folder(sec_server, secret_file, caplog):
-    with caplog.at_level(logging.WARNING, logger="ui.service"):
+    with caplog.at_level(logging.WARNING, logger="services.service"):
         rows = sec_server.service.ingest_files([secret_file], owner="browser:x")
     assert rows[0]["status"] == "refused" and "not a file uploaded to this server" in rows[0]["message"]
     assert any("outside the upload folder" in r.getMessage() for r in caplog.records)

@@ -10,7 +10,7 @@ import pytest
 
 from tests.pdfgen import pdf_from_objects
 
-MAX_PIXELS = 4_000_000  # what a page image may hold (ui.viewer.MAX_PAGE_PIXELS)
+MAX_PIXELS = 4_000_000  # what a page image may hold (services.viewer.MAX_PAGE_PIXELS)
 
 
 def huge_pdf(width: int = 7200, height: int = 7200, pages: int = 2) -> bytes:
@@ -47,16 +47,16 @@ def huge_link(sec_server):
 
 @pytest.fixture
 def children(monkeypatch):
-    """Every call of the sandbox (:func:`ingest.sandbox.run_limited`): (target, memory_mb, timeout_s)."""
-    import ingest.sandbox
+    """Every call of the sandbox (:func:`ingest.readers.sandbox.run_limited`): (target, memory_mb, timeout_s)."""
+    import ingest.readers.sandbox
 
-    calls, real = [], ingest.sandbox.run_limited
+    calls, real = [], ingest.readers.sandbox.run_limited
 
     def spy(target, args, **kw):
         calls.append((target, kw["memory_mb"], kw["timeout_s"]))
         return real(target, args, **kw)
 
-    monkeypatch.setattr(ingest.sandbox, "run_limited", spy)
+    monkeypatch.setattr(ingest.readers.sandbox, "run_limited", spy)
     return calls
 
 
@@ -70,13 +70,13 @@ def test_a_huge_pdf_page_is_rendered_under_the_pixel_cap_in_a_capped_child_and_c
     img = Image.open(io.BytesIO(r.content))
     assert img.width * img.height <= MAX_PIXELS  # 7200 pt at the display scale would be 11,520 px square
     assert img.width >= 1500  # scaled down to the cap, not to a thumbnail
-    renders = [c for c in children if c[0].startswith("ui.viewer:")]
+    renders = [c for c in children if c[0].startswith("services.viewer:")]
     assert len(renders) == 1  # rendered in a child process, with a memory cap and a time limit
     _, memory_mb, timeout_s = renders[0]
     assert 0 < memory_mb <= 2048 and 0 < timeout_s <= 120
     again = httpx.get(url, timeout=120)
     assert again.status_code == 200 and again.content == r.content
-    assert len([c for c in children if c[0].startswith("ui.viewer:")]) == 1  # the second one came from the cache
+    assert len([c for c in children if c[0].startswith("services.viewer:")]) == 1  # the second one came from the cache
 
 
 def test_renders_past_the_concurrency_limit_are_told_the_server_is_busy(sec_server, huge_link, monkeypatch):

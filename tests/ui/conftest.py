@@ -23,10 +23,13 @@ ORCHARD = ("# Orchard notes\n\nThe orchard has forty apple trees and six pear tr
            "The oldest tree was planted in 1911 by the first owner.\n")
 
 
+INGESTION_FILES = (os.path.join("ingest", "pipeline.py"), os.path.join("ingest", "jobs", "work.py"))
+
+
 def _called_from_ingestion() -> bool:
     f = sys._getframe(1)
     while f is not None:
-        if f.f_code.co_filename.endswith((os.path.join("ingest", "pipeline.py"), os.path.join("ingest", "work.py"))):
+        if f.f_code.co_filename.endswith(INGESTION_FILES):
             return True
         f = f.f_back
     return False
@@ -80,10 +83,10 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def ui_server(tmp_path_factory):
     from app.context import AppContext
-    from app.core.settings import Settings
+    from core.settings import Settings
     from ingest.embed import HashingEmbedder
+    from services.service import AppService
     from ui.app import launch
-    from ui.service import UiService
 
     root = tmp_path_factory.mktemp("ui")
     data = root / "data"
@@ -93,7 +96,7 @@ def ui_server(tmp_path_factory):
                         max_file_mb=0.05, top_k=5, router="default")
     emb = GatedEmbedder(HashingEmbedder(dim=64))
     ctx = AppContext(settings, embedder=emb)
-    service = UiService(ctx, admin_password=ADMIN_PASSWORD)
+    service = AppService(ctx, admin_password=ADMIN_PASSWORD)
     docs = root / "seed"
     docs.mkdir()
     (docs / "keeper.md").write_text(KEEPER, encoding="utf-8")

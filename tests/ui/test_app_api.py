@@ -125,11 +125,11 @@ def test_an_upload_draws_one_progress(make_ctx):
     """The upload panel's table is the one progress a person sees: neither the upload event nor the events it chains
     (the scope list refreshed afterwards) draw Gradio's own progress overlay as well (issue 21 item 17: the progress
     was drawn twice, once in the table and once as an overlay on the scope list)."""
+    from services.service import AppService
     from ui.app import build_app
-    from ui.service import UiService
 
     ctx = make_ctx(chunker="recursive", theta=20, synth_backend="extractive")
-    demo = build_app(UiService(ctx, admin_password="pw", upload_root=ctx.settings.data_dir.parent))
+    demo = build_app(AppService(ctx, admin_password="pw", upload_root=ctx.settings.data_dir.parent))
     deps = demo.config["dependencies"]
     upload = [d for d in deps if d.get("api_name") == "upload"]
     assert len(upload) == 1

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ui.conversations import ConversationNotFound, ConversationStore, title_of
-from ui.users import Users
+from services.conversations import ConversationNotFound, ConversationStore, title_of
+from services.users import Users
 
 
 def test_conversation_lifecycle(tmp_path):

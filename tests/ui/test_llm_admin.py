@@ -9,13 +9,13 @@ import stat
 
 import pytest
 
+from services.service import AdminRequired, AppService
 from tests.app.stub_openai import StubOpenAI
-from ui.service import AdminRequired, UiService
 
 
 @pytest.fixture
 def svc(make_ctx):
-    return UiService(make_ctx(chunker="recursive", theta=20, synth_backend="extractive"), admin_password="pw")
+    return AppService(make_ctx(chunker="recursive", theta=20, synth_backend="extractive"), admin_password="pw")
 
 
 def _free_port() -> int:
@@ -62,7 +62,7 @@ def test_saved_endpoint_is_used_and_its_key_is_never_shown(svc, tmp_path):
         # saved with mode 0600, and a new server on the same data dir uses it
         path = svc.ctx.settings.data_dir / ".secrets" / "llm.json"
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-        again = UiService(svc.ctx, admin_password="pw")
+        again = AppService(svc.ctx, admin_password="pw")
         assert again.llm_endpoint(again.login("admin", "pw"))["model"] == "stub-llm"
         # an empty key keeps the stored one; clearing drops it
         assert svc.set_llm(tok, stub.base_url, "stub-llm-large", "", password="pw")["key_set"] is True

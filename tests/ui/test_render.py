@@ -1,4 +1,4 @@
-from ui import render
+from services import render
 
 
 def test_highlight_marks_the_child_and_escapes():
@@ -66,7 +66,7 @@ def test_highlight_support_ending_inside_the_child():
 
 
 def test_sources_under_the_relevance_floor_are_folded_unless_cited():
-    from ui.render import sources_html
+    from services.render import sources_html
 
     def src(n, score):
         return {"number": n, "doc_id": f"d{n}.md", "start": 0, "end": 10, "score": score, "matched_level": 0,

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from ui.service import AdminRequired, UiService, check_upload_name
+from services.service import AdminRequired, AppService, check_upload_name
 
 TEXT = ("The keeper, Mrs. Alder, has tended the light for twenty-two years. She logs the weather at dawn. "
         "The lamp burns paraffin and is wound by hand every four hours.\n\nThe orchard has forty apple trees.\n")
@@ -14,7 +14,7 @@ TEXT = ("The keeper, Mrs. Alder, has tended the light for twenty-two years. She 
 @pytest.fixture
 def svc(make_ctx):
     ctx = make_ctx(chunker="recursive", theta=20, synth_backend="extractive", max_file_mb=0.01)
-    return UiService(ctx, admin_password="pw", upload_root=ctx.settings.data_dir.parent)
+    return AppService(ctx, admin_password="pw", upload_root=ctx.settings.data_dir.parent)
 
 
 def _files(tmp_path):
@@ -60,7 +60,7 @@ def test_failed_file_reported_rest_ingests(svc, write):
 
 
 def test_admin_login_rules(make_ctx):
-    svc = UiService(make_ctx(chunker="recursive"), admin_password="pw")
+    svc = AppService(make_ctx(chunker="recursive"), admin_password="pw")
     with pytest.raises(AdminRequired, match="wrong user name or password"):
         svc.login("admin", "nope")
     with pytest.raises(AdminRequired, match="wrong user name or password"):
@@ -70,7 +70,7 @@ def test_admin_login_rules(make_ctx):
     svc.logout(token)
     with pytest.raises(AdminRequired):
         svc.documents(token)
-    off = UiService(make_ctx(chunker="recursive", data_dir=svc.ctx.settings.data_dir.parent / "d2"))
+    off = AppService(make_ctx(chunker="recursive", data_dir=svc.ctx.settings.data_dir.parent / "d2"))
     with pytest.raises(AdminRequired, match="MGRAG_ADMIN_PASSWORD"):
         off.login("admin", "")
 
@@ -235,7 +235,7 @@ def test_benchmark_over_the_live_index_from_uploaded_questions(svc, write, tmp_p
 
 
 def test_train_router_from_evaluations(make_ctx, write, tmp_path):
-    svc = UiService(make_ctx(chunker="mg", theta=24, synth_backend="extractive"), admin_password="pw",
+    svc = AppService(make_ctx(chunker="mg", theta=24, synth_backend="extractive"), admin_password="pw",
                     upload_root=tmp_path)
     tok = svc.login("admin", "pw")
     with pytest.raises(ValueError, match="no evaluations with evidence yet"):
@@ -277,10 +277,10 @@ def test_a_shipped_set_and_the_users_own_evaluations_can_be_benchmarked(make_ctx
     not have. It now offers the set shipped for samples/ and the user's own saved evaluations."""
     from pathlib import Path
 
-    from ui.service import MY_EVALUATIONS, SAMPLES_SET
+    from services.service import MY_EVALUATIONS, SAMPLES_SET
 
     ctx = make_ctx(chunker="recursive", theta=40, synth_backend="extractive")
-    svc = UiService(ctx, admin_password="pw", upload_root=tmp_path)
+    svc = AppService(ctx, admin_password="pw", upload_root=tmp_path)
     assert svc.bench_sets()[:2] == [SAMPLES_SET, MY_EVALUATIONS]
     svc.ingest_files([write_to(tmp_path, "other.md", "An unrelated note about tides.\n")])
     with pytest.raises(ValueError) as e:  # the newcomer run saw "e.g. `mgrag ingest ..docs`" (a path cut short)
@@ -363,7 +363,7 @@ def test_the_evidence_list_starts_unticked(svc, write):
 
 def test_the_admin_tables_name_a_user_by_name_and_a_browser_by_the_end_of_its_hash():
     """The hostile run's item 9: the admin's documents table showed "user er:bob" for user bob."""
-    from ui.services.admin import _owner_label
+    from services.admin import _owner_label
 
     assert _owner_label("user:bob") == "user bob" and _owner_label("user:alexandra.k") == "user alexandra.k"
     assert _owner_label("browser:" + "0" * 26 + "3f9a1c") == "browser 3f9a1c" and _owner_label(None) == "library"
@@ -371,8 +371,8 @@ def test_the_admin_tables_name_a_user_by_name_and_a_browser_by_the_end_of_its_ha
 
 def test_guessing_a_user_account_password_is_slowed_down_like_the_admin_s(tmp_path):
     """The hostile run's item 6: 30 wrong guesses at a user account in 5.2 s, then the right one accepted."""
-    from ui.services.auth import LoginThrottle, throttled_login
-    from ui.users import Users
+    from services.auth import LoginThrottle, throttled_login
+    from services.users import Users
 
     users = Users(tmp_path / "users.sqlite")
     users.add("bob", "the-right-password")

@@ -7,9 +7,9 @@ import io
 import httpx
 import pytest
 
+from services.viewer import View, ViewTokens, marked_text, render_pdf_page
 from tests.ingest.test_layout import BODY
 from tests.pdfgen import make_pdf
-from ui.viewer import View, ViewTokens, marked_text, render_pdf_page
 
 
 def test_tokens_round_trip_and_refuse_tampering_and_expiry():
@@ -129,8 +129,8 @@ def test_the_chat_and_the_viewer_highlight_in_the_same_colours():
     matched chunk orange there, yellow in the chat)."""
     import re
 
+    from services.viewer import COLORS, PAGE_CSS
     from ui.app import CSS
-    from ui.viewer import COLORS, PAGE_CSS
 
     def colour(css, selector):
         return re.search(re.escape(selector) + r" \{background: (#[0-9a-f]{6})", css).group(1)

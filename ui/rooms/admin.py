@@ -1,17 +1,17 @@
 """The Admin tab, behind a login: the documents table, deletion and re-ingestion, the ingestion queue, the LLM
 endpoint (:mod:`ui.rooms.llm`), user accounts, index statistics, router training and the chunk inspector. Every
-handler calls a :class:`~ui.service.UiService` method that checks the session's token server side, so hiding the
+handler calls a :class:`~services.service.AppService` method that checks the session's token server side, so hiding the
 panel is only cosmetic."""
 import html
 
 import gradio as gr
 import pandas as pd
 
-from app.core import components
-from ui import render
+from core import components
+from services import render
+from services.service import ADMIN, AdminRequired
 from ui.rooms.context import ADMIN_TOKEN_JS, LOGGED_OUT, RoomContext, admin, client_host, error
 from ui.rooms.llm import LlmPanel
-from ui.service import ADMIN, AdminRequired
 
 DOC_COLUMNS = ["document", "state", "owner", "size (KB)", "version", "parents", "θ/2", "θ/4", "ingest s", "indexed",
                "parameters"]

@@ -7,9 +7,9 @@ import logging
 
 import gradio as gr
 
-from app.core import components
+from core import components
 from retrieval.search import RETRIEVERS
-from ui import render
+from services import render
 from ui.rooms.context import RoomContext, pick_choices
 from ui.rooms.conversations import ConversationsPanel, memory_of
 from ui.rooms.uploads import UploadPanel
@@ -120,7 +120,7 @@ class ChatRoom:
                     history[-1] = {"role": "assistant", "content": content}
                     yield history, answers, conversation, same, same, "", conv_id, same
                 elif kind == "done":
-                    from ui.conversations import bounded_answer
+                    from services.conversations import bounded_answer
 
                     a = bounded_answer(value.to_dict())  # what the page gets and the conversation keeps
                     answers.append(a)

@@ -8,8 +8,8 @@ import html
 
 import gradio as gr
 
-from ui import render
-from ui.service import AdminRequired, UiService, browser_owner
+from services import render
+from services.service import AdminRequired, AppService, browser_owner
 
 # Secrets the page makes itself, in the browser (``crypto.getRandomValues``): they reach the server only in request
 # bodies, never from it over the session's event stream, which anyone who knows the session hash (it is in URLs,
@@ -57,7 +57,7 @@ class RoomContext:
     """Handed to every room. The states are made by :meth:`make_states` (first in the page); the shared components
     (``scope_in``, ``backend_in``, ``backend_note``, ``answer_pick``) are set by the room that lays them out."""
 
-    def __init__(self, service: UiService):
+    def __init__(self, service: AppService):
         self.service = service
         self.settings = service.ctx.settings
         self.allow_links = getattr(self.settings, "answer_links", False)

@@ -4,7 +4,7 @@ It makes the shared ``answer_pick`` (the Chat tab fills it)."""
 import gradio as gr
 import pandas as pd
 
-from ui import render
+from services import render
 from ui.rooms.context import RoomContext, client_host, error
 
 
@@ -69,7 +69,7 @@ class EvaluateRoom:
                                        retriever=a["retriever"] if a["retriever"] != "none" else "dense",
                                        owner=self.c.reader_of(browser_id, request))
         df = pd.DataFrame(hits, columns=["retriever", "level", "rank", "score", "document", "chars", "text"])
-        from ingest.layout import place_label
+        from ingest.readers.layout import place_label
 
         choices = [(" · ".join(filter(None, (f"[{x['number']}] {x.get('name') or x['doc_id']}",
                                              place_label(x.get("pages"), [], x.get("unit"))))), x["number"])

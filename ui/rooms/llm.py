@@ -2,9 +2,9 @@
 connection, save it (the admin password asked again); a save refreshes the Chat tab's backend menu."""
 import gradio as gr
 
-from ui import render
+from services import render
+from services.service import AdminRequired
 from ui.rooms.context import RoomContext, admin, client_host
-from ui.service import AdminRequired
 
 KEY_SET = "a key is stored (type a new one to replace it)"
 KEY_HINT = "API key (if the server needs one)"

@@ -8,8 +8,8 @@ from pathlib import Path
 import gradio as gr
 import pandas as pd
 
+from services.service import AppService
 from ui.rooms.context import RoomContext, error
-from ui.service import UiService
 
 log = logging.getLogger("ui.app")  # the name it always had (log filters, tests)
 ACTIVE = ("queued", "extracting", "searchable", "refining")
@@ -29,8 +29,8 @@ def remove_uploads(paths, root) -> None:
             log.warning("could not remove the upload %s", p)
 
 
-def clean_uploads(service: UiService) -> None:
-    """Stale files out of the upload cache (:meth:`UiService.clean_uploads`); a failure is logged, not raised."""
+def clean_uploads(service: AppService) -> None:
+    """Stale files out of the upload cache (:meth:`AppService.clean_uploads`); a failure is logged, not raised."""
     try:
         service.clean_uploads()
     except Exception:  # pragma: no cover - cleaning is best effort
@@ -57,7 +57,7 @@ class UploadPanel:
 
     def layout_upload(self) -> None:
         """The drop zone, the last upload's rows and the cancel button."""
-        from ingest.loaders import SUPPORTED
+        from ingest.readers.loaders import SUPPORTED
 
         s = self.c.settings
         self.files = gr.File(label=f"Upload documents (drag and drop; {', '.join(sorted(SUPPORTED))}; "
@@ -88,7 +88,7 @@ class UploadPanel:
         """Queue the files and show their rows at once; the rows move (extracting, searchable, refining N% with the
         time left, ready) until every file is searchable, then the timer keeps them moving through the refinement.
         The API's `/upload` returns when every file is searchable or has failed."""
-        from ingest.queue import reached
+        from ingest.jobs.queue import reached
 
         service = self.service
         clean_uploads(service)

@@ -1,24 +1,24 @@
 """The viewer's HTTP routes beside the Gradio app: an answer's source opened at its page with the passage, the
-matched child and the supporting sentences marked (:mod:`ui.viewer` draws them)."""
+matched child and the supporting sentences marked (:mod:`services.viewer` draws them)."""
 import html
 import logging
 from pathlib import Path
 
-from ui.service import UiService
+from services.service import AppService
 
 log = logging.getLogger("ui.app")  # the name it always had (log filters, tests)
 
 
-def add_viewer_routes(app, service: UiService) -> None:
+def add_viewer_routes(app, service: AppService) -> None:
     """``/mgrag/view/TOKEN`` (the viewer page), ``/mgrag/page/TOKEN`` (a PDF page as PNG, highlights drawn) and
-    ``/mgrag/original/TOKEN`` (the original file). Tokens are minted per answer (:meth:`UiService.view_link`).
-    Page images come from :attr:`UiService.page_renderer` (pixel cap, capped child process, a few at once, cached);
+    ``/mgrag/original/TOKEN`` (the original file). Tokens are minted per answer (:meth:`AppService.view_link`).
+    Page images come from :attr:`AppService.page_renderer` (pixel cap, capped child process, a few at once, cached);
     when every render slot stays taken the answer is 503 with ``Retry-After``."""
     from fastapi.responses import HTMLResponse, Response
 
-    from ingest.layout import Layout, page_span, place_label
-    from ingest.sandbox import SandboxError
-    from ui.viewer import InvalidViewToken, RenderBusy, content_disposition, view_page
+    from ingest.readers.layout import Layout, page_span, place_label
+    from ingest.readers.sandbox import SandboxError
+    from services.viewer import InvalidViewToken, RenderBusy, content_disposition, view_page
 
     def opened(token: str):
         try:

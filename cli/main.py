@@ -1,0 +1,911 @@
+"""The ``mgrag`` command line: ingest, reingest, docs, delete, ask, chat, serve, setup-models, settings, bench."""
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import logging
+import sys
+
+from core import components
+
+log = logging.getLogger("mgrag")
+
+
+def _settings(args):
+    from core.settings import Settings
+
+    overrides = {k: v for k, v in {
+        "data_dir": getattr(args, "data_dir", None),
+        "chunker": getattr(args, "chunker", None),
+        "theta": getattr(args, "theta", None),
+        "lg_mode": getattr(args, "lg_mode", None),
+        "embedder": getattr(args, "embedder", None),
+        "top_k": getattr(args, "k", None),
+        "context_words": getattr(args, "budget", None),
+        "retriever": getattr(args, "retriever", None),
+    }.items() if v is not None}
+    return Settings(**overrides)
+
+
+_opened: list = []  # contexts a command opened; main() closes them (the store and the writer lock)
+
+
+def _ctx(args):
+    from app.context import AppContext
+
+    s = _settings(args)
+    logging.basicConfig(level=getattr(logging, s.log_level.upper(), logging.INFO),
+                        format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "transformers", "sentence_transformers", "huggingface_hub"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    ctx = AppContext(s)
+    _opened.append(ctx)
+    return ctx
+
+
+def _writer(ctx):
+    """Take the data dir's writer lock now, before any model loads: a second writer stops at once with a one-line
+    message (:mod:`core.datalock`); the store is opened and checked (:mod:`ingest.store.consistency`)."""
+    ctx.writer_lock()
+    return ctx
+
+
+def _print_report(report, out=None) -> None:
+    out = out or sys.stdout
+    for r in report.results:
+        counts = "/".join(str(c) for c in r.chunks_per_level)
+        extra = f" ({r.message})" if r.message else ""
+        if r.status == "failed":
+            print(f"  FAILED     {r.name}: {r.message}", file=out)
+        else:
+            print(f"  {r.status:<10} {r.name}{f'  chunks {counts}' if counts else ''}{extra}", file=out)
+    tot = report.totals()
+    names = ("parents", "θ/2 children", "θ/4 children")
+    summary = ", ".join(f"{n} {names[i] if i < 3 else i}" for i, n in enumerate(tot))
+    print(f"{len(report.ok)} ingested, {sum(r.status == 'duplicate' for r in report.results)} unchanged/duplicate, "
+          f"{len(report.failed)} failed; new chunks: {summary or 'none'}; index generation {report.generation}",
+          file=out)
+
+
+def _read_inputs(ctx, paths) -> tuple[list[tuple[str, bytes]], list[tuple[str, str]]]:
+    """``([(name, bytes)], [(name, problem)])`` of the files given (folders walked; names as ``input_files``)."""
+    from ingest.readers.loaders import IngestError, input_files, read_regular_file
+
+    named, failed = [], []
+    max_bytes = int(ctx.settings.max_file_mb * 2**20)
+    for f, name in input_files(paths):
+        if not f.exists() and not f.is_symlink():
+            failed.append((name, "no such file or folder"))
+            continue
+        try:
+            named.append((name, read_regular_file(f, max_bytes)))
+        except IngestError as e:
+            failed.append((name, e.problem))
+    return named, failed
+
+
+def _take_queue(ctx, quiet: bool, said: list):
+    """Start this process's runner on the data dir if no other process runs the queue; None when one does (or the
+    data dir is held by a process that does not: then we wait for it, saying so once)."""
+    from core.datalock import DataDirBusy
+    from ingest.jobs.queue import Runner, runner_alive
+
+    if runner_alive(ctx.jobs) is not None:
+        return None
+    try:
+        ctx.writer_lock()
+    except DataDirBusy as e:
+        if not said:
+            said.append(True)
+            print(f"waiting: {e}", file=sys.stderr)
+        return None
+    return Runner(ctx).start()
+
+
+def cmd_ingest(args) -> int:
+    """Queue the files; by default wait until each is searchable (its first pass committed), printing when each
+    became searchable and ready. The queue is run by the process that holds the data dir: a running ``mgrag serve``
+    or ``mgrag worker`` takes the jobs; when none runs, this command runs them itself while it waits."""
+    import time
+    import uuid
+
+    from ingest.jobs.queue import enqueue, reached, runner_alive
+
+    t0 = time.monotonic()
+    ctx = _ctx(args)
+    until = "queued" if args.no_wait else args.wait
+    named, refused = _read_inputs(ctx, args.paths)
+    said: list = []
+    runner = None if args.no_wait else _take_queue(ctx, args.quiet, said)
+    try:
+        queued = enqueue(ctx, named, None, batch=uuid.uuid4().hex, source="cli")
+        if runner is not None:
+            runner.wake()
+        rows = {q.name: {"name": q.name, "status": q.status, "message": q.message, "job_id": q.job.job_id if q.job
+                         else None, "doc_id": q.job.doc_id if q.job else None, "searchable_s": None, "ready_s": None}
+                for q in queued}
+        rows.update({n: {"name": n, "status": "refused", "message": m, "job_id": None, "doc_id": None,
+                         "searchable_s": None, "ready_s": None} for n, m in refused})
+        ids = [q.job.job_id for q in queued if q.job]
+        tty = sys.stderr.isatty() and not args.quiet and not args.json
+        while ids and until != "queued":
+            current = [ctx.jobs.get(i) for i in ids]
+            for j in current:
+                _note(rows[j.name], j, time.monotonic() - t0, args, tty)
+            if all(reached(j, until) for j in current):
+                break
+            if runner is None and runner_alive(ctx.jobs) is None:  # the server stopped meanwhile: take over
+                runner = _take_queue(ctx, args.quiet, said)
+            time.sleep(0.25)
+        if tty:
+            print("\r\033[K", end="", file=sys.stderr)
+    finally:
+        if runner is not None:
+            runner.stop()  # a refinement in flight goes back to the queue (resumed by the next runner)
+    return _ingest_summary(ctx, rows, args, until, runner_alive(ctx.jobs) is not None)
+
+
+def _note(row: dict, job, elapsed: float, args, tty: bool) -> None:
+    """Record (and print, unless --json or --quiet) a job's moves: searchable, ready, failed; a status line on a
+    terminal meanwhile."""
+    if job.state in ("searchable", "refining", "ready") and row["searchable_s"] is None and job.searchable:
+        row["searchable_s"] = round(elapsed, 2)
+        if not args.json and not args.quiet:
+            print(f"\r\033[K  searchable {job.name}  after {elapsed:.1f} s" if tty else
+                  f"  searchable {job.name}  after {elapsed:.1f} s", flush=True)
+    if job.state == "ready" and row["ready_s"] is None:
+        row["ready_s"] = round(elapsed, 2)
+        if not args.json and not args.quiet and job.two_phase and job.searchable_at != job.ready_at:
+            print(f"\r\033[K  ready      {job.name}  after {elapsed:.1f} s (refined)" if tty else
+                  f"  ready      {job.name}  after {elapsed:.1f} s (refined)", flush=True)
+    row.update(status=job.state, message=job.error or job.message or "", doc_id=job.doc_id)
+    if tty and job.state in ("queued", "extracting", "refining"):
+        print(f"\r\033[K{job.name[:40]}: {job.describe()}"[:150], end="", file=sys.stderr, flush=True)
+
+
+def _ingest_summary(ctx, rows: dict, args, until: str, served: bool) -> int:
+    for row in rows.values():  # as they are now (a refinement this process stopped went back to the queue)
+        job = ctx.jobs.get(row["job_id"]) if row["job_id"] else None
+        if job is not None:
+            row.update(status=job.state, message=job.error or job.message or "")
+    live = ctx.catalog.live_generation()
+    counts = {r["doc_id"]: r for r in ctx.catalog.documents(live.gen)} if live else {}
+    for row in rows.values():
+        d = counts.get(row["doc_id"])
+        row["chunks"] = [d["n_l0"], d["n_l1"], d["n_l2"]][:live.n_levels] if d and d["n_l0"] is not None else None
+    failed = [r for r in rows.values() if r["status"] in ("refused", "failed", "cancelled")]
+    if args.json:
+        print(json.dumps({"files": list(rows.values()), "generation": live.gen if live else None}, indent=2))
+        return 1 if failed else 0
+    for r in rows.values():
+        if r["status"] in ("refused", "failed", "cancelled"):
+            print(f"  FAILED     {r['name']}: {r['message'] or r['status']}")
+        else:
+            counts_s = f"  chunks {'/'.join(str(c) for c in r['chunks'])}" if r.get("chunks") else ""
+            extra = f" ({r['message']})" if r["message"] else ""
+            print(f"  {r['status']:<10} {r['name']}{counts_s}{extra}")
+    n = {k: sum(r["status"] == k for r in rows.values()) for k in ("queued", "searchable", "refining", "ready",
+                                                                     "duplicate")}
+    pending = n["searchable"] + n["refining"]
+    print(f"{n['ready']} ready, {pending} searchable (refinement pending), {n['queued']} queued, "
+          f"{n['duplicate']} unchanged/duplicate, {len(failed)} failed; index generation {live.gen if live else '-'}")
+    if n["queued"] or pending:
+        print(("the running `mgrag serve`/`mgrag worker` goes on with them in the background; `mgrag docs` shows "
+               "their state" if served else
+               "they go on when `mgrag serve` or `mgrag worker` runs on this data dir (or `mgrag ingest --wait "
+               "ready`); `mgrag docs` shows their state"))
+    return 1 if failed else 0  # a script can tell that some file did not make it
+
+
+def cmd_jobs(args) -> int:
+    """The ingestion queue: active jobs (and, with --all, finished ones)."""
+    from ingest.jobs.queue import runner_alive
+    from ingest.jobs.state import ACTIVE
+
+    ctx = _ctx(args)
+    if args.clear:
+        with ctx.catalog.transaction() as db:
+            n = db.execute("DELETE FROM jobs WHERE state IN ('ready','failed','cancelled','duplicate')").rowcount
+        print(f"removed {n} finished job(s)")
+        return 0
+    rows = ctx.jobs.jobs(None if args.all else ACTIVE)
+    beat = runner_alive(ctx.jobs)
+    if args.json:
+        print(json.dumps({"runner": beat, "jobs": [j.to_dict() for j in rows]}, indent=2, default=str))
+        return 0
+    print(f"queue run by {beat['cmd']} (pid {beat['pid']} on {beat['host']}, {beat['executor']} workers)" if beat
+          else "no process runs the queue now (`mgrag serve`, `mgrag worker` or `mgrag ingest` run it)")
+    for j in rows:
+        print(f"  job {j.job_id:<5} {j.doc_id[:40]:<40} {j.describe()}")
+    if not rows:
+        print("  (no jobs)" if args.all else "  (nothing queued or running)")
+    return 0
+
+
+def cmd_cancel(args) -> int:
+    """Cancel jobs by id, or the active job of a document (id or name)."""
+    from ingest.jobs.state import ACTIVE, JobError
+
+    ctx = _ctx(args)
+    rc = 0
+    for ref in args.refs:
+        try:
+            if ref.isdigit():
+                job_id = int(ref)
+            else:
+                active = [j for j in ctx.jobs.jobs(ACTIVE) if ref in (j.doc_id, j.name)]
+                if not active:
+                    raise JobError(f"no queued or running job for {ref!r}; see `mgrag jobs`")
+                job_id = active[-1].job_id
+            print(f"job {job_id}: {ctx.jobs.request_cancel(job_id)}")
+        except JobError as e:
+            print(f"error: {e}", file=sys.stderr)
+            rc = 2
+    return rc
+
+
+def cmd_worker(args) -> int:
+    """Run the ingestion queue. With ``queue_url`` (Redis): a compute worker for the data dir's holder, on any
+    machine. Without: this process takes the data dir and runs its queue (as `mgrag serve` does, without the web
+    app), until interrupted or, with --until-idle, until nothing is left to do."""
+    import time
+
+    ctx = _ctx(args)
+    if ctx.settings.queue_url:
+        from ingest.jobs.remote import run_worker
+
+        return run_worker(ctx, burst=args.until_idle)
+    from ingest.jobs.queue import Runner
+
+    runner = Runner(ctx).start()
+    print(f"running the ingestion queue of {ctx.settings.data_dir} ({runner.n_first} first-pass and {runner.n_refine} "
+          f"refinement lane(s)); Ctrl-C stops", file=sys.stderr)
+    try:
+        while not (args.until_idle and runner.idle()):
+            time.sleep(1.0)
+    finally:
+        runner.stop()
+    return 0
+
+
+def cmd_reingest(args) -> int:
+    from ingest.pipeline import Ingestor
+
+    ctx = _writer(_ctx(args))
+    ing = Ingestor(ctx, progress=not args.quiet)
+    if args.docs:  # some documents re-chunked (with their own chunker/θ if given), the rest copied; atomic switch
+        ids = [ctx.catalog.find_document(ref) for ref in args.docs]
+        try:
+            unknown = [ref for ref, d in zip(args.docs, ids) if d is None]
+            if unknown:
+                raise ValueError(f"no document matches {', '.join(map(repr, unknown))}; see `mgrag docs`")
+            report = ing.reingest(args.chunker, args.theta, allow_partial=args.allow_partial, only=ids)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        _print_report(report)
+        if report.failed and not args.allow_partial:
+            print("re-ingestion failed; the live index is unchanged", file=sys.stderr)
+            return 1
+        return 0
+    report = ing.reingest(args.chunker, args.theta, allow_partial=args.allow_partial)
+    _print_report(report)
+    live = ctx.catalog.live_generation()
+    if report.failed and not args.allow_partial:
+        print(f"re-ingestion failed; the live index (generation {live.gen if live else '-'}) is unchanged",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_docs(args) -> int:
+    """Reads the catalog only (SQLite, safe beside a running writer such as `mgrag serve`); no store, no lock. Each
+    document's ``state``: queued, extracting, searchable, refining, ready, failed (with the reason) or cancelled."""
+    from ingest.jobs.queue import document_states
+
+    ctx = _ctx(args)
+    live = ctx.catalog.live_generation()
+    rows = document_states(ctx)
+    if args.json:
+        print(json.dumps({"generation": live.__dict__ if live else None, "documents": rows}, indent=2, default=str))
+        return 0
+    if live:
+        print(f"index generation {live.gen}: chunker={live.chunker} theta={live.theta} embedder={live.embedder}")
+    print(f"{'document':<32} {'ver':>3} {'size':>10} {'parents':>8} {'θ/2':>6} {'θ/4':>6} {'secs':>7}  state")
+    for r in rows:
+        own = r.get("chunking")
+        print(f"{r['doc_id'][:32]:<32} {r['version'] or '-':>3} {r['size'] or 0:>10} {r['n_l0'] or 0:>8} "
+              f"{r['n_l1'] or 0:>6} {r['n_l2'] or 0:>6} {r['seconds'] or 0:>7.1f}  {r['detail']}"
+              + (f"  (own: chunker={own['chunker']} theta={own['theta']})" if own else ""))
+    if not rows:
+        print("(no documents; run `mgrag ingest PATH`)")
+    return 0
+
+
+def cmd_delete(args) -> int:
+    from ingest.pipeline import Ingestor
+
+    ctx = _writer(_ctx(args))
+    try:
+        doc_id = Ingestor(ctx).delete(args.doc)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"deleted {doc_id}")
+    return 0
+
+
+def _print_sources(final, out=None) -> None:
+    out = out or sys.stdout
+    print("\nSources:" if not final.abstained else "\nClosest passages (none supports an answer):", file=out)
+    from ingest.readers.layout import source_place
+
+    for c in final.sources:
+        lv = ", ".join(f"L{k}={v:.3f}" for k, v in sorted(c.level_scores.items()))
+        mark = "*" if c in final.citations else " "
+        print(f" {mark}[{c.number}] {c.doc_id} {c.label or f'chars {c.start}-{c.end}'} score {c.score:.3f}"
+              f" (matched level {c.matched_level}{'; ' + lv if lv else ''})", file=out)
+        for x in c.support:
+            where = source_place(None, None, False, c.unit, [x])
+            print(f"      supporting sentence, {where + ', ' if where else ''}chars {x['start']}-{x['end']}: "
+                  f"{' '.join(x['text'].split())[:160]}", file=out)
+
+
+def _scope(ctx, refs: list[str] | None) -> list[str] | None:
+    """The documents named by ``--doc`` (id, name or hash prefix), or None for all; ValueError for an unknown one."""
+    if not refs:
+        return None
+    ids = [ctx.catalog.find_document(r) for r in refs]
+    unknown = [r for r, d in zip(refs, ids) if d is None]
+    if unknown:
+        raise ValueError(f"no document matches {', '.join(map(repr, unknown))}; see `mgrag docs`")
+    return ids
+
+
+def _run_turn(ctx, question: str, args, history=None):
+    """One question: with grounding on (the default) the reply once checked against the sources, with what is
+    happening meanwhile on stderr (a terminal only); with grounding off the draft streamed to stdout. Returns the
+    final Answer."""
+    from app.answer import ask
+
+    final, streamed = None, False
+    live = not args.json and not ctx.settings.grounding  # nothing unchecked is printed
+    for kind, value in ask(ctx, question, backend=args.backend, k=args.k, budget_words=args.budget,
+                           retriever=args.retriever, no_retrieval_doc=getattr(args, "no_retrieval", None),
+                           history=history, doc_ids=_scope(ctx, getattr(args, "doc", None))):
+        if kind == "status" and not args.json and sys.stderr.isatty():
+            print(f"[{value}]", file=sys.stderr)
+        elif kind == "token" and live:
+            print(value, end="", flush=True)
+            streamed = True
+        elif kind == "done":
+            final = value
+    if not args.json and (not streamed or final.text != final.draft):
+        if streamed:
+            print("\n")
+        print(final.text, end="")
+    return final
+
+
+def _report_turn(final, args) -> None:
+    if args.json:
+        print(json.dumps(final.to_dict(), indent=None if getattr(args, "jsonl", False) else 2, default=str),
+              flush=True)
+        return
+    print()
+    if final.rewrite != "none":
+        print(f"(searched for: {final.query})")
+    _print_sources(final)
+    t = final.timings
+    ttft = t.get("time_to_first_token_s")
+    print(f"\nlevel weights: {format_weights(final.weights, final.router)}")
+    print(f"{final.backend} via {final.retriever}: retrieval {t['retrieval_s'] * 1000:.0f} ms, "
+          f"first token {'-' if ttft is None else f'{ttft:.2f} s'}, total {t['total_s']:.2f} s", flush=True)
+
+
+def cmd_ask(args) -> int:
+    from retrieval.search import EmptyIndexError
+
+    ctx = _ctx(args)
+    if ctx.embedded:  # an embedded store opens in one process at a time: say so before loading any model
+        ctx.writer_lock()
+    try:
+        final = _run_turn(ctx, args.question, args)
+    except (ValueError, EmptyIndexError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    _report_turn(final, args)
+    if final.error:
+        print(f"error: the {final.backend} backend failed: {final.error} (the sources above were still retrieved)",
+              file=sys.stderr)
+        return 4
+    return 0
+
+
+def cmd_chat(args) -> int:
+    """An interactive conversation over the same code as ``ask``: each line is a question; a follow-up is
+    rewritten to a standalone query from the earlier turns. ``/reset`` starts a new conversation; EOF or
+    ``/quit`` ends. With ``--json``, one JSON answer object per line per turn."""
+    from retrieval.search import EmptyIndexError
+
+    ctx = _ctx(args)
+    if ctx.embedded:  # as `ask`: one process at a time opens an embedded store
+        ctx.writer_lock()
+    args.jsonl = True
+    history: list[dict] = []
+    interactive = sys.stdin.isatty()
+    failed = False
+    while True:
+        if interactive:
+            print("you> ", end="", flush=True)
+        line = sys.stdin.readline()
+        if not line:
+            break
+        q = line.strip()
+        if not q:
+            continue
+        if q in ("/quit", "/exit"):
+            break
+        if q == "/reset":
+            history.clear()
+            if not args.json:
+                print("(new conversation)")
+            continue
+        try:
+            final = _run_turn(ctx, q, args, history)
+        except (ValueError, EmptyIndexError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            failed = True
+            continue
+        _report_turn(final, args)
+        if final.error:
+            print(f"error: the {final.backend} backend failed: {final.error}", file=sys.stderr)
+            failed = True
+        history += [{"role": "user", "content": q, "query": final.query},
+                    {"role": "assistant", "content": final.text}]
+        if not args.json:
+            print()
+    return 4 if failed else 0
+
+
+def format_weights(weights, note: str = "") -> str:
+    """``parent 0.81, θ/2 0.20, θ/4 0.03 (trained router ...)``, or ``uniform (no trained router)``."""
+    from ingest.types import LEVEL_NAMES
+
+    names = {0: "parent", 1: "θ/2", 2: "θ/4"}
+    if not weights:
+        return note or "-"
+    if note.startswith("uniform"):
+        return note
+    shown = ", ".join(f"{names.get(i, LEVEL_NAMES[i] if i < len(LEVEL_NAMES) else f'L{i}')} {w:.2f}"
+                      for i, w in enumerate(weights))
+    return f"{shown} ({note})" if note else shown
+
+
+def cmd_train_router(args) -> int:
+    """Soft labels from the ingested corpus, a trained MoG router, its loss curves (see router/pipeline.py)."""
+    from core.questions import QuestionsFileError
+    from router.model import RouterError
+    from router.pipeline import train_from_index
+    from router.train import TrainConfig
+
+    ctx = _writer(_ctx(args))
+    out = args.out or str(ctx.settings.data_dir / "router")
+    try:
+        tc = TrainConfig(lr=args.lr, max_epochs=args.epochs, patience=args.patience, seed=args.seed)
+        rep = train_from_index(ctx, args.questions, out, similarity=args.similarity, encoder=args.encoder,
+                               hidden=tuple(args.hidden), train_config=tc, progress=not args.quiet,
+                               labels=args.labels, inputs=args.inputs)
+    except (QuestionsFileError, RouterError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    h, lab = rep["history"], rep["labels"]
+    if isinstance(lab, dict):
+        print(f"trained on {lab['train']['n']} questions (validation {lab['val']['n']}, held out {lab['test']['n']}); "
+              f"best level in the training labels: {lab['train']['best_level']}")
+    else:
+        print(f"trained on {rep['n_train']} questions (validation {rep['n_val']}); {lab} labels, inputs "
+              f"{'+'.join(rep['inputs'])}")
+    print(f"validation BCE {h['best_val']:.4f} at epoch {h['best_epoch']} of {len(h['train'])}"
+          f"{' (stopped early)' if h['stopped_early'] else ''}; a constant router predicting the mean training label "
+          f"scores {rep['val_bce_of_label_prior'] or float('nan'):.4f}; {rep['seconds']:.0f} s")
+    print(f"saved {out}/config.json + model.safetensors, loss curves {out}/loss.png")
+    return 0
+
+
+def cmd_export_index(args, client=None) -> int:
+    """Copy the live generation to a Qdrant server (``ingest/store/export.py``); ``client`` injects a qdrant-client."""
+    from ingest.store.export import export_live, state_path
+    from ingest.store.index import ClientIndex, make_client
+
+    ctx = _writer(_ctx(args))
+    s = ctx.settings
+    if s.qdrant_url and s.qdrant_url == args.to:
+        print("error: the index already lives on that server (MGRAG_QDRANT_URL)", file=sys.stderr)
+        return 2
+    target = ClientIndex(client or make_client(args.to, args.api_key, s.qdrant_path), ctx.catalog.live_gen,
+                         s.collection_prefix, owns_client=client is None)
+    try:
+        rep = export_live(ctx.catalog, ctx.index, target, state_path(s.data_dir, args.to), batch=args.batch,
+                          progress=not args.quiet)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        target.close()
+    per = ", ".join(f"L{lv} {n}" for lv, n in rep.points.items())
+    print(f"exported generation {rep.gen} to {args.to}: {per} points ({rep.sent} sent by this run"
+          f"{', resumed' if rep.resumed else ''}); aliases {s.collection_prefix}_L* point at it. "
+          f"Serve it with MGRAG_QDRANT_URL={args.to} and this data dir.")
+    return 0
+
+
+def cmd_setup_models(args) -> int:
+    """Provision the offline models (convert the shipped Gemma GGUF once) and check the embedder loads."""
+    ctx = _ctx(args)
+    from core.models import QWEN_LM, resolve_lm_path, resolve_qwen_path
+
+    s = ctx.settings
+    print("chunker LM:", resolve_lm_path(s.lm_model, s.cache_dir))
+    if s.offline_model == QWEN_LM:
+        print("offline answer model:", resolve_qwen_path(s.cache_dir))
+    else:
+        print("offline answer model:", resolve_lm_path(s.offline_model, s.cache_dir))
+    print("embedder:", ctx.embedder.name, f"({ctx.embedder.dim} dims)")
+    return 0
+
+
+def cmd_settings(args) -> int:
+    from core.settings import settings_table
+
+    if args.choices:
+        print(components.markdown_table(components.CHUNKERS, "chunker") + "\n\n"
+              + components.markdown_table(components.BACKENDS, "synth_backend"))
+    elif args.table:
+        print(settings_table())
+    else:
+        print(_settings(args).model_dump_json(indent=2))
+    return 0
+
+
+def cmd_serve(args) -> int:
+    """The web app (Chat, Admin, Evaluate) on ``ui_host:ui_port``."""
+    from ui.app import serve
+
+    overrides = {k: v for k, v in {"ui_host": args.host, "ui_port": args.port}.items() if v is not None}
+    ctx = _ctx(args)
+    ctx.writer_lock(open_index=False)  # before any model loads; the app's own context (same process) opens the store
+    s = ctx.settings.model_copy(update=overrides)
+    return serve(s)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one line (``mgrag ask: error: ...``) and exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _int_at_least(lo: int):
+    def parse(v: str) -> int:
+        try:
+            n = int(v)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {v!r}") from None
+        if n < lo:
+            raise argparse.ArgumentTypeError(f"must be at least {lo}, got {n}")
+        return n
+    parse.__name__ = f"integer >= {lo}"
+    return parse
+
+
+def document_text(ctx, ref: str) -> tuple[str, str]:
+    """``(name, text)`` of an ingested document (id, name or hash prefix) or, failing that, of a readable file."""
+    from pathlib import Path
+
+    doc_id = ctx.catalog.find_document(ref) if ctx.settings.catalog_path.exists() else None
+    if doc_id is not None:
+        row = next(r for r in ctx.catalog.documents(None) if r["doc_id"] == doc_id)
+        return row["name"], ctx.store.text(row["hash"])
+    if Path(ref).is_file():
+        from ingest.readers.loaders import load_file
+
+        doc = load_file(ref, max_bytes=int(ctx.settings.max_file_mb * 2**20))
+        return Path(ref).name, doc.text
+    raise ValueError(f"{ref}: no ingested document has this id, name or hash prefix (see `mgrag docs`), and it is "
+                     "not a readable file")
+
+
+def cmd_inspect(args) -> int:
+    from pathlib import Path
+
+    from app.inspect import inspect_text, render_html, render_png
+
+    ctx = _ctx(args)
+    try:
+        name, text = document_text(ctx, args.doc)
+        words = None
+        if args.words:
+            a, _, b = args.words.partition(":")
+            if not (a.isdigit() and b.isdigit() and int(a) < int(b)):
+                raise ValueError(f"--words takes FROM:TO in words, e.g. 0:2000, got {args.words!r}")
+            words = (int(a), int(b))
+        ins = inspect_text(ctx, text, name, theta=args.theta, question=args.question)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = "inspect-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).stem)[:80]
+    png, page = out / f"{stem}.png", out / f"{stem}.html"
+    render_png(ins, png, words=words)
+    page.write_text(render_html(ins), encoding="utf-8")
+    print(json.dumps(ins.summary(), indent=1, ensure_ascii=False, default=str))
+    print(f"wrote {png} and {page}")
+    return 0
+
+
+def cmd_users(args) -> int:
+    """Web app accounts: with at least one, `mgrag serve` requires a login and uploads and conversations belong
+    to the user."""
+    import getpass
+
+    from core.settings import Settings
+    from services.users import Users
+
+    settings = Settings(**({"data_dir": args.data_dir} if args.data_dir else {}))
+    users = Users(settings.data_dir / ".secrets" / "users.sqlite")
+    try:
+        if args.action == "list":
+            print("\n".join(users.names()) or "(no users: the web app needs no login)")
+        elif args.action == "remove":
+            from services.keys import Keys
+
+            users.remove(args.name)
+            n = Keys(settings.data_dir / ".secrets" / "keys.sqlite").revoke_user(args.name)
+            print(f"removed {args.name}" + (f" and revoked their {n} API key{'s' * (n != 1)}" if n else ""))
+        else:
+            pw = (sys.stdin.readline().rstrip("\n") if args.password_stdin
+                  else getpass.getpass(f"password for {args.name}: "))
+            users.add(args.name, pw)
+            print(f"{args.name} can log in (a running `mgrag serve` requires logins after a restart "
+                  "if it had no users)")
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_admin(args) -> int:
+    """`mgrag admin password`: the Admin tab's password kept in the data dir (made if there is none); with
+    ``--reset`` a new random one, shown this once. The password alone goes to stdout."""
+    from core.settings import Settings
+    from services.service import stored_admin_password
+
+    settings = Settings(**({"data_dir": args.data_dir} if args.data_dir else {}))
+    if settings.admin_password:
+        print("error: the admin password is the admin_password setting (MGRAG_ADMIN_PASSWORD or mgrag.toml), "
+              "which wins over a kept one: change it there", file=sys.stderr)
+        return 2
+    password, made = stored_admin_password(settings.data_dir, reset=args.reset)
+    print(password)
+    where = settings.data_dir / ".secrets" / "admin_password"
+    print(f"{'a new password, ' if made else ''}kept in {where} (user {settings.admin_user})"
+          + ("; a running `mgrag serve` uses it after a restart" if args.reset else ""), file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mgrag", description="MGRAG: chat with your documents (LGMGC + MoG).")
+    p.add_argument("--data-dir", help="data directory (MGRAG_DATA_DIR)")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    _add_ingest_commands(sub)
+    _add_library_commands(sub)
+    _add_question_commands(sub)
+    _add_tool_commands(sub)
+    _add_web_commands(sub)
+
+    from app.evaluation.cli import add_bench_parser
+    from cli.api import add_api_parsers
+
+    add_api_parsers(sub)
+    add_bench_parser(sub)
+    return p
+
+
+def _add_ingest_commands(sub) -> None:
+    """`mgrag` subcommands: the ingestion queue: ingest, jobs, cancel, worker."""
+    s = sub.add_parser("ingest", help="ingest files and folders (queued; searchable in seconds, refined after)",
+                       description="Queue files and folders for ingestion and wait until each is searchable (its quick "
+                                   "first pass committed). A running `mgrag serve` or `mgrag worker` on the same data "
+                                   "dir takes the jobs; otherwise this command runs them while it waits.")
+    s.add_argument("paths", nargs="+")
+    s.add_argument("--wait", choices=("searchable", "ready"), default="searchable",
+                   help="wait until searchable (default) or until refined (ready)")
+    s.add_argument("--no-wait", action="store_true", help="only queue the files and return")
+    s.add_argument("--json", action="store_true", help="per file: state, searchable_s and ready_s (seconds from the "
+                                                        "start of the command), chunks")
+    s.add_argument("--quiet", action="store_true", help="no progress lines")
+    s.set_defaults(func=cmd_ingest)
+
+    s = sub.add_parser("jobs", help="the ingestion queue: what is queued and running")
+    s.add_argument("--all", action="store_true", help="finished jobs too")
+    s.add_argument("--clear", action="store_true", help="remove finished jobs from the list")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_jobs)
+
+    s = sub.add_parser("cancel", help="cancel queued or running ingestion jobs (job id, or document id or name)")
+    s.add_argument("refs", nargs="+", metavar="JOB|DOC")
+    s.set_defaults(func=cmd_cancel)
+
+    s = sub.add_parser("worker", help="run the ingestion queue: with MGRAG_QUEUE_URL a scale-out worker (any machine), "
+                                      "else this data dir's queue without the web app")
+    s.add_argument("--until-idle", action="store_true", help="exit when nothing is left to do")
+    s.set_defaults(func=cmd_worker)
+
+
+def _add_library_commands(sub) -> None:
+    """`mgrag` subcommands: the documents: reingest, docs, delete."""
+    s = sub.add_parser("reingest", help="rebuild the index from stored originals (atomic switch)",
+                       description="Rebuild every document into a new index generation and switch atomically; or, "
+                                   "naming documents, re-chunk only those (with --chunker/--theta: for them only) "
+                                   "and copy the rest.")
+    s.add_argument("docs", nargs="*", metavar="DOC", help="documents to rebuild (name or hash prefix); default: all")
+    s.add_argument("--chunker", choices=tuple(components.CHUNKERS),
+                   help="MGRAG_CHUNKER: " + components.choices_help(components.CHUNKERS))
+    s.add_argument("--theta", type=_int_at_least(4))
+    s.add_argument("--lg-mode", choices=("exact", "streaming"))
+    s.add_argument("--allow-partial", action="store_true", help="switch even if some documents fail")
+    s.add_argument("--quiet", action="store_true")
+    s.set_defaults(func=cmd_reingest)
+
+    s = sub.add_parser("docs", help="list documents")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_docs)
+
+    s = sub.add_parser("delete", help="delete a document (by id, name or hash prefix)")
+    s.add_argument("doc")
+    s.set_defaults(func=cmd_delete)
+
+
+def _question_options(s) -> None:
+    """The options `mgrag ask` and `mgrag chat` share."""
+    s.add_argument("--k", type=_int_at_least(1), help="hits per level (MGRAG_TOP_K)")
+    s.add_argument("--budget", type=_int_at_least(50), help="context budget in words (MGRAG_CONTEXT_WORDS)")
+    s.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), help="MGRAG_RETRIEVER")
+    s.add_argument("--backend", choices=tuple(components.BACKENDS),
+                   help="MGRAG_SYNTH_BACKEND: " + components.choices_help(components.BACKENDS))
+
+
+def _add_question_commands(sub) -> None:
+    """`mgrag` subcommands: questions: ask, chat."""
+    s = sub.add_parser("ask", help="answer a question from the indexed documents")
+    s.add_argument("question")
+    _question_options(s)
+    s.add_argument("--no-retrieval", metavar="DOC", help="baseline: answer from DOC truncated to 3500 words")
+    s.add_argument("--doc", action="append", metavar="DOC",
+                   help="search only this document (id, name or hash prefix; repeat for several)")
+    s.add_argument("--json", action="store_true", help="print the whole answer object as JSON")
+    s.set_defaults(func=cmd_ask)
+
+    s = sub.add_parser("chat", help="a conversation: one question per line on stdin, follow-ups understood")
+    _question_options(s)
+    s.add_argument("--doc", action="append", metavar="DOC",
+                   help="search only this document (id, name or hash prefix; repeat for several)")
+    s.add_argument("--json", action="store_true", help="one JSON answer object per line for each turn")
+    s.set_defaults(func=cmd_chat)
+
+
+def _add_tool_commands(sub) -> None:
+    """`mgrag` subcommands: the router, the chunk inspector, the export, the models."""
+    s = sub.add_parser("train-router", help="train the MoG router on questions over the ingested corpus")
+    s.add_argument("--questions", action="append", required=True, metavar="FILE.jsonl",
+                   help="questions in the ../shared/bench format (repeat for several sets)")
+    s.add_argument("--out", help="router folder to write (default: DATA_DIR/router, which `mgrag ask` then uses)")
+    s.add_argument("--similarity", choices=("encoder", "tfidf", "hitrate"), default="encoder",
+                   help="how snippets are scored against the label to make soft labels (MoG App. E)")
+    s.add_argument("--encoder", help="query encoder: default the index's embedder (shared with retrieval); "
+                                     "or a RoBERTa model, e.g. roberta-base (MoG's choice; must be available offline)")
+    s.add_argument("--hidden", type=int, nargs="+", default=[128], help="MLP hidden layer sizes")
+    s.add_argument("--labels", choices=("mog", "retrieval"), default="mog",
+                   help="mog: MoG's soft labels (best BM25 snippet per level vs the label); retrieval: the level that "
+                        "alone ranks the evidence best in the dense search")
+    s.add_argument("--inputs", type=lambda v: tuple(x.strip() for x in v.split(",") if x.strip()), default=("query",),
+                   help="what the router reads: query (the query vector), profile (the score profile of each "
+                        "level's search), or query,profile")
+    s.add_argument("--lr", type=float, default=1e-3)
+    s.add_argument("--epochs", type=int, default=300, help="most epochs (early stopping on the validation split)")
+    s.add_argument("--patience", type=int, default=30)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--quiet", action="store_true", help="no progress bars")
+    s.set_defaults(func=cmd_train_router)
+
+    s = sub.add_parser("inspect", help="the chunk inspector: boundary probabilities, the cuts of LG, recursive and "
+                                       "MG, and a question's matches, as a PNG and an HTML page")
+    s.add_argument("doc", help="an ingested document (id, name or hash prefix) or a file")
+    s.add_argument("--question", help="show which chunks of each level match it, with their weighted scores")
+    s.add_argument("--theta", type=_int_at_least(8), help="θ in words (default MGRAG_THETA)")
+    s.add_argument("--lg-mode", choices=("exact", "streaming"))
+    s.add_argument("--words", help="word range of the plot, FROM:TO (default the first 3,000 words)")
+    s.add_argument("--out", default=".", help="folder for inspect-<doc>.png and .html (default: here)")
+    s.set_defaults(func=cmd_inspect)
+
+    s = sub.add_parser("export-index", help="copy the live index to a Qdrant server (resumable)")
+    s.add_argument("--to", required=True, metavar="URL", help="Qdrant server, e.g. http://localhost:6333")
+    s.add_argument("--api-key", help="API key of that server")
+    s.add_argument("--batch", type=int, default=512, help="points per request")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_export_index)
+
+    s = sub.add_parser("setup-models", help="provision the offline models (once)")
+    s.set_defaults(func=cmd_setup_models)
+
+
+def _add_web_commands(sub) -> None:
+    """`mgrag` subcommands: the web app and its accounts, the settings."""
+    s = sub.add_parser("serve", help="start the web app (MGRAG_UI_HOST:MGRAG_UI_PORT, default 127.0.0.1:7860)")
+    s.add_argument("--host", help="address to listen on (MGRAG_UI_HOST)")
+    s.add_argument("--port", type=_int_at_least(1), help="port (MGRAG_UI_PORT)")
+    s.set_defaults(func=cmd_serve)
+
+    s = sub.add_parser("users", help="web app accounts (with any, the web app requires a login)")
+    s.add_argument("action", choices=("add", "remove", "list"))
+    s.add_argument("name", nargs="?", default="")
+    s.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    s.set_defaults(func=cmd_users)
+
+    s = sub.add_parser("admin", help="the Admin tab's password, when MGRAG_ADMIN_PASSWORD is not set",
+                       description="`mgrag admin password` shows the Admin tab's password kept in the data dir "
+                                   "(.secrets/admin_password, made at the first `mgrag serve`); --reset makes a new "
+                                   "random one and shows it once.")
+    s.add_argument("what", choices=("password",))
+    s.add_argument("--reset", action="store_true", help="replace it with a new random password")
+    s.set_defaults(func=cmd_admin)
+
+    s = sub.add_parser("settings", help="show the effective settings")
+    s.add_argument("--table", action="store_true", help="markdown table of every setting and its default")
+    s.add_argument("--choices", action="store_true", help="markdown tables of the chunkers and the answer backends")
+    s.set_defaults(func=cmd_settings)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
+        from core.datalock import DataDirBusy
+
+        if isinstance(e, DataDirBusy):
+            print(f"error: {e}", file=sys.stderr)
+            return 5
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # a full disk before any document was written
+            print(f"error: {e.strerror or e}", file=sys.stderr)
+            return 6
+        from pydantic import ValidationError
+
+        if isinstance(e, ValidationError):  # a setting out of range (flag, env var or mgrag.toml): one line each
+            for err in e.errors():
+                where = ".".join(str(x) for x in err["loc"]) or "settings"
+                print(f"error: setting {where}: {err['msg']} (got {err.get('input')!r})", file=sys.stderr)
+            return 2
+        from core.models import ModelNotAvailable
+
+        if isinstance(e, ModelNotAvailable):
+            print(f"error: {e}", file=sys.stderr)
+            return 3
+        from app.evaluation.harness import BenchError
+
+        if isinstance(e, (BenchError, FileNotFoundError)) and args.cmd == "bench":
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        raise
+    finally:
+        while _opened:  # a command run in-process (tests, scripts) leaves the data dir free for the next one
+            _opened.pop().close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

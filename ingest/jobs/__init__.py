@@ -1,0 +1,1 @@
+"""Ingestion jobs: their states, the durable queue, workers local and remote."""

@@ -1,0 +1,588 @@
+"""Running the ingestion queue (:mod:`ingest.jobs.state`): the data dir's holder takes jobs, has them computed and
+commits them, so that a document is searchable within seconds and refined in the background.
+
+:class:`Runner` runs in the process that holds the data dir's writer lock (``mgrag serve``, ``mgrag worker``, or
+``mgrag ingest`` when neither runs). It has two lanes of threads:
+
+* **first pass** (``ingest_workers`` threads): a queued file is extracted, cut with MG (no LM), embedded and written
+  in one commit that also marks its job searchable. Where the configured chunker needs no LM, or the ``first_pass``
+  setting is off, this pass uses the configured chunker and the job is ready.
+* **refinement** (``refine_workers`` threads): a searchable document is cut with the configured chunker (the LM
+  pass) and its chunks are swapped in one commit that marks the job ready. Refinements yield the CPU to first
+  passes: they wait while any file is queued for its first pass, and pause between LM batches while one is.
+
+The computing is an executor's: :class:`LocalExecutor` here, in this process, or
+:class:`ingest.jobs.remote.RedisExecutor`, which hands it to ``mgrag worker`` processes through Redis. The commits are
+always this process's, under ``ctx.write_lock``, so the catalog has one writer.
+
+Failures stay with their file: a file that cannot be read fails at once with the reason; an unexpected error (a
+worker lost, out of memory) is retried up to ``ingest_max_attempts`` times; a kill of this process leaves rows that
+the next start resumes (:meth:`ingest.jobs.state.JobStore.recover`). A cancellation is seen at the next progress report.
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingest.jobs.state import ACTIVE, Job, JobStore
+from ingest.jobs.work import (
+    Cut,
+    Plan,
+    QueueUnavailable,
+    Reporter,
+    Stopped,
+    cut,
+    extract,
+    first_pass_stages,
+    needs_refinement,
+    updated_rates,
+)
+from ingest.pipeline import FileResult, Ingestor, IngestReport
+from ingest.readers.loaders import IngestError, Limits, LoadedDoc, check_input, clean_name, read_inputs
+from ingest.readers.sandbox import public_problem
+from ingest.types import content_hash
+
+log = logging.getLogger(__name__)
+
+RUNNER_KEY = "runner"  # meta key of the running runner's heartbeat
+HEARTBEAT_S = 2.0
+
+
+class _Stale(Exception):
+    """The index changed under a job (a re-ingestion switched generations): it goes back to its lane as it was."""
+
+
+# -- queueing (any process) -----------------------------------------------------------------------------------------
+@dataclass
+class Queued:
+    """What became of one file handed to :func:`enqueue`: a job, or why there is none (refused, duplicate)."""
+
+    name: str
+    job: Job | None = None
+    status: str = "queued"  # queued, refused, duplicate
+    message: str = ""
+
+
+def enqueue(ctx, named: Iterable[tuple[str, bytes]], owner: str | None = None, *, batch: str | None = None,
+            source: str = "cli") -> list[Queued]:
+    """Queue files (name, bytes) for ``owner`` (None: the shared library). A file of an unsupported type, too large or
+    empty is refused at once; content the owner already has is reported as a duplicate; the rest are jobs. Names
+    lose bidirectional and control characters (:func:`ingest.readers.loaders.clean_name`)."""
+    limits = Limits.of(ctx.settings)
+    out = []
+    for name, data in named:
+        name = clean_name(name)  # no bidi or control characters in a document's name
+        try:
+            check_input(name, data, limits)
+        except IngestError as e:
+            out.append(Queued(name, None, "refused", e.problem))
+            continue
+        job, why = ctx.jobs.add(name, data, content_hash(data), owner, batch=batch, source=source,
+                                two_phase=ctx.settings.first_pass)
+        out.append(Queued(name, job, "queued", "") if job else Queued(name, None, "duplicate", why))
+    return out
+
+
+def queued_text(ctx, job: Job) -> str:
+    """A queued file's row for people: its place and about when it starts ("queued (2 ahead) · starts in about
+    3 min"), from the running jobs' time left and the expected seconds of those ahead of it."""
+    ahead = ctx.jobs.position(job)
+    s = ctx.settings
+    start = ctx.jobs.starts_in(job, s.queue_inflight if s.queue_url else s.ingest_workers)
+    when = ""
+    if start is not None and start >= 5:
+        when = " · starts in about " + (f"{start / 60:.0f} min" if start >= 90 else f"{start:.0f} s")
+    return f"queued ({f'{ahead} ahead' if ahead else 'next'}){when}"
+
+
+def runner_alive(jobs: JobStore, max_age_s: float = 4 * HEARTBEAT_S) -> dict | None:
+    """The running runner's heartbeat (pid, host, command, executor) when one beat lately, else None."""
+    beat = jobs.get_meta(RUNNER_KEY)
+    if beat and time.time() - float(beat.get("at", 0)) <= max_age_s:
+        return beat
+    return None
+
+
+# -- executing ------------------------------------------------------------------------------------------------------
+QUEUE_BACKOFF_S, QUEUE_BACKOFF_MAX_S = 2.0, 60.0  # waits while the queue's Redis does not answer: 2, 4 … 60 s
+
+
+class LocalExecutor:
+    """The work of a job, computed in this process with its models."""
+
+    remote = False
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def first(self, job: Job, data: bytes, plan: Plan, rep: Reporter) -> tuple[LoadedDoc, Cut]:
+        t = time.perf_counter()
+        doc = extract(job.name, data, Limits.of(self.ctx.settings), rep)
+        read_s = time.perf_counter() - t
+        c = cut(self.ctx, doc.text, job.doc_id, job.hash, plan, rep, job.name, layout=doc.layout)
+        c.timings.update(read_s=read_s, pages=len((doc.layout or {}).get("pages") or ()))
+        return doc, c
+
+    def refine(self, job: Job, text: str, plan: Plan, rep: Reporter, known=None, layout=None) -> Cut:
+        return cut(self.ctx, text, job.doc_id, job.hash, plan, rep, job.name, known, layout)
+
+    def close(self) -> None:
+        pass
+
+
+def plan_for(ctx, gen, own: dict | None, first_pass: bool) -> Plan:
+    """The plan of a document in generation ``gen``: its own chunker and θ if it has them, else the generation's."""
+    from ingest.text.chunk_context import chunker_params, uses_context
+
+    context = uses_context(gen.params)
+    if own:
+        return Plan(own["chunker"], own["theta"], chunker_params(own.get("params")), gen.n_levels, gen.embedder,
+                    gen.dim, first_pass, context)
+    return Plan(gen.chunker, gen.theta, chunker_params(gen.params), gen.n_levels, gen.embedder, gen.dim, first_pass,
+                context)
+
+
+class Runner:
+    """The queue's worker threads in the process that holds the data dir (see the module's docstring)."""
+
+    def __init__(self, ctx, executor=None, *, poll_s: float = 0.5, first_workers: int | None = None,
+                 refine_workers: int | None = None):
+        self.ctx = ctx
+        self.jobs: JobStore = ctx.jobs
+        s = ctx.settings
+        if executor is None and s.queue_url:
+            from ingest.jobs.remote import RedisExecutor
+
+            executor = RedisExecutor(ctx)
+        self.executor = executor or LocalExecutor(ctx)
+        self.poll_s = poll_s
+        # in this process: as many lanes as it has cores for; with workers elsewhere: as many jobs as may be handed out
+        lanes_first, lanes_refine = ((s.queue_inflight, s.queue_inflight) if self.executor.remote
+                                     else (s.ingest_workers, s.refine_workers))
+        self.n_first = lanes_first if first_workers is None else first_workers
+        self.n_refine = lanes_refine if refine_workers is None else refine_workers  # 0: first passes only
+        self._stop = threading.Event()
+        self._queue_down_s = 0.0  # the back-off while the queue's Redis does not answer
+        self._cv = threading.Condition()
+        self._first_running = 0
+        self._threads: list[threading.Thread] = []
+        self.name = f"{socket.gethostname()}:{os.getpid()}"
+        self.recovered: list = []
+
+    # -- lifecycle ----------------------------------------------------------------------------------------------
+    def start(self) -> "Runner":
+        """Take the data dir (the writer lock; the store's consistency check runs on open), resume what a dead
+        process left running, then start the lanes."""
+        self.ctx.writer_lock()
+        self.recovered = self.jobs.recover()
+        runners = getattr(self.ctx, "runners", None)
+        if runners is not None:
+            runners.append(self)
+        for job, state in self.recovered:
+            log.warning("job %d (%s) was %s when the last run stopped: now %s", job.job_id, job.name, job.state, state)
+        self._beat()
+        lanes = [("first", i) for i in range(self.n_first)] + [("refine", i) for i in range(self.n_refine)]
+        for lane, i in lanes:
+            t = threading.Thread(target=self._loop, args=(lane,), name=f"mgrag-{lane}-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        hb = threading.Thread(target=self._heartbeat, name="mgrag-runner-heartbeat", daemon=True)
+        hb.start()
+        self._threads.append(hb)
+        return self
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Stop taking jobs; running ones stop at their next progress report and go back to their lane unchanged
+        (not counted as an attempt)."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        runners = getattr(self.ctx, "runners", None)
+        if runners is not None and self in runners:
+            runners.remove(self)
+        self.wake()
+        deadline = time.monotonic() + timeout_s
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        try:
+            self.jobs.set_meta(RUNNER_KEY, {"at": 0})
+        except Exception:  # pragma: no cover - best effort on the way out
+            pass
+        self.executor.close()
+
+    def wake(self) -> None:
+        """New work was queued (by this process): the lanes look now instead of at their next poll."""
+        with self._cv:
+            self._cv.notify_all()
+
+    def _beat(self) -> None:
+        import sys
+
+        cmd = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(sys.argv))[:80]
+        self.jobs.set_meta(RUNNER_KEY, {"at": time.time(), "pid": os.getpid(), "host": socket.gethostname(),
+                                        "cmd": cmd, "executor": "redis" if self.executor.remote else "local"})
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                self._beat()
+            except Exception:  # pragma: no cover - a busy database: try again at the next beat
+                log.debug("runner heartbeat failed", exc_info=True)
+
+    def idle(self) -> bool:
+        """Nothing queued, running or waiting for refinement."""
+        return not self.jobs.jobs(ACTIVE)
+
+    def drain(self, until: str = "ready") -> None:
+        """Run every job there is to take in the caller's thread, first passes before refinements (``until``
+        "searchable": first passes only), until none is left: no lane threads, no polling, so the jobs are done when
+        it returns. Does not resume what a dead process left running (:meth:`start` does)."""
+        self.ctx.writer_lock()
+        worked = False
+        while not self._stop.is_set():
+            lane, job = "first", self.jobs.claim("first", f"{self.name}:drain")
+            if job is None and until == "ready":
+                lane, job = "refine", self.jobs.claim("refine", f"{self.name}:drain")
+            if job is None:
+                break
+            worked = True
+            self._run(lane, job)
+        if worked:
+            self._optimize()
+
+    # -- lanes --------------------------------------------------------------------------------------------------
+    def owner_cap(self, lane: str) -> int:
+        """The most jobs of one user (an owner other than the shared library) running at once in ``lane``: every
+        worker but one (``owner_workers``, 0: that default), so one worker is always left for another user's upload;
+        a single worker is everyone's in turn."""
+        n = self.n_first if lane == "first" else self.n_refine
+        cap = self.ctx.settings.owner_workers or n - 1
+        return max(1, min(cap, n))
+
+    def _first_pending(self) -> bool:
+        """Whether first passes are running or waiting (then refinements give way to them). Read from the catalog
+        each time: a job claimed a moment ago is already ``extracting`` there."""
+        return self._first_running > 0 or self.jobs.first_pass_pending()
+
+    def _loop(self, lane: str) -> None:
+        worked = False
+        while not self._stop.is_set():
+            job = None
+            try:
+                if lane == "refine" and not self.executor.remote and self._first_pending():
+                    pass  # first passes before refinements
+                else:
+                    job = self.jobs.claim(lane, f"{self.name}:{threading.current_thread().name}",
+                                          owner_cap=self.owner_cap(lane))
+            except Exception:  # a busy database: try again at the next poll
+                log.exception("claiming a %s job failed", lane)
+            if job is None:
+                if worked:
+                    worked = False
+                    self._optimize()
+                with self._cv:
+                    self._cv.wait(self.poll_s)
+                continue
+            worked = True
+            if lane == "first":
+                with self._cv:
+                    self._first_running += 1
+            try:
+                self._run(lane, job)
+            finally:
+                if lane == "first":
+                    with self._cv:
+                        self._first_running -= 1
+                        self._cv.notify_all()
+
+    def _optimize(self) -> None:
+        """After a burst of writes: an HNSW graph for the levels that grew past ``hnsw_min_points``."""
+        try:
+            live = self.ctx.catalog.live_generation()
+            if live is not None:
+                with self.ctx.write_lock:
+                    self.ctx.index.optimize(live.gen)
+        except Exception:  # pragma: no cover - searching stays exact; the next burst tries again
+            log.exception("optimising the index failed")
+
+    def _run(self, lane: str, job: Job) -> None:
+        try:
+            (self._first if lane == "first" else self._refine)(job)
+            self._queue_down_s = 0.0
+        except QueueUnavailable as e:  # Redis down: the job waits, its attempts are not spent; back off, then retry
+            self._queue_down_s = min(QUEUE_BACKOFF_MAX_S, max(QUEUE_BACKOFF_S, 2 * self._queue_down_s))
+            self.jobs.release(job, "waiting for the queue (Redis does not answer)")
+            log.warning("job %d (%s) waits: %s; trying again in %.0f s", job.job_id, job.name, e, self._queue_down_s)
+            self._stop.wait(self._queue_down_s)
+        except Stopped as e:
+            if e.why == "cancelled":
+                self.jobs.finish(job.job_id, "cancelled")
+                log.info("job %d (%s) cancelled", job.job_id, job.name)
+            else:
+                self.jobs.release(job)
+        except _Stale:
+            self.jobs.release(job)
+        except IngestError as e:
+            self.jobs.finish(job.job_id, "failed", error=e.problem)
+            log.warning("%s: %s", job.name, e.problem)
+        except Exception as e:  # not the file's fault (a worker lost, memory, the store): retried, boundedly
+            if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # a full disk stays full: no retry, no traceback
+                self.jobs.finish(job.job_id, "failed", error=f"{e.__class__.__name__}: {e}")
+                log.error("%s failed: %s", job.name, e)
+                return
+            log.exception("job %d (%s) failed", job.job_id, job.name)
+            said = public_problem(f"{e.__class__.__name__}: {e}")
+            if said == e.__class__.__name__:  # nothing but a traceback: the log has it
+                said = f"an unexpected error ({said}); the details are in the server's log"
+            state = self.jobs.retry_or_fail(job, said)
+            log.warning("job %d (%s): %s", job.job_id, job.name, "given up" if state == "failed" else "will retry")
+
+    def _reporter(self, job: Job, lane: str) -> Reporter:
+        budget = self.ctx.settings.first_pass_timeout_s if lane == "first" else None
+        t0 = time.monotonic()
+
+        def sink(label: str, share: float, eta: float | None) -> bool:
+            if self._stop.is_set():
+                raise Stopped("stopping")
+            if budget is not None and time.monotonic() - t0 > budget:  # one file never holds a worker for good
+                raise IngestError(job.name, f"its first pass took longer than {budget:.0f} s "
+                                            "(MGRAG_FIRST_PASS_TIMEOUT_S): split the file, or raise that limit")
+            if lane == "refine" and not self.executor.remote and self._first_pending():
+                self.jobs.report(job.job_id, "paused for new uploads", share, None)
+                while self._first_pending() and not self._stop.is_set():
+                    time.sleep(0.25)
+                if self._stop.is_set():
+                    raise Stopped("stopping")
+            return self.jobs.report(job.job_id, label, share, eta)
+
+        return Reporter(sink, rates=self.jobs.get_meta("rates", {}))
+
+    def _learn(self, timings: dict) -> None:
+        try:
+            self.jobs.set_meta("rates", updated_rates(self.jobs.get_meta("rates", {}), timings))
+        except Exception:  # pragma: no cover - estimates only
+            log.debug("updating the measured rates failed", exc_info=True)
+
+    # -- the two passes -----------------------------------------------------------------------------------------
+    def _first(self, job: Job) -> None:
+        ctx, cat = self.ctx, self.ctx.catalog
+        t0 = time.time()
+        spool = self.jobs.spool_path(job)
+        if spool is None or not spool.exists():
+            raise IngestError(job.name, "the queued file is gone from the spool (removed by hand?); upload it again")
+        data = spool.read_bytes()
+        ing = Ingestor(ctx)
+        with ctx.write_lock:
+            gen = ing.live_generation()
+        prev = cat.indexed_doc(gen.gen, job.doc_id)
+        own = cat.chunking(gen.gen, job.doc_id) if prev else None
+        two = bool(job.two_phase) and needs_refinement(own["chunker"] if own else gen.chunker)
+        plan = plan_for(ctx, gen, own, first_pass=two)
+        rep = self._reporter(job, "first")
+        rep.begin(first_pass_stages(rep.rates, job.name, len(data), job.pages))
+        doc, c = self.executor.first(job, data, plan, rep)
+        with ctx.write_lock:
+            if self.jobs.cancel_requested(job.job_id):
+                raise Stopped("cancelled")
+            live = cat.live_generation()
+            if live is None or live.gen != gen.gen:
+                raise _Stale()
+            dup = cat.doc_by_hash(job.hash, gen.gen, job.owner)
+            if dup is not None:
+                self.jobs.finish(job.job_id, "duplicate",
+                                 message="unchanged; skipped" if dup == job.doc_id else f"same content as {dup!r}")
+                return
+            ctx.store.put(job.hash, data, doc.text, doc.layout)
+            chunks = c.chunks(doc.text, job.doc_id, job.hash, doc.layout, first_pass=two, context=plan.context)
+            state = "searchable" if two else "ready"
+            version = f"new version {cat.version_for(job.doc_id, job.hash)}" if prev else ""
+            renamed = job.doc_id != job.name and cat.label_of(job.doc_id, job.name, job.owner) != job.name
+            msg = "; ".join(x for x in (version, doc.warning, f"stored as {job.doc_id!r}" if renamed else "") if x)
+            words = c.timings.get("words")
+            ing._write(gen, LoadedDoc(job.name, data, doc.text, doc.kind), job.doc_id, job.hash, chunks, c.vectors, t0,
+                       own, owner=job.owner, phase="first" if two else None,
+                       on_commit=lambda db: self.jobs.first_done_sql(db, job.job_id, state=state, words=words,
+                                                                     message=msg))
+        if spool is not None:
+            spool.unlink(missing_ok=True)
+        log.info("%s: %s in %.1f s (%s)", job.name, state, time.time() - t0, plan.cut_by)
+        self._learn(c.timings)
+        self.wake()  # a refinement may start
+
+    def _refine(self, job: Job) -> None:
+        ctx, cat = self.ctx, self.ctx.catalog
+        t0 = time.time()
+        gen = cat.live_generation()
+        here = cat.phase(gen.gen, job.doc_id) if gen is not None else None
+        why = self._nothing_to_refine(job, here)
+        if why:
+            self.jobs.finish(job.job_id, why[0], message=why[1])
+            return
+        own = cat.chunking(gen.gen, job.doc_id)
+        plan = plan_for(ctx, gen, own, first_pass=False)
+        text, layout = ctx.store.text(job.hash), ctx.store.layout(job.hash)
+        c = self.executor.refine(job, text, plan, self._reporter(job, "refine"), self._known_vectors(gen, job),
+                                 layout)
+        with ctx.write_lock:
+            if self.jobs.cancel_requested(job.job_id):
+                raise Stopped("cancelled")
+            live = cat.live_generation()
+            if live is None or live.gen != gen.gen:
+                raise _Stale()
+            why = self._nothing_to_refine(job, cat.phase(gen.gen, job.doc_id))
+            if why:
+                self.jobs.finish(job.job_id, why[0], message=why[1])
+                return
+            v = cat.version_of(job.doc_id, job.hash) or {}
+            chunks = c.chunks(text, job.doc_id, job.hash, layout, first_pass=False, context=plan.context)
+            ing = Ingestor(ctx)
+            ing._write(gen, LoadedDoc(v.get("name", job.name), b"", text, v.get("kind", "text")), job.doc_id, job.hash,
+                       chunks, c.vectors, t0, own, size=job.size, owner=job.owner, phase=None,
+                       on_commit=lambda db: self.jobs.ready_sql(db, job.job_id))
+        log.info("%s: refined in %.1f s (%s)", job.name, time.time() - t0, plan.cut_by)
+        self._learn(c.timings)
+
+    def _known_vectors(self, gen, job: Job) -> dict:
+        """The first pass's vectors of ``job``'s document by chunk text: the refinement reuses those of the chunks
+        it cuts the same way."""
+        from ingest.text.chunk_context import indexed_text
+
+        ids = self.ctx.catalog.chunk_ids(gen.gen, job.doc_id)
+        out = {}
+        for lv, chunk_ids in ids.items():
+            for p in self.ctx.index.retrieve(lv, chunk_ids, gen=gen.gen, with_vectors=True):
+                if p.payload.get("doc_hash") == job.hash:  # by the text that was embedded (context and all)
+                    out[indexed_text(p.payload.get("context", ""), p.payload["text"])] = p.vector
+        return out
+
+    @staticmethod
+    def _nothing_to_refine(job: Job, here) -> tuple[str, str] | None:
+        if here is None:
+            return "cancelled", "the document was deleted"
+        h, phase = here
+        if h != job.hash:
+            return "cancelled", "a newer version replaced this one"
+        if phase != "first":
+            return "ready", "already refined (re-ingested)"
+        return None
+
+
+DONE = ("ready", "failed", "cancelled", "duplicate")
+
+
+def reached(job: Job | None, until: str) -> bool:
+    """Whether ``job`` is as far as ``until``: "searchable" (its first pass is committed, or it ended) or "ready"
+    (it ended)."""
+    return job is None or job.state in DONE or (until == "searchable" and job.state in ("searchable", "refining"))
+
+
+def wait(jobs: JobStore, job_ids: list[int], until: str = "searchable", timeout_s: float | None = None,
+         poll_s: float = 0.25, on_change=None) -> list[Job | None]:
+    """Poll until every job has reached ``until`` (:func:`reached`) or ``timeout_s`` passed. ``on_change(job)`` is
+    called whenever a job's state, stage or progress changes. Returns the jobs as they are then."""
+    seen: dict[int, tuple] = {}
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        current = [jobs.get(i) for i in job_ids]
+        for j in current:
+            if j is None:
+                continue
+            key = (j.state, j.stage, None if j.progress is None else round(j.progress, 2))
+            if seen.get(j.job_id) != key:
+                seen[j.job_id] = key
+                if on_change is not None:
+                    on_change(j)
+        if all(reached(j, until) for j in current) or (deadline is not None and time.monotonic() > deadline):
+            return current
+        time.sleep(poll_s)
+
+
+def document_states(ctx, owner: str | None = None, everyone: bool = True) -> list[dict]:
+    """Every document with its state (``queued``, ``extracting``, ``searchable``, ``refining``, ``ready``, ``failed``,
+    ``cancelled``), merged from the catalog (what is live) and the queue (what is being done): one row per document
+    id, the catalog's fields plus ``state``, ``searchable`` (its chunks can be found now), ``detail`` (for people),
+    ``progress``, ``eta_s``, ``error`` and ``job_id``. Files whose first pass never committed (queued, extracting,
+    failed, cancelled) appear too, until a later job of the same name succeeds. ``everyone=False`` keeps the shared
+    library and ``owner``'s own."""
+    cat = ctx.catalog
+    live = cat.live_generation()
+    docs = {r["doc_id"]: r for r in cat.documents(live.gen if live else None)}
+    latest = ctx.jobs.latest_by_doc()
+    out = []
+    for doc_id in sorted(set(docs) | set(latest)):
+        r, j = docs.get(doc_id), latest.get(doc_id)
+        owner_of = r["owner"] if r else j.owner
+        if not everyone and owner_of is not None and owner_of != owner:
+            continue
+        indexed = bool(r and r["n_l0"] is not None)
+        if r is None and j.state in ("cancelled", "duplicate", "ready", "searchable", "refining"):
+            continue  # nothing of it exists (never made, or deleted since its job ended)
+        if j is None or (j.state in ("ready", "duplicate") and indexed) or (j.state == "cancelled" and indexed):
+            state = "searchable" if indexed and r.get("phase") == "first" else "ready" if indexed else "failed"
+            detail = ("searchable · first pass (refinement cancelled or not queued)" if state == "searchable"
+                      else state)
+        else:
+            state, detail = j.state, j.describe()
+            if j.state in ("queued", "extracting") and indexed:
+                detail += f" (version {r['version']} stays searchable meanwhile)"
+            elif j.state == "failed" and indexed and j.failed_in != "refine":
+                detail += f" (version {r['version']} stays searchable)"
+        row = dict(r) if r else {"doc_id": doc_id, "name": j.name, "version": None, "hash": j.hash, "size": j.size,
+                                 "kind": None, "updated": j.created, "n_l0": None, "n_l1": None, "n_l2": None,
+                                 "seconds": None, "indexed_at": None, "chunking": None, "owner": j.owner,
+                                 "phase": None}
+        row.update(state=state, searchable=indexed, detail=detail, job_id=j.job_id if j else None,
+                   progress=j.progress if j and j.state in ("extracting", "refining") else None,
+                   eta_s=j.eta_s if j and j.state in ("extracting", "refining") else None,
+                   error=j.error if j and j.state == "failed" else None)
+        out.append(row)
+    return out
+
+
+def ingest_now(ctx, named: Iterable[tuple[str, bytes]], owner: str | None = None, *, until: str = "ready",
+               source: str = "cli") -> IngestReport:
+    """Queue ``named`` (name, bytes) for ``owner`` and run the jobs in this thread (:meth:`Runner.drain`) until each
+    has reached ``until``: the one way a document gets in (:func:`enqueue`, the queue's passes), for callers that
+    want the result before they go on (``mgrag`` benchmarks, evaluations, tests). A file is reported ``ingested``,
+    ``updated`` (a new version of a document the owner had), ``duplicate`` or ``failed`` (refused, or its job failed
+    or was cancelled), in the order given, with its chunks per level."""
+    cat = ctx.catalog
+    live = cat.live_generation()
+    queued = enqueue(ctx, named, owner, batch=uuid.uuid4().hex, source=source)
+    had = {q.job.doc_id for q in queued if q.job and live is not None and cat.indexed_doc(live.gen, q.job.doc_id)}
+    Runner(ctx, LocalExecutor(ctx)).drain(until)
+    live = cat.live_generation()
+    counts = {d["doc_id"]: d for d in cat.documents(live.gen)} if live is not None else {}
+    report = IngestReport(generation=live.gen if live is not None else None)
+    for q in queued:
+        job = ctx.jobs.get(q.job.job_id) if q.job else None
+        if job is None:
+            report.results.append(FileResult(q.name, "failed" if q.status == "refused" else q.status, q.message))
+        elif job.state in ("searchable", "refining", "ready"):
+            d = counts.get(job.doc_id) or {}
+            n = tuple(d.get(f"n_l{lv}") or 0 for lv in range(live.n_levels)) if live is not None else ()
+            report.results.append(FileResult(q.name, "updated" if job.doc_id in had else "ingested",
+                                             job.message or "", job.doc_id, n))
+        elif job.state == "duplicate":
+            report.results.append(FileResult(q.name, "duplicate", job.message or "", job.doc_id))
+        else:
+            report.results.append(FileResult(q.name, "failed", job.error or job.message or job.state, job.doc_id))
+    return report
+
+
+def ingest_paths(ctx, paths: Iterable[str | Path], owner: str | None = None, **kw) -> IngestReport:
+    """:func:`ingest_now` of files and folders (a file under a folder is named by its path relative to that folder);
+    a path that cannot be read is ``failed`` with the reason, in its place among the others."""
+    items = read_inputs(paths, int(ctx.settings.max_file_mb * 2**20))
+    done = iter(ingest_now(ctx, [(n, d) for n, d in items if isinstance(d, bytes)], owner, **kw).results)
+    report = IngestReport(ctx.catalog.live_generation().gen if ctx.catalog.live_generation() else None)
+    report.results = [next(done) if isinstance(d, bytes) else FileResult(n, "failed", d) for n, d in items]
+    return report

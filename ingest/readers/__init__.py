@@ -1,0 +1,1 @@
+"""Reading files into text: one reader per format, PDF pages with their layout, OCR, the sandbox."""

@@ -1,0 +1,424 @@
+"""Extractors of the structured formats: DOCX and HTML (paragraphs, headings and tables in document order), PPTX
+(slides, their tables and speaker notes), XLSX and CSV (sheets as tables, the header repeated in every group of
+rows), EPUB (chapters as HTML) and images (PNG, JPEG, TIFF: OCR).
+
+Each returns ``(text, layout JSON)``; they run in the extraction child (:mod:`ingest.readers.sandbox`) with its memory
+cap and time limit. A table is Markdown (:mod:`ingest.text.tables`); its span is a ``table`` block of the layout, a
+heading's span a ``heading`` block. Locations: PPTX pages are slides, XLSX pages are sheets, CSV pages are rows, an
+image's pages are its frames (a multi-page TIFF).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+from ingest.text.tables import markdown_tables, tidy
+
+Block = tuple[str, str, int]  # (kind: "p" | "h" | "table", text, heading level)
+
+
+class Builder:
+    """Joins blocks with blank lines and records page starts, headings and structural blocks as it goes."""
+
+    def __init__(self, unit: str = "page"):
+        self.parts: list[str] = []
+        self.offset = 0
+        self.pages: list[int] = []
+        self.headings: list[tuple[int, int, str]] = []
+        self.blocks: list[tuple[int, int, str]] = []
+        self.unit = unit
+
+    def page(self) -> None:
+        self.pages.append(self.offset + (2 if self.parts else 0))
+
+    def add(self, kind: str, text: str, level: int = 0) -> None:
+        from ingest.readers.base import clean_text
+
+        text = clean_text(text)[0].strip()
+        if not text:
+            return
+        if self.parts:
+            self.parts.append("\n\n")
+            self.offset += 2
+        start = self.offset
+        self.parts.append(text)
+        self.offset += len(text)
+        if kind == "h" or level:
+            self.headings.append((start, max(1, level), " ".join(text.split())[:200]))
+            self.blocks.append((start, self.offset, "heading"))
+        elif kind == "table":
+            self.blocks.append((start, self.offset, "table"))
+
+    def table(self, header: list[str], rows: list[list[str]]) -> None:
+        for g in markdown_tables(header, rows):
+            self.add("table", g)
+
+    def result(self) -> tuple[str, dict]:
+        from ingest.readers.layout import Layout
+
+        text = "".join(self.parts)
+        pages = tuple(min(p, len(text)) for p in self.pages)
+        return text, Layout(pages, tuple(self.headings), tuple(self.blocks), self.unit).to_json()
+
+
+def _header_and_rows(rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    rows = tidy(rows)
+    if not rows:
+        return [], []
+    return rows[0], rows[1:]
+
+
+# -- DOCX --------------------------------------------------------------------------------------------------------------
+def _bold_heading(paragraph) -> bool:
+    """A paragraph written as a heading without a heading style: short, every run bold, no sentence end (how most
+    real documents mark their sections)."""
+    text = paragraph.text.strip()
+    runs = [r for r in paragraph.runs if r.text.strip()]
+    return (bool(runs) and 0 < len(text.split()) <= 12 and not text.endswith((".", ";", ",", ":", "?", "!"))
+            and all(r.bold or (r.style is not None and r.style.font.bold) for r in runs))
+
+
+def docx_blocks(doc) -> list[Block]:
+    """Paragraphs (headings by style, or a short all-bold paragraph as a heading) and tables of a python-docx
+    Document, in document order; each non-empty paragraph and each table starts a new "page" numbered as a
+    paragraph (unit ``paragraph``: a citation says "¶ 12", a place inside a document that has no pages)."""
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    from ingest.readers.base import _docx_level
+
+    out: list[Block] = []
+    for item in doc.iter_inner_content():
+        if isinstance(item, Paragraph):
+            if not item.text.strip():
+                continue
+            level = _docx_level(item.style.name if item.style is not None else "")
+            if not level and _bold_heading(item):
+                level = 2
+            out.append(("page", None, 0))
+            out.append(("h" if level else "p", item.text, level))
+        elif isinstance(item, Table):
+            rows = []
+            for r in item.rows:
+                cells, seen = [], set()
+                for c in r.cells:  # a merged cell appears once per grid column it spans: keep it once
+                    key = id(c._tc)
+                    cells.append("" if key in seen else c.text)
+                    seen.add(key)
+                rows.append(cells)
+            out.append(("page", None, 0))
+            out.append(("table", rows, 0))
+    return out
+
+
+def build(blocks, unit: str = "page") -> tuple[str, dict]:
+    b = Builder(unit)
+    for kind, body, level in blocks:
+        if kind == "table":
+            b.table(*_header_and_rows(body))
+        elif kind == "page":
+            b.page()
+        else:
+            b.add(kind, body, level)
+    return b.result()
+
+
+# -- HTML / EPUB -------------------------------------------------------------------------------------------------------
+_BLOCK_TAGS = ["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquote", "dt", "dd", "table", "td", "th",
+               "caption", "figcaption"]
+
+
+def html_blocks(soup) -> list[Block]:
+    """Paragraphs, headings and tables of parsed HTML, in document order; a table's cells are not paragraphs."""
+    for tag in soup(["script", "style", "noscript", "template", "head"]):
+        tag.decompose()
+    out: list[Block] = []
+    for el in soup.find_all(_BLOCK_TAGS):
+        if el.name != "table" and el.find_parent("table") is not None:
+            continue  # inside a table: the table takes it
+        if el.name == "table":
+            if el.find_parent("table") is not None:
+                continue  # a nested table is read as its outer cell's text
+            cap = el.find("caption")
+            if cap is not None:
+                out.append(("p", " ".join(cap.get_text(" ").split()), 0))
+            rows = []
+            for tr in el.find_all("tr"):
+                if tr.find_parent("table") is not el:
+                    continue
+                rows.append([" ".join(c.get_text(" ").split()) for c in tr.find_all(["th", "td"], recursive=False)])
+            out.append(("table", rows, 0))
+            continue
+        if el.name in ("td", "th", "caption"):
+            continue
+        if el.find(["p", "li", "pre", "blockquote", "table"]):
+            continue  # a container; its children are taken one by one
+        t = " ".join(el.get_text(" ").split())
+        if t:
+            level = int(el.name[1]) if re.fullmatch(r"h[1-6]", el.name) else 0
+            out.append(("h" if level else "p", t, level))
+    if not out:
+        out = [("p", " ".join(soup.get_text(" ").split()), 0)]
+    return out
+
+
+def epub_text(name: str, data: bytes, max_unpacked: int) -> tuple[str, dict]:
+    """The chapters of an EPUB in spine order (its HTML, headings and tables as for HTML)."""
+    import posixpath
+    import zipfile
+    from xml.etree import ElementTree as ET
+
+    from bs4 import BeautifulSoup
+
+    from ingest.readers.base import IngestError, _check_unpacked_size
+
+    _check_unpacked_size(name, data, max_unpacked, "EPUB")
+    try:
+        z = zipfile.ZipFile(io.BytesIO(data))
+        container = ET.fromstring(z.read("META-INF/container.xml"))
+        ns = {"c": "urn:oasis:names:tc:opendocument:xmlns:container", "o": "http://www.idpf.org/2007/opf"}
+        opf_path = container.find(".//c:rootfile", ns).get("full-path")
+        opf = ET.fromstring(z.read(opf_path))
+        base = posixpath.dirname(opf_path)
+        items = {it.get("id"): it.get("href") for it in opf.findall(".//o:manifest/o:item", ns)}
+        spine = [items[r.get("idref")] for r in opf.findall(".//o:spine/o:itemref", ns) if r.get("idref") in items]
+    except (KeyError, AttributeError, ET.ParseError, zipfile.BadZipFile) as e:
+        raise IngestError(name, f"is not a readable EPUB ({e.__class__.__name__}: {str(e)[:100]})") from e
+    blocks: list[Block] = []
+    for href in spine:
+        path = posixpath.normpath(posixpath.join(base, href)) if base else href
+        try:
+            raw = z.read(path)
+        except KeyError:
+            continue
+        soup = BeautifulSoup(raw.decode("utf-8", errors="replace"), "html.parser")
+        blocks.extend(html_blocks(soup))
+    if not blocks:
+        raise IngestError(name, "is an EPUB without readable chapters")
+    return build(blocks)
+
+
+# -- PPTX --------------------------------------------------------------------------------------------------------------
+def pptx_text(name: str, data: bytes, max_unpacked: int) -> tuple[str, dict]:
+    """Slides in order: the title (a heading), the other text frames top to bottom, tables, then the speaker
+    notes ("Notes: …"); a page per slide."""
+    from ingest.readers.base import IngestError, _check_unpacked_size
+
+    _check_unpacked_size(name, data, max_unpacked, "PPTX")
+    try:
+        from pptx import Presentation
+    except ImportError as e:  # pragma: no cover
+        raise IngestError(name, "reading PPTX needs `pip install python-pptx`") from e
+    try:
+        prs = Presentation(io.BytesIO(data))
+    except Exception as e:
+        raise IngestError(name, f"is not a readable PPTX file ({e.__class__.__name__})") from e
+    blocks: list = []
+    for i, slide in enumerate(prs.slides, 1):
+        blocks.append(("page", "", 0))
+        title_shape = slide.shapes.title
+        title = title_shape.text_frame.text.strip() if title_shape is not None and title_shape.has_text_frame else ""
+        blocks.append(("h", title or f"Slide {i}", 2))
+        title_id = title_shape.shape_id if title_shape is not None else None
+        shapes = sorted((s for s in slide.shapes if s.shape_id != title_id),
+                        key=lambda s: ((s.top or 0), (s.left or 0)))
+        for s in shapes:
+            if getattr(s, "has_table", False) and s.has_table:
+                blocks.append(("table", [[c.text for c in r.cells] for r in s.table.rows], 0))
+            elif s.has_text_frame:
+                for para in s.text_frame.paragraphs:
+                    t = "".join(r.text for r in para.runs) or para.text
+                    if t.strip():
+                        blocks.append(("p", t, 0))
+        if slide.has_notes_slide:
+            notes = slide.notes_slide.notes_text_frame.text if slide.notes_slide.notes_text_frame else ""
+            if notes.strip():
+                blocks.append(("p", "Notes: " + " ".join(notes.split()), 0))
+    if not prs.slides:
+        raise IngestError(name, "is a presentation without slides")
+    return build(blocks, unit="slide")
+
+
+# -- XLSX / CSV --------------------------------------------------------------------------------------------------------
+def _too_many_rows(name: str, n: int, max_rows: int):
+    from ingest.readers.base import IngestError
+
+    return IngestError(name, f"has more than {max_rows:,} rows (read {n:,}), over the limit (MGRAG_MAX_ROWS); split "
+                             "it or raise the limit")
+
+
+MAX_COLUMNS = 1000  # a row wider than this is no table a person reads (a hostile CSV had a million columns)
+EXPANSION = 64  # the text a spreadsheet may expand to, in characters per byte of the (compressed) XLSX …
+EXPANSION_CSV = 8  # … of a CSV (plain text already: its Markdown is a few times its size) …
+MIN_TEXT_CHARS = 8_000_000  # … but at least this many (a small file of long cells) …
+MAX_TEXT_CHARS = 64_000_000  # … and never more (4 M words, the per-file cap, is ~25 M characters)
+
+
+class _Expansion:
+    """The text a spreadsheet expands to, counted while its cells are read and estimated for its Markdown tables
+    (each row padded to the widest, the header repeated in every group of rows) before they are built: a file past
+    :data:`EXPANSION` × its size (within :data:`MIN_TEXT_CHARS`, :data:`MAX_TEXT_CHARS`) or :data:`MAX_COLUMNS` is
+    refused before the work starts. A hostile run's 7.6 KB XLSX (one 100 KB shared string in 2,500 cells) became
+    474 MB of text; a 1 MB CSV with a wide header, 238 MB."""
+
+    def __init__(self, name: str, size: int, factor: int = EXPANSION):
+        self.name, self.chars = name, 0
+        self.budget = min(MAX_TEXT_CHARS, max(MIN_TEXT_CHARS, factor * size))
+
+    def _refuse(self, what: str):
+        from ingest.readers.base import IngestError
+
+        return IngestError(self.name, f"{what} more than {self.budget / 1e6:.0f} M characters of text from a file of "
+                                      "this size (a spreadsheet bomb: one cell repeated thousands of times, or a "
+                                      "wide header repeated before every group of rows) and is not read; split it "
+                                      "or keep fewer columns")
+
+    def row(self, cells: list[str]) -> None:
+        if len(cells) > MAX_COLUMNS:
+            from ingest.readers.base import IngestError
+
+            raise IngestError(self.name, f"has a row of {len(cells):,} columns, over the limit of {MAX_COLUMNS:,}")
+        self.chars += sum(len(c) for c in cells) + len(cells)
+        if self.chars > self.budget:
+            raise self._refuse("expands to")
+
+    def tables(self, header: list[str], rows: list[list[str]]) -> None:
+        """Refuse ``header`` and ``rows`` whose Markdown tables would pass the budget (estimated, not built)."""
+        from ingest.text.tables import TABLE_WORDS
+
+        width = max([len(header)] + [len(r) for r in rows]) if (header or rows) else 0
+        head = sum(len(c) for c in header) + 4 * width
+        body = self.chars + 3 * width * len(rows)
+        head_words = sum(len(c.split()) for c in header) + width
+        per_group = max(1, TABLE_WORDS - head_words)
+        groups = len(rows) if head_words >= TABLE_WORDS else max(1, sum(len(" ".join(r).split()) + width
+                                                                        for r in rows) // per_group + 1)
+        if body + min(groups, len(rows) or 1) * head > self.budget:
+            raise self._refuse("would expand to")
+
+
+def xlsx_text(name: str, data: bytes, max_unpacked: int, max_rows: int) -> tuple[str, dict]:
+    """Every sheet as a heading (its name) and a table (first non-empty row = header, repeated in every group of
+    rows); a page per sheet. Formulas are read as their cached values."""
+    from ingest.readers.base import IngestError, _check_unpacked_size
+
+    _check_unpacked_size(name, data, max_unpacked, "XLSX")
+    try:
+        import openpyxl
+    except ImportError as e:  # pragma: no cover
+        raise IngestError(name, "reading XLSX needs `pip install openpyxl`") from e
+    try:
+        wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    except Exception as e:
+        raise IngestError(name, f"is not a readable XLSX file ({e.__class__.__name__})") from e
+    blocks: list = []
+    n = 0
+    grow = _Expansion(name, len(data))
+    try:
+        for ws in wb.worksheets:
+            rows = []
+            for r in ws.iter_rows(values_only=True):
+                n += 1
+                if n > max_rows:
+                    raise _too_many_rows(name, n, max_rows)
+                rows.append(["" if v is None else _cell(v) for v in r])
+                grow.row(rows[-1])
+            nonempty = [r for r in rows if any(c.strip() for c in r)]
+            if nonempty:
+                grow.tables(nonempty[0], nonempty[1:])
+            blocks.append(("page", "", 0))
+            blocks.append(("h", ws.title, 1))
+            blocks.append(("table", rows, 0))
+    finally:
+        wb.close()
+    return build(blocks, unit="sheet")
+
+
+def _cell(v) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def csv_text(name: str, data: bytes, max_rows: int) -> tuple[str, dict]:
+    """A CSV (or TSV) file as one table, its header repeated in every group of rows; a page per data row, so a
+    citation reads "rows 12–19"."""
+    from ingest.readers.base import IngestError, clean_text, decode_text
+    from ingest.readers.layout import Layout
+
+    text, _ = decode_text(name, data)
+    try:
+        dialect = csv.Sniffer().sniff(text[:20_000], delimiters=",;\t|")
+    except csv.Error:
+        dialect = csv.excel
+    rows = []
+    grow = _Expansion(name, len(data), EXPANSION_CSV)
+    try:
+        for i, r in enumerate(csv.reader(io.StringIO(text), dialect)):
+            if i >= max_rows + 1:
+                raise _too_many_rows(name, i, max_rows)
+            if len(r) > MAX_COLUMNS:
+                grow.row(r)  # refused before its cells are cleaned
+            rows.append([clean_text(c)[0] for c in r])
+            grow.row(rows[-1])
+    except csv.Error as e:
+        raise IngestError(name, f"is not a readable CSV file ({e})") from e
+    rows = [r for r in rows if any(c.strip() for c in r)]
+    if not rows:
+        raise IngestError(name, "contains no text")
+    header, body = rows[0], rows[1:]
+    grow.tables(header, body)
+    groups = markdown_tables(header, body)
+    parts, starts, blocks, offset = [], [], [], 0
+    for g in groups:
+        if parts:
+            parts.append("\n\n")
+            offset += 2
+        lines = g.split("\n")
+        blocks.append((offset, offset + len(g), "table"))
+        pos = offset + len(lines[0]) + 1 + len(lines[1]) + 1
+        for k, ln in enumerate(lines[2:]):  # each data row is a "page", numbered as the file's lines (header = 1)
+            starts.append(offset if k == 0 else pos)
+            pos += len(ln) + 1
+        parts.append(g)
+        offset += len(g)
+    out = "".join(parts)
+    # pages count data rows from 1; shift so that the numbers are the file's line numbers (header is row 1)
+    lay = Layout(tuple([0] + starts), (), tuple(blocks), "row")
+    return out, lay.to_json()
+
+
+# -- images ------------------------------------------------------------------------------------------------------------
+def image_text(name: str, data: bytes, ocr_engine: str | None = None) -> tuple[str, dict]:
+    """The OCR text of an image (each frame of a multi-page TIFF a page)."""
+    from ingest.readers.base import IngestError
+    from ingest.readers.ocr import OcrUnavailable, image_pages, ocr_lines
+
+    try:
+        frames = image_pages(data)
+    except Exception as e:  # PIL: unreadable, truncated, or a decompression bomb
+        why = "not an image format PIL knows" if e.__class__.__name__ == "UnidentifiedImageError" else str(e)[:100]
+        raise IngestError(name, f"is not a readable image ({e.__class__.__name__}: {why})") from e
+    from ingest.readers.sandbox import progress
+
+    b = Builder("page")
+    for i, img in enumerate(frames):
+        b.page()
+        try:
+            lines = ocr_lines(img, ocr_engine)
+        except OcrUnavailable as e:
+            raise IngestError(name, f"is an image; reading it needs OCR: {e}") from e
+        progress((i + 1, len(frames)))
+        para: list[str] = []
+        for ln in lines + [""]:
+            if ln.strip():
+                para.append(ln.strip())
+            elif para:
+                b.add("p", " ".join(para))
+                para = []
+    text, lay = b.result()
+    if not text.strip():
+        raise IngestError(name, "is an image in which OCR found no text")
+    lay["ocr_pages"] = list(range(1, len(frames) + 1))
+    return text, lay

@@ -1,0 +1,357 @@
+"""Read documents (txt, md, pdf, docx, html) into text. Every failure is an :class:`IngestError` naming the file.
+
+Hostile input is contained (README "Security"):
+
+* only regular files are read (FIFOs, devices and sockets are refused before anything is opened for reading), and
+  never more than the size limit, even if the file grows while it is read;
+* PDF, DOCX and HTML are extracted in a child process (:mod:`ingest.readers.sandbox`) with a memory cap and a
+  time limit; a DOCX whose parts unpack to more than ``max_unpacked_bytes`` is refused before it is parsed;
+* the extracted text is capped in words, NULs and other control characters are removed, and text that is not
+  UTF-8 has its encoding detected (charset-normalizer) instead of being read as Latin-1.
+"""
+from __future__ import annotations
+
+import io
+import logging
+import os
+import re
+import stat
+from pathlib import Path
+
+from ingest.readers.base import (  # noqa: F401 (re-exported: what callers import from the loaders)
+    IngestError,
+    Limits,
+    LoadedDoc,
+    _check_unpacked_size,
+    _docx_level,
+    _pdf_outline,
+    _pdf_reader,
+    _too_big,
+    clean_name,
+    clean_text,
+    decode_text,
+    looks_binary,
+)
+
+log = logging.getLogger(__name__)
+
+TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text", ".rst"}
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".tif", ".tiff"}
+SUPPORTED = TEXT_SUFFIXES | IMAGE_SUFFIXES | {".pdf", ".docx", ".html", ".htm", ".pptx", ".xlsx", ".csv", ".tsv",
+                                              ".epub"}
+def _pdf_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine: str | None = None):
+    """``(page count, page data of pages first..last-1, outline)`` of a PDF (:func:`ingest.readers.pdf.read_pages`; the
+    outline only when ``first`` is 0). One call reads one page range, so a large PDF is read range by range, each in a
+    fresh child with its own memory cap (:func:`pdf_text`)."""
+    try:
+        from pypdf.errors import PdfReadError
+    except ImportError as e:  # pragma: no cover
+        raise IngestError(name, "reading PDF needs `pip install pypdf[crypto]`") from e
+    from ingest.readers.pdf import read_pages
+
+    try:
+        return read_pages(name, data, first, last, ocr_engine)
+    except IngestError:
+        raise
+    except MemoryError:
+        raise
+    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:
+        raise IngestError(name, f"is not a readable PDF ({e.__class__.__name__}: {str(e)[:120]})") from e
+
+
+def _pdf_text(name: str, data: bytes, ocr_engine: str | None = None) -> tuple[str, dict]:
+    """The text and layout of a whole PDF in this process."""
+    from ingest.readers.pdf import assemble
+
+    _, pages, outline = _pdf_pages(name, data, 0, None, ocr_engine)
+    return assemble(name, pages, outline)
+
+
+def pdf_text(name: str, data: bytes, limits: "Limits", on_progress=None) -> tuple[str, dict]:
+    """The text and layout of a PDF read ``limits.pdf_pages_per_range`` pages at a time, each range in a child
+    process with the memory cap and the CPU-time limit (:mod:`ingest.readers.sandbox`), so a 300-page filing costs the
+    memory of one range, not of the whole parse, and the limit applies per range (plus an allowance per page read by
+    OCR). ``on_progress(pages_done, pages)`` after each page."""
+    from ingest.readers.pdf import assemble
+    from ingest.readers.sandbox import SandboxError, run_limited
+
+    step = max(1, limits.pdf_pages_per_range)
+    pages: list[dict] = []
+    outline: list = []
+    n, first = None, 0
+
+    def page_done(payload) -> None:
+        if on_progress is not None and payload:
+            on_progress(*payload)
+
+    while n is None or first < n:
+        try:
+            n, part, ol = run_limited("ingest.readers.loaders:_pdf_pages", (name, data, first, first + step,
+            limits.ocr_engine),
+                                      name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb,
+                                      ocr_pages=step, on_progress=page_done)
+        except SandboxError as e:
+            where = f" (pages {first + 1}–{min(first + step, n)})" if n is not None and n > step else ""
+            raise IngestError(name, e.problem + where) from e
+        pages += part
+        outline = outline or ol
+        first += step
+        if on_progress is not None:
+            on_progress(min(first, n), n)
+    return assemble(name, pages, outline)
+
+
+def pdf_pages_hint(data: bytes) -> int | None:
+    """A PDF's page count as its page tree states it (the largest ``/Count`` of a ``/Type /Pages`` object), read
+    without parsing the file: for estimates only (None when the tree sits in a compressed object stream).
+
+    >>> pdf_pages_hint(b"1 0 obj << /Type /Pages /Kids [3 0 R] /Count 61 >> endobj 4 0 obj << /Count 3 >> endobj")
+    61
+    """
+    counts = []
+    for m in re.finditer(rb"/Count\s+(\d+)", data[: 64 * 2**20]):
+        start = data.rfind(b"obj", max(0, m.start() - 200_000), m.start())
+        end = data.find(b"endobj", m.end(), m.end() + 200_000)
+        if start >= 0 and re.search(rb"/Type\s*/Pages\b", data[start:end if end >= 0 else m.end()]):
+            counts.append(int(m.group(1)))
+        if len(counts) >= 1000:
+            break
+    return max(counts) if counts else None
+
+
+_OCR_FRAMES = 200  # the most frames of an image file read by OCR (ingest.readers.ocr.image_pages)
+
+
+def _docx_text(name: str, data: bytes, max_unpacked: int = 200 * 2**20) -> tuple[str, dict]:
+    try:
+        import docx
+    except ImportError as e:  # pragma: no cover
+        raise IngestError(name, "reading DOCX needs `pip install python-docx`") from e
+    _check_unpacked_size(name, data, max_unpacked)
+    try:
+        from ingest.readers.formats import docx_blocks
+
+        d = docx.Document(io.BytesIO(data))
+        blocks = docx_blocks(d)
+    except MemoryError:  # the sandbox's memory cap: reported as such
+        raise
+    except Exception as e:  # python-docx raises several unrelated types for corrupt files
+        raise IngestError(name, f"is not a readable DOCX file ({e.__class__.__name__})") from e
+    from ingest.readers.formats import build
+
+    return build(blocks, unit="paragraph")
+
+
+def _html_text(name: str, data: bytes) -> tuple[str, dict]:
+    from bs4 import BeautifulSoup
+
+    from ingest.readers.formats import build, html_blocks
+
+    raw, _ = decode_text(name, data)
+    return build(html_blocks(BeautifulSoup(raw, "html.parser")))
+
+
+def _extract(suffix: str, name: str, data: bytes, max_unpacked: int, max_rows: int = 200_000,
+             ocr_engine: str | None = None) -> tuple[str, dict]:
+    """The text and layout of a file that is not plain text (the sandbox child's entry point)."""
+    from ingest.readers import formats as F
+
+    if suffix == ".pdf":
+        return _pdf_text(name, data, ocr_engine)
+    if suffix == ".docx":
+        return _docx_text(name, data, max_unpacked)
+    if suffix == ".pptx":
+        return F.pptx_text(name, data, max_unpacked)
+    if suffix == ".xlsx":
+        return F.xlsx_text(name, data, max_unpacked, max_rows)
+    if suffix in (".csv", ".tsv"):
+        return F.csv_text(name, data, max_rows)
+    if suffix == ".epub":
+        return F.epub_text(name, data, max_unpacked)
+    if suffix in IMAGE_SUFFIXES:
+        return F.image_text(name, data, ocr_engine)
+    return _html_text(name, data)
+
+
+_KINDS = {".pdf": "pdf", ".docx": "docx", ".html": "html", ".htm": "html", ".pptx": "pptx", ".xlsx": "xlsx",
+          ".csv": "csv", ".tsv": "csv", ".epub": "epub", **{x: "image" for x in IMAGE_SUFFIXES}}
+
+
+def check_input(name: str, data: bytes, limits: Limits) -> None:
+    """The checks a file passes before anything is done with it (type, size, not empty): the web app and the CLI
+    refuse such a file at once instead of queueing it."""
+    suffix = Path(name).suffix.lower()
+    if suffix not in SUPPORTED:
+        raise IngestError(
+            name, f"unsupported file type {suffix or '(no extension)'!r}; supported: {', '.join(sorted(SUPPORTED))}"
+        )
+    if limits.max_bytes is not None and len(data) > limits.max_bytes:
+        raise IngestError(name, _too_big(len(data), limits.max_bytes))
+    if not data.strip():
+        raise IngestError(name, "is empty; nothing to ingest")
+
+
+def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: Limits | None = None,
+               on_progress=None) -> LoadedDoc:
+    """Text of a document given its name (for the type; may be a relative path, kept as the document's name) and
+    bytes, within ``limits``. ``on_progress(done, total)``: pages read of a PDF."""
+    import dataclasses
+
+    limits = limits or Limits(max_bytes=max_bytes)
+    if max_bytes is not None and limits.max_bytes is None:
+        limits = dataclasses.replace(limits, max_bytes=max_bytes)
+    check_input(name, data, limits)
+    suffix = Path(name).suffix.lower()
+    warnings = []
+    if suffix == ".pdf" and limits.sandbox:
+        kind = "pdf"
+        text, layout = pdf_text(name, data, limits, on_progress)
+    elif suffix in _KINDS:
+        kind = _KINDS[suffix]
+        if limits.sandbox:
+            from ingest.readers.sandbox import SandboxError, run_limited
+
+            try:
+                text, layout = run_limited("ingest.readers.loaders:_extract", (suffix, name, data,
+                limits.max_unpacked_bytes,
+                                                                       limits.max_rows, limits.ocr_engine),
+                                           name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb,
+                                           ocr_pages=_OCR_FRAMES if suffix in IMAGE_SUFFIXES else 0)
+            except SandboxError as e:
+                raise IngestError(name, e.problem) from e
+        else:
+            text, layout = _extract(suffix, name, data, limits.max_unpacked_bytes, limits.max_rows,
+                                    limits.ocr_engine)
+    else:
+        from ingest.readers.layout import Layout, markdown_headings
+
+        text, warning = decode_text(name, data)
+        kind = "text"
+        if warning:
+            warnings.append(warning)
+        text, n_controls = clean_text(text)
+        if n_controls:
+            warnings.append(f"removed {n_controls} control character(s) (NUL and the like)")
+        heads = markdown_headings(text) if suffix in (".md", ".markdown", ".rst") else ()
+        layout = Layout((), heads).to_json()
+    if not text.strip():
+        raise IngestError(name, "contains no text")
+    from ingest.text.sentences import count_words
+
+    n_words = count_words(text)
+    if n_words > limits.max_words:
+        raise IngestError(name, f"has {n_words:,} words, over the limit of {limits.max_words:,} per file "
+                                "(MGRAG_MAX_WORDS_PER_FILE); split it")
+    return LoadedDoc(name, data, text, kind, "; ".join(warnings), layout)
+
+
+def read_regular_file(path: str | Path, max_bytes: int | None = None) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``max_bytes``; FIFOs, devices, sockets and folders
+    are refused without blocking (the file is opened non-blocking and checked with fstat before it is read)."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise IngestError(path.name, f"cannot be read ({e.strerror or e})") from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            what = ("a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode)
+                    else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                    else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+            raise IngestError(path.name, f"is {what}; only regular files are read")
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise IngestError(path.name, _too_big(st.st_size, max_bytes))
+        chunks, total = [], 0
+        limit = max_bytes + 1 if max_bytes is not None else None
+        while True:
+            part = os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit - total))
+            if not part:
+                break
+            chunks.append(part)
+            total += len(part)
+            if limit is not None and total >= limit:
+                raise IngestError(path.name, _too_big(total, max_bytes) + " (it grew while it was read)")
+        return b"".join(chunks)
+    except OSError as e:
+        raise IngestError(path.name, f"cannot be read ({e.strerror or e})") from e
+    finally:
+        os.close(fd)
+
+
+def load_file(path: str | Path, *, max_bytes: int | None = None, limits: Limits | None = None,
+              name: str | None = None) -> LoadedDoc:
+    """A file on disk, read as :func:`read_regular_file` and extracted as :func:`load_bytes`; ``name`` (default: the
+    file name) is the document's name."""
+    limits = limits or Limits(max_bytes=max_bytes)
+    path = Path(path)
+    name = name or path.name
+    try:
+        data = read_regular_file(path, limits.max_bytes)
+    except IngestError as e:
+        raise IngestError(name, e.problem) from e
+    return load_bytes(name, data, limits=limits)
+
+
+def input_files(paths) -> list[tuple[Path, str]]:
+    """``(path, document name)`` of the files given directly (named by their file name) and of the files under given
+    folders (named by their path relative to that folder, so ``sub1/notes.md`` and ``sub2/notes.md`` are two
+    documents); sorted, hidden files and folders skipped. Names are distinct: a file named like one before it
+    (``mgrag ingest a/notes.md b/notes.md``) is named by as many of its folders as tell it apart (``b/notes.md``),
+    else ``notes (2).md``; the same file given twice is listed once."""
+    out: list[tuple[Path, str]] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                rel = f.relative_to(p)
+                if f.is_dir() or any(x.startswith(".") for x in rel.parts):
+                    continue
+                out.append((f, clean_name(rel.as_posix())))
+        else:
+            out.append((p, clean_name(p.name)))
+    return _distinct_names(out)
+
+
+def _distinct_names(files: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
+    taken = {name for _, name in files}
+    seen: set[str] = set()
+    reals: set[Path] = set()
+    out: list[tuple[Path, str]] = []
+    for f, name in files:
+        real = f.resolve()
+        if real in reals and f.exists():
+            continue  # the same file again
+        if name in seen:
+            parts = real.parts[:-len(Path(name).parts)]
+            name = next((n for n in (clean_name(Path(*parts[-k:], name).as_posix()) for k in range(1, len(parts)))
+                         if n not in taken), None) or _numbered(name, taken)
+            taken.add(name)
+        seen.add(name)
+        reals.add(real)
+        out.append((f, name))
+    return out
+
+
+def _numbered(name: str, taken: set[str]) -> str:
+    """``notes (2).md``, ``notes (3).md``, ...: the first not in ``taken``."""
+    p = Path(name)
+    stem, suffix = (p.stem, p.suffix) if p.stem else (p.name, "")
+    n = 2
+    while (cand := (p.parent / f"{stem} ({n}){suffix}").as_posix().removeprefix("./")) in taken:
+        n += 1
+    return cand
+
+
+def read_inputs(paths, max_bytes: int) -> list[tuple[str, bytes | str]]:
+    """``(name, bytes)`` of each file given (folders walked; names as :func:`input_files`), or ``(name, problem)``
+    where it cannot be read (missing, not a regular file, over ``max_bytes``), in order."""
+    out: list[tuple[str, bytes | str]] = []
+    for f, name in input_files(paths):
+        if not f.exists() and not f.is_symlink():
+            out.append((name, "no such file or folder"))
+            continue
+        try:
+            out.append((name, read_regular_file(f, max_bytes)))
+        except IngestError as e:
+            out.append((name, e.problem))
+    return out

@@ -1,0 +1,400 @@
+"""Layout-aware PDF reading (pdfplumber; chosen over PyMuPDF by measurement on real 10-Qs, BENCHMARKS.md "PDF
+tables"): per page, tables found by their ruling lines and written as Markdown with their column headers, text
+lines joined into paragraphs (a sentence is never cut at a PDF line break), headings told by font size and
+weight, and pages without a text layer read by OCR (:mod:`ingest.readers.ocr`).
+
+The work is split in two, like the rest of PDF extraction (:func:`ingest.readers.loaders.pdf_text`):
+
+* :func:`read_pages` runs in a sandboxed child per range of pages and returns plain data per page: its lines
+  (text, font size, bold, position) and its tables (already Markdown), or OCR lines for a page without text;
+* :func:`assemble` runs in the parent over all pages: it removes running headers and footers (lines that recur at
+  the page edges, :class:`ingest.readers.layout.PageCleaner`), finds the body font size of the whole document, builds
+  paragraphs and headings, and returns the text with its :class:`ingest.readers.layout.Layout` (page starts, headings,
+  and the spans of table and heading blocks).
+"""
+from __future__ import annotations
+
+import io
+import re
+import statistics
+from collections import Counter
+
+from ingest.text.tables import is_number, looks_like_header, markdown_tables, tidy
+
+_TERMINAL = (".", "!", "?", ":", ";", "”", '"', "’")
+MIN_TEXT_CHARS = 16  # a page with fewer characters in its text layer (and an image) is read by OCR
+
+
+# -- in the child: one range of pages -----------------------------------------------------------------------------
+def _phrases(words: list[dict], gap: float) -> list[dict]:
+    """Words of one line merged into phrases where the space between them is under ``gap`` points."""
+    out: list[dict] = []
+    for w in sorted(words, key=lambda w: w["x0"]):
+        if out and w["x0"] - out[-1]["x1"] < gap:
+            out[-1] = {**out[-1], "text": out[-1]["text"] + " " + w["text"], "x1": w["x1"]}
+        else:
+            out.append(dict(w))
+    return out
+
+
+def _table_markdown(table, words_above: list[dict], label_right: float) -> tuple[list[str], float]:
+    """A pdfplumber table as Markdown groups, and the top of what it used (its bbox, or the lines above it).
+
+    Many financial tables rule their body but not their column headers ("Three Months Ended / July 1, 2023") nor
+    their first row label ("Net sales:"): walking up from the table, a line whose words all lie right of the label
+    column is a header line (each phrase given to the columns it spans), a line within the label column is a row of
+    the table; anything else ends the table."""
+    raw = table.extract()
+    cols: list = []  # x-extent of each raw column, from the cells that have one
+    for row in table.rows:
+        for j, c in enumerate(row.cells):
+            while len(cols) <= j:
+                cols.append(None)
+            if c is not None and cols[j] is None:
+                cols[j] = (c[0], c[2])
+    keep: list[int] = []
+    rows = tidy(raw, keep)
+    if not rows or len(rows[0]) < 2:  # one column is a ruled box of text (a page banner), not a table: read as lines
+        return [], table.bbox[1]
+    # a kept column reaches to the next kept one (a "$" column took its value column's text)
+    bounds = keep + [len(cols)]
+    xs = []
+    for k, j in enumerate(keep):
+        ext = [cols[i] for i in range(j, bounds[k + 1]) if i < len(cols) and cols[i]]
+        xs.append((min(a for a, _ in ext), max(b for _, b in ext)) if ext else (0.0, 0.0))
+    header = [""] * len(rows[0])
+    lines: dict[int, list[dict]] = {}
+    for w in words_above:
+        lines.setdefault(round(w["top"]), []).append(w)
+    used_top = table.bbox[1]
+    lead_rows: list[list[str]] = []
+    for key in sorted(lines, reverse=True):  # from the table upwards
+        ws = sorted(lines[key], key=lambda w: w["x0"])
+        if used_top - max(w["bottom"] for w in ws) > 14:
+            break
+        if max(w["x1"] for w in ws) <= label_right + 1:  # a row label above the ruled body ("Net sales:")
+            if any(header):
+                break
+            lead_rows.insert(0, [" ".join(w["text"] for w in ws)] + [""] * (len(header) - 1))
+        elif min(w["x0"] for w in ws) >= label_right - 1:  # a header line over the value columns
+            size = statistics.median(w["bottom"] - w["top"] for w in ws)
+            for ph in reversed(_phrases(ws, gap=size * 0.9)):
+                span = [j for j, (a, b) in enumerate(xs) if j > 0 and b >= ph["x0"] - 2 and a <= ph["x1"] + 2]
+                if not span and len(xs) > 1:
+                    mid = (ph["x0"] + ph["x1"]) / 2
+                    span = [min(range(1, len(xs)), key=lambda j: abs((xs[j][0] + xs[j][1]) / 2 - mid))]
+                for j in span:
+                    header[j] = f"{ph['text']} {header[j]}".strip()
+        else:
+            break
+        used_top = min(w["top"] for w in ws)
+    rows = lead_rows + rows
+    if not any(header) and len(rows) > 1 and looks_like_header(rows[0]):
+        header, rows = rows[0], rows[1:]
+    return markdown_tables(header, rows), used_top
+
+
+def _line_items(page, tables_bboxes) -> list[dict]:
+    def outside(obj) -> bool:
+        cx, cy = (obj["x0"] + obj["x1"]) / 2, (obj["top"] + obj["bottom"]) / 2
+        return not any(x0 <= cx <= x1 and t <= cy <= b for x0, t, x1, b in tables_bboxes)
+
+    p = page.filter(outside) if tables_bboxes else page
+    items = []
+    for ln in p.extract_text_lines(return_chars=True, strip=True):
+        chars = [c for c in ln["chars"] if c["text"].strip()]
+        if not chars or not ln["text"].strip():
+            continue
+        sizes = Counter(round(c["size"], 1) for c in chars)
+        xs = sorted(ln["chars"], key=lambda c: c["x0"])
+        gaps = [b["x0"] - a["x1"] for a, b in zip(xs, xs[1:])]
+        size = sizes.most_common(1)[0][0]
+        bold = sum(1 for c in chars if re.search(r"bold|black|heavy|semibold", c.get("fontname", ""), re.I))
+        items.append({"kind": "line", "text": ln["text"], "top": ln["top"], "bottom": ln["bottom"], "x0": ln["x0"],
+                      "x1": ln["x1"], "size": size, "bold": bold > len(chars) / 2,
+                      "cols": bool(gaps) and max(gaps) > 2.5 * max(size, 1.0)})  # column gaps: a table row
+    return items
+
+
+def read_page(page, ocr_engine: str | None = None) -> dict:
+    """One pdfplumber page as plain data: ``items`` in reading order (lines and tables), ``width``, ``ocr``."""
+    out = {"width": float(page.width), "ocr": False, "items": []}
+    n_chars = len(page.chars)
+    if n_chars < MIN_TEXT_CHARS and (page.images or n_chars == 0):
+        from ingest.readers.ocr import ocr_lines
+
+        img = page.to_image(resolution=_ocr_resolution(page)).original
+        lines = ocr_lines(img, ocr_engine)
+        out["ocr"] = True
+        out["items"] = [{"kind": "line", "text": t, "top": float(i), "bottom": float(i) + 1, "x0": 0.0,
+                         "x1": float(len(t)), "size": 0.0, "bold": False} for i, t in enumerate(lines) if t.strip()]
+        return out
+    found = [t for t in page.find_tables() if len(t.rows) >= 2]
+    margin = min(36.0, 0.05 * float(page.height))  # the top half inch: running headers ("Table of Contents")
+    words = page.extract_words() if found else []
+    tables = []
+    bboxes = []
+    for t in found:
+        body = [w for w in words if not (t.bbox[0] <= w["x0"] and w["x1"] <= t.bbox[2] and t.bbox[1] <= w["top"]
+                                         and w["bottom"] <= t.bbox[3])]
+        above = [w for w in body if w["bottom"] <= t.bbox[1] + 1 and w["top"] > t.bbox[1] - 60
+                 and w["top"] >= margin]  # a running header in the top margin is no column label
+        label_right = min((c[2] for row in t.rows for c in row.cells[:1] if c), default=t.bbox[0])
+        groups, used_top = _table_markdown(t, above, label_right)
+        if not groups:
+            continue
+        bboxes.append((t.bbox[0] - 1, used_top - 1, t.bbox[2] + 1, t.bbox[3] + 1))
+        tables.append({"kind": "table", "groups": groups, "top": used_top, "bottom": t.bbox[3]})
+    items = _line_items(page, bboxes) + tables
+    items.sort(key=lambda it: (it["top"], it.get("x0", 0)))
+    out["items"] = items
+    return out
+
+
+_LIGATURES = ("fi", "fl", "ff", "ffi", "ffl")
+_UNMAPPED = re.compile(r"[\w\x00]*\x00[\w\x00]*")
+
+
+def mend_ligatures(value, words: set[str]):
+    """Page data (strings, lists, dicts) with each NUL — a ligature glyph that the PDF's font maps to no character,
+    as pdfplumber reads it ("Snow\\x00ake", "\\x00scal") — spelled as the ligature that makes a word ``words`` holds
+    (the same page read by pdfium, which reads them: "Snowflake", "fiscal"), else "fi", the commonest.
+
+    >>> mend_ligatures({"text": "the full \\x00scal year; re\\x00ects"}, {"fiscal", "reflects"})
+    {'text': 'the full fiscal year; reflects'}
+    """
+    if isinstance(value, str):
+        if "\x00" not in value:
+            return value
+
+        def mend(m):
+            token = m.group()
+            for lig in _LIGATURES:
+                if token.replace("\x00", lig).lower() in words:
+                    return token.replace("\x00", lig)
+            return token.replace("\x00", "fi")
+
+        return _UNMAPPED.sub(mend, value)
+    if isinstance(value, list):
+        return [mend_ligatures(v, words) for v in value]
+    if isinstance(value, dict):
+        return {k: mend_ligatures(v, words) for k, v in value.items()}
+    return value
+
+
+class _PdfiumWords:
+    """The words of a page as pdfium reads them (lower case, ligatures spelled out), the document opened once, on
+    the first page that needs it; none when pdfium cannot read it (the ligatures are then spelled "fi")."""
+
+    def __init__(self, data: bytes, password: str | None):
+        self.data, self.password, self.doc, self.failed = data, password, None, False
+
+    def __call__(self, index: int) -> set[str]:
+        import unicodedata
+
+        import pypdfium2 as pdfium
+
+        try:
+            if self.doc is None and not self.failed:
+                self.doc = pdfium.PdfDocument(self.data, password=self.password)
+            text = self.doc[index].get_textpage().get_text_range() if self.doc is not None else ""
+        except pdfium.PdfiumError:
+            self.failed, text = True, ""
+        return {w.lower() for w in re.findall(r"\w+", unicodedata.normalize("NFKC", text))}
+
+    def close(self) -> None:
+        if self.doc is not None:
+            self.doc.close()
+
+
+def _ocr_resolution(page) -> int:
+    from ingest.readers.ocr import MAX_PIXELS, OCR_DPI
+
+    pts = float(page.width) * float(page.height)
+    dpi = OCR_DPI
+    while pts * (dpi / 72) ** 2 > MAX_PIXELS and dpi > 50:
+        dpi -= 25
+    return dpi
+
+
+def read_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine: str | None = None):
+    """``(page count, [page data of pages first..last-1], outline)``; the outline (bookmarks) only when ``first``
+    is 0. Runs in the extraction child."""
+    import pdfplumber
+
+    from ingest.readers.base import IngestError, _pdf_outline, _pdf_reader
+
+    reader = _pdf_reader(name, data)  # refuses password-protected PDFs with the message that says what to do
+    n = len(reader.pages)
+    outline = _pdf_outline(reader) if first == 0 else []
+    last = n if last is None else min(last, n)
+    pages = []
+    try:
+        pdf = pdfplumber.open(io.BytesIO(data), password="" if reader.is_encrypted else None)
+    except Exception as e:
+        raise IngestError(name, f"is not a readable PDF ({e.__class__.__name__}: {str(e)[:120]})") from e
+    from ingest.readers.sandbox import progress
+
+    page_words = _PdfiumWords(data, "" if reader.is_encrypted else None)
+    with pdf:
+        for i in range(first, last):
+            page = pdf.pages[i]
+            try:
+                got = read_page(page, ocr_engine)
+                if any("\x00" in c.get("text", "") for c in page.chars):  # ligatures the font maps to nothing
+                    got = mend_ligatures(got, page_words(i))
+                pages.append(got)
+            except (ValueError, KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:
+                pages.append({"width": 0.0, "ocr": False, "items": [], "error": f"{e.__class__.__name__}"})
+            finally:
+                page.close()
+            progress((i + 1, n))  # the parent's progress (and proof of life) page by page
+    page_words.close()
+    return n, pages, outline
+
+
+# -- in the parent: all pages ---------------------------------------------------------------------------------------
+def _body_size(pages: list[dict]) -> float:
+    sizes: Counter = Counter()
+    for p in pages:
+        for it in p["items"]:
+            if it["kind"] == "line" and it["size"]:
+                sizes[it["size"]] += len(it["text"])
+    return sizes.most_common(1)[0][0] if sizes else 0.0
+
+
+def _heading_level(it: dict, body: float) -> int:
+    """1 or 2 for a heading line (larger than the body, or bold and short without a sentence end), else 0."""
+    text = it["text"].strip()
+    words = text.split()
+    if not body or not it["size"] or len(words) > 14 or not re.search(r"[A-Za-z]", text):
+        return 0
+    if text.endswith((".", ",", ";")) and not re.match(r"^(item|part|note|section)\b", text, re.I):
+        return 0
+    if it["size"] >= body * 1.25:
+        return 1
+    if it["bold"] and it["size"] >= body * 0.95 and not is_number(words[-1]):
+        return 2
+    return 0
+
+
+def _tableish(it: dict) -> bool:
+    """A line of an unruled table ("Total net sales   81,797   82,959"): wide gaps between its words."""
+    return bool(it.get("cols"))
+
+
+def _blocks(page: dict, body: float, keep) -> list[tuple[str, str, int]]:
+    """``(kind, text, heading level)`` of one page: paragraphs (lines joined with spaces), headings, table
+    groups; ``keep(i)`` says whether line item ``i`` is kept (running headers and footers are not)."""
+    out: list[tuple[str, str, int]] = []
+    lines = [it for it in page["items"] if it["kind"] == "line"]
+    right = max((it["x1"] for it in lines), default=0.0)
+    para: list[str] = []
+    prev = None
+
+    def flush():
+        if para:
+            out.append(("p", _join_lines(para), 0))
+            para.clear()
+
+    line_i = -1
+    for it in page["items"]:
+        if it["kind"] == "table":
+            flush()
+            for g in it["groups"]:
+                out.append(("table", g, 0))
+            prev = None
+            continue
+        line_i += 1
+        if not keep(line_i):
+            continue
+        text = it["text"].strip()
+        level = 0 if page["ocr"] else _heading_level(it, body)
+        if level:
+            flush()
+            out.append(("h", text, level))
+            prev = None
+            continue
+        if prev is not None and para:
+            h = max(prev["bottom"] - prev["top"], 1.0)
+            gap = it["top"] - prev["bottom"]
+            ends = prev["text"].rstrip().endswith(_TERMINAL)
+            short = prev["x1"] < right - max(40.0, 0.15 * right) if not page["ocr"] else len(prev["text"]) < 40
+            new_para = (gap > 0.8 * h and not page["ocr"]) or (ends and short) or _tableish(prev) or _tableish(it)
+            if page["ocr"] and short:  # OCR has no fonts: a short line is a heading or a paragraph's last line
+                new_para = True
+            if new_para:
+                flush()
+        para.append(text if not _tableish(it) else "\n" + text)
+        prev = it
+    flush()
+    return out
+
+
+def _join_lines(lines: list[str]) -> str:
+    """Lines of one paragraph as one line: a hyphen at a line's end joins the next word as it is."""
+    out = ""
+    for ln in lines:
+        if not out:
+            out = ln
+        elif ln.startswith("\n"):
+            out += ln
+        elif out.endswith("-") and ln[:1].islower():
+            out += ln
+        else:
+            out += " " + ln
+    return out.strip("\n")
+
+
+def assemble(name: str, pages: list[dict], outline: list) -> tuple[str, dict]:
+    """The text and layout (:class:`ingest.readers.layout.Layout` JSON) of a PDF from its pages' data (see the module
+    doc). Raises :class:`ingest.readers.loaders.IngestError` when no page has text (and no OCR could read one)."""
+    from ingest.readers.base import IngestError, clean_text
+    from ingest.readers.layout import Layout, PageCleaner
+
+    line_texts = [[it["text"] for it in p["items"] if it["kind"] == "line"] for p in pages]
+    cleaner = PageCleaner(["\n".join(t) for t in line_texts])
+    body = _body_size(pages)
+    parts: list[str] = []
+    starts: list[int] = []
+    headings: list[tuple[int, int, str]] = []
+    blocks: list[tuple[int, int, str]] = []
+    offset = 0
+    last_kind, last_text = "", ""
+    ocr_pages = []
+    for pi, page in enumerate(pages):
+        keep = cleaner.keep_mask(line_texts[pi], pi, any(it["kind"] == "table" for it in page["items"]))
+        page_blocks = [(k, clean_text(t)[0].strip(), lv) for k, t, lv in _blocks(page, body, keep.__getitem__)]
+        page_blocks = [b for b in page_blocks if b[1]]
+        if page["ocr"] and page_blocks:
+            ocr_pages.append(pi + 1)
+        starts.append(offset)  # an empty page starts where the next one does
+        for bi, (kind, text, level) in enumerate(page_blocks):
+            if parts:
+                # a sentence that runs on over the page break stays one sentence
+                runs_on = (bi == 0 and kind == "p" and last_kind == "p" and not last_text.endswith(_TERMINAL)
+                           and text[:1].islower())
+                sep = " " if runs_on else "\n\n"
+                parts.append(sep)
+                offset += len(sep)
+                if bi == 0:
+                    starts[-1] = offset
+            start = offset
+            parts.append(text)
+            offset += len(text)
+            if kind == "h":
+                headings.append((start, level, " ".join(text.split())[:200]))
+                blocks.append((start, offset, "heading"))
+            elif kind == "table":
+                blocks.append((start, offset, "table"))
+            last_kind, last_text = kind, text
+    text = "".join(parts)
+    if not text.strip():
+        raise IngestError(name, f"PDF has {len(pages)} page(s) but no text layer and no OCR read any text")
+    if outline:  # bookmarks are the author's own structure: they make the heading path; font headings stay blocks
+        headings = sorted((starts[i], lv, t) for i, lv, t in outline if i < len(starts))
+    lay = Layout(tuple(starts), tuple(headings), tuple(blocks))
+    out = lay.to_json()
+    if ocr_pages:
+        out["ocr_pages"] = ocr_pages
+    return text, out

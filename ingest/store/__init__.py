@@ -1,0 +1,1 @@
+"""Where chunks live: the vector index, the catalog of documents, their consistency and export."""

@@ -1,0 +1,122 @@
+"""Documents and who may see them: the index writes behind the one write lock (:meth:`DocumentsPart._writing`),
+what an owner may search or delete, and the live index's chunks. A part of :class:`services.service.AppService` (it uses
+``self.ctx``, ``self.job``, ``self.write_lock``, ``self.feedback`` and ``self.conversations``)."""
+from __future__ import annotations
+
+import logging
+import time
+
+from services.base import ADMIN, JobState, Progress
+
+log = logging.getLogger("services.service")  # the name it always had (log filters, tests)
+
+
+class DocumentsPart:
+    """Writing to the index and the ownership of documents."""
+
+    def _ingestor(self, progress: Progress | None, on_step=None):
+        """An Ingestor reporting per document to ``progress(done, total, name)`` and within each file to
+        ``on_step(step)`` (:class:`ingest.pipeline.Step`), and to :attr:`job` for the admin's displays."""
+        from ingest.pipeline import Ingestor
+
+        def on(done: int, total: int, name: str) -> None:
+            self.job.done, self.job.total, self.job.name = done, total, name
+            if progress is not None:
+                progress(done, total, name)
+
+        def step(st) -> None:
+            self.job.message = st.message()
+            if on_step is not None:
+                on_step(st)
+
+        return Ingestor(self.ctx, on_progress=on, on_step=step)
+
+    def _writing(self, kind: str):
+        service = self
+
+        class _Guard:
+            def __enter__(self_inner):
+                if not service.write_lock.acquire(timeout=0.1):
+                    log.info("%s waits for the running %s", kind, service.job.kind)
+                    service.write_lock.acquire()
+                service.job = JobState(kind, True, started=time.time())
+                return service.job
+
+            def __exit__(self_inner, *exc):
+                service.job.running = False
+                service.write_lock.release()
+
+        return _Guard()
+
+    @staticmethod
+    def reader(owner) -> str | None:
+        """Whom a search is for (the index filters on it): None for the admin, who sees every document."""
+        return None if owner is ADMIN else owner
+
+    def doc_filter(self, owner, scope: list[str] | None = None) -> list[str] | None:
+        """The documents ``owner`` may search (the shared library and its own uploads), limited to ``scope`` when
+        one is chosen; None when that is every document (no scope, and no one else has private uploads or the
+        caller is the admin)."""
+        cat = self.ctx.catalog
+        allowed = None if owner is ADMIN or not cat.has_hidden_docs(owner) else cat.visible_doc_ids(owner)
+        if scope:
+            allowed = [d for d in scope if allowed is None or d in allowed]
+        return allowed
+
+    def searchable_documents(self, owner) -> list[str]:
+        """Every document ``owner`` may search (the choices of a conversation's scope)."""
+        cat = self.ctx.catalog
+        return [r["doc_id"] for r in cat.documents(None)] if owner is ADMIN else cat.visible_doc_ids(owner)
+
+    def document_labels(self, owner) -> dict[str, str]:
+        """``{doc id: name shown}`` of the documents ``owner`` may search (:meth:`ingest.store.catalog.Catalog.labels`):
+        a private upload is shown by its file's name even when another user's file of that name made its id
+        ``name (2).ext``."""
+        return self.ctx.catalog.labels(self.reader(owner))
+
+    def searchable_choices(self, owner) -> list[tuple[str, str]]:
+        """(name shown, doc id) of every document ``owner`` may search, by name."""
+        labels = self.document_labels(owner)
+        return sorted(((labels.get(d, d), d) for d in self.searchable_documents(owner)), key=lambda x: x[0].lower())
+
+    def own_documents(self, owner: str) -> list[str]:
+        """The documents ``owner`` uploaded."""
+        return [r["doc_id"] for r in self.ctx.catalog.documents(None) if r["owner"] == owner]
+
+    def own_choices(self, owner: str) -> list[tuple[str, str]]:
+        """(name shown, doc id) of the documents ``owner`` uploaded."""
+        labels = self.document_labels(owner)
+        return [(labels.get(d, d), d) for d in self.own_documents(owner)]
+
+    def delete_own(self, owner: str, doc_ids: list[str]) -> list[str]:
+        """Delete documents ``owner`` uploaded; another owner's or the shared library's are refused (an admin
+        action)."""
+        if not doc_ids:
+            raise ValueError("select the documents to delete")
+        for d in doc_ids:
+            exists, who = self.ctx.catalog.owner_of(d)
+            if not exists:
+                raise ValueError(f"no document {d!r}")
+            if who != owner:
+                raise ValueError(f"{d!r} is not one of your uploads; only the admin can delete it")
+
+        return self._delete(doc_ids)
+
+    def _delete(self, doc_ids: list[str]) -> list[str]:
+        """Delete documents everywhere they are kept: points, BM25, catalog rows and versions, originals no other
+        document shares, and the evidence quoted from them in evaluations."""
+        from ingest.pipeline import Ingestor
+
+        with self._writing("delete"):
+            deleted = [Ingestor(self.ctx).delete(d) for d in doc_ids]
+        for d in deleted:
+            self.feedback.forget_document(d)
+            self.conversations.forget_document(d)
+        return deleted
+
+    def live_chunks(self, owner=ADMIN) -> tuple[dict[str, str], dict[str, list]]:
+        """(text per document, chunks per document) of the live index among ``owner``'s searchable documents, from
+        the catalog and the document store."""
+        from ingest.store.catalog import live_chunks
+
+        return live_chunks(self.ctx.catalog, self.ctx.store, self.doc_filter(owner))

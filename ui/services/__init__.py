@@ -1,1 +1,0 @@
-"""The parts of :class:`ui.service.UiService`, one concern each (see ui/service.py)."""
