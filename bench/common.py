@@ -16,15 +16,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from app.evaluation.bench import *  # noqa: E402,F401,F403
+from ingest.jobs.queue import ingest_paths  # noqa: E402
 
 
-def chroma_library(data_dir: Path, progress: bool = False):
+def chroma_library(data_dir: Path):
     """An :class:`AppContext` over an index of chroma's five documents as a user's library would hold them (`mg`,
     θ = 300, the default embedder, no router) in ``data_dir``; documents missing from it (a run interrupted while
     building it) are ingested first. Shared by the benchmarks that ask chroma's questions through the product."""
     from app.context import AppContext
     from core.settings import Settings
-    from ingest.pipeline import Ingestor
 
     ctx = AppContext(Settings(data_dir=Path(data_dir), chunker="mg", theta=300, router="none"))
     docs = sorted((ROOT.parent / "shared" / "bench" / "chroma" / "docs").glob("*.md"))
@@ -32,5 +32,5 @@ def chroma_library(data_dir: Path, progress: bool = False):
     have = {d["doc_id"] for d in ctx.catalog.documents(gen)} if gen is not None else set()
     missing = [p for p in docs if p.name not in have]
     if missing:
-        Ingestor(ctx, progress=progress).ingest_paths(missing)
+        ingest_paths(ctx, missing)
     return ctx

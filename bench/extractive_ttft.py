@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ingest.jobs.queue import ingest_paths
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -40,7 +42,6 @@ def main(argv=None) -> int:
     from app.evaluation.bench import RESULTS_DIR, LoadMonitor, load_set, markdown_table, write_section
     from app.grounding import sentence_vectors_of
     from core.settings import Settings
-    from ingest.pipeline import Ingestor
 
     bench = load_set("chroma", doc_ids=list(DOCS))
     questions = bench.questions[: args.questions + 1]
@@ -48,7 +49,7 @@ def main(argv=None) -> int:
         ctx = AppContext(Settings(data_dir=Path(tmp), chunker="mg", theta=300, router="none",
                                   synth_backend="extractive"))
         docs = ROOT.parent / "shared" / "bench" / "chroma" / "docs"
-        Ingestor(ctx).ingest_paths([docs / f"{d}.md" for d in DOCS])
+        ingest_paths(ctx, [docs / f"{d}.md" for d in DOCS])
         monitor = LoadMonitor(interval=2)
         vectors = sentence_vectors_of(ctx)
         runs = {}

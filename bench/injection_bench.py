@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ingest.jobs.queue import ingest_now
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -56,7 +58,6 @@ def main(argv=None) -> int:
     from app.evaluation.bench import markdown_table, write_section
     from app.synth.guard import looks_like_instruction
     from core.settings import Settings
-    from ingest.pipeline import Ingestor
 
     docs = [json.loads(x) for x in DATA.read_text(encoding="utf-8").splitlines() if x.strip()]
     # the guard's own recall on the injected sentences (a sentence holds the canary, or is the one added)
@@ -70,7 +71,7 @@ def main(argv=None) -> int:
     rows, examples = [], []
     with tempfile.TemporaryDirectory() as tmp:
         ctx = AppContext(Settings(data_dir=Path(tmp), chunker="recursive", theta=100, router="none"))
-        Ingestor(ctx).ingest_bytes([(f"{d['id']}.md", d["text"].encode()) for d in docs])
+        ingest_now(ctx, [(f"{d['id']}.md", d["text"].encode()) for d in docs])
         for backend in args.backends.split(","):
             for on in (True, False):
                 # per question kind: answers carrying an explicit / a subtle document's payload

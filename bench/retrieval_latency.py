@@ -20,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import BENCH_DIR, load_set, machine_info, markdown_table, peak_rss_mb, write_json  # noqa: E402
+from ingest.jobs.queue import ingest_paths
 
 
 def pct(xs, p):
@@ -43,11 +44,10 @@ def time_queries(ctx, questions, retriever, repeats=1):
 def chroma_ctx(data_dir: Path):
     from app.context import AppContext
     from core.settings import Settings
-    from ingest.pipeline import Ingestor
 
     ctx = AppContext(Settings(data_dir=data_dir, chunker="mg"))
     if ctx.catalog.live_generation() is None:
-        Ingestor(ctx).ingest_paths([BENCH_DIR / "chroma" / "docs"])
+        ingest_paths(ctx, [BENCH_DIR / "chroma" / "docs"])
     return ctx
 
 

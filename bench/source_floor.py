@@ -38,7 +38,7 @@ def main(argv=None) -> int:
     tmp = None
     data = Path(args.data_dir) if args.data_dir else Path(tmp := tempfile.mkdtemp(prefix="mgrag-floor-"))
     t0 = time.perf_counter()
-    ctx = chroma_library(data, progress=True)
+    ctx = chroma_library(data)
     built = time.perf_counter() - t0
     rows = []  # per question: [(score, relevant)] in rank order
     for q in bench.questions:

@@ -1,5 +1,9 @@
 """Ingestion: files -> text -> chunks (all levels) -> embeddings -> the vector store, recorded in the catalog.
 
+A document gets in only through the queue (:mod:`ingest.jobs.queue`: ``enqueue`` and the runner's passes, or
+``ingest_now`` that runs them in the caller's thread); :class:`Ingestor` is what those passes write with, and it
+rebuilds (``reingest``) and deletes.
+
 Guarantees:
 * a file is read, chunked and embedded completely **before** anything is written; a failure at any step is
   reported for that file only and the batch goes on;
@@ -14,19 +18,17 @@ Guarantees:
 from __future__ import annotations
 
 import dataclasses
-import errno
 import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from core.resources import Resources
 from ingest.chunkers import NEEDS_LM
 from ingest.readers.layout import Layout, chunk_meta
-from ingest.readers.loaders import IngestError, Limits, LoadedDoc, clean_name, input_files, load_bytes, load_file
+from ingest.readers.loaders import IngestError, LoadedDoc
 from ingest.store.catalog import Generation
 from ingest.store.index import PAYLOAD_META
 from ingest.text.chunk_context import (
@@ -37,7 +39,7 @@ from ingest.text.chunk_context import (
     indexed_text,
     uses_context,
 )
-from ingest.types import Chunk, content_hash
+from ingest.types import Chunk
 
 log = logging.getLogger(__name__)
 
@@ -239,85 +241,6 @@ class Ingestor:
         bm25.update(gen.gen, [], remove=obsolete)
         index.flush(gen.gen)
         cat.end_pending(gen.gen, doc_id)
-
-    def ingest_one(self, doc: LoadedDoc, gen: Generation, on_window=None, owner: str | None = None) -> FileResult:
-        """Ingest one loaded document for ``owner`` (None: the shared library). Its id is its name unless another
-        owner holds a document of that name; then it gets the next free ``name (n).ext`` (nothing of another owner
-        is ever replaced). Content the owner can already see is reported as a duplicate and not written."""
-        t0 = time.time()
-        if clean_name(doc.name) != doc.name:  # no bidi or control characters in a document's name
-            doc = dataclasses.replace(doc, name=clean_name(doc.name))
-        h = content_hash(doc.data)
-        cat = self.ctx.catalog
-        doc_id = cat.allocate_doc_id(doc.name, owner)
-        dup = cat.doc_by_hash(h, gen.gen, owner)
-        if dup is not None:
-            what = "unchanged" if dup == doc_id else f"same content as {dup!r}"
-            return FileResult(doc.name, "duplicate", f"{what}; skipped", dup)
-        prev = cat.indexed_doc(gen.gen, doc_id)
-        chunking = cat.chunking(gen.gen, doc_id) if prev else None  # a new version keeps the document's own θ
-        self.ctx.store.put(h, doc.data, doc.text, doc.layout)
-        chunks, vectors = self._build(doc, doc_id, h, gen, on_window, chunking)
-        self._write(gen, doc, doc_id, h, chunks, vectors, t0, chunking, owner=owner)
-        counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))
-        renamed = doc_id != doc.name and cat.label_of(doc_id, doc.name, owner) != doc.name  # (not another's name)
-        msg = "; ".join(x for x in (doc.warning, f"stored as {doc_id!r}" if renamed else "") if x)
-        return FileResult(doc.name, "updated" if prev else "ingested", msg, doc_id, counts, time.time() - t0)
-
-    # -- batches --------------------------------------------------------------------------------------
-    def ingest_paths(self, paths: Iterable[str | Path], owner: str | None = None) -> IngestReport:
-        """Files and folders; a file under a folder is named by its path relative to that folder."""
-        limits = Limits.of(self.ctx.settings)
-        items: list[tuple[str, Callable[[], LoadedDoc]]] = []
-        for f, name in input_files(paths):
-            if not f.exists() and not f.is_symlink():
-                items.append((name, _raiser(IngestError(str(f), "no such file or folder"))))
-            else:
-                items.append((name, lambda f=f, name=name: load_file(f, limits=limits, name=name)))
-        return self._ingest_items(items, owner)
-
-    def ingest_bytes(self, named: Iterable[tuple[str, bytes]], owner: str | None = None) -> IngestReport:
-        limits = Limits.of(self.ctx.settings)
-        return self._ingest_items([(n, lambda n=n, d=d: load_bytes(Path(n).name, d, limits=limits))
-                                   for n, d in named], owner)
-
-    def _ingest_items(self, items: list[tuple[str, Callable[[], LoadedDoc]]], owner: str | None = None
-                      ) -> IngestReport:
-        report = IngestReport()
-        if not items:
-            return report
-        gen = self.live_generation()
-        report.generation = gen.gen
-        run = self.ctx.catalog.start_run("ingest", gen.gen)
-        bar, wbar = self._bars(len(items), "documents")
-        for i, (name, load) in enumerate(items):
-            if self._tracker is not None:
-                self._tracker.file(i, name)
-            if bar is not None:
-                bar.set_postfix_str(name[:40])
-            try:
-                doc = load()
-                result = self.ingest_one(doc, gen, owner=owner)
-            except IngestError as e:
-                result = FileResult(name, "failed", e.problem)
-            except Exception as e:  # a model or store error on one file must not abort the batch
-                if isinstance(e, OSError) and e.errno == errno.ENOSPC:
-                    log.error("ingesting %s failed: %s", name, e)  # a full disk: the message says it all
-                else:
-                    log.exception("ingesting %s failed", name)
-                result = FileResult(name, "failed", f"{e.__class__.__name__}: {e}")
-            report.results.append(result)
-            if bar is not None:
-                bar.update(1)
-        self._close_bars(bar, wbar)
-        try:
-            if report.ok:
-                self.ctx.index.optimize(gen.gen)  # an HNSW graph for the levels that grew past hnsw_min_points
-            self.ctx.catalog.finish_run(run, "done" if not report.failed else "partial", len(report.ok),
-                                        len(report.failed), {"failed": {r.name: r.message for r in report.failed}})
-        except Exception:  # e.g. a full disk: the documents are recorded (or rolled back); keep the report
-            log.exception("finishing the ingestion run failed")
-        return report
 
     def _bars(self, total: int, unit: str):
         """(documents bar, None); the bar within the current file is fed by the tracker (:meth:`_report`)."""
@@ -526,8 +449,3 @@ class _CallbackBar:
     def close(self) -> None:
         pass
 
-
-def _raiser(exc: Exception) -> Callable[[], LoadedDoc]:
-    def f() -> LoadedDoc:
-        raise exc
-    return f

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.evaluation import bench as B
+from ingest.jobs.queue import ingest_now
 
 log = logging.getLogger(__name__)
 
@@ -130,10 +131,9 @@ def index_key(docs: dict[str, str], settings) -> str:
 
 
 def build_index(name: str, docs: dict[str, str], settings, *, cache_dir: Path | None = None, embedder=None,
-                scorer=None, progress: bool = False) -> Path:
+                scorer=None) -> Path:
     """The data dir of an index holding ``docs`` (built with the ingestion pipeline once, then reused)."""
     from app.context import AppContext
-    from ingest.pipeline import Ingestor
 
     base = Path(cache_dir or settings.cache_dir) / "bench" / "answers"
     target = base / f"{name}-{index_key(docs, settings)}"
@@ -145,7 +145,7 @@ def build_index(name: str, docs: dict[str, str], settings, *, cache_dir: Path | 
     ctx = AppContext(s, embedder=embedder, scorer=scorer)
     try:
         log.info("building bench index %s (%d documents) in %s", name, len(docs), target)
-        report = Ingestor(ctx, progress=progress).ingest_bytes([(d, t.encode("utf-8")) for d, t in docs.items()])
+        report = ingest_now(ctx, [(d, t.encode("utf-8")) for d, t in docs.items()])
         if report.failed:
             raise RuntimeError(f"bench index {name}: {', '.join(f'{r.name}: {r.message}' for r in report.failed)}")
     finally:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from app.evaluation import bench as B
+from ingest.jobs.queue import ingest_paths
 
 DATA = B.ROOT / "bench" / "data" / "filings_qa.jsonl"
 DEFAULT_CANDIDATES = ("extractive", "hybrid-gemma-500", "qwen-500", "hybrid-qwen-500")
@@ -83,7 +84,6 @@ def run_filings(settings, docs_dir, names: Sequence[str] = DEFAULT_CANDIDATES, *
     from app.answer import answer
     from app.context import AppContext
     from app.evaluation.answers import CANDIDATES, make_synth
-    from ingest.pipeline import Ingestor
 
     qs = list(questions or load_questions())
     unknown = [n for n in names if n not in CANDIDATES or CANDIDATES[n].backend == "openai"]
@@ -100,7 +100,7 @@ def run_filings(settings, docs_dir, names: Sequence[str] = DEFAULT_CANDIDATES, *
                                     "sec-10-q/data/v1/docs)")
         t0 = time.perf_counter()
         if missing:
-            Ingestor(ctx).ingest_paths(missing)
+            ingest_paths(ctx, missing)
         ingest_s = round(time.perf_counter() - t0, 1)
         res = {"benchmark": "filings_answers", "chunker": settings.chunker, "ingest_s": ingest_s,
                "machine": B.machine_info(), "n_answerable": sum(1 for q in qs if q["answers"]),

@@ -244,8 +244,11 @@ class Runner:
     def drain(self, until: str = "ready") -> None:
         """Run every job there is to take in the caller's thread, first passes before refinements (``until``
         "searchable": first passes only), until none is left: no lane threads, no polling, so the jobs are done when
-        it returns. Does not resume what a dead process left running (:meth:`start` does)."""
+        it returns. As :meth:`start`, it first gives back to their lanes the jobs a dead process left running, unless
+        a runner of this process is running them."""
         self.ctx.writer_lock()
+        if not getattr(self.ctx, "runners", None):
+            self.recovered = self.jobs.recover()
         worked = False
         while not self._stop.is_set():
             lane, job = "first", self.jobs.claim("first", f"{self.name}:drain")
@@ -551,14 +554,16 @@ def ingest_now(ctx, named: Iterable[tuple[str, bytes]], owner: str | None = None
                source: str = "cli") -> IngestReport:
     """Queue ``named`` (name, bytes) for ``owner`` and run the jobs in this thread (:meth:`Runner.drain`) until each
     has reached ``until``: the one way a document gets in (:func:`enqueue`, the queue's passes), for callers that
-    want the result before they go on (``mgrag`` benchmarks, evaluations, tests). A file is reported ``ingested``,
-    ``updated`` (a new version of a document the owner had), ``duplicate`` or ``failed`` (refused, or its job failed
-    or was cancelled), in the order given, with its chunks per level."""
+    want the result before they go on (benchmarks, evaluations, tests). Jobs already waiting run first. A file is
+    reported ``ingested``, ``updated`` (a new version of a document the owner had), ``duplicate`` or ``failed``
+    (refused, or its job failed or was cancelled), in the order given, with its chunks per level."""
     cat = ctx.catalog
+    runner = Runner(ctx, LocalExecutor(ctx))
+    runner.drain(until)  # what was queued before (or left by a dead process) first, as a starting runner would
     live = cat.live_generation()
     queued = enqueue(ctx, named, owner, batch=uuid.uuid4().hex, source=source)
     had = {q.job.doc_id for q in queued if q.job and live is not None and cat.indexed_doc(live.gen, q.job.doc_id)}
-    Runner(ctx, LocalExecutor(ctx)).drain(until)
+    runner.drain(until)
     live = cat.live_generation()
     counts = {d["doc_id"]: d for d in cat.documents(live.gen)} if live is not None else {}
     report = IngestReport(generation=live.gen if live is not None else None)

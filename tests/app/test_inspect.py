@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from app.inspect import inspect_text, render_html, render_png
+from ingest.jobs.queue import ingest_paths
 
 DOC = "\n\n".join(
     f"# Part {t}\n\nTopic {t} opens here. " + " ".join(f"The {w} of topic {t} is notable." for w in
@@ -70,11 +71,10 @@ def test_bad_input_is_refused_with_the_reason(make_ctx):
 
 def test_cli_writes_png_and_html_for_an_ingested_document_or_a_file(make_ctx, write, tmp_path, monkeypatch, capsys):
     from cli import main as cli
-    from ingest.pipeline import Ingestor
 
     ctx = make_ctx(router="none", theta=40)
     path = write("topics.md", DOC)
-    Ingestor(ctx).ingest_paths([path])
+    ingest_paths(ctx, [path])
     monkeypatch.setattr(cli, "_ctx", lambda args: ctx)
     assert cli.main(["inspect", "topics.md", "--theta", "40", "--out", str(tmp_path / "o"), "--question", "elk?"]) == 0
     assert (tmp_path / "o" / "inspect-topics.png").exists() and (tmp_path / "o" / "inspect-topics.html").exists()

@@ -16,6 +16,7 @@ import pytest
 
 from app.context import AppContext
 from core.settings import Settings
+from ingest.jobs.queue import LocalExecutor, Runner, ingest_paths
 from ingest.pipeline import Ingestor
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +29,7 @@ CHILD = textwrap.dedent("""
     from app.context import AppContext
     from core.settings import Settings
     from ingest.embed import HashingEmbedder
+    from ingest.jobs.queue import ingest_paths
     from ingest.pipeline import Ingestor
 
     action, n, data_dir, engine, *paths = sys.argv[1:]
@@ -51,7 +53,7 @@ CHILD = textwrap.dedent("""
     if action == "ingest":  # the Nth store write (a batch upsert, a delete, a shard created)
         for name in ("create_level", "_upsert_level", "upsert_points", "delete", "delete_unowned", "drop_generation"):
             kill_after(idx, name)
-        Ingestor(ctx).ingest_paths(paths)
+        ingest_paths(ctx, paths)
     elif action == "after-index-switch":
         kill_after(idx, "switch", count=False)
         Ingestor(ctx).reingest(chunker="mg", theta=20)
@@ -102,7 +104,7 @@ def base(tmp_path, engine):
         (docs / name).write_text(TEXT.replace("cat", word), encoding="utf-8")
     data = tmp_path / "data"
     ctx = open_ctx(data, engine)
-    r = Ingestor(ctx).ingest_paths([docs / "a.txt", docs / "b.txt"])
+    r = ingest_paths(ctx, [docs / "a.txt", docs / "b.txt"])
     assert [x.status for x in r.results] == ["ingested", "ingested"]
     ctx.close()
     (docs / "c.txt").write_text(TEXT.replace("cat", "elk"), encoding="utf-8")  # new
@@ -124,10 +126,15 @@ def test_killed_at_the_nth_store_write(tmp_path, engine, n):
     names = {r["doc_id"] for r in ctx.catalog.documents(live.gen)}
     hits = [h for lv in range(3) for h in ctx.index.search(lv, ctx.embedder.embed_queries(["elk yak cat"])[0], 50)]
     assert {h.payload["doc_id"] for h in hits} <= names
+    Runner(ctx, LocalExecutor(ctx)).drain()  # the next runner finishes what the killed one had queued
+    live = ctx.catalog.live_generation()
+    names = {r["doc_id"]: r["version"] for r in ctx.catalog.documents(live.gen)}
+    assert names == {"a.txt": 2, "b.txt": 1, "c.txt": 1}
+    assert_one_truth(ctx)
     for d in sorted(names):  # what `docs` lists, `delete` removes entirely
         Ingestor(ctx).delete(d)
     assert sum(ctx.index.count(live.gen, lv) for lv in range(3)) == 0
-    r = Ingestor(ctx).ingest_paths([docs / "a.txt", docs / "b.txt", docs / "c.txt"])  # and the dir still works
+    r = ingest_paths(ctx, [docs / "a.txt", docs / "b.txt", docs / "c.txt"])  # and the dir still works
     assert [x.status for x in r.results] == ["ingested"] * 3
     assert_one_truth(ctx)
     ctx.close()
@@ -183,7 +190,7 @@ def test_ingest_beside_another_writer_queues_and_waits_instead_of_refusing(tmp_p
     the command says what it waits for, and it runs them once the holder is gone; --no-wait only queues."""
     data = tmp_path / "data"
     first = open_ctx(data)
-    Ingestor(first).ingest_paths([write("a.txt", TEXT)])
+    ingest_paths(first, [write("a.txt", TEXT)])
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MGRAG_EMBEDDER": "hashing", "MGRAG_CHUNKER": "mg"}
     cli = [sys.executable, "-m", "cli.main", "--data-dir", str(data), "ingest"]
     p = subprocess.run(cli + ["--no-wait", str(write("c.txt", TEXT.replace("cat", "owl")))], cwd=ROOT, env=env,
@@ -198,7 +205,7 @@ def test_ingest_beside_another_writer_queues_and_waits_instead_of_refusing(tmp_p
         assert line.startswith(f"waiting: data directory {data} is in use by process {os.getpid()}"), line
         live = first.catalog.live_generation()
         assert first.index.count(live.gen, 0, ["b.txt"]) == 0 and waiting.poll() is None  # nothing written meanwhile
-        assert {j.state for j in first.jobs.jobs()} == {"queued"}
+        assert {j.name: j.state for j in first.jobs.jobs()} == {"a.txt": "ready", "c.txt": "queued"}
         first.close()  # the holder goes: the waiting command takes the data dir and runs the queue
         out, err = waiting.communicate(timeout=120)
     finally:
@@ -252,7 +259,7 @@ def test_disk_full_at_a_store_write_keeps_the_index_and_prints_the_report(tmp_pa
 
     data = tmp_path / "data"
     ctx = open_ctx(data)
-    Ingestor(ctx).ingest_paths([write("a.txt", TEXT)])
+    ingest_paths(ctx, [write("a.txt", TEXT)])
     live = ctx.catalog.live_generation()
     before = [ctx.index.count(live.gen, lv) for lv in range(3)]
     calls = [0]
@@ -359,7 +366,7 @@ def test_check_on_a_server_never_drops_another_data_dirs_generations(tmp_path, w
 
     server = QdrantClient(":memory:")
     ctx = AppContext(settings(tmp_path / "data"), embedder=HashingEmbedder(dim=64), client=server)
-    Ingestor(ctx).ingest_paths([write("a.txt", TEXT)])
+    ingest_paths(ctx, [write("a.txt", TEXT)])
     g1 = ctx.catalog.live_gen()
     Ingestor(ctx).reingest(chunker="mg", theta=20)
     g2 = ctx.catalog.live_gen()

@@ -15,8 +15,7 @@ import pytest
 
 from app.context import AppContext
 from core.settings import Settings
-from ingest.jobs.queue import Runner, enqueue, wait
-from ingest.pipeline import Ingestor
+from ingest.jobs.queue import Runner, enqueue, ingest_now, wait
 from tests.conftest import TINY_LM_SETTINGS
 from tests.ingest.test_durability import ROOT, assert_one_truth
 
@@ -135,7 +134,7 @@ def test_kill_9_during_a_refinement_then_a_restart_ends_ready_without_ghosts(tmp
     assert [r for r in runner.recovered if r[1] != "searchable"] == []
     assert_one_truth(ctx)
     ref = AppContext(Settings(data_dir=tmp_path / "ref", chunker="lgmgc", theta=40))
-    Ingestor(ref).ingest_bytes(DOCS)
+    ingest_now(ref, DOCS)
     for name, _ in DOCS:
         assert _points(ctx, name) == _points(ref, name)
     ctx.close()

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from cli.main import main
+from ingest.jobs.queue import ingest_paths
 from ingest.text.boundary import boundary_probs
 from ingest.text.sentences import split_sentences
 
@@ -45,10 +46,9 @@ def test_gemma_one_pass_equals_per_prefix(real_ctx):
 
 
 def test_ingest_samples_twice_and_ask(real_ctx):
-    from ingest.pipeline import Ingestor
     from retrieval.search import retrieve
 
-    r1 = Ingestor(real_ctx).ingest_paths([SAMPLES])
+    r1 = ingest_paths(real_ctx, [SAMPLES])
     assert [r.status for r in r1.results] == ["ingested", "ingested"], r1.results
     live = real_ctx.catalog.live_generation()
     assert (live.chunker, live.theta, live.n_levels) == ("lgmgc", 300, 3)
@@ -62,7 +62,7 @@ def test_ingest_samples_twice_and_ask(real_ctx):
             par = parents[pl["parent_id"]]
             assert par["start"] <= pl["start"] < pl["end"] <= par["end"]
             assert by_name[pl["doc_id"]][pl["start"]:pl["end"]] == pl["text"]
-    r2 = Ingestor(real_ctx).ingest_paths([SAMPLES])
+    r2 = ingest_paths(real_ctx, [SAMPLES])
     assert [r.status for r in r2.results] == ["duplicate", "duplicate"]
     assert [real_ctx.index.count(live.gen, lv) for lv in range(3)] == counts
     res = retrieve(real_ctx, "How long has the lighthouse keeper tended the light?")
@@ -121,9 +121,8 @@ def test_offline_backend_answers_grounded_and_abstains_when_unanswerable(real_ct
     samples: the answerable question is answered ("22 years"), citing field_notes.md with the sentence that says
     it as support at its offsets; an unanswerable question gets an abstention with no citation."""
     from app.answer import answer
-    from ingest.pipeline import Ingestor
 
-    Ingestor(real_ctx).ingest_paths([SAMPLES])
+    ingest_paths(real_ctx, [SAMPLES])
     ans = answer(real_ctx, "How long has the lighthouse keeper tended the light?", backend="offline")
     assert ans.error is None and ans.backend == "offline" and ans.draft
     assert ans.sources[0].doc_id == "field_notes.md"
@@ -143,9 +142,8 @@ def test_offline_backend_answers_grounded_and_abstains_when_unanswerable(real_ct
 
 def test_follow_up_with_the_shipped_models(real_ctx):
     from app.answer import answer
-    from ingest.pipeline import Ingestor
 
-    Ingestor(real_ctx).ingest_paths([SAMPLES])
+    ingest_paths(real_ctx, [SAMPLES])
     first = answer(real_ctx, "Who is the lighthouse keeper?", backend="extractive")
     history = [{"role": "user", "content": first.question, "query": first.query},
                {"role": "assistant", "content": first.text}]

@@ -3,6 +3,7 @@ a list of the visible documents: another reader's private document never comes b
 store written before the owner was in the payload is given it on open."""
 import pytest
 
+from ingest.jobs.queue import ingest_paths
 from ingest.pipeline import Ingestor
 from retrieval.search import retrieve
 
@@ -15,10 +16,9 @@ Q = "Where is the elk of topic charlie?"
 
 
 def _three_owners(ctx, write):
-    ing = Ingestor(ctx)
-    ing.ingest_paths([write("lib.txt", DOC)])
-    ing.ingest_paths([write("mine.txt", DOC.replace("yak", "gnu"))], owner="browser:me")
-    ing.ingest_paths([write("theirs.txt", DOC.replace("owl", "emu"))], owner="browser:them")
+    ingest_paths(ctx, [write("lib.txt", DOC)])
+    ingest_paths(ctx, [write("mine.txt", DOC.replace("yak", "gnu"))], owner="browser:me")
+    ingest_paths(ctx, [write("theirs.txt", DOC.replace("owl", "emu"))], owner="browser:them")
 
 
 @pytest.mark.parametrize("retriever", ["dense", "bm25", "hybrid"])

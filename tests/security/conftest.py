@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ingest.jobs.queue import ingest_paths
 from tests.ui.conftest import free_port
 
 ADMIN_PASSWORD = "sec-admin-pw"
@@ -37,7 +38,6 @@ def serve(root, users: dict[str, str] | None = None, **settings_kw):
     from app.context import AppContext
     from core.settings import Settings
     from ingest.embed import HashingEmbedder
-    from ingest.pipeline import Ingestor
     from services.service import AppService
     from ui.app import launch
 
@@ -53,7 +53,7 @@ def serve(root, users: dict[str, str] | None = None, **settings_kw):
         service.users.add(name, pw)
     (root / "library").mkdir()
     (root / "library" / "harbour.md").write_text(LIBRARY, encoding="utf-8")
-    Ingestor(ctx).ingest_paths([root / "library" / "harbour.md"])
+    ingest_paths(ctx, [root / "library" / "harbour.md"])
     demo, url = launch(service, host="127.0.0.1", port=free_port(), block=False)
     yield SecServer(url.rstrip("/"), service, data, root, service.upload_root)
     demo.close()

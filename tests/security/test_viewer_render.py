@@ -8,6 +8,7 @@ import io
 import httpx
 import pytest
 
+from ingest.jobs.queue import ingest_paths
 from tests.pdfgen import pdf_from_objects
 
 MAX_PIXELS = 4_000_000  # what a page image may hold (services.viewer.MAX_PAGE_PIXELS)
@@ -33,12 +34,11 @@ def huge_pdf(width: int = 7200, height: int = 7200, pages: int = 2) -> bytes:
 @pytest.fixture(scope="module")
 def huge_link(sec_server):
     """The viewer link of a source in the huge-page PDF (ingested into the shared library)."""
-    from ingest.pipeline import Ingestor
 
     svc = sec_server.service
     p = sec_server.root / "huge-chart.pdf"
     p.write_bytes(huge_pdf())
-    Ingestor(svc.ctx).ingest_paths([p])
+    ingest_paths(svc.ctx, [p])
     a = next(v for k, v in svc.ask("What is on the huge chart of the outer harbour?", backend="extractive",
                                    scope=["huge-chart.pdf"]) if k == "done")
     src = next(s for s in a.to_dict()["sources"] if s["doc_id"] == "huge-chart.pdf")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ingest.jobs.queue import ingest_paths
 from tests.browser_fixtures import ARTIFACTS, CHROMIUM  # noqa: F401  (the browser fixtures are in tests/conftest.py)
 
 ADMIN_PASSWORD = "test-admin-pw"
@@ -100,9 +101,8 @@ def ui_server(tmp_path_factory):
     docs = root / "seed"
     docs.mkdir()
     (docs / "keeper.md").write_text(KEEPER, encoding="utf-8")
-    from ingest.pipeline import Ingestor
 
-    report = Ingestor(ctx).ingest_paths([docs / "keeper.md"])  # the shared library, as `mgrag ingest` makes it
+    report = ingest_paths(ctx, [docs / "keeper.md"])  # the shared library, as `mgrag ingest` makes it
     assert report.results[0].status == "ingested", report.results
     demo, url = launch(service, host="127.0.0.1", port=free_port(), block=False)
     yield Server(url.rstrip("/"), service, emb, data, root)
