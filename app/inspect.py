@@ -25,6 +25,7 @@ from ingest.types import Chunk
 
 log = logging.getLogger(__name__)
 
+# the registered chunkers (core/components.py) it compares, built by the registry with the settings' LG rule
 CHUNKERS = ("lgmgc", "recursive", "mg")
 LEVEL_NAMES = ("parent", "θ/2", "θ/4")
 COLORS = {"lgmgc": "#c0392b", "recursive": "#2471a3", "mg": "#7d3c98"}
@@ -131,9 +132,8 @@ def inspect_text(ctx, text: str, name: str = "document", *, theta: int | None = 
     """Chunk ``text`` with LGMGC (the settings' LM and rule), recursive and MG at ``theta``; match ``question``."""
     import dataclasses
 
-    from ingest.chunkers.logits import SENTENCE_CAP, LGConfig, LGMGCChunker
-    from ingest.chunkers.multigranular import MultiGranularChunker
-    from ingest.chunkers.recursive import RecursiveChunker
+    from ingest.chunkers import build_chunker
+    from ingest.chunkers.logits import SENTENCE_CAP, LGConfig
     from ingest.text.boundary import break_strength
     from ingest.text.sentences import is_hard_wrapped, sentences_cached
 
@@ -145,9 +145,7 @@ def inspect_text(ctx, text: str, name: str = "document", *, theta: int | None = 
         raise ValueError(f"theta must be at least 8 words to inspect, got {theta}")
     cfg = lg_config or LGConfig.from_settings(s, theta)
     rec = _Recorder(ctx.scorer)
-    lg = LGMGCChunker(rec, cfg)
-    chunks = {"lgmgc": lg.chunk(text), "recursive": RecursiveChunker(theta).chunk(text),
-              "mg": MultiGranularChunker(theta).chunk(text)}
+    chunks = {n: build_chunker(n, theta, scorer=rec, lg_config=cfg).chunk(text) for n in CHUNKERS}
     sentences = list(sentences_cached(text, min(theta, SENTENCE_CAP)))
     probs = np.full(len(sentences), np.nan)
     windows: list[tuple[int, int, int]] = []

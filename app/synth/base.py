@@ -28,7 +28,12 @@ class SynthesisError(RuntimeError):
 
 
 class Synthesizer(Protocol):
-    name: str
+    """An answer backend. A registered one (``@core.components.registered``, its line in core/components.py) also
+    has the classmethod ``from_context(ctx, kept)``, which builds it for a context (``kept(key, build)`` keeps one
+    per configuration on the context), and ``why_not(settings)``: None when it can run here, else why not, without
+    loading a model."""
+
+    name: str  # the registry's name (set by @registered)
 
     def stream(self, question: str, sources: Sequence, history: Sequence | None = None) -> Iterator[str]:
         """Yield the answer in pieces as they are produced. ``history``: the conversation's earlier turns

@@ -7,15 +7,37 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from app.grounding import SentenceVectors
+from app.grounding import SentenceVectors, sentence_vectors_of
+from core.components import registered
 
 
+@registered
 class ExtractiveSynthesizer:
     """Answers from the passages' own words, read by :mod:`app.reader`: one answer first (a table cell with its row
     and period, a change between two periods computed, or the one sentence), its supporting quote, then at most two
     further quotes, each cited; nothing when no passage answers (the caller abstains)."""
 
-    name = "extractive"
+    @classmethod
+    def from_context(cls, ctx, kept) -> ExtractiveSynthesizer:
+        """The backend of ``ctx`` (``make_synthesizer``): one per embedder, kept on the context (``kept(key, build)``)
+        with its sentence-vector cache, shared with grounding."""
+        emb = ctx.embedder
+
+        def profile_of(src):  # its document's profile: the names it is about, the periods its cover states
+            return ctx.profiles.one(getattr(src, "doc_hash", ""), src.doc_id, getattr(src, "name", ""))
+
+        def boilerplate():  # sentences printed word for word in three or more of the library's documents
+            live = ctx.catalog.live_gen()
+            rows = [r for r in ctx.catalog.documents(live) if r["n_l0"] is not None] if live is not None else []
+            return ctx.profiles.recurring(rows)
+
+        return kept(("extractive", id(emb)), lambda: cls(emb, vectors=sentence_vectors_of(ctx), text_of=ctx.store.text,
+                                                         profile_of=profile_of, boilerplate=boilerplate))
+
+    @staticmethod
+    def why_not(settings) -> str | None:
+        """Always runs: no model of its own."""
+        return None
 
     def __init__(self, embedder, max_sentences: int = 3, cache_size: int = 20_000, vectors=None, text_of=None,
                  profile_of=None, boilerplate=None):

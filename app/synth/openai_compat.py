@@ -10,10 +10,26 @@ import time
 from collections.abc import Iterator, Sequence
 
 from app.synth.base import SynthesisError, build_messages
+from core.components import registered
 
 
+@registered
 class OpenAICompatSynthesizer:
-    name = "openai"
+    @classmethod
+    def from_settings(cls, s) -> OpenAICompatSynthesizer:
+        """The client configured by settings ``s`` (answers, and the lumber chunker's LLM)."""
+        return cls(s.openai_base_url, s.openai_model, s.openai_api_key, connect_timeout=s.llm_connect_timeout_s,
+                   read_timeout=s.llm_read_timeout_s, total_timeout=s.llm_total_timeout_s, max_tokens=s.max_new_tokens)
+
+    @classmethod
+    def from_context(cls, ctx, kept) -> OpenAICompatSynthesizer:
+        return cls.from_settings(ctx.settings)
+
+    @staticmethod
+    def why_not(settings) -> str | None:
+        return None if settings.openai_base_url else (
+            "no endpoint: the admin sets one on the Admin tab (Ollama, llama.cpp server, vLLM, any "
+            "OpenAI-compatible server)")
 
     def __init__(self, base_url: str | None, model: str, api_key: str | None = None, *, connect_timeout: float = 5.0,
                  read_timeout: float = 60.0, total_timeout: float = 120.0, max_tokens: int = 256):

@@ -1,20 +1,68 @@
-"""One interface for every chunker: ``chunk(text) -> list[Chunk]`` with exact character offsets."""
+"""One interface for every chunker: ``chunk(text) -> list[Chunk]`` with exact character offsets, and one way to
+make one: ``build(theta, ...)`` (the settings' path) or ``from_description(describe(), ...)`` (an index's recorded
+parameters), with what its registry entry (:data:`core.components.CHUNKERS`) needs checked for all alike."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import ClassVar
 
+from core.components import CHUNKERS, NEED_HINTS, Component, lookup
 from ingest.text.sentences import count_words, is_hard_wrapped, sentences_between, split_long
 from ingest.types import Chunk
 
+# the argument (and dataclass field) that carries each need's model: the boundary LM is a chunker's ``scorer``
+MODEL_ARGS = {"lm": "scorer", "embedder": "embedder", "llm": "llm"}
+
 
 class Chunker(ABC):
-    """Base class. Subclasses implement :meth:`_spans` (level-0 spans) or override :meth:`chunk`."""
+    """Base class. Subclasses implement :meth:`_spans` (level-0 spans) or override :meth:`chunk`.
+
+    A product chunker is a frozen dataclass marked :func:`core.components.registered` (which gives it ``name`` and
+    ``component``, its registry entry); its models are its fields named by :data:`MODEL_ARGS`, its parameters its
+    other fields, recorded by :meth:`describe` under their field names."""
 
     name: str = "base"
+    component: ClassVar[Component | None] = None  # its entry of core.components.CHUNKERS (set by @registered)
     #: how many granularity levels the output has (1: parents only; 3: parents, θ/2, θ/4 children)
     n_levels: int = 1
+    #: the field that θ sets in :meth:`build`
+    size_field: ClassVar[str] = "theta"
+
+    @classmethod
+    def build(cls, theta: int = 300, *, scorer=None, embedder=None, lg_config=None, llm=None) -> Chunker:
+        """This chunker at ``theta`` words, its other parameters at their defaults (``lg_config``: the LG rule, for
+        the chunkers that take one). The models it needs (``scorer``: the boundary LM, ``embedder``, ``llm``: an
+        object with ``complete(messages)``) must be given; the others are ignored."""
+        return cls.from_description({cls.size_field: theta}, scorer=scorer, embedder=embedder, llm=llm)
+
+    @classmethod
+    def from_description(cls, desc: dict, *, scorer=None, embedder=None, llm=None) -> Chunker:
+        """The chunker whose :meth:`describe` gave ``desc``: with the same models it cuts every text as that one did.
+        Called on :class:`Chunker` itself, the registered chunker that ``desc["chunker"]`` names. Parameters not
+        recorded keep their defaults; what ``desc`` records of the models (LG prompt, embedder, LLM) is for checks,
+        the models themselves are given."""
+        if cls is Chunker:
+            chunker = lookup(CHUNKERS, desc.get("chunker"), "chunker").resolve()
+            return chunker.from_description(desc, scorer=scorer, embedder=embedder, llm=llm)
+        if desc.get("chunker", cls.name) != cls.name:
+            raise ValueError(f"a description of the {desc['chunker']} chunker given to the {cls.name} chunker")
+        given = {"lm": scorer, "embedder": embedder, "llm": llm}
+        needs = cls.component.needs if cls.component is not None else frozenset()
+        for need in sorted(needs):
+            if given[need] is None:
+                raise ValueError(f"the {cls.name} chunker needs {NEED_HINTS[need]}")
+        models = {MODEL_ARGS[n]: given[n] for n in needs}
+        return cls._from_params({k: v for k, v in desc.items() if k != "chunker"}, models)
+
+    @classmethod
+    def _from_params(cls, params: dict, models: dict) -> Chunker:
+        """The chunker with ``models`` and the recorded ``params`` of its own fields (the models' names excepted:
+        a description records a model's name, not the model)."""
+        own = {f.name for f in dataclasses.fields(cls) if f.init} - set(MODEL_ARGS.values())
+        return cls(**models, **{k: v for k, v in params.items() if k in own})
 
     def chunk(self, text: str) -> list[Chunk]:
         """Chunks of ``text`` ordered by (level, start); ``chunk.text == text[chunk.start:chunk.end]``."""

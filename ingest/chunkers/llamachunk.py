@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from core.components import registered
 from ingest.chunkers.base import Chunker, check_theta
 from ingest.text.boundary import lg_breaks, spans_from_breaks
 from ingest.text.sentences import count_words, sentences_cached
@@ -41,13 +42,13 @@ SENTENCE_CAP = 100  # words
 _MEMO: dict = {}
 
 
+@registered
 @dataclass(frozen=True)
 class LlamaChunkChunker(Chunker):
     scorer: object = field(compare=False)
     theta: int = 300
     window_words: int = 600
     marker: str = "段"
-    name = "llamachunk"
 
     def __post_init__(self) -> None:
         check_theta(self.theta)

@@ -13,10 +13,12 @@ Modes:
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from core.components import registered
 from ingest.chunkers.base import Chunker, check_theta
 from ingest.chunkers.multigranular import with_children
 from ingest.text.boundary import break_strength, cut_scores, lg_breaks, spans_from_breaks
@@ -79,6 +81,7 @@ class LGConfig:
         return self.structure_weight == 0 and self.size_prior == 0
 
 
+@registered
 @dataclass(frozen=True)
 class LogitsGuidedChunker(Chunker):
     """LG chunker. ``scorer`` is a :class:`ingest.text.lm.LogitsScorer` (or anything with the same methods)."""
@@ -87,7 +90,18 @@ class LogitsGuidedChunker(Chunker):
     config: LGConfig = LGConfig()
     on_window: Callable[[int], None] | None = field(default=None, compare=False)  # progress: one call per window
     on_fraction: Callable[[float], None] | None = field(default=None, compare=False)  # progress: share of words done
-    name = "lg"
+
+    @classmethod
+    def build(cls, theta: int = 300, *, scorer=None, embedder=None, lg_config=None, llm=None) -> Chunker:
+        """At ``theta`` with the paper's rule, or with ``lg_config`` (whose θ wins)."""
+        cfg = lg_config or LGConfig(theta=theta)
+        return cls.from_description(dataclasses.asdict(cfg), scorer=scorer, embedder=embedder, llm=llm)
+
+    @classmethod
+    def _from_params(cls, params: dict, models: dict) -> Chunker:
+        """The rule's recorded fields make its :class:`LGConfig` (the prompt and boundary tokens are the scorer's)."""
+        rule = {f.name for f in dataclasses.fields(LGConfig)}
+        return cls(**models, config=LGConfig(**{k: v for k, v in params.items() if k in rule}))
 
     def _spans(self, text: str) -> list[tuple[int, int]]:
         theta = self.config.theta
@@ -152,11 +166,11 @@ class LogitsGuidedChunker(Chunker):
         }
 
 
+@registered
 @dataclass(frozen=True)
 class LGMGCChunker(LogitsGuidedChunker):
     """LGMGC: LG parents of at most θ words, each split into θ/2 and θ/4 children (MG)."""
 
-    name = "lgmgc"
     n_levels = 3
 
     def chunk(self, text: str) -> list[Chunk]:

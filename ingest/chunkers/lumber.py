@@ -13,6 +13,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 
+from core.components import registered
 from ingest.chunkers.base import Chunker, check_theta, paragraph_spans, recursive_spans
 from ingest.text.sentences import count_words
 
@@ -35,13 +36,14 @@ def parse_answer(reply: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+@registered
 @dataclass(frozen=True)
 class LumberChunker(Chunker):
     llm: object = field(compare=False)
     max_words: int = 400
     window_tokens: int = 550
     retries: int = 2
-    name = "lumber"
+    size_field = "max_words"  # θ sets it (build)
 
     def __post_init__(self) -> None:
         check_theta(self.max_words)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.components import registered
 from ingest.chunkers.base import Chunker, check_theta, recursive_spans
 from ingest.chunkers.recursive import RecursiveChunker
 from ingest.text.sentences import count_words
@@ -41,13 +42,13 @@ def with_children(text: str, parents: list[tuple[int, int]], theta: int, by_pare
     return chunks
 
 
+@registered
 @dataclass(frozen=True)
 class MultiGranularChunker(Chunker):
     """MG baseline: recursive parents of θ words + children. Pass ``parent_chunker`` to use other parents."""
 
     theta: int = 300
     parent_chunker: Chunker | None = field(default=None, compare=False)
-    name = "mg"
     n_levels = 3
 
     def __post_init__(self) -> None:

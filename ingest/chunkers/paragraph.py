@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.components import registered
 from ingest.chunkers.base import Chunker, check_theta, paragraph_spans, recursive_spans
 
 
+@registered
 @dataclass(frozen=True)
 class ParagraphChunker(Chunker):
     max_words: int = 300
-    name = "paragraph"
+    size_field = "max_words"  # θ sets it (build)
 
     def __post_init__(self) -> None:
         check_theta(self.max_words)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from core.components import registered
 from ingest.chunkers.base import Chunker, check_theta, merge_units, recursive_spans
 from ingest.text.sentences import sentences_cached
 
@@ -69,6 +70,7 @@ def _sentence_perplexities(scorer, text: str, sentences: Sequence[tuple[int, int
     return out
 
 
+@registered
 @dataclass(frozen=True)
 class PerplexityChunker(Chunker):
     scorer: object = field(compare=False)
@@ -76,7 +78,6 @@ class PerplexityChunker(Chunker):
     threshold: float = 0.0
     block_tokens: int = 512
     max_context: int = 4096
-    name = "ppl"
 
     def __post_init__(self) -> None:
         check_theta(self.theta)

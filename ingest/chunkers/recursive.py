@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.components import registered
 from ingest.chunkers.base import Chunker, check_theta, recursive_spans
 
 
+@registered
 @dataclass(frozen=True)
 class RecursiveChunker(Chunker):
     theta: int = 300
-    name = "recursive"
 
     def __post_init__(self) -> None:
         check_theta(self.theta)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from core.components import registered
 from ingest.chunkers.base import Chunker, check_theta, recursive_spans
 from ingest.text.sentences import sentences_cached
 
@@ -26,13 +27,14 @@ def semantic_breaks(vectors: np.ndarray, percentile: float) -> list[int]:
     return [i for i, d in enumerate(dist) if d > threshold]
 
 
+@registered
 @dataclass(frozen=True)
 class SemanticChunker(Chunker):
     embedder: object = field(compare=False)
     max_words: int = 300
     buffer_size: int = 1
     breakpoint_percentile: float = 95.0
-    name = "semantic"
+    size_field = "max_words"  # θ sets it (build)
 
     def __post_init__(self) -> None:
         check_theta(self.max_words)

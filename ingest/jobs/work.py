@@ -210,7 +210,7 @@ def chunker_for(models, chunker: str, theta: int, params: dict | None = None, on
         hooks = {k: v for k, v in (("on_window", on_window), ("on_fraction", on_fraction))
                  if v is not None and k in {f.name for f in dataclasses.fields(ch)}}
         return dataclasses.replace(ch, **hooks) if hooks else ch
-    needs = CHUNKERS[chunker].spec.needs if chunker in CHUNKERS else frozenset()
+    needs = CHUNKERS[chunker].needs if chunker in CHUNKERS else frozenset()
     llm = models.chunking_llm if "llm" in needs else None
     return build_chunker(chunker, theta, embedder=models.embedder if "embedder" in needs else None, llm=llm)
 
