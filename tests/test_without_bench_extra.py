@@ -1,5 +1,6 @@
 """The app installs and runs without the ``bench`` extra (llama-index, LangChain): in a child process where any
-import of them raises ImportError (as on an install of ``mgrag`` alone), every module of the product imports, the
+import of them raises ImportError (as on an install of ``mgrag`` alone), every module of the product imports (the
+adapters to those libraries, app/adapters, refuse with the command that installs them), the
 CLI's parser and an app context are built, a document is ingested and a question answered through the CLI, the
 web app's blocks are built, and a benchmark of a peer chunker says which extra to install."""
 from __future__ import annotations
@@ -33,10 +34,20 @@ except ImportError:
 else:
     raise SystemExit("the blocker let llama_index through")
 
+adapters = []
 for pkg in ("app", "ingest", "retrieval", "router", "ui"):
     mod = importlib.import_module(pkg)
     for info in pkgutil.walk_packages(mod.__path__, pkg + "."):
+        if info.name.startswith("app.adapters."):  # LlamaIndex's and LangChain's classes, subclassed
+            try:
+                importlib.import_module(info.name)
+            except ImportError as e:
+                assert "pip install 'mgrag[bench]'" in str(e), (info.name, str(e))
+                adapters.append(info.name)
+                continue
+            raise SystemExit(f"{info.name} imported without its library")
         importlib.import_module(info.name)
+assert sorted(adapters) == ["app.adapters.langchain", "app.adapters.llamaindex"], adapters
 
 from cli.main import build_parser, main
 from app.context import AppContext
