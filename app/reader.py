@@ -805,7 +805,7 @@ def _kind_fits(f: Frame, text: str) -> bool:
 # -- reading ---------------------------------------------------------------------------------------------------------
 MIN_COVERAGE = 0.5  # the best candidate must hold this share of the question's key terms (by weight)
 # ... and this share when a content word of the question is in no passage at all: off, since measured on the filings
-# dev set (bench/reader_tune.py) it cost right answers and saved no abstention
+# dev set (bench/archive/reader_tune.py) it cost right answers and saved no abstention
 MISSING_COVERAGE = 0.0
 AROUND_CREDIT = 0.8  # a key term held only by another passage of the candidate's document
 

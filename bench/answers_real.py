@@ -122,7 +122,7 @@ def run(ctx, rows: list[dict], root: Path, backend: str, progress=print, dump: l
         ans = answer(ctx, r["question"], backend=backend, doc_ids=scope, history=history)
         dt = time.perf_counter() - t
         given[r["id"]] = ans
-        if dump is not None:  # what the reader read, to read it again with other settings (bench/reader_tune.py)
+        if dump is not None:  # what the reader read, to read again with other settings (bench/archive/reader_tune.py)
             dump.append({"row": r, "query": ans.query, "history": history,
                          "sources": [dict(rank=c.number, doc_id=c.doc_id, start=c.start, end=c.end,
                                           text=c.parent_text, doc_hash=c.doc_hash, headings=list(c.headings),
@@ -187,7 +187,8 @@ def main() -> None:
     ap.add_argument("--label", default="", help="a name for this run (e.g. the code it ran)")
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--resummarise", default="", metavar="RESULTS", help=argparse.SUPPRESS)
-    ap.add_argument("--dump", default="", help="write each row's retrieved sources here (JSON) for reader_tune.py")
+    ap.add_argument("--dump", default="",
+                    help="write each row's retrieved sources here (JSON) for bench/archive/reader_tune.py")
     a = ap.parse_args()
     from app.context import AppContext
     from core.settings import Settings

@@ -3,8 +3,8 @@
     .venv/bin/python bench/docs_check.py          # check; exit 1 with one line per problem
     .venv/bin/python bench/docs_check.py --fix    # rewrite the generated parts, then check the rest
 
-Cheap (no model is loaded, no benchmark is run; about a second). What it checks in README.md, BENCHMARKS.md and
-docs/*.md:
+Cheap (no model is loaded, no benchmark is run; about a second). What it checks in README.md, BENCHMARKS.md,
+docs/*.md and the index of the benchmark scripts (bench/README.md, bench/archive/README.md):
 
 1. **Generated parts equal their generator's output.** Sections between ``<!-- name:start -->`` and
    ``<!-- name:end -->`` whose generator is listed in :data:`SECTIONS` are rendered again from their results file
@@ -42,8 +42,8 @@ if str(ROOT) not in sys.path:
 
 
 def doc_files(root: Path) -> list[Path]:
-    return [p for p in [root / "README.md", root / "BENCHMARKS.md", *sorted((root / "docs").glob("*.md"))]
-            if p.exists()]
+    return [p for p in [root / "README.md", root / "BENCHMARKS.md", *sorted((root / "docs").glob("*.md")),
+                        root / "bench" / "README.md", root / "bench" / "archive" / "README.md"] if p.exists()]
 
 
 # -- 1. generated parts --------------------------------------------------------------------------------------------

@@ -28,7 +28,6 @@ starts. Figures compared with each other are taken side by side in one run.
     .venv/bin/python bench/ingest_queue_bench.py load
     .venv/bin/python bench/ingest_queue_bench.py memory
     .venv/bin/python bench/ingest_queue_bench.py workers
-    .venv/bin/python bench/ingest_queue_bench.py eta          # the time left shown during a refinement vs the real one
     .venv/bin/python bench/ingest_queue_bench.py batching     # LM blocks per forward pass: is cross-document batching worth it
 """
 from __future__ import annotations
@@ -115,30 +114,13 @@ def _ingest_once(name: str, data: bytes, question: str, embedder, scorer, first_
         runner = Runner(ctx).start()
         t0 = time.monotonic()
         [q] = enqueue(ctx, [(name, data)])
-        samples, done = [], threading.Event()
-
-        def sample() -> None:  # what the row shows every 2 s: to judge the estimate of the time left afterwards
-            while not done.wait(2.0):
-                j = ctx.jobs.get(q.job.job_id)
-                samples.append((time.time(), j.state, j.progress, j.eta_s))
-
-        threading.Thread(target=sample, daemon=True).start()
         [job] = wait(ctx.jobs, [q.job.job_id], "searchable", poll_s=0.1)
         t_s = time.monotonic() - t0
         a = answer(ctx, question, backend="extractive")
         t_cited = time.monotonic() - t0
         cited = any(c.doc_id == name for c in a.citations) or any(s.doc_id == name for s in a.sources)
         [job] = wait(ctx.jobs, [q.job.job_id], "ready", poll_s=0.2)
-        done.set()
         runner.stop()
-        # the estimate shown while refining against the time that was really left, at a quarter, half and 3/4
-        eta = {}
-        for frac in (0.25, 0.5, 0.75):
-            at = [x for x in samples if x[1] == "refining" and x[3] is not None and (x[2] or 0) >= frac]
-            if at:
-                t, _, p, e = at[0]
-                eta[f"{frac:.2f}"] = {"progress": round(p, 3), "estimate_s": round(e, 1),
-                                      "actual_s": round(job.ready_at - t, 1)}
         # the catalog's own timestamps (the answer asked in between does not count)
         t_s, t_r = job.searchable_at - job.created, job.ready_at - job.created
         live = ctx.catalog.live_generation()
@@ -146,7 +128,7 @@ def _ingest_once(name: str, data: bytes, question: str, embedder, scorer, first_
         return {"searchable_s": round(t_s, 2), "answered_s": round(t_cited, 2), "ready_s": round(t_r, 2),
                 "state": job.state, "cited": bool(a.citations) and cited, "abstained": a.abstained,
                 "answer": a.text[:160], "first_pass_source": bool(a.sources and a.sources[0].first_pass),
-                "chunks": [counts.get(lv, 0) for lv in range(live.n_levels)], "words": job.words, "eta": eta}
+                "chunks": [counts.get(lv, 0) for lv in range(live.n_levels)], "words": job.words}
     finally:
         ctx.close()
         shutil.rmtree(d, ignore_errors=True)
@@ -213,37 +195,6 @@ is ready a little later than a one-phase one, and searchable in the share of tha
 
 Raw figures: `bench/results/ingest_phases.json`.
 """)
-
-
-def eta(args) -> dict:
-    """How honest the time left shown during a refinement is: the 30k-word excerpt of *Emma* and the PDF, two phases,
-    the upload table's estimate sampled every 2 s against the time that was really left then."""
-    embedder, scorer = _models()
-    docs = [("emma-30k.txt", _words_prefix(_emma(), 30_000).encode())]
-    if Path(args.pdf).exists():
-        docs.append((Path(args.pdf).name, Path(args.pdf).read_bytes()))
-    rows = []
-    for name, data in docs:
-        r = _ingest_once(name, data, "What is this about?", embedder, scorer, True)
-        rows.append({"document": name, **r})
-        log.info("%s %s", name, r["eta"])
-    out = {"rows": rows, "machine": machine_info()}
-    write_json("ingest_eta.json", out)
-    table = markdown_table(["document", "refinement (s)", "at 25%: shown / real (s)", "at 50%", "at 75%"],
-                           [[r["document"], f"{r['ready_s'] - r['searchable_s']:.0f}"]
-                            + [f"{r['eta'][k]['estimate_s']:.0f} / {r['eta'][k]['actual_s']:.0f}" if k in r["eta"]
-                               else "–" for k in ("0.25", "0.50", "0.75")] for r in rows])
-    write_section("ingest-eta", f"""## The time left, as shown during a refinement (`bench/ingest_queue_bench.py eta`)
-
-Two-phase ingests with LGMGC (`chunker=lgmgc`) on a fresh data dir (so the rates start from the shipped defaults and are learnt
-as the run goes: the second document's estimate has the first one's measured rates). What the upload table said was
-left when the refinement reached 25%, 50% and 75%, against the time that was really left then (to ready):
-
-{table}
-
-Raw figures: `bench/results/ingest_eta.json`.
-""")
-    return out
 
 
 # -- load -------------------------------------------------------------------------------------------------------
@@ -589,7 +540,7 @@ and four on CUDA (`lg_batch_size` unset); the phases and load figures above were
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("part", choices=("phases", "load", "memory", "workers", "batching", "eta"))
+    ap.add_argument("part", choices=("phases", "load", "memory", "workers", "batching"))
     ap.add_argument("--rewrite", action="store_true", help="phases: only rewrite its section from the saved results")
     ap.add_argument("--pdf", default=str(PDF), help="a 100+ page PDF (phases, load)")
     ap.add_argument("--no-emma", action="store_true", help="phases: leave the whole book out (quicker)")
@@ -604,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.rewrite:
         _phases_section(json.loads((ROOT / "bench" / "results" / "ingest_phases.json").read_text()))
         return 0
-    parts = {"phases": phases, "load": load, "memory": memory, "workers": workers, "batching": batching, "eta": eta}
+    parts = {"phases": phases, "load": load, "memory": memory, "workers": workers, "batching": batching}
     parts[args.part](args)
     print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     return 0

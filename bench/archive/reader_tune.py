@@ -2,18 +2,24 @@
 setting's right / abstained / cited non-answers on the dev set, without retrieving again (the extractive
 backend's reading only; answer lines scored as the benchmark scores them).
 
-    python bench/reader_tune.py --data /work/devdata/filings_index --dump /tmp/contexts.json
+    python bench/answers_real.py --root KG-RAG-datasets --data /work/devdata/filings_index --out /tmp/answers.json \
+        --dump /tmp/contexts.json
+    python bench/archive/reader_tune.py --data /work/devdata/filings_index --dump /tmp/contexts.json
+
+Archived (bench/archive/README.md): the sweep behind ``app.reader.MISSING_COVERAGE = 0.0``; it prints, writes nothing.
 """
 from __future__ import annotations
 
 import argparse
 import itertools
 import json
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-import common as B  # noqa: F401  (project root on sys.path, offline flags)
-from answers_real import gives
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for common and answers_real
+import common as B  # noqa: E402,F401  (project root on sys.path, offline flags)
+from answers_real import gives  # noqa: E402
 
 
 def score(synth, items, progress=False) -> dict:

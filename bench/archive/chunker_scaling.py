@@ -1,7 +1,8 @@
 """CPU time of the recursive and MG chunkers against document length: MG's children must cost linear time.
 
-    .venv/bin/python bench/chunker_scaling.py          # writes bench/results/chunker_scaling.json and the
-                                                       # "chunker-scaling" section of BENCHMARKS.md
+    .venv/bin/python bench/archive/chunker_scaling.py   # prints the table; the JSON: bench/archive/results/
+
+Archived (bench/archive/README.md): issue 14's check, backing no section of BENCHMARKS.md.
 
 Synthetic documents of 100k to 800k words in paragraphs of 2,000 words (a 500-word vocabulary, a sentence end
 every ~16 words), once with one line per paragraph and once hard-wrapped at 72 characters (Project Gutenberg
@@ -14,13 +15,17 @@ first 200,000 characters) on every paragraph split: 0.54 vs 0.13 s at 100k words
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import textwrap
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.common import cpu_seconds, machine_info, markdown_table, write_json, write_section  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from bench.common import cpu_seconds, machine_info, markdown_table  # noqa: E402
+
+OUT = ROOT / "bench" / "archive" / "results" / "chunker_scaling.json"
 
 
 def document(n_words: int, para: int = 2000, seed: int = 0, wrap: bool = False) -> str:
@@ -40,7 +45,7 @@ def document(n_words: int, para: int = 2000, seed: int = 0, wrap: bool = False) 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--words", default="100000,400000,800000")
-    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--no-write", action="store_true", help="print only")
     args = ap.parse_args(argv)
     from ingest.chunkers.multigranular import MultiGranularChunker
     from ingest.chunkers.recursive import RecursiveChunker
@@ -60,18 +65,15 @@ def main(argv=None) -> int:
             rows.append([f"{n:,}", "hard-wrapped" if wrap else "one line per paragraph", f"{secs['recursive']:.2f}",
                          f"{secs['mg']:.2f}", f"{secs['mg'] / secs['recursive']:.1f}"])
             print(rows[-1], flush=True)
-    write_json("chunker_scaling.json", {"machine": machine_info(), "runs": raw})
+    if not args.no_write:
+        OUT.write_text(json.dumps({"machine": machine_info(), "runs": raw}, indent=2) + "\n", encoding="utf-8")
     md = "\n".join([
-        "## Chunker cost against document length (`bench/chunker_scaling.py`)", "", "```",
-        ".venv/bin/python bench/chunker_scaling.py", "```", "",
         "Synthetic documents, paragraphs of 2,000 words, θ = 300, CPU seconds of the process (sentence caches "
         "cleared before each chunker). MG (recursive parents, θ/2 and θ/4 children) should cost a constant multiple "
         "of recursive at every length; before the fix it grew super-linearly (0.54 vs 0.13 s at 100k words, 3.78 vs "
         "0.59 at 400k, 12.3 vs 1.30 at 800k).", "",
         markdown_table(["words", "layout", "recursive CPU s", "MG CPU s", "MG / recursive"], rows)])
     print(md)
-    if not args.no_write:
-        write_section("chunker-scaling", md)
     return 0
 
 
