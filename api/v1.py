@@ -458,11 +458,12 @@ def _doc_json(r: dict, owner: str) -> dict:
 async def wait_searchable(service, ids: list[str], timeout_s: float, poll_s: float = 0.5) -> None:
     """Until each job of ``ids`` is searchable or has failed (or ``timeout_s``), polling without holding a thread."""
     from ingest.jobs.queue import reached
+    from ingest.jobs.state import JobState
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         jobs = await run_in_threadpool(lambda: [service.ctx.jobs.get(i) for i in ids])
-        if all(reached(j, "searchable") for j in jobs):
+        if all(reached(j, JobState.SEARCHABLE) for j in jobs):
             return
         await asyncio.sleep(poll_s)
 

@@ -8,6 +8,8 @@ import logging
 import sys
 
 from core import components
+from ingest.jobs.state import ENDED_BADLY, FIRST_PASS, FOUND, JobState
+from ingest.readers.loaders import read_inputs
 
 log = logging.getLogger("mgrag")
 
@@ -68,23 +70,6 @@ def _print_report(report, out=None) -> None:
           file=out)
 
 
-def _read_inputs(ctx, paths) -> tuple[list[tuple[str, bytes]], list[tuple[str, str]]]:
-    """``([(name, bytes)], [(name, problem)])`` of the files given (folders walked; names as ``input_files``)."""
-    from ingest.readers.loaders import IngestError, input_files, read_regular_file
-
-    named, failed = [], []
-    max_bytes = int(ctx.settings.max_file_mb * 2**20)
-    for f, name in input_files(paths):
-        if not f.exists() and not f.is_symlink():
-            failed.append((name, "no such file or folder"))
-            continue
-        try:
-            named.append((name, read_regular_file(f, max_bytes)))
-        except IngestError as e:
-            failed.append((name, e.problem))
-    return named, failed
-
-
 def _take_queue(ctx, quiet: bool, said: list):
     """Start this process's runner on the data dir if no other process runs the queue; None when one does (or the
     data dir is held by a process that does not: then we wait for it, saying so once)."""
@@ -110,12 +95,14 @@ def cmd_ingest(args) -> int:
     import time
     import uuid
 
-    from ingest.jobs.queue import enqueue, reached, runner_alive
+    from ingest.jobs.queue import enqueue, runner_alive, watch
 
     t0 = time.monotonic()
     ctx = _ctx(args)
-    until = "queued" if args.no_wait else args.wait
-    named, refused = _read_inputs(ctx, args.paths)
+    until = JobState.QUEUED if args.no_wait else args.wait
+    items = read_inputs(args.paths, int(ctx.settings.max_file_mb * 2**20))
+    named = [(n, d) for n, d in items if isinstance(d, bytes)]
+    refused = [(n, d) for n, d in items if isinstance(d, str)]
     said: list = []
     runner = None if args.no_wait else _take_queue(ctx, args.quiet, said)
     try:
@@ -129,15 +116,11 @@ def cmd_ingest(args) -> int:
                          "searchable_s": None, "ready_s": None} for n, m in refused})
         ids = [q.job.job_id for q in queued if q.job]
         tty = sys.stderr.isatty() and not args.quiet and not args.json
-        while ids and until != "queued":
-            current = [ctx.jobs.get(i) for i in ids]
+        for current in watch(ctx.jobs, ids, until, every_s=1.0) if ids and until != JobState.QUEUED else ():
             for j in current:
                 _note(rows[j.name], j, time.monotonic() - t0, args, tty)
-            if all(reached(j, until) for j in current):
-                break
             if runner is None and runner_alive(ctx.jobs) is None:  # the server stopped meanwhile: take over
                 runner = _take_queue(ctx, args.quiet, said)
-            time.sleep(0.25)
         if tty:
             print("\r\033[K", end="", file=sys.stderr)
     finally:
@@ -149,18 +132,18 @@ def cmd_ingest(args) -> int:
 def _note(row: dict, job, elapsed: float, args, tty: bool) -> None:
     """Record (and print, unless --json or --quiet) a job's moves: searchable, ready, failed; a status line on a
     terminal meanwhile."""
-    if job.state in ("searchable", "refining", "ready") and row["searchable_s"] is None and job.searchable:
+    if job.state in FOUND and row["searchable_s"] is None and job.searchable:
         row["searchable_s"] = round(elapsed, 2)
         if not args.json and not args.quiet:
             print(f"\r\033[K  searchable {job.name}  after {elapsed:.1f} s" if tty else
                   f"  searchable {job.name}  after {elapsed:.1f} s", flush=True)
-    if job.state == "ready" and row["ready_s"] is None:
+    if job.state == JobState.READY and row["ready_s"] is None:
         row["ready_s"] = round(elapsed, 2)
         if not args.json and not args.quiet and job.two_phase and job.searchable_at != job.ready_at:
             print(f"\r\033[K  ready      {job.name}  after {elapsed:.1f} s (refined)" if tty else
                   f"  ready      {job.name}  after {elapsed:.1f} s (refined)", flush=True)
     row.update(status=job.state, message=job.error or job.message or "", doc_id=job.doc_id)
-    if tty and job.state in ("queued", "extracting", "refining"):
+    if tty and job.state in (*FIRST_PASS, JobState.REFINING):
         print(f"\r\033[K{job.name[:40]}: {job.describe()}"[:150], end="", file=sys.stderr, flush=True)
 
 
@@ -174,12 +157,12 @@ def _ingest_summary(ctx, rows: dict, args, until: str, served: bool) -> int:
     for row in rows.values():
         d = counts.get(row["doc_id"])
         row["chunks"] = [d["n_l0"], d["n_l1"], d["n_l2"]][:live.n_levels] if d and d["n_l0"] is not None else None
-    failed = [r for r in rows.values() if r["status"] in ("refused", "failed", "cancelled")]
+    failed = [r for r in rows.values() if r["status"] in ("refused", *ENDED_BADLY)]
     if args.json:
         print(json.dumps({"files": list(rows.values()), "generation": live.gen if live else None}, indent=2))
         return 1 if failed else 0
     for r in rows.values():
-        if r["status"] in ("refused", "failed", "cancelled"):
+        if r["status"] in ("refused", *ENDED_BADLY):
             print(f"  FAILED     {r['name']}: {r['message'] or r['status']}")
         else:
             counts_s = f"  chunks {'/'.join(str(c) for c in r['chunks'])}" if r.get("chunks") else ""

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from ingest.jobs.queue import queued_text
+from ingest.jobs.state import ENDED_BADLY, JobState
 from ingest.readers.loaders import SUPPORTED, IngestError
 from services.base import ADMIN
 
@@ -161,19 +162,19 @@ class UploadsPart:
                 if d is not None:
                     counts = self.ctx.catalog.chunk_counts_of(live.gen, job.doc_id)
                     chunks = "/".join(str(counts.get(lv, 0)) for lv in range(live.n_levels))
-            message = job.describe() if job.state != "ready" else (job.message or "")
+            message = job.describe() if job.state != JobState.READY else (job.message or "")
             if job.state == "queued":
                 message = queued_text(self.ctx, job)
             shown = (self.ctx.catalog.label_of(job.doc_id, job.name, job.owner) if job.doc_id != job.name
                      else job.name)
             stored = f"stored as {job.doc_id!r}"
-            if shown != job.name and job.state not in ("failed", "cancelled") and stored not in message:
+            if shown != job.name and job.state not in ENDED_BADLY and stored not in message:
                 message = "; ".join(x for x in (message, stored) if x and x != job.state)
             out.append({**r, "status": job.state, "message": message, "chunks": chunks})
         return out
 
     def ingest_files(self, paths: list[str | Path], names: list[str] | None = None, owner: str | None = None,
-                     until: str = "searchable", timeout_s: float = 3600.0) -> list[dict]:
+                     until: str = JobState.SEARCHABLE, timeout_s: float = 3600.0) -> list[dict]:
         """:meth:`enqueue_files`, then wait until every file is searchable (``until="ready"``: refined too) or ended;
         the rows as they are then (the API's upload and the tests use it; the Chat tab shows the rows as they move)."""
         from ingest.jobs.queue import wait

@@ -28,11 +28,11 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingest.jobs.state import ACTIVE, Job, JobStore
+from ingest.jobs.state import ACTIVE, DONE, FIRST_PASS, FOUND, LANES, RUNNING, Job, JobState, JobStore
 from ingest.jobs.work import (
     Cut,
     Plan,
@@ -241,7 +241,7 @@ class Runner:
         """Nothing queued, running or waiting for refinement."""
         return not self.jobs.jobs(ACTIVE)
 
-    def drain(self, until: str = "ready") -> None:
+    def drain(self, until: str = JobState.READY) -> None:
         """Run every job there is to take in the caller's thread, first passes before refinements (``until``
         "searchable": first passes only), until none is left: no lane threads, no polling, so the jobs are done when
         it returns. As :meth:`start`, it first gives back to their lanes the jobs a dead process left running, unless
@@ -327,18 +327,18 @@ class Runner:
             self._stop.wait(self._queue_down_s)
         except Stopped as e:
             if e.why == "cancelled":
-                self.jobs.finish(job.job_id, "cancelled")
+                self.jobs.finish(job.job_id, JobState.CANCELLED)
                 log.info("job %d (%s) cancelled", job.job_id, job.name)
             else:
                 self.jobs.release(job)
         except _Stale:
             self.jobs.release(job)
         except IngestError as e:
-            self.jobs.finish(job.job_id, "failed", error=e.problem)
+            self.jobs.finish(job.job_id, JobState.FAILED, error=e.problem)
             log.warning("%s: %s", job.name, e.problem)
         except Exception as e:  # not the file's fault (a worker lost, memory, the store): retried, boundedly
             if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # a full disk stays full: no retry, no traceback
-                self.jobs.finish(job.job_id, "failed", error=f"{e.__class__.__name__}: {e}")
+                self.jobs.finish(job.job_id, JobState.FAILED, error=f"{e.__class__.__name__}: {e}")
                 log.error("%s failed: %s", job.name, e)
                 return
             log.exception("job %d (%s) failed", job.job_id, job.name)
@@ -346,7 +346,8 @@ class Runner:
             if said == e.__class__.__name__:  # nothing but a traceback: the log has it
                 said = f"an unexpected error ({said}); the details are in the server's log"
             state = self.jobs.retry_or_fail(job, said)
-            log.warning("job %d (%s): %s", job.job_id, job.name, "given up" if state == "failed" else "will retry")
+            log.warning("job %d (%s): %s", job.job_id, job.name,
+                        "given up" if state == JobState.FAILED else "will retry")
 
     def _reporter(self, job: Job, lane: str) -> Reporter:
         budget = self.ctx.settings.first_pass_timeout_s if lane == "first" else None
@@ -400,12 +401,12 @@ class Runner:
                 raise _Stale()
             dup = cat.doc_by_hash(job.hash, gen.gen, job.owner)
             if dup is not None:
-                self.jobs.finish(job.job_id, "duplicate",
+                self.jobs.finish(job.job_id, JobState.DUPLICATE,
                                  message="unchanged; skipped" if dup == job.doc_id else f"same content as {dup!r}")
                 return
             ctx.store.put(job.hash, data, doc.text, doc.layout)
             chunks = c.chunks(doc.text, job.doc_id, job.hash, doc.layout, first_pass=two, context=plan.context)
-            state = "searchable" if two else "ready"
+            state = JobState.SEARCHABLE if two else JobState.READY
             version = f"new version {cat.version_for(job.doc_id, job.hash)}" if prev else ""
             renamed = job.doc_id != job.name and cat.label_of(job.doc_id, job.name, job.owner) != job.name
             msg = "; ".join(x for x in (version, doc.warning, f"stored as {job.doc_id!r}" if renamed else "") if x)
@@ -469,43 +470,49 @@ class Runner:
     @staticmethod
     def _nothing_to_refine(job: Job, here) -> tuple[str, str] | None:
         if here is None:
-            return "cancelled", "the document was deleted"
+            return JobState.CANCELLED, "the document was deleted"
         h, phase = here
         if h != job.hash:
-            return "cancelled", "a newer version replaced this one"
+            return JobState.CANCELLED, "a newer version replaced this one"
         if phase != "first":
-            return "ready", "already refined (re-ingested)"
+            return JobState.READY, "already refined (re-ingested)"
         return None
-
-
-DONE = ("ready", "failed", "cancelled", "duplicate")
 
 
 def reached(job: Job | None, until: str) -> bool:
     """Whether ``job`` is as far as ``until``: "searchable" (its first pass is committed, or it ended) or "ready"
     (it ended)."""
-    return job is None or job.state in DONE or (until == "searchable" and job.state in ("searchable", "refining"))
+    return job is None or job.state in DONE or (until == JobState.SEARCHABLE and job.state in LANES["refine"])
 
 
-def wait(jobs: JobStore, job_ids: list[int], until: str = "searchable", timeout_s: float | None = None,
-         poll_s: float = 0.25, on_change=None) -> list[Job | None]:
-    """Poll until every job has reached ``until`` (:func:`reached`) or ``timeout_s`` passed. ``on_change(job)`` is
-    called whenever a job's state, stage or progress changes. Returns the jobs as they are then."""
-    seen: dict[int, tuple] = {}
+def watch(jobs: JobStore, job_ids: list[int], until: str = JobState.SEARCHABLE, *, timeout_s: float | None = None,
+          poll_s: float = 0.25, every_s: float | None = None) -> Iterator[list[Job | None]]:
+    """The one way to wait for jobs: yields the jobs as they are now, then again whenever one of them moved (its
+    state, stage or progress) or, with ``every_s``, at least that often; it ends once every job has reached ``until``
+    (:func:`reached`; the last list yielded shows them so) or ``timeout_s`` passed. Other processes' runners are
+    seen through the catalog, so it polls every ``poll_s``."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    seen, said = None, time.monotonic()
     while True:
         current = [jobs.get(i) for i in job_ids]
-        for j in current:
-            if j is None:
-                continue
-            key = (j.state, j.stage, None if j.progress is None else round(j.progress, 2))
-            if seen.get(j.job_id) != key:
-                seen[j.job_id] = key
-                if on_change is not None:
-                    on_change(j)
-        if all(reached(j, until) for j in current) or (deadline is not None and time.monotonic() > deadline):
-            return current
+        key = [None if j is None else (j.state, j.stage, None if j.progress is None else round(j.progress, 2))
+               for j in current]
+        done = all(reached(j, until) for j in current) or (deadline is not None and time.monotonic() > deadline)
+        if key != seen or done or (every_s is not None and time.monotonic() - said >= every_s):
+            seen, said = key, time.monotonic()
+            yield current
+        if done:
+            return
         time.sleep(poll_s)
+
+
+def wait(jobs: JobStore, job_ids: list[int], until: str = JobState.SEARCHABLE, timeout_s: float | None = None,
+         poll_s: float = 0.25) -> list[Job | None]:
+    """:func:`watch` to its end: the jobs once every one has reached ``until`` (or ``timeout_s`` passed)."""
+    last: list[Job | None] = []
+    for now in watch(jobs, job_ids, until, timeout_s=timeout_s, poll_s=poll_s):
+        last = now
+    return last
 
 
 def document_states(ctx, owner: str | None = None, everyone: bool = True) -> list[dict]:
@@ -526,31 +533,32 @@ def document_states(ctx, owner: str | None = None, everyone: bool = True) -> lis
         if not everyone and owner_of is not None and owner_of != owner:
             continue
         indexed = bool(r and r["n_l0"] is not None)
-        if r is None and j.state in ("cancelled", "duplicate", "ready", "searchable", "refining"):
+        if r is None and j.state in (*FOUND, JobState.CANCELLED, JobState.DUPLICATE):
             continue  # nothing of it exists (never made, or deleted since its job ended)
-        if j is None or (j.state in ("ready", "duplicate") and indexed) or (j.state == "cancelled" and indexed):
-            state = "searchable" if indexed and r.get("phase") == "first" else "ready" if indexed else "failed"
-            detail = ("searchable · first pass (refinement cancelled or not queued)" if state == "searchable"
+        if j is None or (j.state in (JobState.READY, JobState.DUPLICATE, JobState.CANCELLED) and indexed):
+            state = (JobState.SEARCHABLE if indexed and r.get("phase") == "first" else JobState.READY if indexed
+                     else JobState.FAILED)
+            detail = ("searchable · first pass (refinement cancelled or not queued)" if state == JobState.SEARCHABLE
                       else state)
         else:
             state, detail = j.state, j.describe()
-            if j.state in ("queued", "extracting") and indexed:
+            if j.state in FIRST_PASS and indexed:
                 detail += f" (version {r['version']} stays searchable meanwhile)"
-            elif j.state == "failed" and indexed and j.failed_in != "refine":
+            elif j.state == JobState.FAILED and indexed and j.failed_in != "refine":
                 detail += f" (version {r['version']} stays searchable)"
         row = dict(r) if r else {"doc_id": doc_id, "name": j.name, "version": None, "hash": j.hash, "size": j.size,
                                  "kind": None, "updated": j.created, "n_l0": None, "n_l1": None, "n_l2": None,
                                  "seconds": None, "indexed_at": None, "chunking": None, "owner": j.owner,
                                  "phase": None}
         row.update(state=state, searchable=indexed, detail=detail, job_id=j.job_id if j else None,
-                   progress=j.progress if j and j.state in ("extracting", "refining") else None,
-                   eta_s=j.eta_s if j and j.state in ("extracting", "refining") else None,
-                   error=j.error if j and j.state == "failed" else None)
+                   progress=j.progress if j and j.state in RUNNING else None,
+                   eta_s=j.eta_s if j and j.state in RUNNING else None,
+                   error=j.error if j and j.state == JobState.FAILED else None)
         out.append(row)
     return out
 
 
-def ingest_now(ctx, named: Iterable[tuple[str, bytes]], owner: str | None = None, *, until: str = "ready",
+def ingest_now(ctx, named: Iterable[tuple[str, bytes]], owner: str | None = None, *, until: str = JobState.READY,
                source: str = "cli") -> IngestReport:
     """Queue ``named`` (name, bytes) for ``owner`` and run the jobs in this thread (:meth:`Runner.drain`) until each
     has reached ``until``: the one way a document gets in (:func:`enqueue`, the queue's passes), for callers that
@@ -571,12 +579,12 @@ def ingest_now(ctx, named: Iterable[tuple[str, bytes]], owner: str | None = None
         job = ctx.jobs.get(q.job.job_id) if q.job else None
         if job is None:
             report.results.append(FileResult(q.name, "failed" if q.status == "refused" else q.status, q.message))
-        elif job.state in ("searchable", "refining", "ready"):
+        elif job.state in FOUND:
             d = counts.get(job.doc_id) or {}
             n = tuple(d.get(f"n_l{lv}") or 0 for lv in range(live.n_levels)) if live is not None else ()
             report.results.append(FileResult(q.name, "updated" if job.doc_id in had else "ingested",
                                              job.message or "", job.doc_id, n))
-        elif job.state == "duplicate":
+        elif job.state == JobState.DUPLICATE:
             report.results.append(FileResult(q.name, "duplicate", job.message or "", job.doc_id))
         else:
             report.results.append(FileResult(q.name, "failed", job.error or job.message or job.state, job.doc_id))
@@ -589,5 +597,5 @@ def ingest_paths(ctx, paths: Iterable[str | Path], owner: str | None = None, **k
     items = read_inputs(paths, int(ctx.settings.max_file_mb * 2**20))
     done = iter(ingest_now(ctx, [(n, d) for n, d in items if isinstance(d, bytes)], owner, **kw).results)
     report = IngestReport(ctx.catalog.live_generation().gen if ctx.catalog.live_generation() else None)
-    report.results = [next(done) if isinstance(d, bytes) else FileResult(n, "failed", d) for n, d in items]
+    report.results = [next(done) if isinstance(d, bytes) else FileResult(n, JobState.FAILED, d) for n, d in items]
     return report

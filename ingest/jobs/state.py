@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
+from enum import StrEnum
 from pathlib import Path
 
 from ingest.jobs.work import expected_s
@@ -50,10 +51,30 @@ CREATE INDEX IF NOT EXISTS jobs_batch ON jobs(batch);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 """
 
-STATES = ("queued", "extracting", "searchable", "refining", "ready", "failed", "cancelled", "duplicate")
-ACTIVE = ("queued", "extracting", "searchable", "refining")  # work left to do
-RUNNING = ("extracting", "refining")  # a worker holds it
-LANES = {"first": ("queued", "extracting"), "refine": ("searchable", "refining")}  # lane: (waiting, running)
+
+
+class JobState(StrEnum):
+    """A job's state (the drawing above); the catalog stores its value, and a member equals its value."""
+
+    QUEUED = "queued"
+    EXTRACTING = "extracting"
+    SEARCHABLE = "searchable"
+    REFINING = "refining"
+    READY = "ready"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    DUPLICATE = "duplicate"
+
+
+STATES = tuple(JobState)
+ACTIVE = (JobState.QUEUED, JobState.EXTRACTING, JobState.SEARCHABLE, JobState.REFINING)  # work left to do
+RUNNING = (JobState.EXTRACTING, JobState.REFINING)  # a worker holds it
+DONE = (JobState.READY, JobState.FAILED, JobState.CANCELLED, JobState.DUPLICATE)  # nothing left to do
+FOUND = (JobState.SEARCHABLE, JobState.REFINING, JobState.READY)  # its content can be found
+FIRST_PASS = (JobState.QUEUED, JobState.EXTRACTING)  # its first pass is not committed yet
+ENDED_BADLY = (JobState.FAILED, JobState.CANCELLED)
+IN_FIRST_PASS = "state IN ({})".format(",".join(f"'{s}'" for s in FIRST_PASS))  # SQL: FIRST_PASS
+LANES = {"first": FIRST_PASS, "refine": (JobState.SEARCHABLE, JobState.REFINING)}  # lane: (waiting, running)
 SHORT_S = 30.0  # a job expected to take less may run beside its owner's long one (JobStore.claim)
 
 
@@ -70,7 +91,7 @@ class Job:
     hash: str
     size: int | None
     spool: str | None
-    state: str
+    state: JobState
     stage: str | None
     progress: float | None
     eta_s: float | None
@@ -93,6 +114,9 @@ class Job:
     updated: float | None
     claimed: float | None  # when a lane last took it
     pages: int | None = None  # a PDF's pages as its page tree states them (for estimates before it is read)
+
+    def __post_init__(self) -> None:
+        self.state = JobState(self.state)
 
     @property
     def searchable(self) -> bool:
@@ -135,7 +159,7 @@ def describe(state: str, stage: str | None = None, progress: float | None = None
     'failed (refinement; the first pass stays searchable): is not a readable PDF'
     """
     if state in RUNNING:
-        if state == "extracting" and stage and not stage.startswith("reading"):
+        if state == JobState.EXTRACTING and stage and not stage.startswith("reading"):
             state, stage = stage, None  # chunking, embedding, writing: not "extracting … · embedding"
         parts = [f"{state} {progress:.0%}" if progress is not None else state]
         if stage:
@@ -214,7 +238,7 @@ class JobStore:
     def first_pass_pending(self) -> bool:
         """Whether any file waits for, or is in, its first pass."""
         with self.catalog._lock:
-            return self.catalog.db.execute("SELECT 1 FROM jobs WHERE state IN ('queued','extracting') LIMIT 1"
+            return self.catalog.db.execute(f"SELECT 1 FROM jobs WHERE {IN_FIRST_PASS} LIMIT 1"
                                            ).fetchone() is not None
 
     # -- scheduling -----------------------------------------------------------------------------------------------
@@ -255,7 +279,7 @@ class JobStore:
 
     def position(self, job: Job) -> int:
         """How many jobs the lane will take before ``job`` if nothing else is queued meanwhile."""
-        lane = "first" if job.state == "queued" else "refine"
+        lane = "first" if job.state == JobState.QUEUED else "refine"
         with self.catalog._lock:
             order = self._waiting(self.catalog.db, lane)
         ids = [j for j, _, _ in order]
@@ -264,7 +288,7 @@ class JobStore:
     def starts_in(self, job: Job, workers: int) -> float | None:
         """About how many seconds until ``job`` starts, with ``workers`` lanes: the running jobs' time left, then
         the jobs ahead of it at their expected seconds, each on the lane that frees first. None: not waiting."""
-        lane = "first" if job.state == "queued" else "refine" if job.state == "searchable" else None
+        lane = "first" if job.state == JobState.QUEUED else "refine" if job.state == JobState.SEARCHABLE else None
         if lane is None:
             return None
         with self.catalog._lock:
@@ -306,7 +330,7 @@ class JobStore:
                     (self.spool_dir / spool).unlink(missing_ok=True)
                     return None, ("unchanged; skipped" if dup == name else f"same content as {dup!r}; skipped")
                 queued = db.execute(
-                    "SELECT job_id, doc_id FROM jobs WHERE hash=? AND owner IS ? AND state IN ('queued','extracting')",
+                    f"SELECT job_id, doc_id FROM jobs WHERE hash=? AND owner IS ? AND {IN_FIRST_PASS}",
                     (h, owner)).fetchone()
                 if queued is not None:
                     (self.spool_dir / spool).unlink(missing_ok=True)
@@ -330,8 +354,8 @@ class JobStore:
             exists, current = self.catalog.owner_of(cand)
             if exists and current != owner:
                 return False
-            other = db.execute("SELECT 1 FROM jobs WHERE doc_id=? AND owner IS NOT ? AND state IN "
-                               "('queued','extracting') LIMIT 1", (cand, owner)).fetchone()
+            other = db.execute(f"SELECT 1 FROM jobs WHERE doc_id=? AND owner IS NOT ? AND {IN_FIRST_PASS} LIMIT 1",
+                               (cand, owner)).fetchone()
             return other is None
 
         if free(name):
@@ -408,8 +432,8 @@ class JobStore:
         now = time.time()
         db.execute("UPDATE jobs SET state=?, stage=NULL, progress=NULL, eta_s=NULL, words=?, spool=NULL, attempts=0, "
                    "claimed_by=NULL, message=?, searchable_at=?, ready_at=?, finished=?, updated=? WHERE job_id=?",
-                   (state, words, message or None, now, now if state == "ready" else None,
-                    now if state == "ready" else None, now, job_id))
+                   (state, words, message or None, now, now if state == JobState.READY else None,
+                    now if state == JobState.READY else None, now, job_id))
 
     def ready_sql(self, db, job_id: int, message: str = "") -> None:
         """Inside the catalog transaction that swaps in the refined chunks."""
@@ -426,7 +450,7 @@ class JobStore:
             return
         error = public_problem(error) if error else error  # one sentence, no traceback, no path of this machine
         now = time.time()
-        failed_in = ("refine" if job.searchable else "first") if state in ("failed", "cancelled") else None
+        failed_in = ("refine" if job.searchable else "first") if state in ENDED_BADLY else None
         with self.catalog.transaction() as db:
             db.execute("UPDATE jobs SET state=?, error=?, failed_in=?, message=COALESCE(?, message), stage=NULL, "
                        "progress=NULL, eta_s=NULL, claimed_by=NULL, spool=NULL, finished=?, "
@@ -441,9 +465,9 @@ class JobStore:
         error = public_problem(error)
         if attempts >= self.max_attempts:
             plural = "s" if attempts != 1 else ""
-            self.finish(job.job_id, "failed", error=f"{error} (gave up after {attempts} attempt{plural})")
-            return "failed"
-        back = "searchable" if job.state == "refining" else "queued"
+            self.finish(job.job_id, JobState.FAILED, error=f"{error} (gave up after {attempts} attempt{plural})")
+            return JobState.FAILED
+        back = JobState.SEARCHABLE if job.state == JobState.REFINING else JobState.QUEUED
         now = time.time()
         with self.catalog.transaction() as db:
             db.execute("UPDATE jobs SET state=?, attempts=?, error=?, stage=NULL, progress=NULL, eta_s=NULL, "
@@ -453,7 +477,7 @@ class JobStore:
     def release(self, job: Job, message: str | None = None) -> None:
         """Give a running job back to its lane unchanged (the runner is stopping, or the queue's Redis does not
         answer; not an attempt); ``message`` says why it waits."""
-        back = "searchable" if job.state == "refining" else "queued"
+        back = JobState.SEARCHABLE if job.state == JobState.REFINING else JobState.QUEUED
         with self.catalog.transaction() as db:
             db.execute("UPDATE jobs SET state=?, stage=NULL, progress=NULL, eta_s=NULL, claimed_by=NULL, message=?, "
                        "updated=? WHERE job_id=? AND state=?",
@@ -467,13 +491,13 @@ class JobStore:
             raise JobError(f"no job {job_id}; see `mgrag jobs`")
         if job.state not in ACTIVE:
             raise JobError(f"job {job_id} ({job.name}) is {job.state}; nothing to cancel")
-        if job.state in ("queued", "searchable"):
+        if job.state in (JobState.QUEUED, JobState.SEARCHABLE):
             with self.catalog.transaction() as db:
                 changed = db.execute("UPDATE jobs SET cancel=1 WHERE job_id=? AND state=?",
                                      (job_id, job.state)).rowcount
             if changed:
-                self.finish(job_id, "cancelled")
-                return ("cancelled" if job.state == "queued" else
+                self.finish(job_id, JobState.CANCELLED)
+                return (JobState.CANCELLED if job.state == JobState.QUEUED else
                         "refinement cancelled; the first pass stays searchable")
             return self.request_cancel(job_id)  # claimed meanwhile: cancel the running job
         with self.catalog.transaction() as db:
@@ -487,17 +511,17 @@ class JobStore:
         out = []
         for job in self.jobs(RUNNING):
             if job.cancel:
-                self.finish(job.job_id, "cancelled")
-                out.append((job, "cancelled"))
+                self.finish(job.job_id, JobState.CANCELLED)
+                out.append((job, JobState.CANCELLED))
                 continue
-            where = "extracting" if job.state == "extracting" else "refining"
+            where = JobState.EXTRACTING if job.state == JobState.EXTRACTING else JobState.REFINING
             out.append((job, self.retry_or_fail(job, f"interrupted while {where} (the process stopped or was "
                                                      f"killed; attempt {job.attempts + 1})")))
-        for job in self.jobs(("queued", "searchable")):
+        for job in self.jobs((JobState.QUEUED, JobState.SEARCHABLE)):
             if job.cancel:
-                self.finish(job.job_id, "cancelled")
-                out.append((job, "cancelled"))
-        named = {j.spool for j in self.jobs(("queued", "extracting")) if j.spool}
+                self.finish(job.job_id, JobState.CANCELLED)
+                out.append((job, JobState.CANCELLED))
+        named = {j.spool for j in self.jobs((JobState.QUEUED, JobState.EXTRACTING)) if j.spool}
         if self.spool_dir.exists():
             for p in self.spool_dir.iterdir():
                 if p.name not in named:
@@ -511,9 +535,9 @@ class JobStore:
 
     def forget_doc(self, doc_id: str) -> None:
         """The document was deleted: its waiting refinement has nothing to refine."""
-        for job in self.jobs(("searchable",)):
+        for job in self.jobs((JobState.SEARCHABLE,)):
             if job.doc_id == doc_id:
-                self.finish(job.job_id, "cancelled", message="the document was deleted")
+                self.finish(job.job_id, JobState.CANCELLED, message="the document was deleted")
 
     # -- shared values (the runner's heartbeat, measured rates) ---------------------------------------------------
     def get_meta(self, key: str, default=None):

@@ -2,17 +2,16 @@
 ready) until each is done, cancel what is unfinished, list and delete this browser's (or user's) own uploads."""
 import html
 import logging
-import time
 from pathlib import Path
 
 import gradio as gr
 import pandas as pd
 
+from ingest.jobs.state import ACTIVE, FOUND, JobState
 from services.service import AppService
 from ui.rooms.context import RoomContext, error
 
 log = logging.getLogger("ui.app")  # the name it always had (log filters, tests)
-ACTIVE = ("queued", "extracting", "searchable", "refining")
 
 
 def remove_uploads(paths, root) -> None:
@@ -88,7 +87,7 @@ class UploadPanel:
         """Queue the files and show their rows at once; the rows move (extracting, searchable, refining N% with the
         time left, ready) until every file is searchable, then the timer keeps them moving through the refinement.
         The API's `/upload` returns when every file is searchable or has failed."""
-        from ingest.jobs.queue import reached
+        from ingest.jobs.queue import reached, watch
 
         service = self.service
         clean_uploads(service)
@@ -103,22 +102,21 @@ class UploadPanel:
             remove_uploads(paths, service.upload_root)
         yield upload_table(rows), None, keep(), rows, gr.Timer(active=False), keep()
         shown = 0
-        while ids and not all(reached(service.ctx.jobs.get(i), "searchable") for i in ids):
-            time.sleep(0.5)
-            ready = sum(reached(service.ctx.jobs.get(i), "searchable") for i in ids)
+        for jobs in watch(service.ctx.jobs, ids, JobState.SEARCHABLE, poll_s=0.5) if ids else ():
+            ready = sum(reached(j, JobState.SEARCHABLE) for j in jobs)
             # each file joins "Search in" and "Your uploads" as soon as it is searchable, not when the batch is
             grew = ready > shown
             shown = ready
             yield (upload_table(service.upload_rows(rows)), None, self.mine(browser_id, request) if grew else keep(),
                    rows, keep(), self.scope_update(browser_id, request) if grew else keep())
         now = service.upload_rows(rows)
-        bad = [r for r in now if r["status"] in ("failed", "refused", "cancelled")]
+        bad = [r for r in now if r["status"] in (JobState.FAILED, "refused", JobState.CANCELLED)]
         if bad:
             gr.Warning(html.escape(f"{len(bad)} file(s) not ingested: "
                                    + "; ".join(f"{r['name']}: {r['message']}" for r in bad)))
-        ok = [r for r in now if r["status"] in ("searchable", "refining", "ready")]
+        ok = [r for r in now if r["status"] in FOUND]
         if ok:
-            refining = sum(r["status"] != "ready" for r in ok)
+            refining = sum(r["status"] != JobState.READY for r in ok)
             gr.Info(f"{len(ok)} document(s) searchable" + (f"; {refining} being refined in the background (the "
                                                           "table follows it)" if refining else ""))
         active = any(r["status"] in ACTIVE for r in now)
