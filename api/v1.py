@@ -24,6 +24,10 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
+from ingest.jobs.queue import document_states, reached
+from ingest.jobs.state import JobState
+from retrieval.search import EmptyIndexError, retrieve
+
 log = logging.getLogger(__name__)
 
 MODEL = "mgrag"  # the configured backend; "mgrag-<backend>" picks one
@@ -367,8 +371,6 @@ def _scope(service, owner: str, documents: list[str] | None) -> list[str] | None
 
 
 def _finish(events):
-    from retrieval.search import EmptyIndexError
-
     try:
         for kind, value in events:
             if kind == "done":
@@ -431,8 +433,6 @@ def _stream(service, events, cid: str, created: int, model: str) -> Iterator[str
 def _visible(service, owner: str) -> list[dict]:
     """The documents ``owner`` may see, each with ``label``: its API id, the name the user sees (a private upload
     keeps its file's name even when another user's file of that name gave it an internal id ``name (2).ext``)."""
-    from ingest.jobs.queue import document_states
-
     rows = document_states(service.ctx, owner, everyone=False)
     labels = service.document_labels(owner)
     cat = service.ctx.catalog
@@ -457,9 +457,6 @@ def _doc_json(r: dict, owner: str) -> dict:
 
 async def wait_searchable(service, ids: list[str], timeout_s: float, poll_s: float = 0.5) -> None:
     """Until each job of ``ids`` is searchable or has failed (or ``timeout_s``), polling without holding a thread."""
-    from ingest.jobs.queue import reached
-    from ingest.jobs.state import JobState
-
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         jobs = await run_in_threadpool(lambda: [service.ctx.jobs.get(i) for i in ids])
@@ -523,7 +520,6 @@ def _spool(f, path: Path, limit: int) -> int:
 def _search(service, body: SearchRequest, owner: str) -> dict:
     from dataclasses import asdict
 
-    from retrieval.search import EmptyIndexError, retrieve
 
     scope = _scope(service, owner, body.documents)
     try:

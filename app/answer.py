@@ -17,8 +17,12 @@ from dataclasses import asdict, dataclass, field
 
 from app import grounding as G
 from app.context import AppContext
+from app.conversation import rewrite
+from app.lookup import looked_up
+from app.routing import route_for
 from app.synth import SynthesisError, make_synthesizer
-from ingest.readers.layout import source_place
+from ingest.readers.layout import Layout, heading_path, page_span, source_place
+from retrieval.scoring import assemble_context
 from retrieval.search import Retrieval, Source, check_question, no_retrieval_context, retrieve
 
 log = logging.getLogger(__name__)
@@ -106,7 +110,6 @@ def synth_sources(sources: Sequence[Source], budget_words: int | None) -> list[S
     would overflow is skipped, as the context is assembled); all of them when there is no budget."""
     if not budget_words:
         return list(sources)
-    from retrieval.scoring import assemble_context
 
     kept = assemble_context([(str(i), s.text) for i, s in enumerate(sources)], budget_words)
     return [sources[int(i)] for i, _ in kept] or list(sources[:1])
@@ -187,8 +190,6 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
     ``synth_budget_words`` override the settings ``grounding``, ``answer_style``, ``rewrite`` and the offline
     model's ``offline_context_words``; ``context_floor`` the floor below which nothing is generated (the benchmark
     lowers it to calibrate)."""
-    from app.conversation import rewrite
-
     s = ctx.settings
     backend = backend or s.synth_backend
     grounded = s.grounding if grounded is None else grounded
@@ -274,9 +275,6 @@ def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | 
 def _looked_up(ctx: AppContext, question: str, sources: list, history: list) -> list:
     """The statement row a figure question asks for, looked up in the tables of the retrieved documents when no
     retrieved passage holds it (:mod:`app.lookup`), with its page and heading path."""
-    from app.lookup import looked_up
-    from ingest.readers.layout import Layout, heading_path, page_span
-
     known: set[str] = set()
     try:
         for doc in {(x.doc_hash, x.doc_id, getattr(x, "name", "")) for x in sources}:
@@ -349,7 +347,6 @@ def _route(ctx: AppContext, question: str, history, doc_ids, visible_to):
     """The documents the question names (:mod:`app.routing`), when it names some and routing is on; else None."""
     if not ctx.settings.route_by_name:
         return None
-    from app.routing import route_for
 
     routed = route_for(ctx, question, history, doc_ids, visible_to)
     return routed if routed.doc_ids else None
@@ -393,8 +390,6 @@ def _grounded_reply(g: Grounder, draft: str, n_read: int, below: bool, style: st
 def _support_pages(ctx: AppContext, cites: list[Citation]) -> None:
     """The page (slide, sheet, row) and heading path of each supporting sentence of a citation, so a citation
     says where its quote is, not only where its passage starts (:attr:`Citation.label`)."""
-    from ingest.readers.layout import Layout, heading_path, page_span
-
     layouts: dict[str, Layout] = {}
     for c in cites:
         if not c.support or not c.doc_hash:

@@ -5,7 +5,19 @@ import logging
 import threading
 from functools import cached_property
 
+from app.lookup import RowIndex
+from app.routing import Profiles
+from app.synth import openai_client
+from core.datalock import acquire, first_open
+from core.models import load_causal_lm
 from core.settings import Settings
+from ingest.embed import load_embedder
+from ingest.jobs.state import JobStore
+from ingest.store.catalog import Catalog, DocumentStore
+from ingest.store.consistency import ORPHAN_AGE_S, check
+from ingest.store.index import open_index
+from ingest.text.lm import LogitsScorer, choose_threads
+from retrieval.bm25 import Bm25Store
 
 log = logging.getLogger(__name__)
 
@@ -63,23 +75,16 @@ class AppContext:
 
     def _acquire(self) -> None:
         if self._lock is None:
-            from core.datalock import acquire
-
             self._lock = acquire(self.settings.data_dir)
 
     @cached_property
     def index(self):
         """The vector store (:mod:`ingest.store.index`). Embedded stores are opened under the writer lock; whoever holds
         the lock runs the consistency check (:mod:`ingest.store.consistency`) once on open."""
-        from ingest.store.index import open_index
-
         if self.embedded:
             self._acquire()
         idx = open_index(self.settings, self.catalog.live_gen, client=self._client)
         if self._lock is not None:
-            from core.datalock import first_open
-            from ingest.store.consistency import ORPHAN_AGE_S, check
-
             # the first opener since this process took the lock removes every unreferenced original; a later one
             # shares the lock with contexts that may be storing an upload right now: only old ones
             age = 0.0 if first_open(self.settings.data_dir) else ORPHAN_AGE_S
@@ -89,49 +94,35 @@ class AppContext:
 
     @cached_property
     def catalog(self):
-        from ingest.store.catalog import Catalog
-
         return Catalog(self.settings.catalog_path)
 
     @cached_property
     def jobs(self):
         """The ingestion queue's rows (:mod:`ingest.jobs.state`), in the catalog's database; any process may add to
         it."""
-        from ingest.jobs.state import JobStore
-
         return JobStore(self.catalog, self.settings.data_dir / "spool", self.settings.ingest_max_attempts)
 
     @cached_property
     def store(self):
-        from ingest.store.catalog import DocumentStore
-
         return DocumentStore(self.settings.store_path)
 
     @cached_property
     def profiles(self):
         """Documents' profiles for routing a question to the documents it names (:mod:`app.routing`)."""
-        from app.routing import Profiles
-
         return Profiles(self.store.text)
 
     @cached_property
     def row_index(self):
         """Documents' table rows, for looking up a figure's statement row the search did not bring
         (:mod:`app.lookup`)."""
-        from app.lookup import RowIndex
-
         return RowIndex(self.store.text)
 
     @cached_property
     def bm25(self):
-        from retrieval.bm25 import Bm25Store
-
         return Bm25Store(self.settings.data_dir / "bm25", doc_of=self.catalog.docs_of_chunks)
 
     @cached_property
     def embedder(self):
-        from ingest.embed import load_embedder
-
         s = self.settings
         log.info("loading embedder %s", s.embedder)
         return load_embedder(s.embedder, query_prefix=s.embed_query_prefix, passage_prefix=s.embed_passage_prefix,
@@ -156,8 +147,6 @@ class AppContext:
     def scorer(self):
         import torch
 
-        from core.models import load_causal_lm
-        from ingest.text.lm import LogitsScorer, choose_threads
 
         s = self.settings
         if s.torch_threads:
@@ -178,7 +167,6 @@ class AppContext:
         each call, so an endpoint saved on the Admin tab is the one used)."""
         if not self.settings.openai_base_url:
             return None
-        from app.synth import openai_client
 
         return openai_client(self.settings)
 

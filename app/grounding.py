@@ -31,7 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.synth.guard import looks_like_instruction
+from app.guard import looks_like_instruction
+from ingest.text.sentences import PASSAGE_MIN_LINES, split_sentences
+from ingest.text.tables import is_header_row, is_table_line, row_quote
 from retrieval.bm25 import tokenize
 
 _CITE_RE = re.compile(r"\s*\[\d+\](?:\s*\[\d+\])*")
@@ -132,10 +134,6 @@ def source_sentences(sources: Sequence, max_words: int = 80) -> list[Sentence]:
     """Every sentence of every source, with document offsets (``source.start`` + offset in its text): a table row
     is a sentence, quoted with its column headers (a header row is none); headings and title lines are sentences
     that are not :attr:`Sentence.answerable`."""
-    from app.synth.guard import looks_like_instruction
-    from ingest.text.sentences import PASSAGE_MIN_LINES, split_sentences
-    from ingest.text.tables import is_header_row, is_table_line, row_quote
-
     out = []
     for src in sources:
         base = getattr(src, "start", 0)  # a source without ``start`` is bare text: its offsets are its own
@@ -288,8 +286,6 @@ def split_claims(answer: str) -> list[str]:
     >>> split_claims("“It rained.” [1] “It snowed.” [2]")
     ['“It rained.” [1]', '“It snowed.” [2]']
     """
-    from ingest.text.sentences import split_sentences
-
     text = answer.strip()
     pieces = [text[s:e] for s, e in split_sentences(text)] or ([text] if text else [])
     out: list[str] = []

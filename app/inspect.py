@@ -21,7 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ingest.chunkers import build_chunker
+from ingest.chunkers.logits import SENTENCE_CAP, LGConfig
+from ingest.text.boundary import break_strength
+from ingest.text.chunk_context import chunk_contexts, indexed_text
+from ingest.text.sentences import count_words, is_hard_wrapped, sentences_cached, word_spans
 from ingest.types import Chunk
+from retrieval.scoring import level_hits, rank_parents
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +73,6 @@ class Inspection:
 
     def embedded(self, c: Chunk) -> str:
         """What is embedded and keyword-indexed for chunk ``c``: its context line (``chunk_context``), then its text."""
-        from ingest.text.chunk_context import indexed_text
-
         return indexed_text(self.contexts.get((c.start, c.end), ""), c.text)
 
     def parents(self, chunker: str) -> list[Chunk]:
@@ -88,8 +92,6 @@ class Inspection:
                  "weighted": round(m.weighted, 3)} for r, m in sorted(best.items())]
 
     def summary(self) -> dict:
-        from ingest.text.sentences import count_words
-
         out = {"document": self.name, "theta": self.theta, "sentences": len(self.sentences),
                "words": count_words(self.text), "lg": self.lg_describe}
         for c in self.chunks:
@@ -132,10 +134,6 @@ def inspect_text(ctx, text: str, name: str = "document", *, theta: int | None = 
     """Chunk ``text`` with LGMGC (the settings' LM and rule), recursive and MG at ``theta``; match ``question``."""
     import dataclasses
 
-    from ingest.chunkers import build_chunker
-    from ingest.chunkers.logits import SENTENCE_CAP, LGConfig
-    from ingest.text.boundary import break_strength
-    from ingest.text.sentences import is_hard_wrapped, sentences_cached
 
     if not text or not text.strip():
         raise ValueError(f"{name}: is empty; nothing to inspect")
@@ -160,7 +158,6 @@ def inspect_text(ctx, text: str, name: str = "document", *, theta: int | None = 
     ins = Inspection(name, text, theta, sentences, probs, break_strength(text, sentences, is_hard_wrapped(text)),
                      windows, chunks, dataclasses.asdict(cfg))
     if s.chunk_context:  # the context line each chunk is embedded with, as ingestion gives it
-        from ingest.text.chunk_context import chunk_contexts
 
         spans = sorted({(c.start, c.end) for cs in chunks.values() for c in cs})
         ins.contexts = {sp: x for sp, x in zip(spans, chunk_contexts(text, name, None, [a for a, _ in spans])) if x}
@@ -171,7 +168,6 @@ def inspect_text(ctx, text: str, name: str = "document", *, theta: int | None = 
 
 def match_question(ctx, ins: Inspection, question: str, k: int) -> None:
     """Embed the question and every chunk; keep each level's top ``k`` chunks per chunker, weighted by the router."""
-    from retrieval.scoring import level_hits, rank_parents
     from retrieval.search import check_question
 
     question = check_question(question, ctx.settings.max_question_chars)
@@ -195,8 +191,6 @@ def match_question(ctx, ins: Inspection, question: str, k: int) -> None:
 # -- rendering -------------------------------------------------------------------------------------------------------
 def _word_index(text: str) -> np.ndarray:
     """For each character offset, the number of words that start before it (x axis of the plot)."""
-    from ingest.text.sentences import word_spans
-
     starts = np.array([s for s, _ in word_spans(text)], dtype=np.int64)
     return starts
 

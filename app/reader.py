@@ -27,6 +27,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from app.conversation import entities
+from app.grounding import source_sentences
+from app.guard import looks_like_instruction
+from ingest.text.tables import header_of, is_number, is_separator, is_table_line, row_quote, split_cells, table_lines
 from retrieval.bm25 import STOPWORDS
 
 # -- the question ---------------------------------------------------------------------------------------------------
@@ -165,8 +169,6 @@ def frame(question: str) -> Frame:
     >>> frame("And the year before?").relative
     True
     """
-    from app.conversation import entities
-
     names = [n for n in entities(question) if not _DATE_RE.fullmatch(n) and n.split()[0].lower().rstrip(".")
              not in _MONTHS and not re.fullmatch(r"(Q[1-4]|FY\s?\d+|\d+)", n)]
     names = [p for n in names for p in _name_parts(n)]
@@ -318,8 +320,6 @@ def _unit_of(text: str) -> str:
 def _title_above(text: str, start: int, max_back: int = 1500) -> tuple[str, str]:
     """The table's title and unit: the non-table lines just above the table block that starts at ``start``
     (tables split into groups are one block), at most three, nearest first."""
-    from ingest.text.tables import is_table_line
-
     pos, lines = start, []
     lo = max(0, start - max_back)
     while pos > lo and len(lines) < 3:
@@ -344,8 +344,6 @@ _FIELD_PARTS = re.compile(r"\s*\d[\d,.]*\s*[A-Za-z]*\s*\([^()]+\)(?:\s*,\s*\d[\d
 
 def _table_cells(text: str, base: int, source: int, doc_text: str | None = None) -> list[Cell]:
     """The cells of every Markdown table in ``text`` (a passage starting at document offset ``base``)."""
-    from ingest.text.tables import header_of, is_number, is_separator, row_quote, split_cells, table_lines
-
     out: list[Cell] = []
     group, group_at = "", 0
     titles: dict[int, tuple[str, str]] = {}  # a table block's title and unit, read once per block
@@ -435,15 +433,11 @@ def _row_name(group: str, label: str) -> str:
 
 def _only_tables(between: str) -> bool:
     """Whether text between two rows holds only table lines and blank lines (the rows are of one table block)."""
-    from ingest.text.tables import is_table_line
-
     return all(not ln.strip() or is_table_line(ln) for ln in between.split("\n"))
 
 
 def _block_start(text: str, pos: int) -> int:
     """The start of the run of table lines (and blank lines between them) that holds ``pos``."""
-    from ingest.text.tables import is_table_line
-
     start = text.rfind("\n", 0, pos) + 1
     while start > 0:
         prev_start = text.rfind("\n", 0, start - 1) + 1
@@ -551,9 +545,7 @@ def _line_cells(text: str, base: int, source: int) -> list[Cell]:
 
 def cells_of(sources: Sequence, doc_text: Callable[[object], str | None] | None = None) -> list[Cell]:
     """Every cell of the passages' tables, Markdown tables and statements printed as lines (never a row that
-    holds an order to an AI: :func:`app.synth.guard.looks_like_instruction`)."""
-    from app.synth.guard import looks_like_instruction
-
+    holds an order to an AI: :func:`app.guard.looks_like_instruction`)."""
     out: list[Cell] = []
     for src in sources:
         base = getattr(src, "start", 0)
@@ -853,8 +845,6 @@ def read(question: str, sources: Sequence, *, sentences: Sequence | None = None,
     ``known_names``: name words of the passages' documents (their profiles: a filing's registrant is on its cover,
     not on every page); ``cover_dates``: by passage number, the periods its document's cover states (a 10-Q "for the
     quarterly period ended April 30, 2023" speaks of that quarter as "the first quarter of fiscal year 2024")."""
-    from app.grounding import source_sentences
-
     if history and question.rstrip().endswith(")") and " (" in question:  # a follow-up carrying the earlier question
         question = question[: question.rindex(" (")]
     f = frame(question)

@@ -15,6 +15,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from app.conversation import entities
+from app.reader import _DATE_RE, _full_month, frame
+from app.reader import frame as read_frame
+
 _NAME_NOISE = frozenset(
     "inc inc. corp corp. corporation company co co. ltd ltd. llc plc group holdings the and of form united states "
     "securities exchange commission washington report annual quarterly performance fiscal year page table contents "
@@ -40,9 +44,6 @@ def _tok(text: str) -> list[str]:
 
 def profile(doc_id: str, name: str, text: str, head_chars: int = 6000) -> Profile:
     """The profile of a document from its display ``name`` and ``text``."""
-    from app.conversation import entities
-    from app.reader import _DATE_RE, _full_month
-
     head = text[:head_chars]
     runs = Counter()
     for e in entities(head) + re.findall(r"\b[A-Z][A-Z&.]{2,}(?:\s+[A-Z][A-Z&.]+)*\b", head):
@@ -93,8 +94,6 @@ def route(question: str, profiles: Sequence[Profile], frame=None) -> Route:
     >>> route("What were the sales?", ps).doc_ids is None
     True
     """
-    from app.reader import frame as read_frame
-
     f = frame or read_frame(question)
     if len(profiles) < 2:
         return Route(None)
@@ -198,8 +197,6 @@ def route_for(ctx, question: str, history: Sequence[dict] = (), doc_ids: Sequenc
               visible_to: str | None = None) -> Route:
     """:func:`route` over the documents ``visible_to`` may search (within ``doc_ids`` when given). A question that
     names nothing takes the names of the conversation's last question that named something."""
-    from app.reader import frame
-
     f = frame(question)
     if not f.names:
         for turn in reversed([t for t in history if t.get("role") == "user"]):

@@ -36,7 +36,7 @@ DATA = ROOT / "bench" / "data" / "injection.jsonl"
 
 @contextlib.contextmanager
 def guard(enabled: bool):
-    import app.synth.guard as g
+    import app.guard as g
 
     saved = g._RE
     if not enabled:
@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     from app.answer import answer
     from app.context import AppContext
     from app.evaluation.bench import markdown_table, write_section
-    from app.synth.guard import looks_like_instruction
+    from app.guard import looks_like_instruction
     from core.settings import Settings
 
     docs = [json.loads(x) for x in DATA.read_text(encoding="utf-8").splitlines() if x.strip()]

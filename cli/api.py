@@ -5,13 +5,14 @@ from __future__ import annotations
 import sys
 import time
 
+from services.keys import Keys
+from services.users import Users
+
 
 def cmd_keys(args) -> int:
     """Make, list and revoke API keys. A key belongs to a user (one of the web app's users when it has any) and
     sees what that user sees; it is shown once, when made."""
     from core.settings import Settings
-    from services.keys import Keys
-    from services.users import Users
 
     settings = Settings(**({"data_dir": args.data_dir} if args.data_dir else {}))
     secrets = settings.data_dir / ".secrets"

@@ -7,9 +7,21 @@ import json
 import logging
 import sys
 
+from app.evaluation.cli import add_bench_parser
+from app.inspect import inspect_text, render_html, render_png
+from cli.api import add_api_parsers
 from core import components
-from ingest.jobs.state import ENDED_BADLY, FIRST_PASS, FOUND, JobState
-from ingest.readers.loaders import read_inputs
+from core.datalock import DataDirBusy
+from core.models import QWEN_LM, resolve_lm_path, resolve_qwen_path
+from core.questions import QuestionsFileError
+from ingest.jobs.remote import run_worker
+from ingest.jobs.state import ACTIVE, ENDED_BADLY, FIRST_PASS, FOUND, JobError, JobState
+from ingest.readers.layout import source_place
+from ingest.readers.loaders import load_file, read_inputs
+from ingest.store.export import export_live, state_path
+from ingest.store.index import ClientIndex, make_client
+from ingest.types import LEVEL_NAMES
+from services.users import Users
 
 log = logging.getLogger("mgrag")
 
@@ -73,7 +85,6 @@ def _print_report(report, out=None) -> None:
 def _take_queue(ctx, quiet: bool, said: list):
     """Start this process's runner on the data dir if no other process runs the queue; None when one does (or the
     data dir is held by a process that does not: then we wait for it, saying so once)."""
-    from core.datalock import DataDirBusy
     from ingest.jobs.queue import Runner, runner_alive
 
     if runner_alive(ctx.jobs) is not None:
@@ -184,7 +195,6 @@ def _ingest_summary(ctx, rows: dict, args, until: str, served: bool) -> int:
 def cmd_jobs(args) -> int:
     """The ingestion queue: active jobs (and, with --all, finished ones)."""
     from ingest.jobs.queue import runner_alive
-    from ingest.jobs.state import ACTIVE
 
     ctx = _ctx(args)
     if args.clear:
@@ -208,8 +218,6 @@ def cmd_jobs(args) -> int:
 
 def cmd_cancel(args) -> int:
     """Cancel jobs by id, or the active job of a document (id or name)."""
-    from ingest.jobs.state import ACTIVE, JobError
-
     ctx = _ctx(args)
     rc = 0
     for ref in args.refs:
@@ -236,8 +244,6 @@ def cmd_worker(args) -> int:
 
     ctx = _ctx(args)
     if ctx.settings.queue_url:
-        from ingest.jobs.remote import run_worker
-
         return run_worker(ctx, burst=args.until_idle)
     from ingest.jobs.queue import Runner
 
@@ -322,7 +328,6 @@ def cmd_delete(args) -> int:
 def _print_sources(final, out=None) -> None:
     out = out or sys.stdout
     print("\nSources:" if not final.abstained else "\nClosest passages (none supports an answer):", file=out)
-    from ingest.readers.layout import source_place
 
     for c in final.sources:
         lv = ", ".join(f"L{k}={v:.3f}" for k, v in sorted(c.level_scores.items()))
@@ -454,8 +459,6 @@ def cmd_chat(args) -> int:
 
 def format_weights(weights, note: str = "") -> str:
     """``parent 0.81, θ/2 0.20, θ/4 0.03 (trained router ...)``, or ``uniform (no trained router)``."""
-    from ingest.types import LEVEL_NAMES
-
     names = {0: "parent", 1: "θ/2", 2: "θ/4"}
     if not weights:
         return note or "-"
@@ -468,7 +471,6 @@ def format_weights(weights, note: str = "") -> str:
 
 def cmd_train_router(args) -> int:
     """Soft labels from the ingested corpus, a trained MoG router, its loss curves (see router/pipeline.py)."""
-    from core.questions import QuestionsFileError
     from router.model import RouterError
     from router.pipeline import train_from_index
     from router.train import TrainConfig
@@ -499,9 +501,6 @@ def cmd_train_router(args) -> int:
 
 def cmd_export_index(args, client=None) -> int:
     """Copy the live generation to a Qdrant server (``ingest/store/export.py``); ``client`` injects a qdrant-client."""
-    from ingest.store.export import export_live, state_path
-    from ingest.store.index import ClientIndex, make_client
-
     ctx = _writer(_ctx(args))
     s = ctx.settings
     if s.qdrant_url and s.qdrant_url == args.to:
@@ -527,7 +526,6 @@ def cmd_export_index(args, client=None) -> int:
 def cmd_setup_models(args) -> int:
     """Provision the offline models (convert the shipped Gemma GGUF once) and check the embedder loads."""
     ctx = _ctx(args)
-    from core.models import QWEN_LM, resolve_lm_path, resolve_qwen_path
 
     s = ctx.settings
     print("chunker LM:", resolve_lm_path(s.lm_model, s.cache_dir))
@@ -592,8 +590,6 @@ def document_text(ctx, ref: str) -> tuple[str, str]:
         row = next(r for r in ctx.catalog.documents(None) if r["doc_id"] == doc_id)
         return row["name"], ctx.store.text(row["hash"])
     if Path(ref).is_file():
-        from ingest.readers.loaders import load_file
-
         doc = load_file(ref, max_bytes=int(ctx.settings.max_file_mb * 2**20))
         return Path(ref).name, doc.text
     raise ValueError(f"{ref}: no ingested document has this id, name or hash prefix (see `mgrag docs`), and it is "
@@ -603,7 +599,6 @@ def document_text(ctx, ref: str) -> tuple[str, str]:
 def cmd_inspect(args) -> int:
     from pathlib import Path
 
-    from app.inspect import inspect_text, render_html, render_png
 
     ctx = _ctx(args)
     try:
@@ -635,7 +630,6 @@ def cmd_users(args) -> int:
     import getpass
 
     from core.settings import Settings
-    from services.users import Users
 
     settings = Settings(**({"data_dir": args.data_dir} if args.data_dir else {}))
     users = Users(settings.data_dir / ".secrets" / "users.sqlite")
@@ -689,8 +683,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tool_commands(sub)
     _add_web_commands(sub)
 
-    from app.evaluation.cli import add_bench_parser
-    from cli.api import add_api_parsers
 
     add_api_parsers(sub)
     add_bench_parser(sub)

@@ -19,6 +19,8 @@ from typing import Protocol
 
 import numpy as np
 
+from core.models import LOAD_LOCK, ModelNotAvailable, resolve_embedder_path
+
 log = logging.getLogger(__name__)
 
 # Query/passage prefixes of models that were trained with them (None: the model needs none).
@@ -208,7 +210,6 @@ def load_embedder(name: str, *, query_prefix: str | None = None, passage_prefix:
     if name.startswith("hashing"):
         dim = int(name.split(":", 1)[1]) if ":" in name else 64
         return HashingEmbedder(dim=dim)
-    from core.models import LOAD_LOCK, ModelNotAvailable, resolve_embedder_path
 
     path = resolve_embedder_path(name)
     try:

@@ -27,6 +27,7 @@ import numpy as np
 
 from core.resources import Resources
 from ingest.chunkers import NEEDS_LM
+from ingest.jobs.work import chunker_for, embed_texts
 from ingest.readers.layout import Layout, chunk_meta
 from ingest.readers.loaders import IngestError, LoadedDoc
 from ingest.store.catalog import Generation
@@ -140,8 +141,6 @@ class Ingestor:
                      params: dict | None = None, on_fraction: Callable[[float], None] | None = None,
                      describe_only: bool = False):
         """The chunker of a generation: ``params`` (the generation's recorded ones) win over the settings."""
-        from ingest.jobs.work import chunker_for
-
         return chunker_for(self.ctx, chunker, theta, params, on_window, on_fraction, describe_only)
 
     def live_generation(self, create: bool = True) -> Generation | None:
@@ -194,8 +193,6 @@ class Ingestor:
 
     def _embed(self, texts: list[str], start: float, end: float) -> np.ndarray:
         """Passage vectors, embedded in about twenty blocks so that progress moves within a file."""
-        from ingest.jobs.work import embed_texts
-
         out = embed_texts(self.ctx.embedder, texts, lambda f: self._report("embedding", start + (end - start) * f))
         self._report("writing", end)
         return out

@@ -5,6 +5,8 @@ import hashlib
 import uuid
 from dataclasses import dataclass, field, replace
 
+from ingest.text.sentences import count_words
+
 # Fixed namespace: point ids are uuid5(namespace, "<doc id>\x1f<doc hash>:<level>:<start>:<end>"), so re-ingesting the
 # same document yields the same ids and overwrites instead of duplicating, and two documents with the same content
 # (two owners' private uploads of one file) never share a point.
@@ -73,8 +75,6 @@ class Chunk:
 
     @property
     def n_words(self) -> int:
-        from ingest.text.sentences import count_words
-
         return count_words(self.text)
 
     def with_doc(self, doc_id: str, doc_hash: str) -> "Chunk":

@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ingest.text.sentences import count_words
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -70,8 +72,6 @@ def assemble_context(parents: Sequence[tuple[str, str]], budget_words: int) -> l
     A parent that would overflow the budget is skipped (never cut mid-sentence); smaller ones after it
     may still fit.
     """
-    from ingest.text.sentences import count_words  # CJK characters count as words, as in the chunkers
-
     out, used = [], 0
     for pid, text in parents:
         n = count_words(text)

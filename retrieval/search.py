@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from core.resources import Resources
+from ingest.text.sentences import count_words, split_sentences
 from retrieval.bm25 import tokenize
 from retrieval.scoring import ChunkSpan, Hit, assemble_context, mog_rank, rank_parents, weights_or_uniform
 
@@ -309,8 +310,6 @@ def _mog_sources(ctx: Resources, live, hits: list[Hit], w: list[float], payloads
 
 def no_retrieval_context(text: str, max_words: int = 3500) -> str:
     """The paper's no-retrieval baseline: the document truncated to ``max_words`` words at a sentence end."""
-    from ingest.text.sentences import count_words, split_sentences
-
     out_end, used = 0, 0
     for s, e in split_sentences(text):
         n = count_words(text[s:e])

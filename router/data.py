@@ -20,6 +20,7 @@ from core.questions import read_questions
 from ingest.store.catalog import live_chunks
 from ingest.types import Chunk
 from retrieval.bm25 import Bm25Level, tokenize
+from retrieval.scoring import level_hits as top_per_level
 from router.labels import best_per_level, label_text, question_soft_labels
 
 log = logging.getLogger(__name__)
@@ -183,8 +184,6 @@ def build_examples(corpus: Corpus, questions: Sequence[TrainQuestion], similarit
 # -- retrieval-aware examples: the dense search's hits, their score profile and which weighting ranks best ------------
 def level_hits(chunks: Sequence[Chunk], vectors: np.ndarray, query_vector: np.ndarray, k: int) -> list:
     """The top ``k`` chunks of each level for one query (cosine of normalised vectors), as retrieval makes them."""
-    from retrieval.scoring import level_hits as top_per_level
-
     scores = np.asarray(vectors, dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
     return top_per_level(chunks, scores, k)
 

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from core.models import LOAD_LOCK, ModelNotAvailable
+
 
 class RobertaEncoder:
     """Mean-pooled RoBERTa sentence vectors; ``embed_queries`` and ``embed_passages`` are the same map."""
@@ -27,7 +29,6 @@ class RobertaEncoder:
             return
         from transformers import AutoModel, AutoTokenizer
 
-        from core.models import LOAD_LOCK, ModelNotAvailable
 
         try:
             with LOAD_LOCK:

@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from router.features import profile_dim
+
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 FORMAT_VERSION = 1
@@ -88,8 +90,6 @@ class RouterConfig:
 
     @property
     def profile_dim(self) -> int:
-        from router.features import profile_dim
-
         return profile_dim(self.n_levels) if "profile" in self.inputs else 0
 
     @property

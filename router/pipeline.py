@@ -15,10 +15,19 @@ from pathlib import Path
 
 import numpy as np
 
-from router.data import DEFAULT_FRACTIONS, Examples, build_examples, corpus_from_index, load_questions
+from router.data import (
+    DEFAULT_FRACTIONS,
+    Examples,
+    build_examples,
+    corpus_from_index,
+    index_vectors,
+    load_questions,
+    retrieval_examples,
+)
+from router.encoders import RobertaEncoder
 from router.labels import make_similarity
 from router.model import DEFAULT_LEVELS, RouterConfig
-from router.train import TrainConfig, plot_history, train_router
+from router.train import TrainConfig, fit_retrieval_router, plot_history, retrieval_targets, train_router
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +40,6 @@ def make_encoder(name: str | None, embedder):
     """``(encoder, kind, name)``: the index's embedder (``None`` or its name) or a RoBERTa model."""
     if name is None or name == getattr(embedder, "name", None):
         return embedder, "embedder", embedder.name
-    from router.encoders import RobertaEncoder
 
     return RobertaEncoder(name), "roberta", name
 
@@ -131,9 +139,6 @@ def train_from_index(ctx, question_files: Sequence[str | Path], out: str | Path,
 def _train_retrieval(ctx, live, corpus, questions, question_files, out: Path, *, labels, inputs, encoder, hidden,
                      dropout, train_config, fractions, progress, similarity, top_k, t0) -> dict:
     """Retrieval labels and/or profile inputs: the examples come from each question's dense search in the index."""
-    from router.data import index_vectors, retrieval_examples
-    from router.train import fit_retrieval_router
-
     enc, kind, enc_name = make_encoder(encoder, ctx.embedder)
     if kind != "embedder":
         raise ValueError("retrieval labels and profile inputs use the index's embedder as the query encoder; "
@@ -179,7 +184,6 @@ def _train_retrieval(ctx, live, corpus, questions, question_files, out: Path, *,
     model.save(out)
     plot_history(hist, out / "loss.png", title=f"router ({', '.join(sets)}; {labels} labels, inputs "
                                                f"{'+'.join(inputs)})")
-    from router.train import retrieval_targets
 
     yt = y if y is not None else retrieval_targets(train, live.n_levels)
     yvv = yv if yv is not None else (retrieval_targets(val, live.n_levels) if val else np.zeros((0, live.n_levels)))

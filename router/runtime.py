@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from router.encoders import RobertaEncoder
+from router.features import profile_features
 from router.model import MoGRouter, RouterError, check_compatible
 
 log = logging.getLogger(__name__)
@@ -67,16 +69,12 @@ class RouterRuntime:
             return np.asarray(embedder.embed_queries([question])[0], dtype=np.float32)
         with self._lock:
             if self._encoder is None:
-                from router.encoders import RobertaEncoder
-
                 self._encoder = RobertaEncoder(self.config.encoder)
         return self._encoder.embed_queries([question])[0]
 
     def weights(self, query_vector, hits=None, question: str = "") -> list[float]:
         """The level weights of one question: from its query vector, and for a router that reads the score profile
         (``config.inputs``), from the dense search's ``hits`` (:func:`router.features.profile_features`)."""
-        from router.features import profile_features
-
         c = self.config
         qv = query_vector if "query" in c.inputs else None
         prof = profile_features(hits, c.n_levels, n_words=len(question.split())) if c.needs_hits else None

@@ -12,7 +12,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from router.model import MoGRouter, RouterConfig
+from router.features import choice_labels, level_labels, profile_dim, profile_features, weighting_gains
+from router.model import MoGRouter, RouterConfig, router_inputs
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +148,6 @@ def retrieval_targets(examples, n_levels: int, head: str = "sigmoid", candidates
     """Labels of :class:`router.data.RetrievalExample` rows: per level (sigmoid head), 0.8 to the level(s) that alone
     rank the evidence best by DCG@k and 0.2 to the next (:func:`router.features.level_labels`); or (choice head) a
     distribution over ``candidates`` shared by the weightings with the best DCG@k."""
-    from router.features import choice_labels, level_labels, weighting_gains
-
     out = []
     for ex in examples:
         if head == "choice":
@@ -161,8 +160,6 @@ def retrieval_targets(examples, n_levels: int, head: str = "sigmoid", candidates
 
 
 def example_profiles(examples, n_levels: int) -> np.ndarray:
-    from router.features import profile_dim, profile_features
-
     if not examples:
         return np.zeros((0, profile_dim(n_levels)), np.float32)
     return np.stack([profile_features(ex.hits, n_levels, n_words=len(ex.question.question.split()))
@@ -177,7 +174,6 @@ def fit_retrieval_router(base: RouterConfig, train, val, *, labels: np.ndarray |
     :func:`retrieval_targets`."""
     from dataclasses import replace
 
-    from router.model import router_inputs
 
     n = base.n_levels
     y = labels if labels is not None else retrieval_targets(train, n, base.head, base.candidates)

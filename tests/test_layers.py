@@ -47,12 +47,22 @@ def resolve(name: str, known: dict[str, Path]) -> str | None:
     return name or None
 
 
+def packages_run(target: str, importer: str, known: dict[str, Path]) -> set[str]:
+    """The packages whose ``__init__`` importing ``target`` from ``importer`` executes: ``target``'s ancestors that
+    are not ``importer``'s own (those are already running)."""
+    parts = target.split(".")
+    ancestors = {".".join(parts[:i]) for i in range(1, len(parts))}
+    mine = {".".join(importer.split(".")[:i]) for i in range(1, len(importer.split(".")) + 1)}
+    return {a for a in ancestors - mine if a in known}
+
+
 def graph() -> dict[str, set[str]]:
     known = modules()
     out = {}
     for name, path in known.items():
         pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        out[name] = {t for i in project_imports(path, pkg) if (t := resolve(i, known)) and t != name}
+        targets = {t for i in project_imports(path, pkg) if (t := resolve(i, known)) and t != name}
+        out[name] = targets | {p for t in targets for p in packages_run(t, name, known)}
     return out
 
 
@@ -120,3 +130,7 @@ def test_the_checker_sees_an_import_that_points_up(tmp_path):
     assert project_imports(f) >= {"app.context", "cli.main"}
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+    # importing a.pkg.mod from outside runs a.pkg's __init__ first: a circle through it is a circle
+    known = {"app.x": Path("x"), "app.pkg": Path("p"), "app.pkg.mod": Path("m")}
+    assert packages_run("app.pkg.mod", "app.x", known) == {"app.pkg"}
+    assert packages_run("app.pkg.mod", "app.pkg.other", known) == set()

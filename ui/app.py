@@ -12,8 +12,10 @@ import logging
 import os
 from pathlib import Path
 
+from app.context import AppContext
 from services import render
-from services.service import AppService
+from services.auth import throttled_login
+from services.service import AppService, stored_admin_password
 from ui.rooms.viewer import add_viewer_routes
 
 log = logging.getLogger(__name__)
@@ -106,7 +108,6 @@ def launch(service: AppService, *, host: str | None = None, port: int | None = N
     clean_uploads(service)  # what the last run left: uploads never submitted or cut off by a stop
     demo = build_app(service)
     demo.queue(default_concurrency_limit=8, max_size=256)
-    from services.auth import throttled_login
 
     # accounts made by the admin: everyone logs in, and guessing a password is slowed down like the admin's
     auth = throttled_login(service.users.check) if service.users else None
@@ -145,9 +146,6 @@ def render_css() -> str:
 def start_service(settings=None) -> AppService:
     """The web app's service on a context of its own. The admin password is the ``admin_password`` setting, else
     the one kept in the data dir (:func:`services.service.stored_admin_password`), logged only when it is made."""
-    from app.context import AppContext
-    from services.service import stored_admin_password
-
     ctx = AppContext(settings)
     s = ctx.settings
     password = s.admin_password.get_secret_value() if s.admin_password else None

@@ -14,6 +14,7 @@ from typing import Any
 
 from app.adapters import chunker_theta, missing
 from ingest.chunkers import build_chunker
+from ingest.jobs.work import chunker_for
 from ingest.text.words import count_words
 from ingest.types import Chunk
 
@@ -41,8 +42,6 @@ class MGRAGTextSplitter(TextSplitter):
     @classmethod
     def from_context(cls, ctx, level: int = 0, **kwargs: Any) -> "MGRAGTextSplitter":
         """The chunker and θ of an MGRAG context's settings, with its models."""
-        from ingest.jobs.work import chunker_for
-
         s = ctx.settings
         return cls(s.chunker, s.theta, level, mgrag_chunker=chunker_for(ctx, s.chunker, s.theta), **kwargs)
 

@@ -20,8 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from app.adapters import chunker_theta, missing
+from app.context import AppContext
+from core.settings import Settings
 from ingest.chunkers import build_chunker
+from ingest.jobs.work import chunker_for
 from ingest.types import LEVEL_NAMES, Chunk
+from retrieval.search import retrieve
 
 try:
     from llama_index.core.base.base_retriever import BaseRetriever
@@ -108,8 +112,6 @@ class MGRAGNodeParser(NodeParser):
     @classmethod
     def from_context(cls, ctx, **kwargs: Any) -> "MGRAGNodeParser":
         """The chunker and θ of ``ctx.settings`` (``MGRAG_CHUNKER``, ``MGRAG_THETA``), with the context's models."""
-        from ingest.jobs.work import chunker_for
-
         s = ctx.settings
         return cls(s.chunker, s.theta, mgrag_chunker=chunker_for(ctx, s.chunker, s.theta), **kwargs)
 
@@ -201,9 +203,6 @@ class MGRAGRetriever(BaseRetriever):
             raise ValueError("give an MGRAG context or a data dir, not both")
         self._owns = ctx is None
         if ctx is None:
-            from app.context import AppContext
-            from core.settings import Settings
-
             ctx = AppContext(Settings(data_dir=data_dir) if data_dir is not None else Settings())
         self.ctx = ctx
         self.k, self.budget_words, self.top_n, self.retriever = k, budget_words, top_n, retriever
@@ -213,8 +212,6 @@ class MGRAGRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        from retrieval.search import retrieve
-
         r = retrieve(self.ctx, query_bundle.query_str, k=self.k, budget_words=self.budget_words,
                      retriever=self.retriever, doc_ids=self.doc_ids, visible_to=self.visible_to)
         self.last = r

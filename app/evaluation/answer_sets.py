@@ -24,7 +24,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.context import AppContext
 from app.evaluation import bench as B
+from app.evaluation.harness import profiled_set
 from ingest.jobs.queue import ingest_now
 
 log = logging.getLogger(__name__)
@@ -71,8 +73,6 @@ def _ext(set_dir: Path, doc_id: str) -> str:
 
 def load_answer_sets(bench_dir: Path | None = None, followups: Path | None = None,
                      max_questions: int | None = None) -> AnswerSets:
-    from app.evaluation.harness import profiled_set
-
     root = Path(bench_dir or B.BENCH_DIR)
     lb, lb_note = profiled_set(str(root / "longbench_sample"), "standard")
     em, em_note = profiled_set(str(root / "gutenqa_emma"), "standard")
@@ -133,8 +133,6 @@ def index_key(docs: dict[str, str], settings) -> str:
 def build_index(name: str, docs: dict[str, str], settings, *, cache_dir: Path | None = None, embedder=None,
                 scorer=None) -> Path:
     """The data dir of an index holding ``docs`` (built with the ingestion pipeline once, then reused)."""
-    from app.context import AppContext
-
     base = Path(cache_dir or settings.cache_dir) / "bench" / "answers"
     target = base / f"{name}-{index_key(docs, settings)}"
     if (target / "complete.json").exists():

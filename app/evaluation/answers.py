@@ -34,7 +34,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app import grounding as G
-from app.evaluation.metrics import evidence_recall, normalize_answer, qa_f1_max
+from app.conversation import rewrite, rewrite_rules
+from app.evaluation import bench as B
+from app.evaluation.metrics import evidence_recall, normalize_answer, qa_f1_max, qa_f1_score
+from app.synth import make_synthesizer, openai_client
+from app.synth.hf import load_offline_synthesizer
+from core.models import QWEN_LM
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +108,6 @@ def citation_supported(reply: str, source_text: str, answers: Sequence[str], min
     >>> citation_supported("FC Banants [1].", "It was known as FC Banants until 1992.", ["FC Banants."])
     True
     """
-    from app.evaluation.metrics import qa_f1_score
-
     words = G.answer_terms(reply)
     if words and len(words & set(G.tokenize(source_text))) / len(words) >= min_share:
         return True
@@ -384,7 +387,6 @@ def run_followups(ctxs: dict[str, object], followups, synth, cand: Candidate, ll
 
     The first turn is answered by ``cand`` (its reply is the history the rules read); the follow-up is then
     retrieved with no rewrite, the rules, and (when ``llm_rewriter`` is given) the LLM rewrite."""
-    from app.conversation import rewrite, rewrite_rules
     from retrieval.search import retrieve
 
     rows = []
@@ -420,7 +422,6 @@ def _stub_openai():
     """The local OpenAI-compatible stub of the tests (echoes source [1]'s first sentence, cited)."""
     import importlib.util
 
-    from app.evaluation import bench as B
 
     spec = importlib.util.spec_from_file_location("mgrag_stub_openai", B.ROOT / "tests" / "app" / "stub_openai.py")
     mod = importlib.util.module_from_spec(spec)
@@ -429,12 +430,8 @@ def _stub_openai():
 
 
 def make_synth(cand: Candidate, ctx, stub=None, fresh: bool = False):
-    from app.synth import make_synthesizer, openai_client
-
     s = ctx.settings
     if cand.backend == "offline":
-        from app.synth.hf import load_offline_synthesizer
-
         inner = load_offline_synthesizer(ctx, max_new_tokens=s.offline_max_new_tokens, model=cand.model)
         return CachedSynth(inner, cand.model, s.cache_dir, fresh)
     if cand.backend == "openai":
@@ -448,9 +445,7 @@ def run_answers(settings, names: Sequence[str], *, followups_with: str | None = 
                 checkpoint: Callable[[dict], None] | None = None) -> dict:
     """Every candidate in ``names`` over the answerable and unanswerable sets, then the follow-ups."""
     from app.context import AppContext
-    from app.evaluation import bench as B
     from app.evaluation.answer_sets import build_index, load_answer_sets
-    from core.models import QWEN_LM
 
     t_start = time.perf_counter()
     monitor = B.LoadMonitor()
@@ -603,8 +598,6 @@ def _pct(x) -> str:
 
 
 def answers_table(res: dict) -> str:
-    from app.evaluation import bench as B
-
     rows = []
     timing = res.get("timing", {})
     for name, c in res["candidates"].items():
@@ -624,8 +617,6 @@ def answers_table(res: dict) -> str:
 
 
 def followups_table(res: dict) -> str:
-    from app.evaluation import bench as B
-
     f = res["followups"]
     names = {"standalone": "standalone question (written out)", "none": "follow-up as asked (no rewrite)",
              "rules": "rule-based rewrite (offline)", "llm": "LLM rewrite (Qwen2.5-0.5B, strict prompt)"}

@@ -8,7 +8,27 @@ import sys
 import time
 from pathlib import Path
 
+from app.evaluation import bench as B
+from app.evaluation.answers import CANDIDATES, answers_section, answers_table, followups_table, rescore, run_answers
+from app.evaluation.harness import (
+    ALL_CHUNKERS,
+    DEFAULT_CHUNKERS,
+    DEFAULT_THETAS,
+    PROFILES,
+    BenchError,
+    bench_context,
+    profiled_set,
+    qa_table,
+    retrieval_plots,
+    retrieval_tables,
+    run_qa,
+    run_retrieval,
+    write_results,
+)
 from app.evaluation.peers import PEERS
+from app.synth import make_synthesizer
+from app.synth.hf import load_offline_synthesizer
+from core.components import BACKENDS
 
 SETS = ("chroma", "gutenqa_emma")
 
@@ -28,7 +48,6 @@ def _thetas(s: str) -> list[int]:
 
 
 def _context(args):
-    from app.evaluation.harness import bench_context
     from core.settings import Settings
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -39,8 +58,6 @@ def _context(args):
 
 
 def _results_dir(args) -> Path:
-    from app.evaluation import bench as B
-
     return Path(args.results_dir) if args.results_dir else B.RESULTS_DIR
 
 
@@ -52,17 +69,12 @@ def _command_line(args) -> str:
 
 
 def _check_chunkers(names) -> None:
-    from app.evaluation.harness import ALL_CHUNKERS, BenchError
-
     bad = [n for n in names if n not in ALL_CHUNKERS]
     if bad:
         raise BenchError(f"unknown chunker(s) {', '.join(bad)}; choose from {', '.join(ALL_CHUNKERS)}")
 
 
 def retrieval_section(res: dict, plots: list[Path], command: str) -> str:
-    from app.evaluation import bench as B
-    from app.evaluation.harness import retrieval_tables
-
     rel = [os.path.relpath(p, B.ROOT) for p in plots]
     cached = len(cached_before(res))
     lines = [f"### Retrieval: {res['set']}", "", f"`{command}` ({res.get('subset') or 'all documents'}; "
@@ -74,8 +86,6 @@ def retrieval_section(res: dict, plots: list[Path], command: str) -> str:
 
 
 def qa_section(res: dict, command: str, note: str) -> str:
-    from app.evaluation.harness import qa_table
-
     return "\n".join([
         f"### QA: {res['set']}", "",
         f"`{command}` ({note}; synthesizer {res['synthesizer']}; {res['seconds'] / 60:.1f} min). F1 ×100, "
@@ -83,9 +93,6 @@ def qa_section(res: dict, command: str, note: str) -> str:
 
 
 def cmd_retrieval(args, ctx=None, write_section: bool | None = None) -> dict:
-    from app.evaluation import bench as B
-    from app.evaluation.harness import profiled_set, retrieval_plots, run_retrieval, write_results
-
     bench, note = profiled_set(args.set, args.profile)
     if args.docs:
         bench = B.BenchSet(bench.name, {d: t for d, t in bench.docs.items() if d in args.docs},
@@ -103,7 +110,6 @@ def cmd_retrieval(args, ctx=None, write_section: bool | None = None) -> dict:
     out = _results_dir(args)
     path = write_results(f"retrieval_{res['set']}.json", res, out)
     plots = retrieval_plots(res, out / "plots")
-    from app.evaluation.harness import retrieval_tables
 
     print(retrieval_tables(res))
     print(f"\nwrote {path} and {', '.join(str(p) for p in plots)}")
@@ -114,18 +120,12 @@ def cmd_retrieval(args, ctx=None, write_section: bool | None = None) -> dict:
 
 def _synthesizer(backend: str, ctx):
     if backend == "offline":
-        from app.synth.hf import load_offline_synthesizer
-
         return load_offline_synthesizer(ctx, max_new_tokens=ctx.settings.offline_max_new_tokens)
-    from app.synth import make_synthesizer
 
     return make_synthesizer(backend, ctx)
 
 
 def cmd_qa(args, ctx=None, write_section: bool | None = None) -> dict:
-    from app.evaluation import bench as B
-    from app.evaluation.harness import profiled_set, qa_table, run_qa, write_results
-
     bench, note = profiled_set(args.set, args.profile)
     if args.max_questions:
         bench.questions = bench.questions[:args.max_questions]
@@ -147,8 +147,6 @@ def cmd_qa(args, ctx=None, write_section: bool | None = None) -> dict:
 
 def cmd_all(args) -> int:
     """What `make bench` runs: both retrieval sets and the QA set, each writing its BENCHMARKS.md section."""
-    from app.evaluation import bench as B
-
     t0 = time.perf_counter()
     ctx = _context(args)
     bench_dir = Path(args.bench_dir) if args.bench_dir else B.BENCH_DIR
@@ -213,8 +211,6 @@ def cmd_report(args) -> int:
     """Re-render the BENCHMARKS.md sections from the JSON results (after a formatting change, no re-run)."""
     import json
 
-    from app.evaluation import bench as B
-    from app.evaluation.harness import retrieval_plots
 
     out = _results_dir(args)
     for name in SETS:
@@ -246,9 +242,6 @@ def cmd_answers(args) -> int:
     """``mgrag bench answers``: see app/evaluation/answers.py."""
     import json
 
-    from app.evaluation import bench as B
-    from app.evaluation.answers import CANDIDATES, answers_section, answers_table, followups_table, run_answers
-    from app.evaluation.harness import BenchError, write_results
     from core.settings import Settings
 
     out = _results_dir(args)
@@ -266,8 +259,6 @@ def cmd_answers(args) -> int:
             res.setdefault("merged", []).append({"command": other.get("command"), "seconds": other.get("seconds"),
                                                  "load": other.get("load"), "candidates": list(other["candidates"])})
         if args.rescore:
-            from app.evaluation.answers import rescore
-
             rescore(res, Settings())
         if args.merge or args.rescore:
             write_results("answers.json", res, out)
@@ -303,9 +294,7 @@ def cmd_filings(args, out) -> int:
     """``mgrag bench answers --filings DOCS``: see app/evaluation/filings.py."""
     import json
 
-    from app.evaluation import bench as B
     from app.evaluation.filings import DEFAULT_CANDIDATES, filings_table, run_filings
-    from app.evaluation.harness import write_results
     from core.settings import Settings
 
     names = args.candidates or list(DEFAULT_CANDIDATES)
@@ -348,9 +337,6 @@ def _answers_command(args) -> str:
 
 
 def add_bench_parser(sub) -> None:
-    from app.evaluation.harness import ALL_CHUNKERS, DEFAULT_CHUNKERS, DEFAULT_THETAS, PROFILES
-    from core.components import BACKENDS
-
     p = sub.add_parser("bench", help="retrieval and QA benchmarks (bench sets in ../shared/bench format)")
     bsub = p.add_subparsers(dest="bench_cmd", required=True)
 

@@ -20,7 +20,11 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from app.answer import answer
+from app.context import AppContext
 from app.evaluation import bench as B
+from app.evaluation.answers import CANDIDATES, make_synth
+from app.grounding import is_title_line, split_claims, strip_citations
 from ingest.jobs.queue import ingest_paths
 
 DATA = B.ROOT / "bench" / "data" / "filings_qa.jsonl"
@@ -61,8 +65,6 @@ def has_figure(text: str, answers: Sequence[str]) -> bool:
 
 
 def quotes_a_title(reply: str) -> bool:
-    from app.grounding import is_title_line, split_claims, strip_citations
-
     return any(is_title_line(strip_citations(c).strip("“”\" ")) for c in split_claims(reply))
 
 
@@ -81,10 +83,6 @@ def run_filings(settings, docs_dir, names: Sequence[str] = DEFAULT_CANDIDATES, *
                 questions: Sequence[dict] | None = None) -> dict:
     """Ingest the set's filings from ``docs_dir`` into ``settings.data_dir`` (those already there are reused) and
     ask every question with each configuration in ``names``."""
-    from app.answer import answer
-    from app.context import AppContext
-    from app.evaluation.answers import CANDIDATES, make_synth
-
     qs = list(questions or load_questions())
     unknown = [n for n in names if n not in CANDIDATES or CANDIDATES[n].backend == "openai"]
     if unknown:

@@ -30,10 +30,15 @@ from pathlib import Path
 import numpy as np
 
 from app.evaluation import bench as B
+from app.evaluation.metrics import qa_f1_max
 from app.evaluation.peers import PEERS, Hierarchy, _Embedding, peer_spans, peer_unavailable, spans_to_chunks
 from core.components import CHUNKERS
+from ingest.embed import load_embedder
+from ingest.jobs.work import chunker_for
+from ingest.text import sentences as sentences_mod
 from ingest.text.sentences import count_words
 from ingest.types import Chunk
+from retrieval.scoring import assemble_context, level_hits, rank_parents
 
 log = logging.getLogger(__name__)
 
@@ -115,8 +120,6 @@ def _settings_key(name: str, ctx, theta: int) -> dict:
     s = ctx.settings
     key: dict = {"v": CACHE_VERSION, "cv": CHUNKER_VERSION.get(name, 1)}
     if name in LM_CHUNKERS:
-        from ingest.jobs.work import chunker_for
-
         key.update(lm=s.lm_model, mode=s.lg_mode, boundary=list(s.lg_boundary_tokens), prompt=s.lg_prompt,
                    block=s.lg_block_tokens, context=s.lg_context_tokens, min_words=s.lg_min_words,
                    params={k: v for k, v in chunker_for(ctx, name, theta, describe_only=True).describe().items()
@@ -171,7 +174,6 @@ def chunk_documents(bench: B.BenchSet, name: str, theta: int, ctx, *, cache_dir:
     level 0 of ``lgmgc`` (the same LM pass), so asking for both costs one pass.
     """
     from ingest.pipeline import Ingestor
-    from ingest.text import sentences as sentences_mod
 
     if name not in ALL_CHUNKERS:
         raise BenchError(f"unknown chunker {name!r}; choose from {', '.join(ALL_CHUNKERS)}")
@@ -460,8 +462,6 @@ def run_qa(set_name: str | B.BenchSet, ctx, synthesizer, *, chunkers: Sequence[s
            progress: Callable[[str], None] | None = print) -> dict:
     """QA F1 per subset: each chunker's retrieved context vs the no-retrieval baseline, one synthesizer."""
     _MADE_THIS_RUN.clear()
-    from app.evaluation.metrics import qa_f1_max
-    from retrieval.scoring import assemble_context, level_hits, rank_parents
     from retrieval.search import no_retrieval_context
 
     bench = set_name if isinstance(set_name, B.BenchSet) else B.load_set(set_name)
@@ -549,7 +549,6 @@ def write_results(name: str, res: dict, results_dir: Path | None = None) -> Path
 def bench_context(settings):
     """An AppContext for benchmarks: the configured models, the embedder wrapped in a run-wide cache."""
     from app.context import AppContext
-    from ingest.embed import load_embedder
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     s = settings

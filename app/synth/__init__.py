@@ -8,6 +8,7 @@ its name, description, needs and class. The class marks itself ``@registered`` a
 from __future__ import annotations
 
 from app.synth.base import SynthesisError, Synthesizer, build_completion_prompt, build_messages
+from app.synth.openai_compat import OpenAICompatSynthesizer
 from core.components import BACKENDS, lookup
 
 __all__ = ["BACKENDS", "SynthesisError", "Synthesizer", "build_messages", "build_completion_prompt",
@@ -16,8 +17,6 @@ __all__ = ["BACKENDS", "SynthesisError", "Synthesizer", "build_messages", "build
 
 def openai_client(s):
     """The OpenAI-compatible client configured by settings ``s`` (answers, and the lumber chunker)."""
-    from app.synth.openai_compat import OpenAICompatSynthesizer
-
     return OpenAICompatSynthesizer.from_settings(s)
 
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
+from app.grounding import strip_citations
+from app.guard import neutralise
+from retrieval.bm25 import tokenize
+
 SYSTEM_PROMPT = (
     "You answer questions using only the numbered sources provided. Cite every claim with the number of its "
     "source in square brackets, like [1] or [2][3]. If the sources do not contain the answer, say that you "
@@ -42,9 +46,7 @@ class Synthesizer(Protocol):
 
 
 def source_text(text: str) -> str:
-    """A source's text as a synthesizer gets it: instruction-like sentences (:mod:`app.synth.guard`) replaced."""
-    from app.synth.guard import neutralise
-
+    """A source's text as a synthesizer gets it: instruction-like sentences (:mod:`app.guard`) replaced."""
     return neutralise(text.strip())[0]
 
 
@@ -57,8 +59,6 @@ def build_messages(question: str, sources: Sequence, history: Sequence | None = 
                    system: str = SYSTEM_PROMPT, cue: str = "Answer with citations:") -> list[dict]:
     """Chat messages: system instructions, the conversation's earlier turns (citation markers removed, so the
     numbers of an earlier context are not mistaken for this one's), then the numbered sources and the question."""
-    from app.grounding import strip_citations
-
     user = f"Sources:\n\n{format_sources(sources)}\n\nQuestion: {question}\n{cue}"
     turns = [{"role": t["role"], "content": strip_citations(str(t.get("content", "")))}
              for t in (history or ()) if t.get("role") in ("user", "assistant") and t.get("content")]
@@ -89,8 +89,6 @@ def attribute(answer: str, sources: Sequence) -> int | None:
     >>> attribute("Late fees drop to $8.", [S(1, "Snickers bars"), S(2, "late fees from $32 to $8")])
     2
     """
-    from retrieval.bm25 import tokenize
-
     words = set(tokenize(answer))
     best, best_n = None, 0
     for src in sources:

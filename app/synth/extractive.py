@@ -7,7 +7,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from app.grounding import SentenceVectors, sentence_vectors_of
+from app.grounding import SentenceVectors, sentence_vectors_of, source_sentences
+from app.reader import read
 from core.components import registered
 
 
@@ -77,9 +78,6 @@ class ExtractiveSynthesizer:
 
     def reading(self, question: str, sources: Sequence, history: Sequence | None = None):
         """What :func:`app.reader.read` finds in ``sources`` for ``question``."""
-        from app.grounding import source_sentences
-        from app.reader import read
-
         sents = source_sentences(sources)
         q = self.vectors.query(question)
 

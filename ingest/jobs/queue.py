@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ingest.jobs.remote import RedisExecutor
 from ingest.jobs.state import ACTIVE, DONE, FIRST_PASS, FOUND, LANES, RUNNING, Job, JobState, JobStore
 from ingest.jobs.work import (
     Cut,
@@ -48,6 +49,7 @@ from ingest.jobs.work import (
 from ingest.pipeline import FileResult, Ingestor, IngestReport
 from ingest.readers.loaders import IngestError, Limits, LoadedDoc, check_input, clean_name, read_inputs
 from ingest.readers.sandbox import public_problem
+from ingest.text.chunk_context import chunker_params, indexed_text, uses_context
 from ingest.types import content_hash
 
 log = logging.getLogger(__name__)
@@ -140,8 +142,6 @@ class LocalExecutor:
 
 def plan_for(ctx, gen, own: dict | None, first_pass: bool) -> Plan:
     """The plan of a document in generation ``gen``: its own chunker and θ if it has them, else the generation's."""
-    from ingest.text.chunk_context import chunker_params, uses_context
-
     context = uses_context(gen.params)
     if own:
         return Plan(own["chunker"], own["theta"], chunker_params(own.get("params")), gen.n_levels, gen.embedder,
@@ -159,8 +159,6 @@ class Runner:
         self.jobs: JobStore = ctx.jobs
         s = ctx.settings
         if executor is None and s.queue_url:
-            from ingest.jobs.remote import RedisExecutor
-
             executor = RedisExecutor(ctx)
         self.executor = executor or LocalExecutor(ctx)
         self.poll_s = poll_s
@@ -457,8 +455,6 @@ class Runner:
     def _known_vectors(self, gen, job: Job) -> dict:
         """The first pass's vectors of ``job``'s document by chunk text: the refinement reuses those of the chunks
         it cuts the same way."""
-        from ingest.text.chunk_context import indexed_text
-
         ids = self.ctx.catalog.chunk_ids(gen.gen, job.doc_id)
         out = {}
         for lv, chunk_ids in ids.items():

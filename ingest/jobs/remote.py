@@ -41,6 +41,7 @@ from ingest.jobs.work import (
     cut,
     extract,
     first_pass_stages,
+    needs_refinement,
 )
 from ingest.readers.loaders import IngestError, Limits, LoadedDoc
 
@@ -239,7 +240,6 @@ def run_worker(ctx, burst: bool = False) -> int:
     from rq import Queue
     from rq.worker import SimpleWorker
 
-    from ingest.jobs.work import needs_refinement
 
     s = ctx.settings
     ser = serializer_of(s)  # before anything loads: no secret, no worker

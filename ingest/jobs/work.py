@@ -21,8 +21,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ingest.chunkers import CHUNKERS, NEEDS_LM, NEEDS_MODEL, build_chunker
+from ingest.chunkers.logits import LGConfig
 from ingest.readers import loaders
+from ingest.readers.layout import Layout, chunk_meta
 from ingest.readers.loaders import IngestError, Limits, LoadedDoc
+from ingest.text.chunk_context import chunk_contexts, indexed_text
+from ingest.text.sentences import count_words
 from ingest.types import Chunk
 
 log = logging.getLogger(__name__)
@@ -95,9 +99,6 @@ class Cut:
         """The spans as :class:`Chunk` s of ``doc_id`` (version ``h``) with their payload fields: pages, heading path,
         for a first-pass cut ``first_pass`` and, for an index with contextual text, the ``context`` line that was
         embedded before the chunk's text."""
-        from ingest.readers.layout import Layout, chunk_meta
-        from ingest.text.chunk_context import chunk_contexts
-
         lay = Layout.from_json(layout)
         lines = chunk_contexts(text, doc_id, layout, [s for s, *_ in self.spans]) if context else None
         out = []
@@ -197,8 +198,6 @@ def chunker_for(models, chunker: str, theta: int, params: dict | None = None, on
     over the settings, so that a document is cut with the rule its index was built with. ``models`` gives the
     settings, the boundary LM (``scorer``), the embedder and the lumber chunker's LLM. ``describe_only``: a chunker
     for its ``describe()`` alone (the LM is not loaded for it unless it already is)."""
-    from ingest.chunkers.logits import LGConfig
-
     s = models.settings
     params = params or {}
     if chunker in NEEDS_LM:
@@ -311,9 +310,6 @@ def cut(models, text: str, doc_id: str, h: str, plan: Plan, rep: Reporter | None
     ``known``: vectors of texts already embedded (a refinement gets the first pass's: on 30k words of *Emma* the
     LGMGC chunks repeat 82% of MG's θ/4 words, 49% of its θ/2 and 10% of its parents), reused instead of embedded
     again; a text's vector depends on the text alone."""
-    from ingest.text.chunk_context import chunk_contexts, indexed_text
-    from ingest.text.sentences import count_words
-
     rep = rep or Reporter()
     words = count_words(text)
     by = plan.cut_by

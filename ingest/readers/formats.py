@@ -13,7 +13,11 @@ import csv
 import io
 import re
 
-from ingest.text.tables import markdown_tables, tidy
+from ingest.readers.base import IngestError, _check_unpacked_size, _docx_level, clean_text, decode_text
+from ingest.readers.layout import Layout
+from ingest.readers.ocr import OcrUnavailable, image_pages, ocr_lines
+from ingest.readers.sandbox import progress
+from ingest.text.tables import TABLE_WORDS, markdown_tables, tidy
 
 Block = tuple[str, str, int]  # (kind: "p" | "h" | "table", text, heading level)
 
@@ -33,8 +37,6 @@ class Builder:
         self.pages.append(self.offset + (2 if self.parts else 0))
 
     def add(self, kind: str, text: str, level: int = 0) -> None:
-        from ingest.readers.base import clean_text
-
         text = clean_text(text)[0].strip()
         if not text:
             return
@@ -55,8 +57,6 @@ class Builder:
             self.add("table", g)
 
     def result(self) -> tuple[str, dict]:
-        from ingest.readers.layout import Layout
-
         text = "".join(self.parts)
         pages = tuple(min(p, len(text)) for p in self.pages)
         return text, Layout(pages, tuple(self.headings), tuple(self.blocks), self.unit).to_json()
@@ -86,7 +86,6 @@ def docx_blocks(doc) -> list[Block]:
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
-    from ingest.readers.base import _docx_level
 
     out: list[Block] = []
     for item in doc.iter_inner_content():
@@ -171,7 +170,6 @@ def epub_text(name: str, data: bytes, max_unpacked: int) -> tuple[str, dict]:
 
     from bs4 import BeautifulSoup
 
-    from ingest.readers.base import IngestError, _check_unpacked_size
 
     _check_unpacked_size(name, data, max_unpacked, "EPUB")
     try:
@@ -203,8 +201,6 @@ def epub_text(name: str, data: bytes, max_unpacked: int) -> tuple[str, dict]:
 def pptx_text(name: str, data: bytes, max_unpacked: int) -> tuple[str, dict]:
     """Slides in order: the title (a heading), the other text frames top to bottom, tables, then the speaker
     notes ("Notes: …"); a page per slide."""
-    from ingest.readers.base import IngestError, _check_unpacked_size
-
     _check_unpacked_size(name, data, max_unpacked, "PPTX")
     try:
         from pptx import Presentation
@@ -242,8 +238,6 @@ def pptx_text(name: str, data: bytes, max_unpacked: int) -> tuple[str, dict]:
 
 # -- XLSX / CSV --------------------------------------------------------------------------------------------------------
 def _too_many_rows(name: str, n: int, max_rows: int):
-    from ingest.readers.base import IngestError
-
     return IngestError(name, f"has more than {max_rows:,} rows (read {n:,}), over the limit (MGRAG_MAX_ROWS); split "
                              "it or raise the limit")
 
@@ -267,8 +261,6 @@ class _Expansion:
         self.budget = min(MAX_TEXT_CHARS, max(MIN_TEXT_CHARS, factor * size))
 
     def _refuse(self, what: str):
-        from ingest.readers.base import IngestError
-
         return IngestError(self.name, f"{what} more than {self.budget / 1e6:.0f} M characters of text from a file of "
                                       "this size (a spreadsheet bomb: one cell repeated thousands of times, or a "
                                       "wide header repeated before every group of rows) and is not read; split it "
@@ -276,8 +268,6 @@ class _Expansion:
 
     def row(self, cells: list[str]) -> None:
         if len(cells) > MAX_COLUMNS:
-            from ingest.readers.base import IngestError
-
             raise IngestError(self.name, f"has a row of {len(cells):,} columns, over the limit of {MAX_COLUMNS:,}")
         self.chars += sum(len(c) for c in cells) + len(cells)
         if self.chars > self.budget:
@@ -285,8 +275,6 @@ class _Expansion:
 
     def tables(self, header: list[str], rows: list[list[str]]) -> None:
         """Refuse ``header`` and ``rows`` whose Markdown tables would pass the budget (estimated, not built)."""
-        from ingest.text.tables import TABLE_WORDS
-
         width = max([len(header)] + [len(r) for r in rows]) if (header or rows) else 0
         head = sum(len(c) for c in header) + 4 * width
         body = self.chars + 3 * width * len(rows)
@@ -301,8 +289,6 @@ class _Expansion:
 def xlsx_text(name: str, data: bytes, max_unpacked: int, max_rows: int) -> tuple[str, dict]:
     """Every sheet as a heading (its name) and a table (first non-empty row = header, repeated in every group of
     rows); a page per sheet. Formulas are read as their cached values."""
-    from ingest.readers.base import IngestError, _check_unpacked_size
-
     _check_unpacked_size(name, data, max_unpacked, "XLSX")
     try:
         import openpyxl
@@ -344,9 +330,6 @@ def _cell(v) -> str:
 def csv_text(name: str, data: bytes, max_rows: int) -> tuple[str, dict]:
     """A CSV (or TSV) file as one table, its header repeated in every group of rows; a page per data row, so a
     citation reads "rows 12–19"."""
-    from ingest.readers.base import IngestError, clean_text, decode_text
-    from ingest.readers.layout import Layout
-
     text, _ = decode_text(name, data)
     try:
         dialect = csv.Sniffer().sniff(text[:20_000], delimiters=",;\t|")
@@ -392,15 +375,11 @@ def csv_text(name: str, data: bytes, max_rows: int) -> tuple[str, dict]:
 # -- images ------------------------------------------------------------------------------------------------------------
 def image_text(name: str, data: bytes, ocr_engine: str | None = None) -> tuple[str, dict]:
     """The OCR text of an image (each frame of a multi-page TIFF a page)."""
-    from ingest.readers.base import IngestError
-    from ingest.readers.ocr import OcrUnavailable, image_pages, ocr_lines
-
     try:
         frames = image_pages(data)
     except Exception as e:  # PIL: unreadable, truncated, or a decompression bomb
         why = "not an image format PIL knows" if e.__class__.__name__ == "UnidentifiedImageError" else str(e)[:100]
         raise IngestError(name, f"is not a readable image ({e.__class__.__name__}: {why})") from e
-    from ingest.readers.sandbox import progress
 
     b = Builder("page")
     for i, img in enumerate(frames):

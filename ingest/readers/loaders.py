@@ -18,6 +18,7 @@ import re
 import stat
 from pathlib import Path
 
+from ingest.readers import formats as F
 from ingest.readers.base import (  # noqa: F401 (re-exported: what callers import from the loaders)
     IngestError,
     Limits,
@@ -32,6 +33,11 @@ from ingest.readers.base import (  # noqa: F401 (re-exported: what callers impor
     decode_text,
     looks_binary,
 )
+from ingest.readers.formats import build, html_blocks
+from ingest.readers.layout import Layout, markdown_headings
+from ingest.readers.pdf import assemble, read_pages
+from ingest.readers.sandbox import SandboxError, run_limited
+from ingest.text.sentences import count_words
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +53,6 @@ def _pdf_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine:
         from pypdf.errors import PdfReadError
     except ImportError as e:  # pragma: no cover
         raise IngestError(name, "reading PDF needs `pip install pypdf[crypto]`") from e
-    from ingest.readers.pdf import read_pages
 
     try:
         return read_pages(name, data, first, last, ocr_engine)
@@ -61,8 +66,6 @@ def _pdf_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine:
 
 def _pdf_text(name: str, data: bytes, ocr_engine: str | None = None) -> tuple[str, dict]:
     """The text and layout of a whole PDF in this process."""
-    from ingest.readers.pdf import assemble
-
     _, pages, outline = _pdf_pages(name, data, 0, None, ocr_engine)
     return assemble(name, pages, outline)
 
@@ -72,9 +75,6 @@ def pdf_text(name: str, data: bytes, limits: "Limits", on_progress=None) -> tupl
     process with the memory cap and the CPU-time limit (:mod:`ingest.readers.sandbox`), so a 300-page filing costs the
     memory of one range, not of the whole parse, and the limit applies per range (plus an allowance per page read by
     OCR). ``on_progress(pages_done, pages)`` after each page."""
-    from ingest.readers.pdf import assemble
-    from ingest.readers.sandbox import SandboxError, run_limited
-
     step = max(1, limits.pdf_pages_per_range)
     pages: list[dict] = []
     outline: list = []
@@ -137,7 +137,6 @@ def _docx_text(name: str, data: bytes, max_unpacked: int = 200 * 2**20) -> tuple
         raise
     except Exception as e:  # python-docx raises several unrelated types for corrupt files
         raise IngestError(name, f"is not a readable DOCX file ({e.__class__.__name__})") from e
-    from ingest.readers.formats import build
 
     return build(blocks, unit="paragraph")
 
@@ -145,7 +144,6 @@ def _docx_text(name: str, data: bytes, max_unpacked: int = 200 * 2**20) -> tuple
 def _html_text(name: str, data: bytes) -> tuple[str, dict]:
     from bs4 import BeautifulSoup
 
-    from ingest.readers.formats import build, html_blocks
 
     raw, _ = decode_text(name, data)
     return build(html_blocks(BeautifulSoup(raw, "html.parser")))
@@ -154,8 +152,6 @@ def _html_text(name: str, data: bytes) -> tuple[str, dict]:
 def _extract(suffix: str, name: str, data: bytes, max_unpacked: int, max_rows: int = 200_000,
              ocr_engine: str | None = None) -> tuple[str, dict]:
     """The text and layout of a file that is not plain text (the sandbox child's entry point)."""
-    from ingest.readers import formats as F
-
     if suffix == ".pdf":
         return _pdf_text(name, data, ocr_engine)
     if suffix == ".docx":
@@ -209,8 +205,6 @@ def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: 
     elif suffix in _KINDS:
         kind = _KINDS[suffix]
         if limits.sandbox:
-            from ingest.readers.sandbox import SandboxError, run_limited
-
             try:
                 text, layout = run_limited("ingest.readers.loaders:_extract", (suffix, name, data,
                 limits.max_unpacked_bytes,
@@ -223,8 +217,6 @@ def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: 
             text, layout = _extract(suffix, name, data, limits.max_unpacked_bytes, limits.max_rows,
                                     limits.ocr_engine)
     else:
-        from ingest.readers.layout import Layout, markdown_headings
-
         text, warning = decode_text(name, data)
         kind = "text"
         if warning:
@@ -236,7 +228,6 @@ def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: 
         layout = Layout((), heads).to_json()
     if not text.strip():
         raise IngestError(name, "contains no text")
-    from ingest.text.sentences import count_words
 
     n_words = count_words(text)
     if n_words > limits.max_words:

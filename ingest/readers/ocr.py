@@ -25,6 +25,8 @@ import shutil
 import subprocess
 import tempfile
 
+from ingest.readers.sandbox import ocr_allowance
+
 ENGINES = ("auto", "tesseract", "rapidocr", "none")
 OCR_DPI = 300  # tesseract's recommended resolution; also fine for RapidOCR
 MAX_PIXELS = 40_000_000  # a page rendered larger than this is scaled down (a 7200-pt page would be 900 Mpx)
@@ -131,7 +133,6 @@ def ocr_lines(img, engine: str | None = None) -> list[str]:
     eng = resolve_engine(engine)
     if eng == "none":
         raise OcrUnavailable(HOW_TO_GET_OCR)
-    from ingest.readers.sandbox import ocr_allowance
 
     img = fit_image(img)
     if img.mode not in ("RGB", "L"):

@@ -19,6 +19,10 @@ import re
 import statistics
 from collections import Counter
 
+from ingest.readers.base import IngestError, _pdf_outline, _pdf_reader, clean_text
+from ingest.readers.layout import Layout, PageCleaner
+from ingest.readers.ocr import MAX_PIXELS, OCR_DPI, ocr_lines
+from ingest.readers.sandbox import progress
 from ingest.text.tables import is_number, looks_like_header, markdown_tables, tidy
 
 _TERMINAL = (".", "!", "?", ":", ";", "”", '"', "’")
@@ -121,8 +125,6 @@ def read_page(page, ocr_engine: str | None = None) -> dict:
     out = {"width": float(page.width), "ocr": False, "items": []}
     n_chars = len(page.chars)
     if n_chars < MIN_TEXT_CHARS and (page.images or n_chars == 0):
-        from ingest.readers.ocr import ocr_lines
-
         img = page.to_image(resolution=_ocr_resolution(page)).original
         lines = ocr_lines(img, ocr_engine)
         out["ocr"] = True
@@ -208,8 +210,6 @@ class _PdfiumWords:
 
 
 def _ocr_resolution(page) -> int:
-    from ingest.readers.ocr import MAX_PIXELS, OCR_DPI
-
     pts = float(page.width) * float(page.height)
     dpi = OCR_DPI
     while pts * (dpi / 72) ** 2 > MAX_PIXELS and dpi > 50:
@@ -222,7 +222,6 @@ def read_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine:
     is 0. Runs in the extraction child."""
     import pdfplumber
 
-    from ingest.readers.base import IngestError, _pdf_outline, _pdf_reader
 
     reader = _pdf_reader(name, data)  # refuses password-protected PDFs with the message that says what to do
     n = len(reader.pages)
@@ -233,7 +232,6 @@ def read_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine:
         pdf = pdfplumber.open(io.BytesIO(data), password="" if reader.is_encrypted else None)
     except Exception as e:
         raise IngestError(name, f"is not a readable PDF ({e.__class__.__name__}: {str(e)[:120]})") from e
-    from ingest.readers.sandbox import progress
 
     page_words = _PdfiumWords(data, "" if reader.is_encrypted else None)
     with pdf:
@@ -349,9 +347,6 @@ def _join_lines(lines: list[str]) -> str:
 def assemble(name: str, pages: list[dict], outline: list) -> tuple[str, dict]:
     """The text and layout (:class:`ingest.readers.layout.Layout` JSON) of a PDF from its pages' data (see the module
     doc). Raises :class:`ingest.readers.loaders.IngestError` when no page has text (and no OCR could read one)."""
-    from ingest.readers.base import IngestError, clean_text
-    from ingest.readers.layout import Layout, PageCleaner
-
     line_texts = [[it["text"] for it in p["items"] if it["kind"] == "line"] for p in pages]
     cleaner = PageCleaner(["\n".join(t) for t in line_texts])
     body = _body_size(pages)

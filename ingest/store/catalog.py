@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.db import open_db
+from ingest.types import Chunk
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -457,8 +458,6 @@ def live_chunks(catalog: Catalog, store: DocumentStore, allowed: set[str] | None
     """(text per document, chunks per document, sorted by level then start) of the live generation, rebuilt from
     the catalog's offsets over the stored originals; ``allowed`` limits it to those document ids. The one chunk
     listing behind router training, the Evaluate tab's benchmark and the chunk inspector."""
-    from ingest.types import Chunk
-
     live = catalog.live_generation()
     if live is None:
         return {}, {}

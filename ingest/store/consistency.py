@@ -28,6 +28,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from ingest.jobs.state import ACTIVE
+
 log = logging.getLogger(__name__)
 
 ORPHAN_AGE_S = 3600.0  # an unreferenced stored file younger than this may be an ingestion's in flight
@@ -128,8 +130,6 @@ def referenced_hashes(catalog) -> set[str]:
     db = catalog.db
     sql = "SELECT hash FROM versions UNION SELECT hash FROM indexed"
     if db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='jobs'").fetchone():
-        from ingest.jobs.state import ACTIVE
-
         sql += f" UNION SELECT hash FROM jobs WHERE state IN ({','.join('?' * len(ACTIVE))})"
         return {r[0] for r in db.execute(sql, ACTIVE)}
     return {r[0] for r in db.execute(sql)}

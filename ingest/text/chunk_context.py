@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from ingest.readers.layout import heading_path
+from ingest.readers.layout import Layout, heading_path
 
 # a heading standing alone on its line: numbered parts of filings, contracts and reports, or Markdown
 _NUMBERED = re.compile(
@@ -96,8 +96,6 @@ def context_line(title: str, text: str, start: int, headings=(), path: list[str]
     """The context of the chunk starting at ``start`` of ``text``: "title › heading path", then the table's caption
     and header row when the chunk starts inside a table body (at most 400 characters). ``path``: the heading path at
     ``start`` when the caller has it (:func:`paths_at`), else it is read from ``headings``."""
-    from ingest.readers.layout import Layout
-
     if path is None:
         path = heading_path(Layout(headings=tuple(headings)), start) if headings else []
     first = " › ".join(p for p in [title.strip(), *path] if p)
@@ -149,8 +147,6 @@ def chunker_params(params: dict | None) -> dict:
 def chunk_contexts(text: str, doc_id: str, layout: dict | None, starts) -> list[str]:
     """The context line of every chunk starting at ``starts`` of a document: its title from ``doc_id``, its headings
     from the reader's ``layout`` (JSON) or, where the reader found none, from the text."""
-    from ingest.readers.layout import Layout
-
     starts = list(starts)
     paths = paths_at(headings_for(text, Layout.from_json(layout).headings), starts)
     title = title_of(doc_id)

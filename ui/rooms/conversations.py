@@ -3,6 +3,7 @@ scope), new, rename, delete, the scope ("Search in") kept with the conversation,
 import gradio as gr
 
 from services import render
+from services.conversations import ConversationNotFound
 from ui.rooms.context import RoomContext, error
 
 
@@ -41,7 +42,6 @@ class ConversationsPanel:
         """Store the turn in the conversation (a new one for the first question); its id and the updated list."""
         if not owner:
             return conv_id, gr.update()
-        from services.conversations import ConversationNotFound
 
         conversations = self.service.conversations
         try:
@@ -55,8 +55,6 @@ class ConversationsPanel:
 
     def open_conversation(self, owner, conv_id):
         """(chatbot, answers, memory, scope, conversation id) of a stored conversation, or of a new one."""
-        from services.conversations import ConversationNotFound
-
         try:
             conv = self.service.conversations.get(owner, conv_id) if owner and conv_id else None
         except ConversationNotFound:

@@ -4,6 +4,8 @@ It makes the shared ``answer_pick`` (the Chat tab fills it)."""
 import gradio as gr
 import pandas as pd
 
+from app.evaluation.metrics import qa_f1_score
+from ingest.readers.layout import place_label
 from services import render
 from ui.rooms.context import RoomContext, client_host, error
 
@@ -69,7 +71,6 @@ class EvaluateRoom:
                                        retriever=a["retriever"] if a["retriever"] != "none" else "dense",
                                        owner=self.c.reader_of(browser_id, request))
         df = pd.DataFrame(hits, columns=["retriever", "level", "rank", "score", "document", "chars", "text"])
-        from ingest.readers.layout import place_label
 
         choices = [(" · ".join(filter(None, (f"[{x['number']}] {x.get('name') or x['doc_id']}",
                                              place_label(x.get("pages"), [], x.get("unit"))))), x["number"])
@@ -81,8 +82,6 @@ class EvaluateRoom:
         return md, gr.update(choices=choices, value=[]), df, render.sources_html(a["sources"], set(cited))
 
     def on_f1(self, answers, idx, reference):
-        from app.evaluation.metrics import qa_f1_score
-
         a = pick(answers, idx)
         if a is None or not (reference or "").strip():
             return "F1: enter a reference answer"

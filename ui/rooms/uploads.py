@@ -7,7 +7,9 @@ from pathlib import Path
 import gradio as gr
 import pandas as pd
 
+from ingest.jobs.queue import reached, watch
 from ingest.jobs.state import ACTIVE, FOUND, JobState
+from ingest.readers.loaders import SUPPORTED
 from services.service import AppService
 from ui.rooms.context import RoomContext, error
 
@@ -56,8 +58,6 @@ class UploadPanel:
 
     def layout_upload(self) -> None:
         """The drop zone, the last upload's rows and the cancel button."""
-        from ingest.readers.loaders import SUPPORTED
-
         s = self.c.settings
         self.files = gr.File(label=f"Upload documents (drag and drop; {', '.join(sorted(SUPPORTED))}; "
                                    f"at most {s.max_file_mb:g} MB each)",
@@ -87,8 +87,6 @@ class UploadPanel:
         """Queue the files and show their rows at once; the rows move (extracting, searchable, refining N% with the
         time left, ready) until every file is searchable, then the timer keeps them moving through the refinement.
         The API's `/upload` returns when every file is searchable or has failed."""
-        from ingest.jobs.queue import reached, watch
-
         service = self.service
         clean_uploads(service)
         keep = gr.update

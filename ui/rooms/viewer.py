@@ -4,7 +4,10 @@ import html
 import logging
 from pathlib import Path
 
+from ingest.readers.layout import Layout, page_span, place_label
+from ingest.readers.sandbox import SandboxError
 from services.service import AppService
+from services.viewer import InvalidViewToken, RenderBusy, content_disposition, view_page
 
 log = logging.getLogger("ui.app")  # the name it always had (log filters, tests)
 
@@ -16,9 +19,6 @@ def add_viewer_routes(app, service: AppService) -> None:
     when every render slot stays taken the answer is 503 with ``Retry-After``."""
     from fastapi.responses import HTMLResponse, Response
 
-    from ingest.readers.layout import Layout, page_span, place_label
-    from ingest.readers.sandbox import SandboxError
-    from services.viewer import InvalidViewToken, RenderBusy, content_disposition, view_page
 
     def opened(token: str):
         try:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from ingest.text.sentences import split_sentences
+
 REMOVED = "[instruction-like text removed]"
 
 _SECRETS = (r"(passwords?|passphrase|secrets?|api[ -]?keys?|tokens?|credentials?|system prompt|hidden prompt|"
@@ -60,8 +62,6 @@ def looks_like_instruction(sentence: str) -> bool:
 
 def neutralise(text: str) -> tuple[str, int]:
     """``text`` with every instruction-like sentence replaced by :data:`REMOVED`, and how many were replaced."""
-    from ingest.text.sentences import split_sentences
-
     out, last, n = [], 0, 0
     for s, e in split_sentences(text, max_words=200, table_rows=True):  # one row of a table, not all of it
         if looks_like_instruction(text[s:e]):
