@@ -12,6 +12,8 @@ import sys
 
 import httpx
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): mcp
+
 INSTRUCTIONS = ("MGRAG answers questions from the user's own documents. Use `ask` for an answer with numbered "
                 "citations (it says so when the documents do not answer), `search` to read the passages found for "
                 "a query, `list_documents` for the document ids a search or an answer can be limited to.")

@@ -15,6 +15,7 @@ import shutil
 import threading
 import time
 from collections import deque
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
@@ -144,8 +145,6 @@ def history_of(messages: list[Message]) -> tuple[str, list[dict]]:
 def citation_json(service, c) -> dict:
     """One cited source as the API returns it: document, place (pages and section), the passage, the sentences
     that support the answer and a viewer link (valid for the viewer's token lifetime)."""
-    from dataclasses import asdict
-
     d = asdict(c)
     link = service.view_link(d, [(x["start"], x["end"]) for x in c.support if "start" in x])
     return {"index": c.number, "document": c.name or c.doc_id, "pages": c.pages, "unit": c.unit,
@@ -518,8 +517,6 @@ def _spool(f, path: Path, limit: int) -> int:
 
 
 def _search(service, body: SearchRequest, owner: str) -> dict:
-    from dataclasses import asdict
-
 
     scope = _scope(service, owner, body.documents)
     try:

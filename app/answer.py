@@ -25,6 +25,8 @@ from ingest.readers.layout import Layout, heading_path, page_span, source_place
 from retrieval.scoring import assemble_context
 from retrieval.search import Retrieval, Source, check_question, no_retrieval_context, retrieve
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): core.models
+
 log = logging.getLogger(__name__)
 _CITE_RE = re.compile(r"\[(\d+)\]")
 

@@ -19,6 +19,8 @@ from ingest.store.index import open_index
 from ingest.text.lm import LogitsScorer, choose_threads
 from retrieval.bm25 import Bm25Store
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): torch and router.runtime
+
 log = logging.getLogger(__name__)
 
 

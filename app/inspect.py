@@ -13,6 +13,7 @@ takes the models from an :class:`app.context.AppContext` (LM scorer, embedder, r
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import html
 import io
 import logging
@@ -28,6 +29,9 @@ from ingest.text.chunk_context import chunk_contexts, indexed_text
 from ingest.text.sentences import count_words, is_hard_wrapped, sentences_cached, word_spans
 from ingest.types import Chunk
 from retrieval.scoring import level_hits, rank_parents
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): matplotlib and
+# retrieval.search
 
 log = logging.getLogger(__name__)
 
@@ -132,8 +136,6 @@ class _Recorder:
 def inspect_text(ctx, text: str, name: str = "document", *, theta: int | None = None, question: str | None = None,
                  k: int | None = None, lg_config=None) -> Inspection:
     """Chunk ``text`` with LGMGC (the settings' LM and rule), recursive and MG at ``theta``; match ``question``."""
-    import dataclasses
-
 
     if not text or not text.strip():
         raise ValueError(f"{name}: is empty; nothing to inspect")

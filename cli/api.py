@@ -8,6 +8,9 @@ import time
 from services.keys import Keys
 from services.users import Users
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): core.settings,
+# api.mcp_server
+
 
 def cmd_keys(args) -> int:
     """Make, list and revoke API keys. A key belongs to a user (one of the web app's users when it has any) and

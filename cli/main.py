@@ -3,9 +3,13 @@ from __future__ import annotations
 
 import argparse
 import errno
+import getpass
 import json
 import logging
 import sys
+import time
+import uuid
+from pathlib import Path
 
 from app.evaluation.cli import add_bench_parser
 from app.inspect import inspect_text, render_html, render_png
@@ -22,6 +26,10 @@ from ingest.store.export import export_live, state_path
 from ingest.store.index import ClientIndex, make_client
 from ingest.types import LEVEL_NAMES
 from services.users import Users
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): pydantic and core.settings,
+# app.context, ingest.jobs.queue, ingest.pipeline, app.answer, retrieval.search, router.model, router.pipeline,
+# router.train, ui.app, services.service, core.datalock, core.models, app.evaluation.harness, services.keys
 
 log = logging.getLogger("mgrag")
 
@@ -103,9 +111,6 @@ def cmd_ingest(args) -> int:
     """Queue the files; by default wait until each is searchable (its first pass committed), printing when each
     became searchable and ready. The queue is run by the process that holds the data dir: a running ``mgrag serve``
     or ``mgrag worker`` takes the jobs; when none runs, this command runs them itself while it waits."""
-    import time
-    import uuid
-
     from ingest.jobs.queue import enqueue, runner_alive, watch
 
     t0 = time.monotonic()
@@ -240,8 +245,6 @@ def cmd_worker(args) -> int:
     """Run the ingestion queue. With ``queue_url`` (Redis): a compute worker for the data dir's holder, on any
     machine. Without: this process takes the data dir and runs its queue (as `mgrag serve` does, without the web
     app), until interrupted or, with --until-idle, until nothing is left to do."""
-    import time
-
     ctx = _ctx(args)
     if ctx.settings.queue_url:
         return run_worker(ctx, burst=args.until_idle)
@@ -583,8 +586,6 @@ def _int_at_least(lo: int):
 
 def document_text(ctx, ref: str) -> tuple[str, str]:
     """``(name, text)`` of an ingested document (id, name or hash prefix) or, failing that, of a readable file."""
-    from pathlib import Path
-
     doc_id = ctx.catalog.find_document(ref) if ctx.settings.catalog_path.exists() else None
     if doc_id is not None:
         row = next(r for r in ctx.catalog.documents(None) if r["doc_id"] == doc_id)
@@ -597,8 +598,6 @@ def document_text(ctx, ref: str) -> tuple[str, str]:
 
 
 def cmd_inspect(args) -> int:
-    from pathlib import Path
-
 
     ctx = _ctx(args)
     try:
@@ -627,8 +626,6 @@ def cmd_inspect(args) -> int:
 def cmd_users(args) -> int:
     """Web app accounts: with at least one, `mgrag serve` requires a login and uploads and conversations belong
     to the user."""
-    import getpass
-
     from core.settings import Settings
 
     settings = Settings(**({"data_dir": args.data_dir} if args.data_dir else {}))

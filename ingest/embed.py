@@ -21,6 +21,9 @@ import numpy as np
 
 from core.models import LOAD_LOCK, ModelNotAvailable, resolve_embedder_path
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): transformers,
+# sentence_transformers
+
 log = logging.getLogger(__name__)
 
 # Query/passage prefixes of models that were trained with them (None: the model needs none).

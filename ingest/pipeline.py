@@ -42,6 +42,8 @@ from ingest.text.chunk_context import (
 )
 from ingest.types import Chunk
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): tqdm
+
 log = logging.getLogger(__name__)
 
 

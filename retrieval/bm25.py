@@ -27,6 +27,8 @@ import numpy as np
 
 from ingest.text.chunk_context import indexed_text
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): scipy
+
 _TOKEN_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+", re.UNICODE)
 STOPWORDS = frozenset(
     "a an and are as at be but by for from has have he her his i in is it its of on or she that the their them "

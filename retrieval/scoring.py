@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from ingest.text.sentences import count_words
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): numpy
+
 
 @dataclass(frozen=True)
 class Hit:

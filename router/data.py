@@ -23,6 +23,8 @@ from retrieval.bm25 import Bm25Level, tokenize
 from retrieval.scoring import level_hits as top_per_level
 from router.labels import best_per_level, label_text, question_soft_labels
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): tqdm
+
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "val", "test")

@@ -13,6 +13,8 @@ import numpy as np
 
 from core.models import LOAD_LOCK, ModelNotAvailable
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): transformers, torch
+
 
 class RobertaEncoder:
     """Mean-pooled RoBERTa sentence vectors; ``embed_queries`` and ``embed_passages`` are the same map."""

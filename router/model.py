@@ -17,6 +17,8 @@ from torch import nn
 
 from router.features import profile_dim
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): safetensors
+
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 FORMAT_VERSION = 1

@@ -5,7 +5,7 @@ Seeded: the same data and seed give the same router. The best epoch by validatio
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +14,8 @@ from torch import nn
 
 from router.features import choice_labels, level_labels, profile_dim, profile_features, weighting_gains
 from router.model import MoGRouter, RouterConfig, router_inputs
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): matplotlib, tqdm
 
 log = logging.getLogger(__name__)
 
@@ -172,8 +174,6 @@ def fit_retrieval_router(base: RouterConfig, train, val, *, labels: np.ndarray |
     """Train a router of ``base``'s kind (inputs, head, candidates) on retrieval examples; the profile features are
     standardised with the training set's mean and spread (kept in the config). Labels default to
     :func:`retrieval_targets`."""
-    from dataclasses import replace
-
 
     n = base.n_levels
     y = labels if labels is not None else retrieval_targets(train, n, base.head, base.candidates)

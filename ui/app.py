@@ -18,6 +18,9 @@ from services.auth import throttled_login
 from services.service import AppService, stored_admin_password
 from ui.rooms.viewer import add_viewer_routes
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): gradio, fastapi, starlette
+# and ui.rooms.admin, ui.rooms.chat, ui.rooms.context, ui.rooms.evaluate, ui.rooms.uploads, api.v1
+
 log = logging.getLogger(__name__)
 
 __all__ = ["CSS", "add_viewer_routes", "build_app", "launch", "render_css", "serve", "start_service"]

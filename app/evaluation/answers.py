@@ -25,11 +25,15 @@ Definitions (pure functions below, each tested):
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -40,6 +44,9 @@ from app.evaluation.metrics import evidence_recall, normalize_answer, qa_f1_max,
 from app.synth import make_synthesizer, openai_client
 from app.synth.hf import load_offline_synthesizer
 from core.models import QWEN_LM
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): torch and app.answer,
+# retrieval.search, app.context, app.evaluation.answer_sets, app.evaluation, app.synth.hf
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +129,6 @@ def cited_pairs(reply: str) -> list[tuple[str, int]]:
     >>> cited_pairs("Forty trees [1]. Planted in 1911 [2][3] Verse line [4]")
     [('Forty trees', 1), ('. Planted in 1911', 2), ('. Planted in 1911', 3), ('Verse line', 4)]
     """
-    import re
-
     out = []
     for m in re.finditer(r"(.*?)((?:\s*\[\d+\])+)", reply, re.S):
         claim = m.group(1).strip()
@@ -170,9 +175,6 @@ class CachedSynth:
     decoding makes a fresh run produce the same drafts (``--fresh`` regenerates)."""
 
     def __init__(self, inner, name: str, cache_dir, fresh: bool = False):
-        import json
-        from pathlib import Path
-
         self.inner, self.key_name = inner, name
         self.name = getattr(inner, "name", name)
         self.chat = getattr(inner, "chat", False)
@@ -189,9 +191,6 @@ class CachedSynth:
         return getattr(self.inner, item)
 
     def _key(self, question, sources, history) -> str:
-        import hashlib
-        import json
-
         cfg = [self.key_name, getattr(self.inner, "max_new_tokens", None), getattr(self.inner, "system_prompt", None),
                getattr(self.inner, "max_tokens", None)]
         blob = json.dumps([cfg, question, [(s.rank, s.text) for s in sources],
@@ -200,9 +199,6 @@ class CachedSynth:
 
     def complete(self, messages, max_tokens: int = 64) -> str:
         """The inner model's completion (the follow-up rewrite), kept like the drafts."""
-        import hashlib
-        import json
-
         key = hashlib.sha256(json.dumps(["complete", self.key_name, max_tokens, messages],
                                         ensure_ascii=False).encode()).hexdigest()
         rec = self.records.get(key)
@@ -217,8 +213,6 @@ class CachedSynth:
         return rec["pieces"][0]
 
     def stream(self, question, sources, history=None):
-        import json
-
         key = self._key(question, sources, history)
         t0 = time.perf_counter()
         rec = self.records.get(key)
@@ -420,8 +414,6 @@ def run_followups(ctxs: dict[str, object], followups, synth, cand: Candidate, ll
 # -- the whole run -----------------------------------------------------------------------------------------------
 def _stub_openai():
     """The local OpenAI-compatible stub of the tests (echoes source [1]'s first sentence, cited)."""
-    import importlib.util
-
 
     spec = importlib.util.spec_from_file_location("mgrag_stub_openai", B.ROOT / "tests" / "app" / "stub_openai.py")
     mod = importlib.util.module_from_spec(spec)

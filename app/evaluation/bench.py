@@ -13,6 +13,7 @@ import platform
 import resource
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ from core.questions import Evidence, Question, read_questions
 from ingest.text.sentences import count_words
 from ingest.types import Chunk
 from retrieval.scoring import ChunkSpan, Hit, assemble_context, level_hits, mog_rank, rank_parents
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): torch, transformers
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH_DIR = Path(os.environ.get("MGRAG_BENCH_DIR", ROOT.parent / "shared" / "bench"))
@@ -284,8 +287,6 @@ class LoadMonitor:
     """
 
     def __init__(self, interval: float = 10.0):
-        import threading
-
         self.interval = interval
         self.samples: list[float] = []
         self._stop = threading.Event()

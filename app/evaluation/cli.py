@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -29,6 +31,9 @@ from app.evaluation.peers import PEERS
 from app.synth import make_synthesizer
 from app.synth.hf import load_offline_synthesizer
 from core.components import BACKENDS
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): torch and core.settings,
+# app.evaluation.filings
 
 SETS = ("chroma", "gutenqa_emma")
 
@@ -62,8 +67,6 @@ def _results_dir(args) -> Path:
 
 
 def _command_line(args) -> str:
-    import shlex
-
     return "mgrag " + shlex.join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("mgrag") else \
         f"mgrag bench {args.bench_cmd} --set {args.set} ..."
 
@@ -209,8 +212,6 @@ def bench_run_section(minutes: float, profile: str, fresh: bool, info: dict, res
 
 def cmd_report(args) -> int:
     """Re-render the BENCHMARKS.md sections from the JSON results (after a formatting change, no re-run)."""
-    import json
-
 
     out = _results_dir(args)
     for name in SETS:
@@ -240,8 +241,6 @@ DEFAULT_ANSWER_CANDIDATES = ("qwen-500", "hybrid-qwen-500", "gemma-500", "hybrid
 
 def cmd_answers(args) -> int:
     """``mgrag bench answers``: see app/evaluation/answers.py."""
-    import json
-
     from core.settings import Settings
 
     out = _results_dir(args)
@@ -292,8 +291,6 @@ def cmd_answers(args) -> int:
 
 def cmd_filings(args, out) -> int:
     """``mgrag bench answers --filings DOCS``: see app/evaluation/filings.py."""
-    import json
-
     from app.evaluation.filings import DEFAULT_CANDIDATES, filings_table, run_filings
     from core.settings import Settings
 

@@ -40,6 +40,9 @@ from ingest.text.sentences import count_words
 from ingest.types import Chunk
 from retrieval.scoring import assemble_context, level_hits, rank_parents
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): matplotlib and
+# ingest.pipeline, retrieval.search, app.context
+
 log = logging.getLogger(__name__)
 
 OWN = tuple(CHUNKERS)  # the product's chunkers (core/components.py), in the order of the results tables

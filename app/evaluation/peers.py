@@ -26,6 +26,9 @@ import numpy as np
 
 from ingest.types import Chunk
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): llama_index,
+# langchain_text_splitters, pydantic
+
 PEERS = ("li-sentence", "li-semantic", "li-hierarchical", "lc-recursive")
 BENCH_EXTRA = "pip install 'mgrag[bench]'"
 

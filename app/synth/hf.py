@@ -32,6 +32,9 @@ from core.models import (
     resolve_qwen_path,
 )
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): torch, transformers,
+# huggingface_hub
+
 log = logging.getLogger(__name__)
 
 OFFLINE_STOPS = ("\n\n", "\nQuestion:", "\nSources:", "\nAnswer:")

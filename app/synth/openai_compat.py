@@ -12,6 +12,8 @@ from collections.abc import Iterator, Sequence
 from app.synth.base import SynthesisError, build_messages
 from core.components import registered
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): httpx
+
 
 @registered
 class OpenAICompatSynthesizer:

@@ -25,6 +25,7 @@ import errno
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -222,8 +223,6 @@ class Runner:
             self._cv.notify_all()
 
     def _beat(self) -> None:
-        import sys
-
         cmd = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(sys.argv))[:80]
         self.jobs.set_meta(RUNNER_KEY, {"at": time.time(), "pid": os.getpid(), "host": socket.gethostname(),
                                         "cmd": cmd, "executor": "redis" if self.executor.remote else "local"})

@@ -18,6 +18,7 @@ the job counts an attempt in the catalog and is handed out again (bounded by ``i
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -44,6 +45,8 @@ from ingest.jobs.work import (
     needs_refinement,
 )
 from ingest.readers.loaders import IngestError, Limits, LoadedDoc
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): redis, rq
 
 log = logging.getLogger(__name__)
 
@@ -304,8 +307,6 @@ class RedisExecutor:
                 "doc_id": job.doc_id, "hash": job.hash, **extra}
 
     def first(self, job: Job, data: bytes, plan: Plan, rep: Reporter) -> tuple[LoadedDoc, Cut]:
-        import dataclasses
-
         limits = dataclasses.asdict(Limits.of(self.ctx.settings))
         out = self._run("first", "ingest.jobs.remote.task_first", job, self._payload(job, plan, rep, data=data,
                                                                                limits=limits), rep)

@@ -6,7 +6,10 @@ import io
 import logging
 import re
 import unicodedata
+import zipfile
 from dataclasses import dataclass
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): charset_normalizer, pypdf
 
 log = logging.getLogger(__name__)
 
@@ -205,8 +208,6 @@ def _pdf_reader(name: str, data: bytes):
 def _check_unpacked_size(name: str, data: bytes, max_unpacked: int, kind: str = "DOCX") -> None:
     """Refuse a zip container (DOCX, PPTX, XLSX, EPUB) whose members unpack to more than ``max_unpacked`` bytes,
     before parsing."""
-    import zipfile
-
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             total = sum(i.file_size for i in z.infolist())

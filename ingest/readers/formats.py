@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import csv
 import io
+import posixpath
 import re
+import zipfile
+from xml.etree import ElementTree as ET
 
 from ingest.readers.base import IngestError, _check_unpacked_size, _docx_level, clean_text, decode_text
 from ingest.readers.layout import Layout
 from ingest.readers.ocr import OcrUnavailable, image_pages, ocr_lines
 from ingest.readers.sandbox import progress
 from ingest.text.tables import TABLE_WORDS, markdown_tables, tidy
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): docx, bs4, pptx, openpyxl
 
 Block = tuple[str, str, int]  # (kind: "p" | "h" | "table", text, heading level)
 
@@ -164,10 +169,6 @@ def html_blocks(soup) -> list[Block]:
 
 def epub_text(name: str, data: bytes, max_unpacked: int) -> tuple[str, dict]:
     """The chapters of an EPUB in spine order (its HTML, headings and tables as for HTML)."""
-    import posixpath
-    import zipfile
-    from xml.etree import ElementTree as ET
-
     from bs4 import BeautifulSoup
 
 

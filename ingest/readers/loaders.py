@@ -11,6 +11,7 @@ Hostile input is contained (README "Security"):
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import os
@@ -38,6 +39,9 @@ from ingest.readers.layout import Layout, markdown_headings
 from ingest.readers.pdf import assemble, read_pages
 from ingest.readers.sandbox import SandboxError, run_limited
 from ingest.text.sentences import count_words
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): bs4, pypdf, docx and
+# ingest.readers.formats
 
 log = logging.getLogger(__name__)
 
@@ -191,8 +195,6 @@ def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: 
                on_progress=None) -> LoadedDoc:
     """Text of a document given its name (for the type; may be a relative path, kept as the document's name) and
     bytes, within ``limits``. ``on_progress(done, total)``: pages read of a PDF."""
-    import dataclasses
-
     limits = limits or Limits(max_bytes=max_bytes)
     if max_bytes is not None and limits.max_bytes is None:
         limits = dataclasses.replace(limits, max_bytes=max_bytes)

@@ -20,12 +20,16 @@ from __future__ import annotations
 
 import functools
 import io
+import logging
 import os
 import shutil
 import subprocess
 import tempfile
 
 from ingest.readers.sandbox import ocr_allowance
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): rapidocr, numpy, PIL,
+# onnxruntime
 
 ENGINES = ("auto", "tesseract", "rapidocr", "none")
 OCR_DPI = 300  # tesseract's recommended resolution; also fine for RapidOCR
@@ -98,8 +102,6 @@ def _tesseract(img, lang: str = "eng", timeout_s: float = 120.0) -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def _rapid_engine():
-    import logging
-
     from rapidocr import RapidOCR
 
     logging.getLogger("RapidOCR").setLevel(logging.WARNING)  # it logs every model file it opens at INFO

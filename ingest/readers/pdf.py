@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import re
 import statistics
+import unicodedata
 from collections import Counter
 
 from ingest.readers.base import IngestError, _pdf_outline, _pdf_reader, clean_text
@@ -24,6 +25,8 @@ from ingest.readers.layout import Layout, PageCleaner
 from ingest.readers.ocr import MAX_PIXELS, OCR_DPI, ocr_lines
 from ingest.readers.sandbox import progress
 from ingest.text.tables import is_number, looks_like_header, markdown_tables, tidy
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): pdfplumber, pypdfium2
 
 _TERMINAL = (".", "!", "?", ":", ";", "”", '"', "’")
 MIN_TEXT_CHARS = 16  # a page with fewer characters in its text layer (and an image) is read by OCR
@@ -192,8 +195,6 @@ class _PdfiumWords:
         self.data, self.password, self.doc, self.failed = data, password, None, False
 
     def __call__(self, index: int) -> set[str]:
-        import unicodedata
-
         import pypdfium2 as pdfium
 
         try:

@@ -26,6 +26,7 @@ the writer lock runs this, so nothing else is writing meanwhile.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 
 from ingest.jobs.state import ACTIVE
@@ -138,8 +139,6 @@ def referenced_hashes(catalog) -> set[str]:
 def remove_orphans(catalog, root, min_age_s: float) -> int:
     """Remove the stored files (``<hash>.orig``, ``.txt``, ``.layout.json``) under ``root`` whose hash no catalog
     row refers to and that were last written ``min_age_s`` or more ago; returns how many originals went."""
-    import time
-
     if not root.exists():
         return 0
     keep = referenced_hashes(catalog)

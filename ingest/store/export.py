@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): tqdm
+
 log = logging.getLogger(__name__)
 
 

@@ -26,6 +26,7 @@ import json
 import logging
 import shutil
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from ingest.types import Chunk
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): qdrant_client, qdrant_edge
 
 log = logging.getLogger(__name__)
 
@@ -512,8 +515,6 @@ class ClientIndex(VectorIndex):
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
     def create_level(self, gen: int, level: int, dim: int) -> None:
-        import warnings
-
         from qdrant_client import models
 
         name = self.collection(gen, level)
@@ -639,8 +640,6 @@ class ClientIndex(VectorIndex):
                                                 key="doc_id", match=models.MatchAny(any=docs[i:i + 1000]))]))
 
     def _ensure_owner_index(self, gen, level) -> None:
-        import warnings
-
         from qdrant_client import models
 
         name = self.collection(gen, level)

@@ -8,10 +8,14 @@ Only the hidden states at those positions go through the LM head (Gemma's vocabu
 from __future__ import annotations
 
 import logging
+import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): torch
 
 log = logging.getLogger(__name__)
 
@@ -222,8 +226,6 @@ def pick_threads(rates: dict[int, float], margin: float = 1.15) -> int:
 def measure_threads(model, candidates: Sequence[int], *, n_tokens: int = 96, repeats: int = 3) -> dict[int, float]:
     """Tokens per second of one decoder pass over ``n_tokens`` tokens with each thread count (interleaved, best
     of ``repeats``); leaves torch at the thread count it found. About a second with Gemma-3-270M."""
-    import time
-
     import torch
 
     before = torch.get_num_threads()
@@ -246,8 +248,6 @@ def measure_threads(model, candidates: Sequence[int], *, n_tokens: int = 96, rep
 def choose_threads(model, setting: int | None) -> tuple[int, str]:
     """``(threads, note)``: the configured count, or (``setting`` None) the faster of 1 thread and one per
     available core, measured now on ``model`` (:func:`measure_threads`, :func:`pick_threads`). Sets torch's count."""
-    import os
-
     import torch
 
     if setting:

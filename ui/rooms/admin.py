@@ -3,6 +3,8 @@ endpoint (:mod:`ui.rooms.llm`), user accounts, index statistics, router training
 handler calls a :class:`~services.service.AppService` method that checks the session's token server side, so hiding the
 panel is only cosmetic."""
 import html
+import io
+import time
 
 import gradio as gr
 import pandas as pd
@@ -12,6 +14,8 @@ from services import render
 from services.service import ADMIN, AdminRequired
 from ui.rooms.context import ADMIN_TOKEN_JS, LOGGED_OUT, RoomContext, admin, client_host, error
 from ui.rooms.llm import LlmPanel
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): PIL
 
 DOC_COLUMNS = ["document", "state", "owner", "size (KB)", "version", "parents", "θ/2", "θ/4", "ingest s", "indexed",
                "parameters"]
@@ -217,8 +221,6 @@ class AdminRoom:
         return self.users_text(token), gr.update(value="")
 
     def keys_table(self, token):
-        import time
-
         def when(t):
             return time.strftime("%Y-%m-%d %H:%M", time.localtime(t)) if t else ""
 
@@ -272,8 +274,6 @@ class AdminRoom:
 
     @admin
     def on_inspect(self, token, doc, question, theta, words_from, progress=gr.Progress()):
-        import io
-
         from PIL import Image
 
         progress(None, desc="inspecting (runs the chunker LM over the document)")

@@ -14,6 +14,9 @@ from ui.rooms.context import RoomContext, pick_choices
 from ui.rooms.conversations import ConversationsPanel, memory_of
 from ui.rooms.uploads import UploadPanel
 
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): retrieval.search,
+# services.conversations
+
 log = logging.getLogger("ui.app")  # the name it always had (log filters, tests)
 
 

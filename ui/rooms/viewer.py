@@ -2,12 +2,15 @@
 matched child and the supporting sentences marked (:mod:`services.viewer` draws them)."""
 import html
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 from ingest.readers.layout import Layout, page_span, place_label
 from ingest.readers.sandbox import SandboxError
 from services.service import AppService
 from services.viewer import InvalidViewToken, RenderBusy, content_disposition, view_page
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): fastapi
 
 log = logging.getLogger("ui.app")  # the name it always had (log filters, tests)
 
@@ -42,8 +45,6 @@ def add_viewer_routes(app, service: AppService) -> None:
         label = place_label(page_span(lay, view.start, view.end), [], lay.unit)
         n_pages, page_url = None, None
         if row["kind"] == "pdf" and lay.pages:
-            from dataclasses import replace
-
             view = replace(view, page=page or view.page or 1)
             n_pages = len(lay.pages)
             page_url = f"../page/{token}?page={view.page}"
