@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,8 +155,9 @@ class Runner:
     """The queue's worker threads in the process that holds the data dir (see the module's docstring)."""
 
     def __init__(self, ctx, executor=None, *, poll_s: float = 0.5, first_workers: int | None = None,
-                 refine_workers: int | None = None):
+                 refine_workers: int | None = None, clock: Callable[[], float] = time.monotonic):
         self.ctx = ctx
+        self.clock = clock  # what the first pass's time budget and the progress estimates are measured with
         self.jobs: JobStore = ctx.jobs
         s = ctx.settings
         if executor is None and s.queue_url:
@@ -348,12 +349,12 @@ class Runner:
 
     def _reporter(self, job: Job, lane: str) -> Reporter:
         budget = self.ctx.settings.first_pass_timeout_s if lane == "first" else None
-        t0 = time.monotonic()
+        t0 = self.clock()
 
         def sink(label: str, share: float, eta: float | None) -> bool:
             if self._stop.is_set():
                 raise Stopped("stopping")
-            if budget is not None and time.monotonic() - t0 > budget:  # one file never holds a worker for good
+            if budget is not None and self.clock() - t0 > budget:  # one file never holds a worker for good
                 raise IngestError(job.name, f"its first pass took longer than {budget:.0f} s "
                                             "(MGRAG_FIRST_PASS_TIMEOUT_S): split the file, or raise that limit")
             if lane == "refine" and not self.executor.remote and self._first_pending():
@@ -364,7 +365,7 @@ class Runner:
                     raise Stopped("stopping")
             return self.jobs.report(job.job_id, label, share, eta)
 
-        return Reporter(sink, rates=self.jobs.get_meta("rates", {}))
+        return Reporter(sink, rates=self.jobs.get_meta("rates", {}), clock=self.clock)
 
     def _learn(self, timings: dict) -> None:
         try:

@@ -3,7 +3,6 @@ citations, follow-ups), keys and what each user sees, REST for documents and sea
 from __future__ import annotations
 
 import json
-import time
 
 import httpx
 import pytest
@@ -270,11 +269,16 @@ def test_one_key_cannot_take_every_thread(api, monkeypatch):
     import threading
 
     import api.v1 as A
+    from tests.sync import eventually
 
-    async def slow_wait(service, ids, timeout_s, poll_s=0.5):
-        await asyncio.sleep(4.0)  # a long ingestion
+    gate, held = threading.Event(), []
 
-    monkeypatch.setattr(A, "wait_searchable", slow_wait)
+    async def held_wait(service, ids, timeout_s, poll_s=0.5):  # a long ingestion: until the test lets it end
+        held.append(ids)
+        while not gate.is_set():
+            await asyncio.sleep(0.01)
+
+    monkeypatch.setattr(A, "wait_searchable", held_wait)
     codes: list[int] = []
 
     def one(i):
@@ -282,12 +286,15 @@ def test_one_key_cannot_take_every_thread(api, monkeypatch):
         codes.append(r.status_code)
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(10)]
-    for t in threads:
-        t.start()
-    time.sleep(1.0)
-    t0 = time.monotonic()
-    r = httpx.get(f"{api.base}/documents", headers=auth(api.alice), timeout=10)
-    assert r.status_code == 200 and time.monotonic() - t0 < 2.0
-    for t in threads:
-        t.join(60)
+    try:
+        for t in threads:
+            t.start()
+        eventually(lambda: len(held) == 4 and len(codes) == 6, 60, "four of bob's uploads waiting, six refused")
+        assert codes == [429] * 6
+        r = httpx.get(f"{api.base}/documents", headers=auth(api.alice), timeout=30)  # while bob's four still wait
+        assert r.status_code == 200 and len(held) == 4 and len(codes) == 6
+    finally:
+        gate.set()
+        for t in threads:
+            t.join(60)
     assert sorted(codes) == [200] * 4 + [429] * 6, codes

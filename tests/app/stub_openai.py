@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -17,7 +16,8 @@ def echo_reply(body: dict) -> str:
 
 
 class StubOpenAI:
-    """``mode``: "ok" (SSE stream), "json" (ignores stream), "slow", "garbage", "error".
+    """``mode``: "ok" (SSE stream), "json" (ignores stream), "slow" (the stream's headers, then nothing until
+    ``release`` is set, as the stub's exit does), "garbage", "error".
 
     ``reply=None`` answers with :func:`echo_reply` (the first sentence of source [1]).
     """
@@ -31,6 +31,7 @@ class StubOpenAI:
         self.api_key = api_key  # when set, requests without "Bearer <api_key>" get HTTP 401
         self.strict_models = strict_models  # when set, a chat request for a model not in ``models`` gets HTTP 404
         self.requests: list[dict] = []
+        self.release = threading.Event()  # "slow": the held stream goes on once this is set
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -79,7 +80,8 @@ class StubOpenAI:
                     self.end_headers()
                     try:
                         if stub.mode == "slow":
-                            time.sleep(3)
+                            self.wfile.flush()
+                            stub.release.wait(60)
                         for word in reply.split(" "):
                             chunk = {"choices": [{"delta": {"content": word + " "}, "index": 0}]}
                             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
@@ -96,7 +98,8 @@ class StubOpenAI:
                 self.wfile.write(data)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # polled often: the exit's shutdown waits for the next poll
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
 
     @property
     def base_url(self) -> str:
@@ -107,6 +110,7 @@ class StubOpenAI:
         return self
 
     def __exit__(self, *exc):
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()
 

@@ -88,28 +88,51 @@ def test_models_loaded_in_threads_at_once_are_loaded_one_after_another(tmp_path,
     """transformers' from_pretrained swaps process-wide state while it builds a model; two loads in two threads
     could leave weight tying off for the process, and every later load of a tied LM failed ("Cannot copy out of
     meta tensor", CI on a fresh machine: the embedder and the chunker LM loaded by two queue lanes). Every loader
-    holds one lock: three loads started at once run one after another, and a tied LM still loads whole."""
+    holds one lock: three loads started at once run one after another, and a tied LM still loads whole. Each load
+    is held until the other two wait for the lock (or, were one not to take it, are loading beside it)."""
     import threading
-    import time
 
     from transformers import LlamaForCausalLM, PreTrainedModel
 
+    import core.models as M
+    from tests.sync import eventually
+
+    class WatchedLock:  # LOAD_LOCK, with the threads that wait for it known
+        def __init__(self):
+            self.inner, self.waiting = threading.RLock(), set()
+
+        def __enter__(self):
+            self.waiting.add(threading.get_ident())
+            self.inner.acquire()
+            self.waiting.discard(threading.get_ident())
+            return self
+
+        def __exit__(self, *exc):
+            self.inner.release()
+
+    lock = WatchedLock()
+    monkeypatch.setattr(M, "LOAD_LOCK", lock)
     tok, model = tiny_lm
     tied = LlamaForCausalLM(model.config.__class__(**{**model.config.to_dict(), "tie_word_embeddings": True}))
     tok.save_pretrained(tmp_path / "tied")
     tied.save_pretrained(tmp_path / "tied")
-    real, active, most = PreTrainedModel.from_pretrained.__func__, [0], [0]
+    real, loading, most = PreTrainedModel.from_pretrained.__func__, set(), [0]
 
-    def slow(cls, *a, **k):
-        active[0] += 1
-        most[0] = max(most[0], active[0])
-        time.sleep(0.3)
+    def others_waiting_or_loading(me) -> bool:
+        return all(t.ident is not None and (t.ident in lock.waiting or t in loading or not t.is_alive())
+                   for t in threads if t is not me)
+
+    def held(cls, *a, **k):
+        me = threading.current_thread()
+        loading.add(me)
+        most[0] = max(most[0], len(loading))
+        eventually(lambda: others_waiting_or_loading(me), 60, "the other loads reaching the lock")
         try:
             return real(cls, *a, **k)
         finally:
-            active[0] -= 1
+            loading.discard(me)
 
-    monkeypatch.setattr(PreTrainedModel, "from_pretrained", classmethod(slow))
+    monkeypatch.setattr(PreTrainedModel, "from_pretrained", classmethod(held))
     out = {}
     jobs = {"lm1": lambda: load_causal_lm(str(tmp_path / "tied"), tmp_path, device="cpu"),
             "lm2": lambda: load_causal_lm(str(tmp_path / "tied"), tmp_path, device="cpu"),

@@ -1,3 +1,4 @@
+import contextlib
 import socket
 
 import pytest
@@ -56,23 +57,52 @@ def test_openai_non_streaming_server():
         assert "".join(OpenAICompatSynthesizer(stub.base_url, "m").stream("q", SOURCES)) == stub.reply
 
 
-def _free_port() -> int:
+@contextlib.contextmanager
+def _nothing_listening():
+    """A loopback port bound by this test and not listening, so no other process takes it meanwhile: a connection
+    to it is refused at once. Yields its base URL."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        yield f"http://127.0.0.1:{s.getsockname()[1]}/v1"
 
 
 def test_openai_endpoint_down():
-    synth = OpenAICompatSynthesizer(f"http://127.0.0.1:{_free_port()}/v1", "m", connect_timeout=1)
-    with pytest.raises(SynthesisError, match=r"cannot connect to .* \(is the server running\?"):
-        list(synth.stream("q", SOURCES))
+    with _nothing_listening() as url:
+        synth = OpenAICompatSynthesizer(url, "m", connect_timeout=30)
+        with pytest.raises(SynthesisError, match=r"cannot connect to .* \(is the server running\?"):
+            list(synth.stream("q", SOURCES))
 
 
 def test_openai_endpoint_slow():
+    """The stub sends the stream's headers and then nothing until the test is over: the read times out, whatever
+    the machine's load."""
     with StubOpenAI(mode="slow") as stub:
-        synth = OpenAICompatSynthesizer(stub.base_url, "m", read_timeout=0.5)
-        with pytest.raises(SynthesisError, match="timed out .*read 0 s|timed out"):
+        synth = OpenAICompatSynthesizer(stub.base_url, "m", read_timeout=0.2)
+        with pytest.raises(SynthesisError, match=r"timed out \(ReadTimeout; connect 5 s, read 0 s: "):
             list(synth.stream("q", SOURCES))
+
+
+def test_openai_total_time_limit(monkeypatch):
+    """A stream that keeps coming but past ``total_timeout`` is cut off with the setting named; the synthesizer's
+    clock is the test's, a minute a line."""
+    import types
+
+    import app.synth.openai_compat as oc
+
+    now = [0.0]
+
+    def tick():
+        now[0] += 60.0
+        return now[0]
+
+    monkeypatch.setattr(oc, "time", types.SimpleNamespace(monotonic=tick))
+    with StubOpenAI() as stub:
+        synth = OpenAICompatSynthesizer(stub.base_url, "m", total_timeout=150)
+        pieces = []
+        with pytest.raises(SynthesisError, match=r"exceeded the total time limit of 150 s \(MGRAG_LLM_TOTAL_T"):
+            for piece in synth.stream("q", SOURCES):
+                pieces.append(piece)
+    assert pieces == ["The "]  # the deadline at 210 s: the first word's line at 120 s, the blank one at 180, then 240
 
 
 def test_openai_endpoint_garbage_and_http_error():
@@ -160,8 +190,9 @@ def test_openai_backend_end_to_end_and_failure_keeps_sources(make_ctx, write):
         ctx.settings.openai_base_url = stub.base_url
         ans = answer(ctx, "How long has the keeper tended the light?", backend="openai")
     assert "twenty-two years [1]" in ans.text and [c.number for c in ans.citations] == [1]
-    ctx.settings.openai_base_url = f"http://127.0.0.1:{_free_port()}/v1"  # now the endpoint is down
-    ans = answer(ctx, "How long has the keeper tended the light?", backend="openai")
+    with _nothing_listening() as url:  # now the endpoint is down
+        ctx.settings.openai_base_url = url
+        ans = answer(ctx, "How long has the keeper tended the light?", backend="openai")
     assert ans.text == "" and "cannot connect" in ans.error and ans.sources
 
 

@@ -5,7 +5,6 @@ document at once."""
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ from ingest.jobs.state import JobError
 from ingest.jobs.work import QueueUnavailable, Reporter, Stopped
 from ingest.pipeline import Ingestor
 from tests.ingest.test_durability import assert_one_truth
+from tests.sync import eventually
 
 TEXT = ("The cat sat on the mat. It was a sunny day.\n\nDogs bark at night. Birds sing in the morning! "
         "Qdrant stores vectors for every chunk. Chunks have parents and children.\n\n") * 12
@@ -27,19 +27,18 @@ def spans(ctx, doc_id):
                   if p.payload["doc_id"] == doc_id)
 
 
-def run_until(ctx, ids, until="ready", **kw):
-    runner = Runner(ctx, **kw).start()
-    try:
-        return wait(ctx.jobs, ids, until, timeout_s=120)
-    finally:
-        runner.stop()
+def run_until(ctx, ids, until="ready", executor=None):
+    """Run the queued jobs to ``until`` in this thread (:meth:`Runner.drain`: no lane threads, no polling) and return
+    those of ``ids`` as they are then."""
+    Runner(ctx, executor).drain(until)
+    return [ctx.jobs.get(i) for i in ids]
 
 
 def test_two_phases_give_the_mg_chunks_first_then_exactly_the_lgmgc_chunks(make_ctx, tmp_path, write):
     ctx = make_ctx(chunker="lgmgc", theta=40, lg_mode="streaming")
     [q] = enqueue(ctx, [("notes.md", TEXT.encode())])
     assert q.status == "queued" and q.job.state == "queued" and ctx.jobs.spool_path(q.job).exists()
-    [job] = run_until(ctx, [q.job.job_id], "searchable", refine_workers=0)  # first passes only
+    [job] = run_until(ctx, [q.job.job_id], "searchable")  # first passes only
     live = ctx.catalog.live_generation()
     assert live.chunker == "lgmgc" and job.state == "searchable" and job.searchable_at is not None
     # the first pass: MG's chunks at the same θ (the same ids and texts as MG ingested directly), marked as such
@@ -138,24 +137,31 @@ class _QueueDown(LocalExecutor):
 def test_a_queue_outage_spends_no_attempt_and_says_the_job_waits_for_the_queue(make_ctx, monkeypatch):
     """A hostile run stopped Redis for 30 s during an acknowledged upload: "gave up after 3 attempts" within 5 s.
     An outage is not the file's fault: the job waits (its row says so), backs off, and goes on when the queue answers;
-    five outages in a row with 3 attempts allowed still end ready, with no attempt spent."""
-    import ingest.jobs.queue as Q
-
-    monkeypatch.setattr(Q, "QUEUE_BACKOFF_S", 0.05)
+    five outages in a row with 3 attempts allowed still end ready, with no attempt spent. The back-offs are recorded
+    instead of waited for."""
     ctx = make_ctx(chunker="mg", theta=40, ingest_max_attempts=3)
     [q] = enqueue(ctx, [("a.md", TEXT.encode())])
     flaky = _QueueDown(ctx, 5)
-    said = []
+    said, waited = [], []
     real = ctx.jobs.release
 
     def release(job, message=None):
-        said.append(message)  # what the row will say (read here, not after: a runner may take the job back at once)
+        said.append(message)  # what the row says while the job waits
         real(job, message)
 
+    class Backoff(threading.Event):  # the runner's stop event: its waits are the back-offs
+        def wait(self, timeout=None):
+            waited.append(timeout)
+            return self.is_set()
+
     monkeypatch.setattr(ctx.jobs, "release", release)
-    [job] = run_until(ctx, [q.job.job_id], executor=flaky)
+    runner = Runner(ctx, flaky)
+    runner._stop = Backoff()
+    runner.drain()
+    job = ctx.jobs.get(q.job.job_id)
     assert job.state == "ready" and job.attempts == 0 and flaky.seen == [0] * 6
     assert len(said) == 5 and len(set(said)) == 1, said
+    assert waited == [2.0, 4.0, 8.0, 16.0, 32.0]  # QUEUE_BACKOFF_S, doubled each time (at most QUEUE_BACKOFF_MAX_S)
     assert job.describe() == "ready"
     [other] = enqueue(ctx, [("b.md", TEXT.replace("cat", "owl").encode())])  # a row between two tries
     real(ctx.jobs.get(other.job.job_id), said[0])
@@ -169,7 +175,7 @@ def test_a_dead_runner_s_jobs_are_resumed_and_a_file_that_keeps_killing_it_fails
     ctx.jobs.claim("first", "host:1")  # a.md was extracting when its process died
     ctx.close()
     ctx = make_ctx(data_dir=data, chunker="mg", theta=40, ingest_max_attempts=2)
-    runner = Runner(ctx, first_workers=1)
+    runner = Runner(ctx, first_workers=0, refine_workers=0)  # a start resumes what the dead one left; no lane runs
     runner.start()
     runner.stop()
     assert [(j.name, s) for j, s in runner.recovered] == [("a.md", "queued")]
@@ -193,22 +199,17 @@ def test_cancel_a_queued_job_and_a_refinement(make_ctx):
     with pytest.raises(JobError, match="no job 99"):
         ctx.jobs.request_cancel(99)
     # a running refinement: it stops at its next progress report, the first pass stays searchable
-    started = threading.Event()
+    said, went_on = [], []
 
-    class Slow(LocalExecutor):
+    class CancelledWhileRunning(LocalExecutor):
         def refine(self, job, text, plan, rep, known=None, layout=None):
-            started.set()
-            while True:
-                rep.update("LM pass", 0.1)
-                time.sleep(0.05)
+            said.append(self.ctx.jobs.request_cancel(job.job_id))  # asked for while the refinement runs
+            rep.update("LM pass", 0.1)  # its next progress report
+            went_on.append(job.name)
+            return super().refine(job, text, plan, rep, known, layout)
 
-    runner = Runner(ctx, executor=Slow(ctx)).start()
-    try:
-        assert started.wait(60)
-        assert ctx.jobs.request_cancel(a.job.job_id).startswith("cancelling")
-        [job] = wait(ctx.jobs, [a.job.job_id], "ready", timeout_s=30)
-    finally:
-        runner.stop()
+    [job] = run_until(ctx, [a.job.job_id], executor=CancelledWhileRunning(ctx))
+    assert said == ["cancelling (the worker stops at its next step)"] and went_on == []
     assert job.state == "cancelled" and job.failed_in == "refine"
     [row] = [r for r in document_states(ctx) if r["doc_id"] == "a.md"]
     assert row["state"] == "searchable" and row["searchable"] and ctx.catalog.phase(ctx.catalog.live_gen(),
@@ -246,10 +247,23 @@ def test_refinements_wait_while_first_passes_are_queued(make_ctx):
             return super().refine(job, text, plan, rep, known, layout)
 
     a, b = enqueue(ctx, [("a.md", TEXT.encode()), ("b.md", TEXT.replace("cat", "owl").encode())])
-    runner = Runner(ctx, executor=Gated(ctx), first_workers=1).start()
+    runner = Runner(ctx, executor=Gated(ctx), first_workers=1, poll_s=0.01)
+    looked = []  # what the refinement lane saw each time it looked for work while a.md waited for its refinement
+    real = runner._first_pending
+
+    def first_pending():
+        pending = real()
+        if threading.current_thread().name.startswith("mgrag-refine") and ("first", "b.md") in order:
+            looked.append(pending)
+        return pending
+
+    runner._first_pending = first_pending
+    runner.start()
     try:
         wait(ctx.jobs, [a.job.job_id], "searchable", timeout_s=60)
-        time.sleep(1.5)  # a.md searchable, b.md's first pass held: a.md's refinement must wait for it
+        # a.md searchable, b.md's first pass held: the refinement lane looks, twice, and leaves a.md's refinement
+        eventually(lambda: len(looked) >= 2, what="the refinement lane looking for work twice")
+        assert looked[:2] == [True, True]
         assert order == [("first", "a.md"), ("first", "b.md")] and ctx.jobs.get(a.job.job_id).state == "searchable"
         gate.set()
         jobs = wait(ctx.jobs, [a.job.job_id, b.job.job_id], "ready", timeout_s=120)
@@ -357,21 +371,32 @@ def test_one_user_s_slow_files_leave_a_worker_for_another_user_s_upload(make_ctx
 
     hostile = enqueue(ctx, [(f"bomb{i}.md", TEXT.replace("cat", f"c{i}").encode()) for i in range(4)],
                       "browser:hostile")
-    runner = Runner(ctx, executor=Slow(ctx), first_workers=2, refine_workers=1).start()
+    declined = threading.Event()  # a first-pass worker looked while bomb0 ran, three bombs waiting, and took none
+    real_claim = ctx.jobs.claim
+
+    def claim(lane, worker, owner_cap=None, expected=None):
+        job = real_claim(lane, worker, owner_cap=owner_cap, expected=expected)
+        if lane == "first" and job is None and started:
+            declined.set()
+        return job
+
+    ctx.jobs.claim = claim
+    runner = Runner(ctx, executor=Slow(ctx), first_workers=2, refine_workers=1, poll_s=0.01).start()
     try:
-        deadline = time.time() + 30
-        while not started and time.time() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)  # time for a second worker to take a second hostile file, were it allowed to
+        assert declined.wait(60), "the second worker never looked for work"
+        assert started == ["bomb0.md"]
         [victim] = enqueue(ctx, [("notes.md", TEXT.replace("cat", "fox").encode())], "browser:victim")
         runner.wake()
         [done] = wait(ctx.jobs, [victim.job.job_id], "searchable", timeout_s=60)
-        assert done.state in ("searchable", "ready")
-        assert started[:1] == ["bomb0.md"] and "bomb1.md" not in started  # still one hostile file at a time
+        assert done.state == "ready"  # MG: one phase
+        assert started == ["bomb0.md", "notes.md"]  # the victim's file went beside the held one; no second bomb
+        gate.set()
+        jobs = wait(ctx.jobs, [h.job.job_id for h in hostile], "ready", timeout_s=60)
     finally:
         gate.set()
         runner.stop()
-    assert [j.state for j in wait(ctx.jobs, [h.job.job_id for h in hostile], "searchable", timeout_s=5)]
+    assert [j.state for j in jobs] == ["ready"] * 4
+    assert started == ["bomb0.md", "notes.md", "bomb1.md", "bomb2.md", "bomb3.md"]  # one hostile file at a time
 
 
 def test_the_owner_cap_leaves_the_library_unlimited(make_ctx):
@@ -385,26 +410,29 @@ def test_the_owner_cap_leaves_the_library_unlimited(make_ctx):
 
 def test_a_first_pass_over_its_time_budget_fails_with_the_setting_named_and_frees_the_worker(make_ctx):
     """Issue 21 (2): a 10 MB one-line file held the write lock, then a worker, for over an hour. A first pass that
-    runs past `first_pass_timeout_s` fails with a message naming the setting; the next file is processed."""
-    ctx = make_ctx(chunker="mg", theta=40, first_pass_timeout_s=1.0)
+    runs past `first_pass_timeout_s` fails with a message naming the setting; the next file is processed. The runner's
+    clock is the test's: each step of the endless chunking takes a minute of it."""
+    ctx = make_ctx(chunker="mg", theta=40, first_pass_timeout_s=600.0)
+    now = [0.0]
+    steps = []
 
     class Endless(LocalExecutor):  # chunking that never ends, reporting its progress as the real stages do
         def first(self, job, data, plan, rep):
             if job.name == "endless.md":
                 rep.begin([("chunking", 1.0)])
                 for i in range(10_000):
+                    steps.append(now[0])
                     rep.update("chunking", i / 10_000)
-                    time.sleep(0.05)
+                    now[0] += 60.0
             return super().first(job, data, plan, rep)
 
     endless, after = enqueue(ctx, [("endless.md", TEXT.encode()), ("after.md", TEXT.replace("cat", "elk").encode())])
-    runner = Runner(ctx, executor=Endless(ctx), first_workers=1, refine_workers=1).start()
-    try:
-        jobs = wait(ctx.jobs, [endless.job.job_id, after.job.job_id], "searchable", timeout_s=60)
-    finally:
-        runner.stop()
-    assert jobs[0].state == "failed" and "MGRAG_FIRST_PASS_TIMEOUT_S" in (jobs[0].error or jobs[0].message or "")
-    assert jobs[1].state in ("searchable", "ready")
+    Runner(ctx, Endless(ctx), clock=lambda: now[0]).drain()
+    jobs = [ctx.jobs.get(q.job.job_id) for q in (endless, after)]
+    assert jobs[0].state == "failed" and jobs[0].error == (
+        "its first pass took longer than 600 s (MGRAG_FIRST_PASS_TIMEOUT_S): split the file, or raise that limit")
+    assert steps[-1] == 660.0  # stopped at the first report past the budget
+    assert jobs[1].state == "ready"
 
 
 def test_a_first_pass_is_named_by_its_step_once_past_the_reading():
@@ -422,28 +450,38 @@ def test_a_first_pass_is_named_by_its_step_once_past_the_reading():
 def test_a_small_file_uploaded_after_a_long_pdf_is_searchable_first(make_ctx):
     """Issue 32 (2): one user's files went strictly one at a time in upload order, so a .docx waited minutes behind
     a 10-K. A long PDF is taken first; the same user's small file, queued while it runs, goes on the other worker
-    and is searchable before the PDF is."""
+    and is searchable before the PDF is. The PDF's first pass is held until then: were the small file queued behind
+    it, it would never be searchable in time."""
     from tests.pdfgen import make_pdf
 
     ctx = make_ctx(chunker="mg", theta=40, ingest_workers=2)
-    long_pdf = make_pdf([[f"Line {i} of page {p} says the harbour opened at dawn." for i in range(30)]
-                         for p in range(120)])
+    long_pdf = make_pdf([[f"Page {p} says the harbour opened at dawn."] for p in range(120)])
     assert ctx.jobs.expected("first", "long.pdf", len(long_pdf), pages=120) >= 30  # a long job by its estimate
-    runner = Runner(ctx).start()
+    running, gate = threading.Event(), threading.Event()
+
+    class HeldPdf(LocalExecutor):  # the long PDF's first pass runs as long as the gate stays shut
+        def first(self, job, data, plan, rep):
+            if job.name == "long.pdf":
+                running.set()
+                gate.wait(60)
+            return super().first(job, data, plan, rep)
+
+    runner = Runner(ctx, HeldPdf(ctx), poll_s=0.01).start()
     try:
         [big] = enqueue(ctx, [("long.pdf", long_pdf)], "browser:a")
         runner.wake()
-        deadline = time.monotonic() + 30
-        while ctx.jobs.get(big.job.job_id).state == "queued" and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert ctx.jobs.get(big.job.job_id).state == "extracting"
+        assert running.wait(60) and ctx.jobs.get(big.job.job_id).state == "extracting"
         [small] = enqueue(ctx, [("notes.md", TEXT.encode())], "browser:a")
         runner.wake()
+        [done] = wait(ctx.jobs, [small.job.job_id], "searchable", timeout_s=60)
+        assert done.state == "ready" and ctx.jobs.get(big.job.job_id).state == "extracting"
+        gate.set()
         jobs = wait(ctx.jobs, [big.job.job_id, small.job.job_id], "searchable", timeout_s=120)
     finally:
+        gate.set()
         runner.stop()
     by = {j.name: j for j in jobs}
-    assert by["notes.md"].searchable and by["long.pdf"].searchable
+    assert by["notes.md"].state == by["long.pdf"].state == "ready"
     assert by["notes.md"].searchable_at < by["long.pdf"].searchable_at
 
 

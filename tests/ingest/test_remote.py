@@ -22,6 +22,7 @@ from ingest.jobs.queue import Runner, enqueue, wait
 from tests.conftest import TINY_LM_SETTINGS
 from tests.ingest.test_durability import ROOT
 from tests.pdfgen import make_pdf
+from tests.sync import eventually
 
 TEXT = ("The cat sat on the mat. It was a sunny day.\n\nDogs bark at night. Birds sing in the morning! "
         "Qdrant stores vectors for every chunk. Chunks have parents and children.\n\n") * 20
@@ -89,14 +90,13 @@ def worker_env(tiny_lm_dir, monkeypatch, redis_url):
     return {**os.environ, **env, "PYTHONPATH": str(ROOT), "MGRAG_QUEUE_URL": redis_url, "MGRAG_QUEUE_SECRET": SECRET}
 
 
-def _start_worker(env, tmp_path, name, slow_lm_s=0.0):
-    """`mgrag worker` in its own process (a data dir of its own it never uses); ``slow_lm_s``: each LM forward pass
-    sleeps that long, so that a refinement lasts long enough to be killed in the middle."""
-    code = ("import sys, time\n"
-            f"if {slow_lm_s!r}:\n"
+def _start_worker(env, tmp_path, name, stuck_in_lm=False):
+    """`mgrag worker` in its own process (a data dir of its own it never uses); ``stuck_in_lm``: its first LM forward
+    pass never returns, so that a refinement it takes is in its middle until the worker is killed."""
+    code = ("import sys, threading\n"
+            f"if {stuck_in_lm!r}:\n"
             "    import ingest.text.lm as lm\n"
-            "    real = lm.LogitsScorer._forward\n"
-            f"    lm.LogitsScorer._forward = lambda s, *a, **k: (time.sleep({slow_lm_s!r}), real(s, *a, **k))[1]\n"
+            "    lm.LogitsScorer._forward = lambda s, *a, **k: threading.Event().wait()\n"
             "from cli.main import main\n"
             f"sys.exit(main(['--data-dir', {str(tmp_path / name)!r}, 'worker']))\n")
     log = open(tmp_path / f"{name}.log", "w")
@@ -125,11 +125,17 @@ def test_two_workers_through_redis_give_the_embedded_path_s_chunks(tmp_path, wor
     from redis import Redis
     from rq import Queue
     from rq.registry import FinishedJobRegistry
+    from rq.worker import Worker
 
+    conn = Redis.from_url(redis_url)
     workers = [_start_worker(worker_env, tmp_path, f"w{i}") for i in range(2)]
     try:
         ctx = AppContext(Settings(data_dir=tmp_path / "holder", queue_url=redis_url, queue_secret=SECRET),
                          client=QdrantClient(":memory:"))
+        # both workers listening before the first job is handed out, so that each takes some (not whichever is
+        # up first all of them)
+        eventually(lambda: [w.get_state() for w in Worker.all(connection=conn)] == ["idle", "idle"], 120,
+                   "both workers waiting for jobs")
         ids = [q.job.job_id for q in enqueue(ctx, DOCS)]
         runner = Runner(ctx).start()
         assert runner.executor.remote and runner.n_first == ctx.settings.queue_inflight
@@ -142,20 +148,15 @@ def test_two_workers_through_redis_give_the_embedded_path_s_chunks(tmp_path, wor
     assert [(j.name, j.state) for j in jobs] == [(n, "ready") for n, _ in DOCS[:4]] + [("broken.pdf", "failed")]
     assert "is not a readable PDF" in jobs[-1].error and jobs[-1].attempts == 0
     assert all(j.searchable_at < j.ready_at for j in jobs[:4])  # two phases, the first pass searchable first
-    conn = Redis.from_url(redis_url)
     names = set()
     for q in ("mgrag-first", "mgrag-refine"):
         reg = FinishedJobRegistry(queue=Queue(q, connection=conn))
         names |= {reg.job_class.fetch(i, connection=conn).worker_name for i in reg.get_job_ids()}
     assert len(names) == 2, names  # both workers took jobs
 
-    local = AppContext(Settings(data_dir=tmp_path / "embedded"))  # Qdrant Edge, the queue run in this process
-    ids = [q.job.job_id for q in enqueue(local, DOCS)]
-    runner = Runner(local).start()
-    try:
-        wait(local.jobs, ids, "ready", timeout_s=240)
-    finally:
-        runner.stop()
+    local = AppContext(Settings(data_dir=tmp_path / "embedded"))  # Qdrant Edge, the queue run in this thread
+    enqueue(local, DOCS)
+    Runner(local).drain()
     assert _chunks(ctx) == _chunks(local) and len(_chunks(ctx)) > 50
     ctx.close()
     local.close()
@@ -169,7 +170,7 @@ def test_a_worker_killed_in_a_refinement_is_noticed_and_its_job_runs_again(tmp_p
 
     from ingest.jobs.remote import RedisExecutor
 
-    slow = _start_worker(worker_env, tmp_path, "slow", slow_lm_s=0.3)
+    slow = _start_worker(worker_env, tmp_path, "slow", stuck_in_lm=True)
     other = None
     try:
         ctx = AppContext(Settings(data_dir=tmp_path / "holder", queue_url=redis_url, queue_secret=SECRET),
@@ -178,12 +179,13 @@ def test_a_worker_killed_in_a_refinement_is_noticed_and_its_job_runs_again(tmp_p
         runner = Runner(ctx, RedisExecutor(ctx, lost_s=3.0)).start()
         try:
             reg = StartedJobRegistry(queue=Queue("mgrag-refine", connection=Redis.from_url(redis_url)))
-            deadline = time.monotonic() + 120
-            while not reg.get_job_ids() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert reg.get_job_ids(), "the refinement never started"
-            time.sleep(1.0)
-            assert ctx.jobs.get(q.job.job_id).state == "refining"
+            eventually(reg.get_job_ids, 120, "the refinement starting on the worker")
+
+            def in_lm_pass():  # the worker's progress reached the holder's row: the LM pass, which never ends there
+                job = ctx.jobs.get(q.job.job_id)
+                return job.state == "refining" and job.stage == "LM pass"
+
+            eventually(in_lm_pass, 120, "the refinement's LM pass showing in its row")
             os.kill(slow.pid, signal.SIGKILL)
             other = _start_worker(worker_env, tmp_path, "other")
             [job] = wait(ctx.jobs, [q.job.job_id], "ready", timeout_s=120)
@@ -253,12 +255,13 @@ def test_a_poisoned_job_and_a_forged_result_in_redis_run_nothing(tmp_path, worke
     Queue("mgrag-first", connection=conn).enqueue("os.system", f"touch {marker}")  # RQ's default: pickle
     Queue("mgrag-first", connection=conn, serializer=SignedJSON("not-the-queue-secret-0123")).enqueue(
         "os.system", f"touch {marker}")
+    # then a job of the queue's own, behind them: once the worker has run it, it has been past both forged ones
+    after = Queue("mgrag-first", connection=conn, serializer=SignedJSON(SECRET)).enqueue(
+        "ingest.jobs.remote.task_first", {})
     worker = _start_worker(worker_env, tmp_path, "w")
     try:
-        deadline = time.monotonic() + 120
-        while Queue("mgrag-first", connection=conn).count and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(1.0)
+        eventually(lambda: after.get_status(refresh=True).value in ("finished", "failed"), 120,
+                   "the worker running the signed job queued after the forged ones")
         assert not marker.exists() and worker.poll() is None  # nothing ran; the worker still serves
         log = (tmp_path / "w.log").read_text()
         assert "refused a queue record not signed" in log, log

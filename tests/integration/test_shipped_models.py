@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from cli.main import main
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import document_states, ingest_paths
 from ingest.text.boundary import boundary_probs
 from ingest.text.sentences import split_sentences
 
@@ -23,6 +23,18 @@ def real_ctx(tmp_path_factory):
     from core.settings import Settings
 
     ctx = AppContext(Settings(data_dir=tmp_path_factory.mktemp("data"), chunker="lgmgc"))  # the shipped Gemma's path
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture(scope="module")
+def default_ctx(tmp_path_factory):
+    """The shipped settings as they are: the default chunker (MG) with the shipped MiniLM."""
+    from app.context import AppContext
+    from core.settings import Settings
+
+    ctx = AppContext(Settings(data_dir=tmp_path_factory.mktemp("default")))
+    assert ctx.settings.chunker == Settings.model_fields["chunker"].default == "mg"
     yield ctx
     ctx.close()
 
@@ -45,13 +57,19 @@ def test_gemma_one_pass_equals_per_prefix(real_ctx):
     assert got.max() > 0.05  # "\n\n" is a strong signal for Gemma base at a paragraph end
 
 
-def test_ingest_samples_twice_and_ask(real_ctx):
+@pytest.mark.parametrize("which, chunker", [("default_ctx", "mg"), ("real_ctx", "lgmgc")])
+def test_ingest_samples_twice_and_ask(which, chunker, request):
+    """The samples through the queue, end to end on the shipped models: with the default chunker (MG, one phase)
+    and with LGMGC (the shipped Gemma, refined to the end)."""
     from retrieval.search import retrieve
 
+    real_ctx = request.getfixturevalue(which)
     r1 = ingest_paths(real_ctx, [SAMPLES])
     assert [r.status for r in r1.results] == ["ingested", "ingested"], r1.results
     live = real_ctx.catalog.live_generation()
-    assert (live.chunker, live.theta, live.n_levels) == ("lgmgc", 300, 3)
+    assert (live.chunker, live.theta, live.n_levels) == (chunker, 300, 3)
+    assert [(d["doc_id"], d["state"], d["phase"]) for d in document_states(real_ctx)] == [
+        ("field_notes.md", "ready", None), ("mgrag_overview.md", "ready", None)]  # refined, where there is a phase 2
     counts = [real_ctx.index.count(live.gen, lv) for lv in range(3)]
     assert counts[0] < counts[1] < counts[2]
     by_name = {p.name: p.read_text(encoding="utf-8") for p in SAMPLES.iterdir()}

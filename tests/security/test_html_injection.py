@@ -7,6 +7,7 @@ import pytest
 
 from ingest.jobs.queue import ingest_paths
 from services.render import answer_markdown, plain_text_markdown, sources_html
+from tests.sync import eventually
 
 HOSTILE = [
     '<img src="http://tracker.example/pixel.png">',
@@ -60,8 +61,9 @@ def test_a_hostile_document_cannot_make_a_readers_browser_fetch_anything(sec_ser
     page.locator("#ask").click()
     expect(page.locator("#chatbot").get_by_text("Sources (")).to_have_count(1, timeout=30_000)
     page.locator("#chatbot").get_by_text("Sources (").click()
-    page.wait_for_timeout(1500)
+    page.locator("#chatbot .title.expanded").first.wait_for()
     chat = page.locator("#chatbot")
+    expect(chat).to_contain_text("window.__pwned = 1", timeout=30_000)  # the passages are there, as text
     assert "beacon keeper signs" in chat.inner_text() and "tracker" not in str(tracker.hits)
     assert tracker.hits == [], tracker.hits
     live = chat.evaluate("el => [...el.querySelectorAll('img[src], a[href], script, iframe')]"
@@ -69,7 +71,8 @@ def test_a_hostile_document_cannot_make_a_readers_browser_fetch_anything(sec_ser
     assert not [x for x in live if t in x or x == "SCRIPT"], live
     assert page.evaluate("window.__pwned") is None
     page.screenshot(path=str(sec_server.root / "html-injection.png"), full_page=True)
-    # control: the same page does reach the tracker when an image really is live, so the silence above means it
+    # control: the same page does reach the tracker when an image really is live, so the silence above means it (a
+    # live element of the passages would have asked before this image, added after them)
     page.evaluate(f"() => {{ const i = new Image(); i.src = '{t}/control.png'; document.body.appendChild(i); }}")
-    page.wait_for_timeout(1000)
+    eventually(lambda: tracker.hits, 30, "the control image's request reaching the tracker")
     assert tracker.hits == ["/control.png"]

@@ -38,7 +38,7 @@ def _called_from_ingestion() -> bool:
 
 class GatedEmbedder:
     """The hashing embedder; while ``gate`` is clear, embedding for ingestion waits (questions and the extractive
-    answerer's sentence embeddings never wait)."""
+    answerer's sentence embeddings never wait), or only that of the texts ``holds(texts)`` says (one document's)."""
 
     def __init__(self, inner):
         self.inner = inner
@@ -46,11 +46,12 @@ class GatedEmbedder:
         self.gate = threading.Event()
         self.gate.set()
         self.waiting = threading.Event()
+        self.holds = lambda texts: True  # which ingestion calls the closed gate holds
         self.delay_s = 0.0  # seconds each ingestion call waits (a slow embedder, to watch progress move)
 
     def embed_passages(self, texts):
         if _called_from_ingestion():
-            if not self.gate.is_set():
+            if not self.gate.is_set() and self.holds(texts):
                 self.waiting.set()
                 self.gate.wait(60)
             if self.delay_s:

@@ -28,6 +28,7 @@ def baseline(browser, ui_server):  # the browser first: without one, no server i
 
     svc, emb = ui_server.service, ui_server.embedder
     emb.gate.set()
+    emb.holds = lambda texts: True
     emb.delay_s = 0.0
     token = None
     live = svc.ctx.catalog.live_generation()
@@ -182,9 +183,9 @@ def test_upload_progress_moves_within_one_large_file(ui_server, page, tmp_path):
 
 def test_a_small_file_is_searchable_and_in_search_in_while_a_long_pdf_is_still_read(ui_server, page, tmp_path):
     """Issue 32 (2): a .docx waited minutes behind a 10-K uploaded with it, and *Search in* listed none of the new
-    files until the whole batch was done. A long PDF (120 pages by its page tree, slowed by the embedder) and a
-    small note go up together: the note is searchable and ticked-able under *Search in* while the PDF is still
-    being read."""
+    files until the whole batch was done. A long PDF (120 pages by its page tree, its embedding held until the test
+    lets it go) and a small note go up together: the note is searchable and ticked-able under *Search in* while the
+    PDF is still being read."""
     from tests.pdfgen import make_pdf
 
     pdf = tmp_path / "annual-report.pdf"
@@ -193,7 +194,9 @@ def test_a_small_file_is_searchable_and_in_search_in_while_a_long_pdf_is_still_r
     note = tmp_path / "ferry-note.md"
     note.write_text("# Ferry note\n\nThe ferry to the island leaves at seven every morning.\n", encoding="utf-8")
     _open(page, ui_server.url)
-    ui_server.embedder.delay_s = 1.0
+    emb = ui_server.embedder
+    emb.holds = lambda texts: any("harbour board" in t for t in texts)  # the PDF's chunks, not the note's
+    emb.gate.clear()
     try:
         page.locator("#upload input[type=file]").set_input_files([str(pdf), str(note)])
         _see(page.locator("#scope"), "ferry-note.md")
@@ -203,7 +206,7 @@ def test_a_small_file_is_searchable_and_in_search_in_while_a_long_pdf_is_still_r
         assert not re.search(r"searchable|ready", pdf_row), rows  # the PDF is still being read
         assert "annual-report.pdf" not in page.locator("#scope").inner_text()
     finally:
-        ui_server.embedder.delay_s = 0.0
+        emb.gate.set()
     _see(page.locator("#scope"), "annual-report.pdf")
 
 
