@@ -4,8 +4,16 @@ from __future__ import annotations
 import logging
 import threading
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from core.settings import Settings
+
+if TYPE_CHECKING:
+    from core.resources import Embedder
+    from ingest.jobs.state import JobStore
+    from ingest.store.catalog import Catalog, DocumentStore
+    from ingest.store.index import VectorIndex
+    from retrieval.bm25 import Bm25Store
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +76,7 @@ class AppContext:
             self._lock = acquire(self.settings.data_dir)
 
     @cached_property
-    def index(self):
+    def index(self) -> VectorIndex:
         """The vector store (:mod:`ingest.store.index`). Embedded stores are opened under the writer lock; whoever holds
         the lock runs the consistency check (:mod:`ingest.store.consistency`) once on open."""
         from ingest.store.index import open_index
@@ -88,13 +96,13 @@ class AppContext:
         return idx
 
     @cached_property
-    def catalog(self):
+    def catalog(self) -> Catalog:
         from ingest.store.catalog import Catalog
 
         return Catalog(self.settings.catalog_path)
 
     @cached_property
-    def jobs(self):
+    def jobs(self) -> JobStore:
         """The ingestion queue's rows (:mod:`ingest.jobs.state`), in the catalog's database; any process may add to
         it."""
         from ingest.jobs.state import JobStore
@@ -102,7 +110,7 @@ class AppContext:
         return JobStore(self.catalog, self.settings.data_dir / "spool", self.settings.ingest_max_attempts)
 
     @cached_property
-    def store(self):
+    def store(self) -> DocumentStore:
         from ingest.store.catalog import DocumentStore
 
         return DocumentStore(self.settings.store_path)
@@ -123,13 +131,13 @@ class AppContext:
         return RowIndex(self.store.text)
 
     @cached_property
-    def bm25(self):
+    def bm25(self) -> Bm25Store:
         from retrieval.bm25 import Bm25Store
 
         return Bm25Store(self.settings.data_dir / "bm25", doc_of=self.catalog.docs_of_chunks)
 
     @cached_property
-    def embedder(self):
+    def embedder(self) -> Embedder:
         from ingest.embed import load_embedder
 
         s = self.settings

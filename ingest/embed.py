@@ -15,9 +15,10 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
+
+from core.resources import Embedder  # the protocol every embedder here satisfies
 
 log = logging.getLogger(__name__)
 
@@ -36,15 +37,6 @@ def prefixes_for(model_name: str) -> tuple[str, str]:
         if key in low:
             return pre
     return ("", "")
-
-
-class Embedder(Protocol):
-    name: str
-    dim: int
-
-    def embed_passages(self, texts: Sequence[str]) -> np.ndarray: ...
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 def _normalise(v: np.ndarray) -> np.ndarray:
