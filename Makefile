@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export GRADIO_ANALYTICS_ENABLED := False
 
-.PHONY: setup lock system-deps models demo lint test test-fast docs-check bench bench-extra clean
+.PHONY: setup lock system-deps models demo lint typecheck test test-fast docs-check bench bench-extra clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -43,8 +43,12 @@ demo: models
 lint: setup
 	$(BIN)/ruff check .
 
+# mypy over core/ and services/ (pyproject.toml [tool.mypy]; the modules they import are read for their types)
+typecheck: setup
+	$(BIN)/mypy
+
 # --durations: where the suite's time goes (its 15 slowest tests), printed with every run
-test: system-deps models lint
+test: system-deps models lint typecheck
 	$(BIN)/python -m pytest -q --durations=15
 
 test-fast: lint

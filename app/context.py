@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import threading
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from app.lookup import RowIndex
 from app.routing import Profiles
@@ -20,6 +21,10 @@ from ingest.text.lm import LogitsScorer, choose_threads
 from retrieval.bm25 import Bm25Store
 
 # Imported where they are used, on purpose (heavy, optional or not needed by every caller): torch and router.runtime
+
+if TYPE_CHECKING:
+    from core.resources import Embedder
+    from ingest.store.index import VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +85,7 @@ class AppContext:
             self._lock = acquire(self.settings.data_dir)
 
     @cached_property
-    def index(self):
+    def index(self) -> VectorIndex:
         """The vector store (:mod:`ingest.store.index`). Embedded stores are opened under the writer lock; whoever holds
         the lock runs the consistency check (:mod:`ingest.store.consistency`) once on open."""
         if self.embedded:
@@ -95,17 +100,17 @@ class AppContext:
         return idx
 
     @cached_property
-    def catalog(self):
+    def catalog(self) -> Catalog:
         return Catalog(self.settings.catalog_path)
 
     @cached_property
-    def jobs(self):
+    def jobs(self) -> JobStore:
         """The ingestion queue's rows (:mod:`ingest.jobs.state`), in the catalog's database; any process may add to
         it."""
         return JobStore(self.catalog, self.settings.data_dir / "spool", self.settings.ingest_max_attempts)
 
     @cached_property
-    def store(self):
+    def store(self) -> DocumentStore:
         return DocumentStore(self.settings.store_path)
 
     @cached_property
@@ -120,11 +125,11 @@ class AppContext:
         return RowIndex(self.store.text)
 
     @cached_property
-    def bm25(self):
+    def bm25(self) -> Bm25Store:
         return Bm25Store(self.settings.data_dir / "bm25", doc_of=self.catalog.docs_of_chunks)
 
     @cached_property
-    def embedder(self):
+    def embedder(self) -> Embedder:
         s = self.settings
         log.info("loading embedder %s", s.embedder)
         return load_embedder(s.embedder, query_prefix=s.embed_query_prefix, passage_prefix=s.embed_passage_prefix,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from typing import TypeVar
 
 # what a part needs besides the text: the boundary LM (a causal LM's logits, ``ingest.text.lm.LogitsScorer``),
 # the embedder, or an instruction-following LLM (a chat model or an OpenAI-compatible endpoint)
@@ -106,7 +107,10 @@ BACKENDS: dict[str, Component] = _table(
 )
 
 
-def registered(cls: type) -> type:
+_Class = TypeVar("_Class", bound=type)
+
+
+def registered(cls: _Class) -> _Class:
     """Class decorator: mark ``cls`` as the part whose entry here targets it, giving it that entry's name
     (``cls.name``) and the entry (``cls.component``). A class without an entry fails on import."""
     target = f"{cls.__module__}:{cls.__qualname__}"
@@ -114,7 +118,8 @@ def registered(cls: type) -> type:
     if not found:
         raise LookupError(f"{target} is marked @registered but has no entry in core/components.py: add its line "
                           "(name, description, target, needs)")
-    cls.component, cls.name = found[0], found[0].name
+    for attr, value in (("component", found[0]), ("name", found[0].name)):
+        setattr(cls, attr, value)  # setattr: the type checker knows no such attributes on an arbitrary class
     return cls
 
 

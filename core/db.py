@@ -27,3 +27,10 @@ def open_db(path: Path, schema: str) -> sqlite3.Connection:
     db.execute("PRAGMA foreign_keys=ON")
     db.executescript(schema)
     return db
+
+
+def inserted_id(cur: sqlite3.Cursor) -> int:
+    """The id of the row an ``INSERT`` through ``cur`` made (``lastrowid``, which is None before any insert)."""
+    if cur.lastrowid is None:
+        raise sqlite3.InterfaceError("no row was inserted")
+    return cur.lastrowid

@@ -121,7 +121,7 @@ def gguf_to_safetensors(gguf_path: Path, target: Path, marker: str) -> Path:
         tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
         model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
     # The weights are dequantised in memory; drop the quantizer so save_pretrained writes plain tensors.
-    model.hf_quantizer = None
+    model.hf_quantizer = None  # type: ignore[assignment]  # torch types Module.__setattr__'s value Tensor | Module
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.save_pretrained(tmp)
@@ -209,7 +209,7 @@ def load_causal_lm(name: str, cache_dir: Path, *, load_in_8bit: bool = False, de
             f"`hf download {name}` on a connected machine and set MGRAG_LM_MODEL to the local folder"
         ) from e
     if device and not load_in_8bit:
-        model.to(device)
+        model.to(device)  # type: ignore[arg-type]  # transformers' `to` is functools.wraps'd: typed with an unbound self
     model.eval()
     return tok, model
 

@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from core.components import BACKENDS, CHUNKERS
+
+if TYPE_CHECKING:  # a Literal built from the registry at run time is a value the type checker cannot read
+    ChunkerName = str
+    BackendName = str
+else:  # what pydantic validates against: the names of core/components.py
+    ChunkerName = Literal[tuple(CHUNKERS)]
+    BackendName = Literal[tuple(BACKENDS)]
 
 
 def _default_cache() -> Path:
@@ -52,7 +59,7 @@ class Settings(BaseSettings):
     queue_inflight: int = Field(8, ge=1, le=256, description="With queue_url: jobs per lane handed to the workers at once (the rest wait in the catalog's queue).")
 
     # chunking
-    chunker: Literal[tuple(CHUNKERS)] = Field(  # the names of core/components.py
+    chunker: ChunkerName = Field(  # the names of core/components.py
         "mg", description="Chunker for new indexes.")
     theta: int = Field(300, ge=4, description="Parent chunk size bound in words; children are θ/2 and θ/4.")
     lm_model: str = Field("gemma3-270m", description="Causal LM for the LG chunker: the shipped Gemma alias or a local HF folder.")
@@ -91,7 +98,7 @@ class Settings(BaseSettings):
         "max", description="max: weighted level scores, parent = max over its children (the design card); mog: MoG's selection (App. A).")
 
     # answering
-    synth_backend: Literal[tuple(BACKENDS)] = Field(  # the names of core/components.py
+    synth_backend: BackendName = Field(  # the names of core/components.py
         "extractive", description="Synthesizer: extractive (no LLM; the default by measurement, BENCHMARKS.md \"Answers\"), offline (a shipped small model), transformers, openai.")
     synth_model: str = Field("meta-llama/Meta-Llama-3-8B-Instruct", description="Chat model for the transformers backend (local folder or local HF cache).")
     synth_4bit: bool | None = Field(None, description="Load the chat model in 4-bit (bitsandbytes, the `cuda` extra); default: when CUDA and bitsandbytes are present.")
@@ -202,7 +209,7 @@ def settings_table() -> str:
     """Markdown table of every setting with its env var and default (used to keep the README in sync)."""
     rows = ["| setting | env var | default | meaning |", "|---|---|---|---|"]
     for name, f in Settings.model_fields.items():
-        default = f.default_factory() if f.default_factory else f.default
+        default = f.get_default(call_default_factory=True)
         if name == "cache_dir":
             default = "~/.cache/mgrag"
         rows.append(f"| `{name}` | `MGRAG_{name.upper()}` | `{default!r}` | {f.description} |")

@@ -15,11 +15,11 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 
 from core.models import LOAD_LOCK, ModelNotAvailable, resolve_embedder_path
+from core.resources import Embedder  # the protocol every embedder here satisfies
 
 # Imported where they are used, on purpose (heavy, optional or not needed by every caller): transformers,
 # sentence_transformers
@@ -41,15 +41,6 @@ def prefixes_for(model_name: str) -> tuple[str, str]:
         if key in low:
             return pre
     return ("", "")
-
-
-class Embedder(Protocol):
-    name: str
-    dim: int
-
-    def embed_passages(self, texts: Sequence[str]) -> np.ndarray: ...
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 def _normalise(v: np.ndarray) -> np.ndarray:

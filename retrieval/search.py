@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from core.resources import Resources
+from core.resources import Point, Resources
 from ingest.text.sentences import count_words, split_sentences
 from retrieval.bm25 import tokenize
 from retrieval.scoring import ChunkSpan, Hit, assemble_context, mog_rank, rank_parents, weights_or_uniform
@@ -125,7 +125,7 @@ def _options(s, retriever: str | None, selection: str | None) -> tuple[str, str]
 
 
 def dense_search(ctx: Resources, n_levels: int, query_vector, k: int, doc_ids=None, visible_to: str | None = None
-                 ) -> list[tuple[int, object]]:
+                 ) -> list[tuple[int, Point]]:
     """``(level, point)``: the ``k`` nearest points of every level of the live generation, best first per level,
     among ``doc_ids`` if given and what reader ``visible_to`` may see (None: everything)."""
     return [(level, p) for level in range(n_levels)

@@ -7,9 +7,10 @@ import json
 import time
 
 from services.base import Progress
+from services.part import ServicePart
 
 
-class AdminPart:
+class AdminPart(ServicePart):
     """Admin actions (every one checks the token first)."""
 
     def login(self, user: str, password: str, client: str = "", token: str | None = None) -> str:

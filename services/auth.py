@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol, cast
 
 from core.private import write_secret
 from services.base import AdminRequired
@@ -54,7 +55,15 @@ class LoginThrottle:
             self._fails.pop(client, None)
 
 
-def throttled_login(check: Callable[[str, str], bool], throttle: LoginThrottle | None = None) -> Callable:
+class ThrottledLogin(Protocol):
+    """What :func:`throttled_login` returns: the login function, its throttle kept as its ``throttle``."""
+
+    throttle: LoginThrottle
+
+    def __call__(self, name: str, password: str) -> bool: ...
+
+
+def throttled_login(check: Callable[[str, str], bool], throttle: LoginThrottle | None = None) -> ThrottledLogin:
     """A user accounts' login (``check(name, password)``, what Gradio's ``auth`` calls) slowed down per account as
     the admin's is per client: after 5 failures each further attempt waits 2, 4, 8 … s, and one made earlier is
     refused without checking the password, the right one included (a hostile run guessed 30 passwords in 5.2 s, then
@@ -71,8 +80,9 @@ def throttled_login(check: Callable[[str, str], bool], throttle: LoginThrottle |
         (throttle.succeeded if ok else throttle.failed)(key)
         return ok
 
-    login.throttle = throttle
-    return login
+    out = cast(ThrottledLogin, login)  # a function with an attribute, which the checker cannot express otherwise
+    out.throttle = throttle
+    return out
 
 
 _ADMIN_TOKEN = re.compile(r"^[A-Za-z0-9_-]{32,128}$")

@@ -10,11 +10,12 @@ from collections.abc import Iterator
 
 from core.private import write_secret
 from services.base import ADMIN
+from services.part import ServicePart
 
 log = logging.getLogger("services.service")  # the name it always had (log filters, tests)
 
 
-class ChatPart:
+class ChatPart(ServicePart):
     """Asking, conversations and viewer links."""
 
     @property
@@ -39,11 +40,11 @@ class ChatPart:
         if scope and not self.doc_filter(owner, scope):
             raise ValueError("none of the documents this conversation is limited to can be searched any more; "
                              "choose others under 'Search in'")
-        kw = dict(k=k, budget_words=budget_words, retriever=retriever, backend=backend, doc_ids=scope or None,
-                  visible_to=self.reader(owner), history=history)
+        visible_to = self.reader(owner)
         for attempt in (1, 2):
             gen = self.ctx.catalog.live_generation()
-            events = ask(self.ctx, question, **kw)
+            events = ask(self.ctx, question, k=k, budget_words=budget_words, retriever=retriever, backend=backend,
+                         doc_ids=scope or None, visible_to=visible_to, history=history)
             first: list = []
             try:  # up to the retrieval: the status events before it are passed on after it succeeded
                 for ev in events:
@@ -99,7 +100,7 @@ class ChatPart:
             return None
         pages = source.get("matched_pages") or source.get("pages")
         view = View(source["doc_id"], source["doc_hash"], source["start"], source["end"],
-                    (source["matched_start"], source["matched_end"]), tuple(tuple(x) for x in support or ()),
+                    (source["matched_start"], source["matched_end"]), tuple((a, b) for a, b in support or ()),
                     pages[0] if pages else None, name=source.get("name") or "")
         return "mgrag/view/" + self.view_tokens.mint(view)
 

@@ -9,6 +9,7 @@ import json
 import secrets
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from core.db import open_db
@@ -144,7 +145,7 @@ class ConversationStore:
             self._own(owner, conv_id)
             self.db.execute("UPDATE conversations SET title=? WHERE id=?", (title, conv_id))
 
-    def set_scope(self, owner: str, conv_id: str, scope: list[str]) -> None:
+    def set_scope(self, owner: str, conv_id: str, scope: Sequence[str]) -> None:
         with self._lock:
             self._own(owner, conv_id)
             self.db.execute("UPDATE conversations SET scope=? WHERE id=?", (json.dumps(list(scope or [])), conv_id))

@@ -7,11 +7,12 @@ import logging
 import time
 
 from services.base import ADMIN, JobState, Progress
+from services.part import ServicePart
 
 log = logging.getLogger("services.service")  # the name it always had (log filters, tests)
 
 
-class DocumentsPart:
+class DocumentsPart(ServicePart):
     """Writing to the index and the ownership of documents."""
 
     def _ingestor(self, progress: Progress | None, on_step=None):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from core.questions import Question, read_questions
 from services.base import ADMIN
+from services.part import ServicePart
 
 SAMPLES_SET = "samples (shipped: questions over samples/)"
 MY_EVALUATIONS = "my evaluations"
@@ -27,7 +28,7 @@ def _no_paths(message: str) -> str:
     return _PATH.sub(r"\1", message)
 
 
-class EvaluationPart:
+class EvaluationPart(ServicePart):
     """Evaluations and benchmarks."""
 
     @property
@@ -179,18 +180,21 @@ class EvaluationPart:
         else:
             bench = load_set(str(set_ref))
             questions, docs_src = bench.questions, bench.docs
-        kept, skipped, mismatched = [], set(), set()
+        kept: list[Question] = []
+        skipped: set[str] = set()
+        mismatched: set[str] = set()
         for q in questions:
-            d = by_stem.get(q.doc_id)
+            asked = q.doc_id or ""  # both readers above require a doc_id
+            d = by_stem.get(asked)
             if d is None:
-                skipped.add(q.doc_id)
+                skipped.add(asked)
                 continue
-            if q.doc_id in docs_src and docs_src[q.doc_id] != texts[d]:
-                mismatched.add(q.doc_id)
+            if asked in docs_src and docs_src[asked] != texts[d]:
+                mismatched.add(asked)
                 continue
             bad = [e for e in q.evidence if e.located and texts[d][e.start:e.end] != e.text]
             if bad:
-                mismatched.add(q.doc_id)
+                mismatched.add(asked)
                 continue
             kept.append(Question(q.id, q.question, d, q.answers, q.evidence, q.dataset))
         if not kept:
@@ -201,7 +205,7 @@ class EvaluationPart:
             raise ValueError(f"none of the set's documents are in the index ({missing}): upload them first (the "
                              "documents a question names by its doc_id)")
         kept = kept[:max_questions]
-        used = {q.doc_id for q in kept}
+        used = {q.doc_id for q in kept if q.doc_id is not None}  # each one's: kept questions name their document
         bench = BenchSet(Path(str(set_ref)).stem, {d: texts[d] for d in used}, kept)
         res = evaluate_retrieval(bench, {d: chunks[d] for d in used}, self.ctx.embedder, top_k=k,
                                  budget_words=budget_words or self.ctx.settings.context_words)

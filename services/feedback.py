@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.db import open_db
+from core.db import inserted_id, open_db
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS evaluations (
@@ -65,7 +65,7 @@ class FeedbackStore:
                 "f1, doc_id, evidence, weights, owner) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (time.time(), ev.question, ev.answer, ev.backend, ev.retriever, ev.rating, ev.comment, ev.reference,
                  ev.f1, ev.doc_id, json.dumps(ev.evidence, ensure_ascii=False), json.dumps(ev.weights), ev.owner))
-            return int(cur.lastrowid)
+            return inserted_id(cur)
 
     def rows(self, owner=EVERYONE) -> list[dict]:
         """Every evaluation, or only ``owner``'s."""

@@ -8,11 +8,12 @@ import logging
 from pathlib import Path
 
 from core.private import write_secret
+from services.part import ServicePart
 
 log = logging.getLogger("services.service")  # the name it always had (log filters, tests)
 
 
-class LlmPart:
+class LlmPart(ServicePart):
     """The OpenAI-compatible endpoint and the backends' status."""
 
     @property

@@ -15,7 +15,8 @@ HIGHLIGHT = {"support": "#bbf7d0", "support_line": "#16a34a", "child": "#fde68a"
 
 def rgb(hex_colour: str) -> tuple[int, int, int]:
     """``"#bbf7d0"`` → ``(187, 247, 208)``."""
-    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    return r, g, b
 
 
 def level_name(level: int) -> str:
@@ -152,7 +153,8 @@ def sources_html(sources: list[dict], cited: set[int] | None = None, links: dict
     "N more below the relevance floor" (setting ``source_floor``, measured in BENCHMARKS.md)."""
     cited = set() if abstained else (cited or set())
     links = links or {}
-    parts, folded = [], []
+    parts: list[str] = []
+    folded: list[str] = []
     top = max((float(s["score"]) for s in sources), default=0.0)
     if abstained:
         parts.append('<div class="mg-abstain"><em>None of these passages supports an answer; they are the closest '

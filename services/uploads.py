@@ -13,6 +13,7 @@ from ingest.jobs.queue import queued_text
 from ingest.jobs.state import ENDED_BADLY, JobState
 from ingest.readers.loaders import SUPPORTED, IngestError
 from services.base import ADMIN
+from services.part import ServicePart
 
 log = logging.getLogger("services.service")  # the name it always had (log filters, tests)
 
@@ -49,7 +50,7 @@ def check_upload_name(name: str) -> str:
     return raw
 
 
-class UploadsPart:
+class UploadsPart(ServicePart):
     """Reading, queueing and following uploads."""
 
     def _read_upload(self, path: Path, name: str) -> bytes:

@@ -180,13 +180,13 @@ def render_pdf_page(data: bytes, page: int, highlights: list[tuple[str, str]], s
         n = len(pdf)
         page = min(max(1, page), n)
         pg = pdf[page - 1]
-        scale = page_scale(*pg.get_size(), scale, max_pixels)
+        width, height = pg.get_size()
+        scale = page_scale(width, height, scale, max_pixels)
         img = pg.render(scale=scale).to_pil().convert("RGB")
         overlay = Image.new("RGB", img.size, (255, 255, 255))  # multiplied in: a highlighter, the text stays black
         draw = ImageDraw.Draw(overlay)
         tp = pg.get_textpage()
         text = tp.get_text_range()
-        height = pg.get_size()[1]
         boxes = []  # each line of a snippet separately: a passage may begin on the previous page
         for snippet, kind in highlights:
             for line in snippet.splitlines():

@@ -7,7 +7,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -453,7 +453,7 @@ class Catalog:
             "SELECT * FROM runs ORDER BY run_id DESC LIMIT ?", (limit,))]
 
 
-def live_chunks(catalog: Catalog, store: DocumentStore, allowed: set[str] | None = None,
+def live_chunks(catalog: Catalog, store: DocumentStore, allowed: Collection[str] | None = None,
                 ) -> tuple[dict[str, str], dict[str, list]]:
     """(text per document, chunks per document, sorted by level then start) of the live generation, rebuilt from
     the catalog's offsets over the stored originals; ``allowed`` limits it to those document ids. The one chunk
