@@ -16,6 +16,8 @@ import threading
 import time
 from pathlib import Path
 
+from core.private import make_private
+
 _held: dict[Path, list] = {}  # resolved path -> [fd, count, first open claimed]
 _guard = threading.Lock()
 
@@ -77,8 +79,6 @@ class WriterLock:
 def acquire(data_dir: Path) -> WriterLock:
     """Take (or share, within this process) the writer lock of ``data_dir``; :class:`DataDirBusy` if another
     process holds it."""
-    from core.private import make_private
-
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     key = data_dir.resolve()

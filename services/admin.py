@@ -6,8 +6,17 @@ from __future__ import annotations
 import json
 import time
 
+from app.evaluation.bench import BENCH_DIR
+from app.inspect import inspect_text, render_html, render_png
+from ingest.jobs.state import ACTIVE
+from ingest.text.sentences import count_words
 from services.base import Progress
+from services.keys import Keys
 from services.part import ServicePart
+from services.users import Users
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): ingest.jobs.queue,
+# router.pipeline
 
 
 class AdminPart(ServicePart):
@@ -64,8 +73,6 @@ class AdminPart(ServicePart):
 
     def queue_rows(self, token: str) -> list[dict]:
         """The Admin tab's view of the queue: every active job and the last finished ones."""
-        from ingest.jobs.state import ACTIVE
-
         self.auth.check(token)
         active = self.ctx.jobs.jobs(ACTIVE)
         done = [j for j in self.ctx.jobs.jobs(limit=50) if j.state not in ACTIVE][-20:]
@@ -77,8 +84,6 @@ class AdminPart(ServicePart):
     @property
     def users(self):
         """The web app's user accounts (:class:`services.users.Users`); with any, `mgrag serve` requires a login."""
-        from services.users import Users
-
         if getattr(self, "_users", None) is None:
             self._users = Users(self.ctx.settings.data_dir / ".secrets" / "users.sqlite")
         return self._users
@@ -102,8 +107,6 @@ class AdminPart(ServicePart):
     @property
     def api_keys(self):
         """The HTTP API's keys (:class:`services.keys.Keys`)."""
-        from services.keys import Keys
-
         if getattr(self, "_api_keys", None) is None:
             self._api_keys = Keys(self.ctx.settings.data_dir / ".secrets" / "keys.sqlite")
         return self._api_keys
@@ -129,8 +132,6 @@ class AdminPart(ServicePart):
 
     def chunk_lengths(self, token: str) -> dict[int, list[int]]:
         """Chunk lengths in words per level of the live index (for the histograms)."""
-        from ingest.text.sentences import count_words
-
         self.auth.check(token)
         _, chunks = self.live_chunks()
         out: dict[int, list[int]] = {}
@@ -144,7 +145,6 @@ class AdminPart(ServicePart):
         """The chunk inspector for one document (``app.inspect``): the PNG, the HTML page and a summary. Admin only:
         it reads any document and runs the chunker LM."""
         self.auth.check(token)
-        from app.inspect import inspect_text, render_html, render_png
 
         live = self.ctx.catalog.live_generation()
         rows = {r["doc_id"]: r for r in self.ctx.catalog.documents(live.gen if live else None)}
@@ -160,7 +160,6 @@ class AdminPart(ServicePart):
         exported evaluations (``"feedback"``) and/or bench sets by name; saves it to ``data_dir/router``, which the
         chat then uses. Returns the training report (its loss history under ``history``)."""
         self.auth.check(token)
-        from app.evaluation.bench import BENCH_DIR
         from router.pipeline import train_from_index
 
         files = []

@@ -10,7 +10,11 @@ from collections.abc import Iterator
 
 from core.private import write_secret
 from services.base import ADMIN
+from services.conversations import ConversationStore
 from services.part import ServicePart
+from services.viewer import PageRenderer, View, ViewTokens
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): app.answer, retrieval.search
 
 log = logging.getLogger("services.service")  # the name it always had (log filters, tests)
 
@@ -21,8 +25,6 @@ class ChatPart(ServicePart):
     @property
     def conversations(self):
         """Conversations kept server side (:class:`services.conversations.ConversationStore`)."""
-        from services.conversations import ConversationStore
-
         if getattr(self, "_conversations", None) is None:
             self._conversations = ConversationStore(self.ctx.settings.data_dir / "conversations.sqlite")
         return self._conversations
@@ -74,8 +76,6 @@ class ChatPart(ServicePart):
 
     @property
     def view_tokens(self):
-        from services.viewer import ViewTokens
-
         if getattr(self, "_view_tokens", None) is None:
             self._view_tokens = ViewTokens(self.state_secret())
         return self._view_tokens
@@ -86,16 +86,12 @@ class ChatPart(ServicePart):
         slots and its cache are shared by every request."""
         with self._renderer_lock:
             if getattr(self, "_page_renderer", None) is None:
-                from services.viewer import PageRenderer
-
                 self._page_renderer = PageRenderer()
             return self._page_renderer
 
     def view_link(self, source: dict, support: list[tuple[int, int]] | None = None) -> str | None:
         """The viewer path (relative to the app's root) of one source of an answer (a Citation as a dict): its
         document at the page of the matched passage, the passage, the child and the supporting sentences marked."""
-        from services.viewer import View
-
         if not source.get("doc_hash") or source.get("matched_level", 0) < 0:
             return None
         pages = source.get("matched_pages") or source.get("pages")

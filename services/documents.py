@@ -6,8 +6,11 @@ from __future__ import annotations
 import logging
 import time
 
+from ingest.store.catalog import live_chunks
 from services.base import ADMIN, JobState, Progress
 from services.part import ServicePart
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): ingest.pipeline
 
 log = logging.getLogger("services.service")  # the name it always had (log filters, tests)
 
@@ -118,6 +121,4 @@ class DocumentsPart(ServicePart):
     def live_chunks(self, owner=ADMIN) -> tuple[dict[str, str], dict[str, list]]:
         """(text per document, chunks per document) of the live index among ``owner``'s searchable documents, from
         the catalog and the document store."""
-        from ingest.store.catalog import live_chunks
-
         return live_chunks(self.ctx.catalog, self.ctx.store, self.doc_filter(owner))

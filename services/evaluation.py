@@ -7,9 +7,15 @@ import re
 import time
 from pathlib import Path
 
+from app.evaluation.bench import BENCH_DIR, BenchSet, evaluate_retrieval, load_set
+from app.evaluation.metrics import qa_f1_score
 from core.questions import Question, read_questions
+from retrieval.bm25 import tokenize
 from services.base import ADMIN
+from services.feedback import Evaluation, FeedbackStore
 from services.part import ServicePart
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): retrieval.search
 
 SAMPLES_SET = "samples (shipped: questions over samples/)"
 MY_EVALUATIONS = "my evaluations"
@@ -33,8 +39,6 @@ class EvaluationPart(ServicePart):
 
     @property
     def feedback(self):
-        from services.feedback import FeedbackStore
-
         with self._feedback_lock:
             if self._feedback is None:
                 self._feedback = FeedbackStore(self.ctx.settings.data_dir / "feedback.sqlite")
@@ -43,7 +47,6 @@ class EvaluationPart(ServicePart):
     def level_hits(self, question: str, k: int = 5, retriever: str = "dense", owner=ADMIN) -> list[dict]:
         """The chunks retrieved at every level for ``question`` among ``owner``'s searchable documents, best first
         per level, with their scores."""
-        from retrieval.bm25 import tokenize
         from retrieval.search import bm25_search, check_question, dense_search
 
         q = check_question(question, self.ctx.settings.max_question_chars)
@@ -79,9 +82,6 @@ class EvaluationPart(ServicePart):
         """Store an evaluation of ``answer`` (an :class:`~app.answer.Answer` as a dict). ``relevant``: the numbers
         of the sources that hold the answer (default: the cited ones when rated good). Their matched passages
         become the evidence, restricted to the first relevant source's document. Returns (id, F1, n evidence)."""
-        from app.evaluation.metrics import qa_f1_score
-        from services.feedback import Evaluation
-
         if not answer:
             raise ValueError("no answer to evaluate yet: ask a question on the Chat tab first")
         reference = (reference or "").strip()
@@ -123,8 +123,6 @@ class EvaluationPart(ServicePart):
         """The sets the Evaluate tab offers: the one shipped for the sample documents, the user's own saved
         evaluations (questions over their documents, with the evidence they ticked), and the development sets of
         ``../shared/bench`` where that folder exists (beside a checkout of this repository)."""
-        from app.evaluation.bench import BENCH_DIR
-
         shared = sorted(p.name for p in BENCH_DIR.iterdir() if (p / "questions.jsonl").is_file()) \
             if BENCH_DIR.is_dir() else []
         return [SAMPLES_SET, MY_EVALUATIONS, *shared]
@@ -157,8 +155,6 @@ class EvaluationPart(ServicePart):
             self._bench_lock.release()
 
     def _run_benchmark(self, set_ref, *, k, budget_words, max_questions, owner) -> dict:
-        from app.evaluation.bench import BenchSet, evaluate_retrieval, load_set
-
         texts, chunks = self.live_chunks(owner)
         if not chunks:
             raise ValueError("the index is empty; ingest the bench set's documents first")

@@ -7,6 +7,9 @@ import json
 import logging
 from pathlib import Path
 
+from app.synth import SynthesisError
+from app.synth.openai_compat import check_endpoint, list_models
+from app.synth.status import backend_status
 from core.private import write_secret
 from services.part import ServicePart
 
@@ -31,8 +34,6 @@ class LlmPart(ServicePart):
 
     def backends(self) -> dict[str, str | None]:
         """Every answer backend: None when it can run here, else why not (no model is loaded to tell)."""
-        from app.synth.status import backend_status
-
         return backend_status(self.ctx.settings)
 
     def llm_endpoint(self, token: str) -> dict:
@@ -52,9 +53,6 @@ class LlmPart(ServicePart):
 
     def llm_models(self, token: str, base_url: str, api_key: str | None = None) -> list[str]:
         """The models the endpoint serves (``GET /v1/models``), or ValueError naming what failed."""
-        from app.synth import SynthesisError
-        from app.synth.openai_compat import list_models
-
         self.auth.check(token)
         try:
             return list_models(base_url, self._key_for(base_url, api_key))
@@ -63,9 +61,6 @@ class LlmPart(ServicePart):
 
     def llm_test(self, token: str, base_url: str, model: str, api_key: str | None = None) -> str:
         """List the models and ask ``model`` for a few tokens; what worked, or ValueError naming the failed step."""
-        from app.synth import SynthesisError
-        from app.synth.openai_compat import check_endpoint
-
         self.auth.check(token)
         try:
             return check_endpoint(base_url, model, self._key_for(base_url, api_key),

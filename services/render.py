@@ -6,6 +6,9 @@ import html
 import re
 
 from ingest.readers.layout import source_place
+from ingest.text.tables import split_cells, table_groups, table_lines
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): matplotlib
 
 LEVEL_NAMES = {0: "θ", 1: "θ/2", 2: "θ/4"}
 # one palette for the chat's sources, the viewer's text and its page images: the sentence that supports the answer
@@ -28,8 +31,6 @@ def table_html(text: str, start: int, end: int, spans, order: tuple[str, ...], f
     """The Markdown table ``text[start:end]`` as an HTML table (cells escaped, the separator line dropped); each
     row gets the class ``mg-<kind>`` of the first kind in ``order`` among the ``(start, end, kind)`` spans that
     cover it; ``first``: (kind, offset) whose row gets ``id=mg-first`` (the viewer scrolls to it)."""
-    from ingest.text.tables import split_cells, table_lines
-
     rows = []
     for s, e, kind in table_lines(text, start, end):
         if kind == 2:
@@ -57,7 +58,6 @@ def highlight(parent_text: str, start: int, end: int, matched_start: int, matche
         a, b = s_ - start, e_ - start
         if 0 <= a < b <= n:
             spans.append((a, b, "support"))
-    from ingest.text.tables import table_groups, table_lines
 
     out, pos = [], 0
     for ts, te in table_groups(table_lines(parent_text)):  # a table passage shows as a table

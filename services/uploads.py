@@ -9,9 +9,9 @@ import re
 import time
 from pathlib import Path
 
-from ingest.jobs.queue import queued_text
-from ingest.jobs.state import ENDED_BADLY, JobState
-from ingest.readers.loaders import SUPPORTED, IngestError
+from ingest.jobs.queue import Runner, enqueue, queued_text, wait
+from ingest.jobs.state import ENDED_BADLY, JobError, JobState
+from ingest.readers.loaders import SUPPORTED, IngestError, clean_name, read_regular_file
 from services.base import ADMIN
 from services.part import ServicePart
 
@@ -31,8 +31,6 @@ class UploadRefused(ValueError):
 def check_upload_name(name: str) -> str:
     """The plain file name to store ``name`` under (bidirectional and invisible characters removed), or
     :class:`UploadRefused` for a path-like or odd name."""
-    from ingest.readers.loaders import clean_name
-
     raw = name or ""
     if not _BAD_NAME.search(raw):  # a name with C0 controls is refused below, as before
         raw = clean_name(raw)
@@ -55,8 +53,6 @@ class UploadsPart(ServicePart):
 
     def _read_upload(self, path: Path, name: str) -> bytes:
         """The bytes of an uploaded file, which must lie inside the upload folder once every symlink is resolved."""
-        from ingest.readers.loaders import read_regular_file
-
         try:
             real = Path(path).resolve(strict=True)
         except (OSError, RuntimeError) as e:
@@ -106,8 +102,6 @@ class UploadsPart(ServicePart):
 
     def ensure_runner(self):
         """The queue's runner in this process (started once; it resumes what a stopped server left queued)."""
-        from ingest.jobs.queue import Runner
-
         with self._runner_lock:
             if self.runner is None:  # with MGRAG_QUEUE_URL, its jobs are computed by `mgrag worker` processes
                 self.runner = Runner(self.ctx).start()
@@ -125,8 +119,6 @@ class UploadsPart(ServicePart):
         the shared library) and return at once: one row per file (refused and duplicate files say why) and the ids
         of the jobs made. The queue's runner extracts them in a child process with limits, outside the write lock,
         so one slow or hostile file holds up no one else's upload."""
-        from ingest.jobs.queue import enqueue
-
         rows: dict[int, dict] = {}
         named: list[tuple[int, str, bytes]] = []
         for i, p in enumerate(paths):
@@ -178,8 +170,6 @@ class UploadsPart(ServicePart):
                      until: str = JobState.SEARCHABLE, timeout_s: float = 3600.0) -> list[dict]:
         """:meth:`enqueue_files`, then wait until every file is searchable (``until="ready"``: refined too) or ended;
         the rows as they are then (the API's upload and the tests use it; the Chat tab shows the rows as they move)."""
-        from ingest.jobs.queue import wait
-
         rows, ids = self.enqueue_files(paths, names, owner)
         if ids:
             wait(self.ctx.jobs, ids, until, timeout_s=timeout_s)
@@ -187,8 +177,6 @@ class UploadsPart(ServicePart):
 
     def cancel_jobs(self, owner, job_ids: list[int]) -> list[str]:
         """Cancel queued or running ingestion jobs: ``owner``'s own (the admin: any). What happened, per job."""
-        from ingest.jobs.state import JobError
-
         out = []
         for i in job_ids:
             job = self.ctx.jobs.get(int(i))

@@ -16,11 +16,20 @@ import hmac
 import html
 import io
 import json
+import math
 import re
+import threading
 import time
+import unicodedata
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
+from urllib.parse import quote
 
-from services.render import HIGHLIGHT, rgb
+from ingest.readers import sandbox
+from ingest.text.tables import table_groups, table_lines
+from services.render import HIGHLIGHT, rgb, table_html
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): pypdfium2, PIL
 
 COLORS = {k: rgb(HIGHLIGHT[k]) for k in ("passage", "child", "support")}  # the chat's colours (services/render.py)
 
@@ -80,9 +89,6 @@ def content_disposition(name: str) -> str:
     """``attachment`` naming the file ``name`` in any script: ``filename*=UTF-8''…`` (RFC 5987, percent-encoded)
     and, for clients that read only ``filename``, an ASCII stand-in (accents dropped, other characters ``_``). The
     header itself stays ASCII, which HTTP requires."""
-    import unicodedata
-    from urllib.parse import quote
-
     fallback = "".join("" if unicodedata.combining(c) else c if " " <= c <= "~" and c not in '"\\' else "_"
                        for c in unicodedata.normalize("NFKD", name)) or "download"
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
@@ -127,15 +133,11 @@ def _marked(text: str, lo: int, hi: int, spans, view: View) -> str:
 
 def _tables(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
     """The spans of whole Markdown tables (runs of table lines) inside ``[lo, hi)``."""
-    from ingest.text.tables import table_groups, table_lines
-
     return table_groups(table_lines(text, lo, hi))
 
 
 def _table_html(text: str, start: int, end: int, spans, view: View) -> str:
     """A Markdown table as an HTML table; each row coloured by the innermost highlight that covers it."""
-    from services.render import table_html
-
     return table_html(text, start, end, spans, ("support", "child", "passage"), first=("passage", view.start))
 
 
@@ -157,8 +159,6 @@ MAX_PAGE_PIXELS = 4_000_000  # a page image holds at most this many pixels (a 72
 
 def page_scale(width_pt: float, height_pt: float, scale: float = 1.6, max_pixels: int = MAX_PAGE_PIXELS) -> float:
     """``scale`` (pixels per point), lowered so that the rendered page holds at most ``max_pixels`` pixels."""
-    import math
-
     w, h = max(width_pt, 1.0), max(height_pt, 1.0)
     s = min(scale, (max_pixels / (w * h)) ** 0.5)
     while s > 1e-6 and math.ceil(w * s) * math.ceil(h * s) > max_pixels:  # pixels are whole: round up, stay under
@@ -220,9 +220,6 @@ class PageRenderer:
 
     def __init__(self, *, at_once: int = 2, wait_s: float = 10.0, memory_mb: int = 1024, timeout_s: float = 30.0,
                  max_pixels: int = MAX_PAGE_PIXELS, cache_bytes: int = 64 * 2**20, cache_items: int = 64):
-        import threading
-        from collections import OrderedDict
-
         self.at_once, self.wait_s = at_once, wait_s
         self.memory_mb, self.timeout_s, self.max_pixels = memory_mb, timeout_s, max_pixels
         self.cache_bytes, self.cache_items = cache_bytes, cache_items
@@ -259,8 +256,6 @@ class PageRenderer:
         """(PNG, number of pages) of page ``page`` of the PDF whose content hash is ``doc_hash``; ``original()``
         gives its bytes (read only when the page is not cached). :class:`RenderBusy` when no slot frees in time,
         :class:`ingest.readers.sandbox.SandboxError` when the render fails or passes its memory or time limit."""
-        from ingest.readers import sandbox
-
         key = self.key(doc_hash, page, highlights)
         got = self.cached(key)
         if got is not None:
