@@ -16,7 +16,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from app.evaluation.bench import *  # noqa: E402,F401,F403
-from ingest.jobs.queue import ingest_paths  # noqa: E402
+from ingest.jobs.queue import ingest_files  # noqa: E402
 
 
 def chroma_library(data_dir: Path):
@@ -32,5 +32,5 @@ def chroma_library(data_dir: Path):
     have = {d["doc_id"] for d in ctx.catalog.documents(gen)} if gen is not None else set()
     missing = [p for p in docs if p.name not in have]
     if missing:
-        ingest_paths(ctx, missing)
+        ingest_files(ctx, missing)
     return ctx

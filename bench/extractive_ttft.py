@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -49,7 +49,7 @@ def main(argv=None) -> int:
         ctx = AppContext(Settings(data_dir=Path(tmp), chunker="mg", theta=300, router="none",
                                   synth_backend="extractive"))
         docs = ROOT.parent / "shared" / "bench" / "chroma" / "docs"
-        ingest_paths(ctx, [docs / f"{d}.md" for d in DOCS])
+        ingest_files(ctx, [docs / f"{d}.md" for d in DOCS])
         monitor = LoadMonitor(interval=2)
         vectors = sentence_vectors_of(ctx)
         runs = {}

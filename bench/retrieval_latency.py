@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import BENCH_DIR, load_set, machine_info, markdown_table, peak_rss_mb, write_json  # noqa: E402
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 
 
 def pct(xs, p):
@@ -47,7 +47,7 @@ def chroma_ctx(data_dir: Path):
 
     ctx = AppContext(Settings(data_dir=data_dir, chunker="mg"))
     if ctx.catalog.live_generation() is None:
-        ingest_paths(ctx, [BENCH_DIR / "chroma" / "docs"])
+        ingest_files(ctx, [BENCH_DIR / "chroma" / "docs"])
     return ctx
 
 

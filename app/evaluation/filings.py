@@ -25,7 +25,7 @@ from app.context import AppContext
 from app.evaluation import bench as B
 from app.evaluation.answers import CANDIDATES, make_synth
 from app.grounding import is_title_line, split_claims, strip_citations
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 
 DATA = B.ROOT / "bench" / "data" / "filings_qa.jsonl"
 DEFAULT_CANDIDATES = ("extractive", "hybrid-gemma-500", "qwen-500", "hybrid-qwen-500")
@@ -98,7 +98,7 @@ def run_filings(settings, docs_dir, names: Sequence[str] = DEFAULT_CANDIDATES, *
                                     "sec-10-q/data/v1/docs)")
         t0 = time.perf_counter()
         if missing:
-            ingest_paths(ctx, missing)
+            ingest_files(ctx, missing)
         ingest_s = round(time.perf_counter() - t0, 1)
         res = {"benchmark": "filings_answers", "chunker": settings.chunker, "ingest_s": ingest_s,
                "machine": B.machine_info(), "n_answerable": sum(1 for q in qs if q["answers"]),

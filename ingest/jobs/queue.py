@@ -587,7 +587,7 @@ def ingest_now(ctx, named: Iterable[tuple[str, bytes]], owner: str | None = None
     return report
 
 
-def ingest_paths(ctx, paths: Iterable[str | Path], owner: str | None = None, **kw) -> IngestReport:
+def ingest_files(ctx, paths: Iterable[str | Path], owner: str | None = None, **kw) -> IngestReport:
     """:func:`ingest_now` of files and folders (a file under a folder is named by its path relative to that folder);
     a path that cannot be read is ``failed`` with the reason, in its place among the others."""
     items = read_inputs(paths, int(ctx.settings.max_file_mb * 2**20))

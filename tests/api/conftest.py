@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from tests.ui.conftest import free_port
 
 LIGHTHOUSE = ("# Lighthouse log\n\nThe survey team reached the northern lighthouse on the third morning. "
@@ -41,7 +41,7 @@ def api(tmp_path_factory):
     seed = root / "seed"
     seed.mkdir()
     (seed / "lighthouse.md").write_text(LIGHTHOUSE, encoding="utf-8")
-    assert ingest_paths(ctx, [seed / "lighthouse.md"]).results[0].status == "ingested"
+    assert ingest_files(ctx, [seed / "lighthouse.md"]).results[0].status == "ingested"
     service.users.add("alice", "alice-password")
     service.users.add("bob", "bob-password-1")
     alice, bob = service.api_keys.add("alice-laptop", "alice"), service.api_keys.add("bob-script", "bob")

@@ -125,10 +125,10 @@ def test_text_splitter_splits_langchain_documents_with_exact_offsets():
 @pytest.fixture
 def village(make_ctx, write):
     """A context holding village.md (TEXT) and notes.md, MG at θ = 40, and the document id of village.md."""
-    from ingest.jobs.queue import ingest_paths
+    from ingest.jobs.queue import ingest_files
 
     ctx = make_ctx(chunker="mg", theta=40, router="none")
-    report = ingest_paths(ctx, [write("village.md", TEXT), write("notes.md", "Buy bread. Call the plumber.\n")])
+    report = ingest_files(ctx, [write("village.md", TEXT), write("notes.md", "Buy bread. Call the plumber.\n")])
     assert [r.status for r in report.results] == ["ingested", "ingested"]
     return ctx, report.results[0].doc_id
 

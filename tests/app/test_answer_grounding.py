@@ -5,7 +5,7 @@ import pytest
 
 from app.answer import answer, ask, synth_sources
 from app.synth.openai_compat import OpenAICompatSynthesizer
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from tests.app.stub_openai import StubOpenAI
 
 KEEPER = ("# Lighthouse log\n\nThe survey team reached the northern lighthouse on the third morning. The keeper, "
@@ -33,7 +33,7 @@ class Scripted:
 @pytest.fixture
 def ctx(make_ctx, write):
     c = make_ctx(theta=40)
-    ingest_paths(c, [write("keeper.md", KEEPER), write("orchard.md", ORCHARD)])
+    ingest_files(c, [write("keeper.md", KEEPER), write("orchard.md", ORCHARD)])
     return c
 
 
@@ -166,7 +166,7 @@ def test_an_extractive_answer_quoting_wrapped_lines_keeps_its_support(make_ctx, 
     """A sentence that runs over a PDF's line ends is printed with spaces; it is still found in its source, so the
     answer keeps its citation and supporting sentence instead of abstaining ("nothing to quote")."""
     c = make_ctx(theta=200)  # one passage of seven printed lines, as a parent cut from a PDF page is
-    ingest_paths(c, [write("harbour.txt", WRAPPED)])
+    ingest_files(c, [write("harbour.txt", WRAPPED)])
     ans = answer(c, "How much are the mooring fees for small fishing boats cut?", backend="extractive")
     assert not ans.abstained and ans.citations
     assert "from forty pounds to twelve pounds a year" in ans.text and "\n" not in ans.text
@@ -184,7 +184,7 @@ def test_a_heading_copied_as_the_answer_is_not_an_answer(make_ctx, write):
            "makers worldwide.\n\n$ 1,447 Q3 2022 CCG Operating Income\n\n"
            "Operating income of the client computing group was $1,447 million in the third quarter of 2022.\n")
     c = make_ctx(theta=60)
-    ingest_paths(c, [write("intel.md", doc)])
+    ingest_files(c, [write("intel.md", doc)])
     q = "What was the operating income of the client computing group in the third quarter?"
     copied = answer(c, q, synthesizer=Scripted("$1,447 Q3 2023 CCG Operating Income [1]"), style="generated")
     assert copied.abstained and copied.citations == []

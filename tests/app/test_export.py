@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cli import main as cli
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 
 ANIMALS = ("cat", "owl", "elk", "yak", "bird", "fox", "hen")
 TEXT = " ".join(f"Note {i}: the {ANIMALS[i % 7]} number {i * 7} sang at hour {i % 24}." for i in range(60))
@@ -37,7 +37,7 @@ def test_export_round_trips_the_live_generation_and_resumes(make_ctx, write, mon
 
     ctx = make_ctx(theta=40, chunker="mg")
     other = " ".join(f"Entry {i}: a {ANIMALS[i % 5]} of weight {i * 11} flew at dawn {i % 9}." for i in range(50))
-    ingest_paths(ctx, [write("a.txt", TEXT), write("b.txt", other)])
+    ingest_files(ctx, [write("a.txt", TEXT), write("b.txt", other)])
     live = ctx.catalog.live_generation()
     total = sum(ctx.index.count(live.gen, lv) for lv in range(3))
     monkeypatch.setattr(cli, "_ctx", lambda args: ctx)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from app.inspect import inspect_text, render_html, render_png
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 
 DOC = "\n\n".join(
     f"# Part {t}\n\nTopic {t} opens here. " + " ".join(f"The {w} of topic {t} is notable." for w in
@@ -74,7 +74,7 @@ def test_cli_writes_png_and_html_for_an_ingested_document_or_a_file(make_ctx, wr
 
     ctx = make_ctx(router="none", theta=40)
     path = write("topics.md", DOC)
-    ingest_paths(ctx, [path])
+    ingest_files(ctx, [path])
     monkeypatch.setattr(cli, "_ctx", lambda args: ctx)
     assert cli.main(["inspect", "topics.md", "--theta", "40", "--out", str(tmp_path / "o"), "--question", "elk?"]) == 0
     assert (tmp_path / "o" / "inspect-topics.png").exists() and (tmp_path / "o" / "inspect-topics.html").exists()

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from app.answer import answer
 from app.lookup import RowIndex, looked_up
 from app.reader import cells_of, read
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from ingest.text.sentences import split_sentences
 
 NARRATIVE = ("Northwind Traders Inc. sells tea and coffee to grocers. During the quarter ended June 30, 2024 the "
@@ -61,7 +61,7 @@ def test_nothing_is_looked_up_when_a_retrieved_passage_holds_the_row_or_no_row_s
 
 def test_the_looked_up_row_answers_through_the_whole_answer_path_and_is_cited_with_its_page(make_ctx, write):
     c = make_ctx(chunker="mg", theta=60, synth_backend="extractive")
-    assert ingest_paths(c, [write("northwind.md", FILING)]).results[0].status == "ingested"
+    assert ingest_files(c, [write("northwind.md", FILING)]).results[0].status == "ingested"
     q = "What was Northwind's net cash from operating activities for the three months ended June 30, 2024?"
     a = answer(c, q, budget_words=60)  # room for one passage: the search's own pick
     assert not a.abstained and "95" in a.text.split("\n")[0], a.text
@@ -223,7 +223,7 @@ def test_a_failing_lookup_costs_the_answer_nothing(make_ctx, write, monkeypatch)
     import app.lookup
 
     c = make_ctx(chunker="mg", theta=60, synth_backend="extractive")
-    assert ingest_paths(c, [write("northwind.md", FILING)]).results[0].status == "ingested"
+    assert ingest_files(c, [write("northwind.md", FILING)]).results[0].status == "ingested"
 
     def broken(*a, **k):
         raise RuntimeError("a document's text could not be read")

@@ -94,7 +94,10 @@ def test_models_loaded_in_threads_at_once_are_loaded_one_after_another(tmp_path,
 
     from transformers import LlamaForCausalLM, PreTrainedModel
 
+    import app.synth.hf as H
     import core.models as M
+    import ingest.embed as E
+    import router.encoders as R
     from tests.sync import eventually
 
     class WatchedLock:  # LOAD_LOCK, with the threads that wait for it known
@@ -111,7 +114,8 @@ def test_models_loaded_in_threads_at_once_are_loaded_one_after_another(tmp_path,
             self.inner.release()
 
     lock = WatchedLock()
-    monkeypatch.setattr(M, "LOAD_LOCK", lock)
+    for module in (M, E, H, R):  # the lock, and where each loader took it by name at import
+        monkeypatch.setattr(module, "LOAD_LOCK", lock)
     tok, model = tiny_lm
     tied = LlamaForCausalLM(model.config.__class__(**{**model.config.to_dict(), "tie_word_embeddings": True}))
     tok.save_pretrained(tmp_path / "tied")

@@ -7,7 +7,7 @@ import pytest
 
 from app.answer import answer
 from app.reader import cells_of, frame, read
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 
 ACME = """# Acme Widgets Inc. Quarterly Report
 
@@ -50,7 +50,7 @@ The pilots' station moved to the north quay in March.
 @pytest.fixture
 def ctx(make_ctx, write):
     c = make_ctx(chunker="mg", theta=120, synth_backend="extractive")
-    report = ingest_paths(c, [write("acme-q2.md", ACME), write("bolt-q2.md", BOLT),
+    report = ingest_files(c, [write("acme-q2.md", ACME), write("bolt-q2.md", BOLT),
                                        write("harbour.md", HARBOUR)])
     assert all(r.status == "ingested" for r in report.results), report.results
     return c
@@ -235,7 +235,7 @@ def test_a_statement_printed_as_lines_answers_through_the_whole_answer_path(make
     text = ("# Contoso Ltd. quarterly report\n\nContoso Ltd. sells software and cloud services to businesses.\n\n"
             "INCOME STATEMENTS\n\n(In millions) (Unaudited)\n\nThree Months Ended September 30, 2023 2022\n\n"
             "Total revenue 56,517 50,122\n\nGross margin 40,215 34,670\n\nOperating income 26,895 21,518\n")
-    assert ingest_paths(c, [write("contoso.md", text)]).results[0].status == "ingested"
+    assert ingest_files(c, [write("contoso.md", text)]).results[0].status == "ingested"
     a = answer(c, "What was Contoso's gross margin for the three months ended September 30, 2023?")
     first = a.text.split("\n")[0]
     assert not a.abstained and "40,215" in first and "September 30, 2023" in first, a.text

@@ -8,7 +8,7 @@ from app.synth import SynthesisError, build_completion_prompt, build_messages, m
 from app.synth.extractive import ExtractiveSynthesizer
 from app.synth.hf import HFSynthesizer
 from app.synth.openai_compat import OpenAICompatSynthesizer
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from retrieval.search import Source
 from tests.app.stub_openai import StubOpenAI
 
@@ -170,7 +170,7 @@ def test_extractive_quotes_a_sentence_once_even_when_a_piece_of_it_recurs(fake_e
 
 def test_ask_streams_then_answers_with_citations(make_ctx, write):
     ctx = make_ctx(theta=40)
-    ingest_paths(ctx, [write("notes.md", NOTES)])
+    ingest_files(ctx, [write("notes.md", NOTES)])
     events = list(ask(ctx, "How long has the keeper tended the light?", backend="extractive"))
     kinds = [k for k, _ in events if k != "status"]
     assert kinds[0] == "sources" and kinds[-1] == "done" and "token" in kinds
@@ -185,7 +185,7 @@ def test_ask_streams_then_answers_with_citations(make_ctx, write):
 
 def test_openai_backend_end_to_end_and_failure_keeps_sources(make_ctx, write):
     ctx = make_ctx(theta=40)
-    ingest_paths(ctx, [write("notes.md", NOTES)])
+    ingest_files(ctx, [write("notes.md", NOTES)])
     with StubOpenAI() as stub:
         ctx.settings.openai_base_url = stub.base_url
         ans = answer(ctx, "How long has the keeper tended the light?", backend="openai")
@@ -204,7 +204,7 @@ def test_unknown_backend(make_ctx):
 def test_no_retrieval_baseline_uses_the_truncated_document(make_ctx, write):
     ctx = make_ctx(theta=40, no_retrieval_words=50)
     long_notes = NOTES + "\n\n" + " ".join(f"Day {i} was calm." for i in range(30))
-    ingest_paths(ctx, [write("notes.md", long_notes)])
+    ingest_files(ctx, [write("notes.md", long_notes)])
     ans = answer(ctx, "How long has the keeper tended the light?", backend="extractive", no_retrieval_doc="notes.md")
     assert ans.retriever == "none" and len(ans.sources) == 1
     kept = ans.sources[0].parent_text
@@ -236,7 +236,7 @@ def test_chat_backend_gets_the_sources_and_its_quote_of_source_one_is_a_grounded
     [1] (the stub's echo): the sources reach the model numbered, and the quote comes back as a citation of the
     first source with that sentence as its support."""
     ctx = make_ctx(theta=40)
-    ingest_paths(ctx, [write("notes.md", NOTES)])
+    ingest_files(ctx, [write("notes.md", NOTES)])
     with StubOpenAI(reply=None) as stub:
         ctx.settings.openai_base_url = stub.base_url
         ans = answer(ctx, "How long has the keeper tended the light?", backend="openai")

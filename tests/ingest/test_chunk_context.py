@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ingest.jobs.queue import Runner, enqueue, ingest_paths, wait
+from ingest.jobs.queue import Runner, enqueue, ingest_files, wait
 from ingest.pipeline import Ingestor
 from ingest.text.chunk_context import CONTEXT_KEY, chunk_contexts, context_line, indexed_text, text_headings, title_of
 
@@ -92,7 +92,7 @@ def test_an_index_built_without_context_keeps_working_and_its_rule_until_reinges
     from retrieval.search import retrieve
 
     old = make_ctx(chunker="mg", theta=60, chunk_context=False)
-    ingest_paths(old, [write("acme_10q.md", FILING)])
+    ingest_files(old, [write("acme_10q.md", FILING)])
     live, points = _points(old)
     assert CONTEXT_KEY not in live.params and not any("context" in p.payload for p in points)
     assert not _found_by_heading(old)
@@ -102,7 +102,7 @@ def test_an_index_built_without_context_keeps_working_and_its_rule_until_reinges
     new = make_ctx(data_dir=old.settings.data_dir, chunker="mg", theta=60)
     assert Settings.model_fields["chunk_context"].default is True and new.settings.chunk_context
     assert retrieve(new, "Epic Games lawsuit antitrust", retriever="dense").sources
-    ingest_paths(new, [write("notes.md", "Item 1. Notes\n\n" + "A second document about birds. " * 20)])
+    ingest_files(new, [write("notes.md", "Item 1. Notes\n\n" + "A second document about birds. " * 20)])
     live, points = _points(new)
     assert live.gen == old.catalog.live_generation().gen and not any("context" in p.payload for p in points)
     Ingestor(new).reingest()

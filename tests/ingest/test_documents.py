@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from ingest.readers.layout import Layout
 from ingest.readers.loaders import IngestError, Limits, load_bytes
 from ingest.text.sentences import split_sentences
@@ -84,7 +84,7 @@ def test_a_question_about_a_cell_quotes_the_row_with_its_header_cited_at_its_pag
     from app.answer import answer
 
     ctx = make_ctx(chunker="mg", theta=60, synth_backend="extractive")
-    ingest_paths(ctx, [write("report.pdf", _table_pdf())])
+    ingest_files(ctx, [write("report.pdf", _table_pdf())])
     payloads = [p.payload for lv in range(3) for p in ctx.index.points(ctx.catalog.live_gen(), lv)]
     assert any(b[2] == "table" for p in payloads for b in p.get("blocks", []))  # chunk payloads mark the table
     a = answer(ctx, "What was the Widgets revenue in 2023?", backend="extractive")
@@ -138,7 +138,7 @@ def test_the_extractive_answer_never_quotes_a_heading_or_title_line(make_ctx, wr
             "Multiple legal actions have been filed against the company as a result of the harbour accident.\n\n"
             "# Exhibits\n\nExhibit 21 Legal Proceedings Subsidiaries List\n")
     ctx = make_ctx(chunker="mg", theta=60, synth_backend="extractive")
-    ingest_paths(ctx, [write("filing.md", text)])
+    ingest_files(ctx, [write("filing.md", text)])
     a = answer(ctx, "What legal proceedings has the company reported?", backend="extractive")
     assert "Multiple legal actions" in a.text
     assert "LEGAL PROCEEDINGS AND CLAIMS" not in a.text and "Exhibit 21" not in a.text
@@ -200,7 +200,7 @@ def test_a_question_about_a_scanned_pdf_is_answered(make_ctx, write):
     from app.answer import answer
 
     ctx = make_ctx(chunker="mg", theta=40, synth_backend="extractive")
-    report = ingest_paths(ctx, [write("scan.pdf", _scanned_pdf())])
+    report = ingest_files(ctx, [write("scan.pdf", _scanned_pdf())])
     assert report.results[0].status == "ingested", report.results[0].message
     a = answer(ctx, "What did the lamp burn until 1890?", backend="extractive")
     assert "whale oil" in a.text.lower() and a.citations
@@ -371,7 +371,7 @@ def test_formats_are_cited_by_slide_sheet_and_chapter(make_ctx, write, name, mak
     from app.answer import answer
 
     ctx = make_ctx(chunker="mg", theta=40, synth_backend="extractive")
-    report = ingest_paths(ctx, [write(name, make())])
+    report = ingest_files(ctx, [write(name, make())])
     assert report.results[0].status == "ingested", report.results[0].message
     from ingest.readers.layout import source_place
 

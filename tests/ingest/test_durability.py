@@ -16,7 +16,7 @@ import pytest
 
 from app.context import AppContext
 from core.settings import Settings
-from ingest.jobs.queue import LocalExecutor, Runner, ingest_paths
+from ingest.jobs.queue import LocalExecutor, Runner, ingest_files
 from ingest.pipeline import Ingestor
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ CHILD = textwrap.dedent("""
     from app.context import AppContext
     from core.settings import Settings
     from ingest.embed import HashingEmbedder
-    from ingest.jobs.queue import ingest_paths
+    from ingest.jobs.queue import ingest_files
     from ingest.pipeline import Ingestor
 
     action, n, data_dir, engine, *paths = sys.argv[1:]
@@ -53,7 +53,7 @@ CHILD = textwrap.dedent("""
     if action == "ingest":  # the Nth store write (a batch upsert, a delete, a shard created)
         for name in ("create_level", "_upsert_level", "upsert_points", "delete", "delete_unowned", "drop_generation"):
             kill_after(idx, name)
-        ingest_paths(ctx, paths)
+        ingest_files(ctx, paths)
     elif action == "after-index-switch":
         kill_after(idx, "switch", count=False)
         Ingestor(ctx).reingest(chunker="mg", theta=20)
@@ -104,7 +104,7 @@ def base(tmp_path, engine):
         (docs / name).write_text(TEXT.replace("cat", word), encoding="utf-8")
     data = tmp_path / "data"
     ctx = open_ctx(data, engine)
-    r = ingest_paths(ctx, [docs / "a.txt", docs / "b.txt"])
+    r = ingest_files(ctx, [docs / "a.txt", docs / "b.txt"])
     assert [x.status for x in r.results] == ["ingested", "ingested"]
     ctx.close()
     (docs / "c.txt").write_text(TEXT.replace("cat", "elk"), encoding="utf-8")  # new
@@ -134,7 +134,7 @@ def test_killed_at_the_nth_store_write(tmp_path, engine, n):
     for d in sorted(names):  # what `docs` lists, `delete` removes entirely
         Ingestor(ctx).delete(d)
     assert sum(ctx.index.count(live.gen, lv) for lv in range(3)) == 0
-    r = ingest_paths(ctx, [docs / "a.txt", docs / "b.txt", docs / "c.txt"])  # and the dir still works
+    r = ingest_files(ctx, [docs / "a.txt", docs / "b.txt", docs / "c.txt"])  # and the dir still works
     assert [x.status for x in r.results] == ["ingested"] * 3
     assert_one_truth(ctx)
     ctx.close()
@@ -190,7 +190,7 @@ def test_ingest_beside_another_writer_queues_and_waits_instead_of_refusing(tmp_p
     the command says what it waits for, and it runs them once the holder is gone; --no-wait only queues."""
     data = tmp_path / "data"
     first = open_ctx(data)
-    ingest_paths(first, [write("a.txt", TEXT)])
+    ingest_files(first, [write("a.txt", TEXT)])
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MGRAG_EMBEDDER": "hashing", "MGRAG_CHUNKER": "mg"}
     cli = [sys.executable, "-m", "cli.main", "--data-dir", str(data), "ingest"]
     p = subprocess.run(cli + ["--no-wait", str(write("c.txt", TEXT.replace("cat", "owl")))], cwd=ROOT, env=env,
@@ -259,7 +259,7 @@ def test_disk_full_at_a_store_write_keeps_the_index_and_prints_the_report(tmp_pa
 
     data = tmp_path / "data"
     ctx = open_ctx(data)
-    ingest_paths(ctx, [write("a.txt", TEXT)])
+    ingest_files(ctx, [write("a.txt", TEXT)])
     live = ctx.catalog.live_generation()
     before = [ctx.index.count(live.gen, lv) for lv in range(3)]
     calls = [0]
@@ -366,7 +366,7 @@ def test_check_on_a_server_never_drops_another_data_dirs_generations(tmp_path, w
 
     server = QdrantClient(":memory:")
     ctx = AppContext(settings(tmp_path / "data"), embedder=HashingEmbedder(dim=64), client=server)
-    ingest_paths(ctx, [write("a.txt", TEXT)])
+    ingest_files(ctx, [write("a.txt", TEXT)])
     g1 = ctx.catalog.live_gen()
     Ingestor(ctx).reingest(chunker="mg", theta=20)
     g2 = ctx.catalog.live_gen()

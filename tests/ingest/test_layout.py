@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from ingest.readers.layout import Layout, PageCleaner, cite_label, heading_path, markdown_headings, page_span
 from ingest.readers.loaders import load_bytes
 from tests.pdfgen import make_pdf
@@ -98,7 +98,7 @@ def test_chunks_carry_pages_and_headings_in_their_payload(make_ctx, write):
     from ingest.pipeline import Ingestor
 
     ctx = make_ctx(chunker="mg", theta=24, synth_backend="extractive")
-    ingest_paths(ctx, [write("report.pdf", _pdf(outline=[("Meetings", 0), ("Fees", 1), ("Operations", 2)]))])
+    ingest_files(ctx, [write("report.pdf", _pdf(outline=[("Meetings", 0), ("Fees", 1), ("Operations", 2)]))])
     points = [p.payload for lv in range(3) for p in ctx.index.points(ctx.catalog.live_gen(), lv)]
     assert points and all(len(p["pages"]) == 2 and p["pages"][0] <= p["pages"][1] for p in points)
     fees = [p for p in points if "Visiting yachts" in p["text"] and p["level"] == 2]

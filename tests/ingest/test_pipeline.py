@@ -4,7 +4,7 @@ import io
 
 import pytest
 
-from ingest.jobs.queue import ingest_now, ingest_paths
+from ingest.jobs.queue import ingest_files, ingest_now
 from ingest.pipeline import Ingestor
 from tests.pdfgen import pdf_from_objects
 
@@ -24,11 +24,11 @@ def statuses(report):
 def test_ingest_twice_changes_nothing(make_ctx, write):
     ctx = make_ctx(theta=40)
     paths = [write("a.txt", GOOD), write("b.md", GOOD.replace("cat", "dog"))]
-    r1 = ingest_paths(ctx, paths)
+    r1 = ingest_files(ctx, paths)
     assert [r.status for r in r1.results] == ["ingested", "ingested"]
     before = counts(ctx)
     assert all(n > 0 for n in before) and len(before) == 3
-    r2 = ingest_paths(ctx, paths)
+    r2 = ingest_files(ctx, paths)
     assert [r.status for r in r2.results] == ["duplicate", "duplicate"]
     assert counts(ctx) == before
     # the catalog's chunk rows match the points, and every child's parent exists
@@ -44,10 +44,10 @@ def test_ingest_twice_changes_nothing(make_ctx, write):
 def test_changed_file_becomes_new_version_and_replaces_chunks(make_ctx, write):
     ctx = make_ctx(theta=40)
     p = write("a.txt", GOOD)
-    ingest_paths(ctx, [p])
+    ingest_files(ctx, [p])
     n1 = counts(ctx)
     p.write_text("A completely different short text. Only two sentences.", encoding="utf-8")
-    r = ingest_paths(ctx, [p])
+    r = ingest_files(ctx, [p])
     assert r.results[0].status == "updated"
     assert counts(ctx) == [1, 1, 1] != n1
     docs = ctx.catalog.documents(ctx.catalog.live_generation().gen)
@@ -56,7 +56,7 @@ def test_changed_file_becomes_new_version_and_replaces_chunks(make_ctx, write):
 
 def test_delete_document(make_ctx, write):
     ctx = make_ctx(theta=40)
-    ingest_paths(ctx, [write("a.txt", GOOD), write("b.txt", "Just one sentence here.")])
+    ingest_files(ctx, [write("a.txt", GOOD), write("b.txt", "Just one sentence here.")])
     assert Ingestor(ctx).delete("a.txt") == "a.txt"
     assert counts(ctx) == [1, 1, 1]
     with pytest.raises(ValueError, match="no document matches 'zzz'"):
@@ -65,7 +65,7 @@ def test_delete_document(make_ctx, write):
 
 def test_reingest_switches_atomically(make_ctx, write):
     ctx = make_ctx(theta=40)
-    ingest_paths(ctx, [write("a.txt", GOOD)])
+    ingest_files(ctx, [write("a.txt", GOOD)])
     g1 = ctx.catalog.live_generation()
     r = Ingestor(ctx).reingest(chunker="recursive", theta=20)
     assert not r.failed
@@ -79,7 +79,7 @@ def test_reingest_switches_atomically(make_ctx, write):
 
 def test_failed_reingest_leaves_live_index_whole_and_searchable(make_ctx, write):
     ctx = make_ctx(theta=40)
-    ingest_paths(ctx, [write("a.txt", GOOD), write("b.txt", GOOD.replace("cat", "cow"))])
+    ingest_files(ctx, [write("a.txt", GOOD), write("b.txt", GOOD.replace("cat", "cow"))])
     g1, before = ctx.catalog.live_generation(), counts(ctx)
 
     def boom(doc_id):
@@ -97,7 +97,7 @@ def test_failed_reingest_leaves_live_index_whole_and_searchable(make_ctx, write)
 
 def test_write_failure_rolls_back(make_ctx, write, monkeypatch):
     ctx = make_ctx(theta=40)
-    ingest_paths(ctx, [write("a.txt", GOOD)])
+    ingest_files(ctx, [write("a.txt", GOOD)])
     before = counts(ctx)
     real = ctx.catalog.record_indexed
 
@@ -105,7 +105,7 @@ def test_write_failure_rolls_back(make_ctx, write, monkeypatch):
         raise OSError("catalog disk full")
 
     monkeypatch.setattr(ctx.catalog, "record_indexed", fail)
-    r = ingest_paths(ctx, [write("b.txt", GOOD.replace("cat", "owl"))])
+    r = ingest_files(ctx, [write("b.txt", GOOD.replace("cat", "owl"))])
     assert r.results[0].status == "failed" and "catalog disk full" in r.results[0].message
     assert counts(ctx) == before  # the points of b.txt written before the failure were removed
     monkeypatch.setattr(ctx.catalog, "record_indexed", real)
@@ -116,7 +116,7 @@ def test_write_failure_rolls_back(make_ctx, write, monkeypatch):
 def run_batch(ctx, write, name, content):
     good = write("good.txt", GOOD)
     bad = write(name, content)
-    report = ingest_paths(ctx, [bad, good])
+    report = ingest_files(ctx, [bad, good])
     st = statuses(report)
     assert st["good.txt"][0] == "ingested"
     return st[name]
@@ -180,7 +180,7 @@ def test_pdf_docx_html_with_text(make_ctx, write):
     buf = io.BytesIO()
     d.save(buf)
     ctx = make_ctx(theta=40)
-    report = ingest_paths(ctx, [
+    report = ingest_files(ctx, [
         write("t.pdf", _text_pdf("Hello from a PDF. Second sentence.")),
         write("t.docx", buf.getvalue()),
         write("t.html", "<html><head><script>var x;</script></head><body><h1>Title</h1>"
@@ -227,7 +227,7 @@ def test_cjk_text(make_ctx, write):
 
 def test_duplicate_upload_under_another_name(make_ctx, write):
     ctx = make_ctx(theta=40)
-    ingest_paths(ctx, [write("orig.txt", GOOD)])
+    ingest_files(ctx, [write("orig.txt", GOOD)])
     before = counts(ctx)
     report = ingest_now(ctx, [("copy.txt", GOOD.encode())])
     assert report.results[0].status == "duplicate" and "same content as 'orig.txt'" in report.results[0].message
@@ -235,14 +235,14 @@ def test_duplicate_upload_under_another_name(make_ctx, write):
 
 
 def test_missing_path(make_ctx, tmp_path):
-    report = ingest_paths(make_ctx(theta=40), [tmp_path / "nope.txt"])
+    report = ingest_files(make_ctx(theta=40), [tmp_path / "nope.txt"])
     assert report.results[0].status == "failed" and "no such file" in report.results[0].message
 
 
 def test_document_with_its_own_theta_keeps_it_through_an_update(make_ctx, write):
     ctx = make_ctx(chunker="mg", theta=40)
     ing = Ingestor(ctx)
-    ingest_paths(ctx, [write("a.txt", GOOD),
+    ingest_files(ctx, [write("a.txt", GOOD),
                        write("b.txt", GOOD + "\n\nAnd one more paragraph, so that the content differs.")])
     r = ing.reingest(chunker="recursive", theta=12, only=["a.txt"])  # one level in a three-level index is allowed
     assert {x.name: x.status for x in r.results} == {"a.txt": "ingested", "b.txt": "copied"}
@@ -251,7 +251,7 @@ def test_document_with_its_own_theta_keeps_it_through_an_update(make_ctx, write)
     assert own["chunker"] == "recursive" and own["theta"] == 12
     assert set(ctx.catalog.chunk_ids(gen, "a.txt")) == {0}
     assert set(ctx.catalog.chunk_ids(gen, "b.txt")) == {0, 1, 2}
-    r = ingest_paths(ctx, [write("a.txt", GOOD + "\n\nA new closing paragraph about the tide tables.")])
+    r = ingest_files(ctx, [write("a.txt", GOOD + "\n\nA new closing paragraph about the tide tables.")])
     assert [x.status for x in r.results] == ["updated"]
     assert ctx.catalog.chunking(gen, "a.txt") == own  # the new version is cut the same way
     assert set(ctx.catalog.chunk_ids(gen, "a.txt")) == {0}
@@ -259,7 +259,7 @@ def test_document_with_its_own_theta_keeps_it_through_an_update(make_ctx, write)
 
 def test_failed_selected_reingest_leaves_live_index_whole(make_ctx, write):
     ctx = make_ctx(chunker="mg", theta=40)
-    ingest_paths(ctx, [write("a.txt", GOOD), write("b.txt", GOOD.replace("cat", "cow"))])
+    ingest_files(ctx, [write("a.txt", GOOD), write("b.txt", GOOD.replace("cat", "cow"))])
     g1, before = ctx.catalog.live_generation(), counts(ctx)
     ids_before = {d: ctx.catalog.chunk_ids(g1.gen, d) for d in ("a.txt", "b.txt")}
 

@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from ingest.jobs.queue import LocalExecutor, Runner, document_states, enqueue, ingest_now, ingest_paths, wait
+from ingest.jobs.queue import LocalExecutor, Runner, document_states, enqueue, ingest_files, ingest_now, wait
 from ingest.jobs.state import JobError
 from ingest.jobs.work import QueueUnavailable, Reporter, Stopped
 from ingest.pipeline import Ingestor
@@ -43,7 +43,7 @@ def test_two_phases_give_the_mg_chunks_first_then_exactly_the_lgmgc_chunks(make_
     assert live.chunker == "lgmgc" and job.state == "searchable" and job.searchable_at is not None
     # the first pass: MG's chunks at the same θ (the same ids and texts as MG ingested directly), marked as such
     mg = make_ctx(data_dir=tmp_path / "mg", chunker="mg", theta=40)
-    ingest_paths(mg, [write("notes.md", TEXT)])
+    ingest_files(mg, [write("notes.md", TEXT)])
     assert spans(ctx, "notes.md") == spans(mg, "notes.md")
     assert ctx.catalog.phase(live.gen, "notes.md")[1] == "first"
     assert all(p.payload.get("first_pass") for lv in range(3) for p in ctx.index.points(live.gen, lv))
@@ -53,7 +53,7 @@ def test_two_phases_give_the_mg_chunks_first_then_exactly_the_lgmgc_chunks(make_
     assert job.state == "ready" and job.ready_at >= job.searchable_at and not ctx.jobs.spool_path(q.job).exists()
     # refined: exactly LGMGC's chunks, as a one-phase ingest of the same document makes them; nothing of MG left
     lg = make_ctx(data_dir=tmp_path / "lg", chunker="lgmgc", theta=40, lg_mode="streaming")
-    ingest_paths(lg, [write("notes.md", TEXT)])
+    ingest_files(lg, [write("notes.md", TEXT)])
     assert spans(ctx, "notes.md") == spans(lg, "notes.md")
     vecs = {lv: {p.id: p.vector for p in ctx.index.points(live.gen, lv, with_vectors=True)} for lv in range(3)}
     for lv in range(3):  # the vectors too: those the refinement reused from the first pass and those it embedded

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from cli.main import main
-from ingest.jobs.queue import document_states, ingest_paths
+from ingest.jobs.queue import document_states, ingest_files
 from ingest.text.boundary import boundary_probs
 from ingest.text.sentences import split_sentences
 
@@ -64,7 +64,7 @@ def test_ingest_samples_twice_and_ask(which, chunker, request):
     from retrieval.search import retrieve
 
     real_ctx = request.getfixturevalue(which)
-    r1 = ingest_paths(real_ctx, [SAMPLES])
+    r1 = ingest_files(real_ctx, [SAMPLES])
     assert [r.status for r in r1.results] == ["ingested", "ingested"], r1.results
     live = real_ctx.catalog.live_generation()
     assert (live.chunker, live.theta, live.n_levels) == (chunker, 300, 3)
@@ -80,7 +80,7 @@ def test_ingest_samples_twice_and_ask(which, chunker, request):
             par = parents[pl["parent_id"]]
             assert par["start"] <= pl["start"] < pl["end"] <= par["end"]
             assert by_name[pl["doc_id"]][pl["start"]:pl["end"]] == pl["text"]
-    r2 = ingest_paths(real_ctx, [SAMPLES])
+    r2 = ingest_files(real_ctx, [SAMPLES])
     assert [r.status for r in r2.results] == ["duplicate", "duplicate"]
     assert [real_ctx.index.count(live.gen, lv) for lv in range(3)] == counts
     res = retrieve(real_ctx, "How long has the lighthouse keeper tended the light?")
@@ -140,7 +140,7 @@ def test_offline_backend_answers_grounded_and_abstains_when_unanswerable(real_ct
     it as support at its offsets; an unanswerable question gets an abstention with no citation."""
     from app.answer import answer
 
-    ingest_paths(real_ctx, [SAMPLES])
+    ingest_files(real_ctx, [SAMPLES])
     ans = answer(real_ctx, "How long has the lighthouse keeper tended the light?", backend="offline")
     assert ans.error is None and ans.backend == "offline" and ans.draft
     assert ans.sources[0].doc_id == "field_notes.md"
@@ -161,7 +161,7 @@ def test_offline_backend_answers_grounded_and_abstains_when_unanswerable(real_ct
 def test_follow_up_with_the_shipped_models(real_ctx):
     from app.answer import answer
 
-    ingest_paths(real_ctx, [SAMPLES])
+    ingest_files(real_ctx, [SAMPLES])
     first = answer(real_ctx, "Who is the lighthouse keeper?", backend="extractive")
     history = [{"role": "user", "content": first.question, "query": first.query},
                {"role": "assistant", "content": first.text}]

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from ingest.pipeline import Ingestor
 from retrieval.scoring import Hit, assemble_context, rank_parents, weights_or_uniform
 from retrieval.search import EmptyIndexError, retrieve
@@ -43,7 +43,7 @@ def test_weights_validation():
 
 def test_qdrant_path_equals_reference(make_ctx, write):
     ctx = make_ctx(theta=40)
-    ingest_paths(ctx, [write("t.txt", DOC)])
+    ingest_files(ctx, [write("t.txt", DOC)])
     live = ctx.catalog.live_generation()
     q = "Where is the elk of topic charlie?"
     res = retrieve(ctx, q, k=1000, budget_words=10_000, retriever="dense")
@@ -70,7 +70,7 @@ def test_empty_question_and_empty_index(make_ctx):
 @pytest.mark.parametrize("retriever", ["dense", "bm25", "hybrid"])
 def test_each_retriever_finds_the_topic(make_ctx, write, retriever):
     ctx = make_ctx(theta=40)
-    ingest_paths(ctx, [write("t.txt", DOC)])
+    ingest_files(ctx, [write("t.txt", DOC)])
     res = retrieve(ctx, "yak of topic delta", retriever=retriever, budget_words=60)
     assert res.retriever == retriever and res.sources
     assert "delta" in res.sources[0].text
@@ -85,12 +85,12 @@ def test_each_retriever_finds_the_topic(make_ctx, write, retriever):
 def test_bm25_follows_updates_and_deletes(make_ctx, write):
     ctx = make_ctx(theta=40)
     p = write("t.txt", DOC)
-    ingest_paths(ctx, [p, write("u.txt", "Zebras graze on the savanna. Lions watch them.")])
+    ingest_files(ctx, [p, write("u.txt", "Zebras graze on the savanna. Lions watch them.")])
     assert retrieve(ctx, "zebras savanna", retriever="bm25").sources[0].doc_id == "u.txt"
     Ingestor(ctx).delete("u.txt")
     assert all(s.doc_id != "u.txt" for s in retrieve(ctx, "zebras savanna", retriever="bm25").sources)
     p.write_text("Quokkas smile on the island. " * 3, encoding="utf-8")
-    ingest_paths(ctx, [p])
+    ingest_files(ctx, [p])
     res = retrieve(ctx, "quokkas island topic alpha", retriever="bm25")
     assert [s.doc_id for s in res.sources] == ["t.txt"] and "Quokkas" in res.sources[0].text
     Ingestor(ctx).reingest(chunker="recursive", theta=20)
@@ -118,7 +118,7 @@ def test_no_retrieval_context_truncates_at_sentence():
 def test_doc_ids_scope_the_search_to_those_documents(make_ctx, write, retriever):
     ctx = make_ctx(theta=40)
     other = DOC.replace("charlie", "echo").replace("Topic", "Subject")
-    ingest_paths(ctx, [write("t.txt", DOC), write("u.txt", other), write("v.txt", DOC.replace("yak", "gnu"))])
+    ingest_files(ctx, [write("t.txt", DOC), write("u.txt", other), write("v.txt", DOC.replace("yak", "gnu"))])
     q = "Where is the elk of topic charlie?"
     everywhere = retrieve(ctx, q, k=50, budget_words=10_000, retriever=retriever)
     assert {s.doc_id for s in everywhere.sources} == {"t.txt", "u.txt", "v.txt"}

@@ -3,7 +3,7 @@ a list of the visible documents: another reader's private document never comes b
 store written before the owner was in the payload is given it on open."""
 import pytest
 
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from ingest.pipeline import Ingestor
 from retrieval.search import retrieve
 
@@ -16,9 +16,9 @@ Q = "Where is the elk of topic charlie?"
 
 
 def _three_owners(ctx, write):
-    ingest_paths(ctx, [write("lib.txt", DOC)])
-    ingest_paths(ctx, [write("mine.txt", DOC.replace("yak", "gnu"))], owner="browser:me")
-    ingest_paths(ctx, [write("theirs.txt", DOC.replace("owl", "emu"))], owner="browser:them")
+    ingest_files(ctx, [write("lib.txt", DOC)])
+    ingest_files(ctx, [write("mine.txt", DOC.replace("yak", "gnu"))], owner="browser:me")
+    ingest_files(ctx, [write("theirs.txt", DOC.replace("owl", "emu"))], owner="browser:them")
 
 
 @pytest.mark.parametrize("retriever", ["dense", "bm25", "hybrid"])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from retrieval.scoring import ChunkSpan, Hit, mog_rank
 from retrieval.search import retrieve
 from router.model import MoGRouter, RouterConfig, RouterError
@@ -39,7 +39,7 @@ def ingested(make_ctx, write, tmp_path):
     def make(**settings):
         if not base:
             ctx = make_ctx(theta=40, data_dir=tmp_path / "data")
-            ingest_paths(ctx, [write("t.txt", DOC)])
+            ingest_files(ctx, [write("t.txt", DOC)])
             base.append(ctx)
         b = base[0]
         return AppContext(b.settings.model_copy(update=settings), embedder=b.embedder, index=b.index)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from tests.ui.conftest import free_port
 
 ADMIN_PASSWORD = "sec-admin-pw"
@@ -53,7 +53,7 @@ def serve(root, users: dict[str, str] | None = None, **settings_kw):
         service.users.add(name, pw)
     (root / "library").mkdir()
     (root / "library" / "harbour.md").write_text(LIBRARY, encoding="utf-8")
-    ingest_paths(ctx, [root / "library" / "harbour.md"])
+    ingest_files(ctx, [root / "library" / "harbour.md"])
     demo, url = launch(service, host="127.0.0.1", port=free_port(), block=False)
     yield SecServer(url.rstrip("/"), service, data, root, service.upload_root)
     demo.close()

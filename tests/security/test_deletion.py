@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 
-from ingest.jobs.queue import ingest_now, ingest_paths
+from ingest.jobs.queue import ingest_files, ingest_now
 from ingest.pipeline import Ingestor
 from services.service import AppService, browser_owner
 
@@ -40,7 +40,7 @@ def test_deleted_upload_leaves_no_trace(make_ctx, tmp_path):
 
 def test_shared_content_stays_for_the_other_document(make_ctx, tmp_path, write):
     ctx = make_ctx(chunker="recursive", theta=20)
-    ingest_paths(ctx, [write("a.md", SECRET)], owner="browser:one")
+    ingest_files(ctx, [write("a.md", SECRET)], owner="browser:one")
     r = ingest_now(ctx, [("b.md", SECRET.encode())], owner="browser:two")  # same bytes, another owner
     assert r.results[0].status == "ingested"
     h = ctx.catalog.documents(None)[0]["hash"]
@@ -59,7 +59,7 @@ def test_orphaned_originals_are_removed_on_the_next_open(make_ctx, write):
     from ingest.types import content_hash
 
     ctx = make_ctx(chunker="recursive", theta=20)
-    ingest_paths(ctx, [write("kept.md", "The ferry leaves at noon.\n"), write("gone.md", SECRET)])
+    ingest_files(ctx, [write("kept.md", "The ferry leaves at noon.\n"), write("gone.md", SECRET)])
     kept = ctx.catalog.documents(None)
     h_kept = next(r["hash"] for r in kept if r["doc_id"] == "kept.md")
     h_gone = next(r["hash"] for r in kept if r["doc_id"] == "gone.md")

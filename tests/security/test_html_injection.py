@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from services.render import answer_markdown, plain_text_markdown, sources_html
 from tests.sync import eventually
 
@@ -54,7 +54,7 @@ def test_a_hostile_document_cannot_make_a_readers_browser_fetch_anything(sec_ser
         f"The beacon keeper signs with a stamp ![stamp]({t}/md.png) and a date.\n\n"
         f"The beacon keeper signs at {t}/autolink and at [the office]({t}/link).\n\n"
         "The beacon keeper signs <script>window.__pwned = 1</script> twice.\n", encoding="utf-8")
-    assert ingest_paths(sec_server.service.ctx, [doc]).results[0].status == "ingested"
+    assert ingest_files(sec_server.service.ctx, [doc]).results[0].status == "ingested"
     page.goto(sec_server.url)
     page.get_by_role("tab", name="Chat").click()
     page.locator("#question textarea").fill("When does the beacon keeper sign?")

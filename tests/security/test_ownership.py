@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from app.synth.base import format_sources
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from services import render
 from services.service import ADMIN, AppService, browser_owner
 from tests.security.conftest import ADMIN_PASSWORD, BROWSER_A, BROWSER_B, ask, upload
@@ -97,7 +97,7 @@ def test_only_the_owner_or_the_admin_deletes(svc, tmp_path):
 
 def test_the_shared_library_is_not_replaced_by_a_chat_upload(svc, tmp_path, write):
 
-    ingest_paths(svc.ctx, [write("rules.md", A_TEXT)])  # `mgrag ingest`: the shared library
+    ingest_files(svc.ctx, [write("rules.md", A_TEXT)])  # `mgrag ingest`: the shared library
     r = _up(svc, tmp_path, "rules.md", B_TEXT, BROWSER_A)
     assert r["status"] == "ready" and r["message"].count("stored as 'rules (2).md'") == 1  # said once
     assert _doc_text(svc, "rules.md") == A_TEXT
@@ -131,12 +131,12 @@ def test_cli_names_files_by_their_path_in_the_folder(make_ctx, tmp_path):
         (root / sub).mkdir(parents=True)
         (root / sub / "notes.md").write_text(text, encoding="utf-8")
     ctx = make_ctx(chunker="recursive", theta=20)
-    report = ingest_paths(ctx, [root])
+    report = ingest_files(ctx, [root])
     assert [(r.name, r.status) for r in report.results] == [("sub1/notes.md", "ingested"),
                                                             ("sub2/notes.md", "ingested")]
     docs = {r["doc_id"]: ctx.store.text(r["hash"]) for r in ctx.catalog.documents(None)}
     assert docs == {"sub1/notes.md": A_TEXT, "sub2/notes.md": B_TEXT}
-    assert [r.status for r in ingest_paths(ctx, [root]).results] == ["duplicate", "duplicate"]
+    assert [r.status for r in ingest_files(ctx, [root]).results] == ["duplicate", "duplicate"]
 
 
 def test_a_scope_limits_the_search_and_never_widens_it(svc, tmp_path):
@@ -157,7 +157,7 @@ def test_names_shown_tell_apart_only_what_the_reader_can_see(svc, tmp_path, writ
     """Catalog.labels: a document is shown by its file's name unless another document its reader can search has
     that name; then both by their ids (a chat upload named like a library file is told apart from it)."""
 
-    ingest_paths(svc.ctx, [write("rules.md", A_TEXT)])  # the shared library
+    ingest_files(svc.ctx, [write("rules.md", A_TEXT)])  # the shared library
     _up(svc, tmp_path, "rules.md", B_TEXT, BROWSER_A)  # stored as rules (2).md: A sees the library's rules.md
     _up(svc, tmp_path, "fees.md", B_TEXT + "Fees rise in June.\n", BROWSER_B)
     cat = svc.ctx.catalog

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import stat
 
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from services.service import AppService, browser_owner
 
 NOTE = "The boathouse key hangs behind the blue door. Only the keeper may take it at night.\n"
@@ -44,7 +44,7 @@ def test_a_data_dir_made_before_is_made_owner_only_on_open(make_ctx, write):
     """Files an older version left group/world-readable are tightened when a writer opens the data dir."""
 
     ctx = make_ctx(chunker="recursive", theta=20)
-    ingest_paths(ctx, [write("a.md", NOTE)])
+    ingest_files(ctx, [write("a.md", NOTE)])
     data = ctx.settings.data_dir
     ctx.close()
     for p in [data, *data.rglob("*")]:
@@ -58,7 +58,7 @@ def test_bidi_and_control_characters_are_stripped_from_document_names(make_ctx, 
 
     ctx = make_ctx(chunker="recursive", theta=20)
     tricky = "invoice\u202efdp.md"  # shows as "invoicedm.pdf" where the override is honoured
-    r = ingest_paths(ctx, [write(tricky, NOTE)])
+    r = ingest_files(ctx, [write(tricky, NOTE)])
     assert [x.status for x in r.results] == ["ingested"]
     assert [d["doc_id"] for d in ctx.catalog.documents(None)] == ["invoicefdp.md"]
 

@@ -8,7 +8,7 @@ import io
 import httpx
 import pytest
 
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from tests.pdfgen import pdf_from_objects
 
 MAX_PIXELS = 4_000_000  # what a page image may hold (services.viewer.MAX_PAGE_PIXELS)
@@ -38,7 +38,7 @@ def huge_link(sec_server):
     svc = sec_server.service
     p = sec_server.root / "huge-chart.pdf"
     p.write_bytes(huge_pdf())
-    ingest_paths(svc.ctx, [p])
+    ingest_files(svc.ctx, [p])
     a = next(v for k, v in svc.ask("What is on the huge chart of the outer harbour?", backend="extractive",
                                    scope=["huge-chart.pdf"]) if k == "done")
     src = next(s for s in a.to_dict()["sources"] if s["doc_id"] == "huge-chart.pdf")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from tests.browser_fixtures import ARTIFACTS, CHROMIUM  # noqa: F401  (the browser fixtures are in tests/conftest.py)
 
 ADMIN_PASSWORD = "test-admin-pw"
@@ -103,7 +103,7 @@ def ui_server(tmp_path_factory):
     docs.mkdir()
     (docs / "keeper.md").write_text(KEEPER, encoding="utf-8")
 
-    report = ingest_paths(ctx, [docs / "keeper.md"])  # the shared library, as `mgrag ingest` makes it
+    report = ingest_files(ctx, [docs / "keeper.md"])  # the shared library, as `mgrag ingest` makes it
     assert report.results[0].status == "ingested", report.results
     demo, url = launch(service, host="127.0.0.1", port=free_port(), block=False)
     yield Server(url.rstrip("/"), service, emb, data, root)

@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from services.service import AdminRequired, AppService
 from tests.app.stub_openai import StubOpenAI
 
@@ -51,7 +51,7 @@ def test_saved_endpoint_is_used_and_its_key_is_never_shown(svc, tmp_path):
     assert svc.backends()["openai"].startswith("no endpoint: the admin sets one on the Admin tab")
     doc = tmp_path / "keeper.md"
     doc.write_text("The keeper has tended the light for twenty-two years. She logs the weather.", encoding="utf-8")
-    ingest_paths(svc.ctx, [doc])
+    ingest_files(svc.ctx, [doc])
     with StubOpenAI(reply=None, api_key="sk-secret") as stub:
         shown = svc.set_llm(tok, stub.base_url, "stub-llm", "sk-secret", password="pw")
         assert shown == {"base_url": stub.base_url, "model": "stub-llm", "key_set": True}

@@ -7,7 +7,7 @@ import io
 import httpx
 import pytest
 
-from ingest.jobs.queue import ingest_paths
+from ingest.jobs.queue import ingest_files
 from services.viewer import View, ViewTokens, marked_text, render_pdf_page
 from tests.ingest.test_layout import BODY
 from tests.pdfgen import make_pdf
@@ -71,7 +71,7 @@ def test_viewer_routes(ui_server, tmp_path):
     svc = ui_server.service
     p = tmp_path / "viewer-report.pdf"
     p.write_bytes(make_pdf(BODY, header="Harbour Authority Annual Report 2024", outline=[("Fees", 1)]))
-    ingest_paths(svc.ctx, [p])
+    ingest_files(svc.ctx, [p])
     a = next(v for k, v in svc.ask("How much do visiting yachts pay a night?", backend="extractive") if k == "done")
     src = next(s for s in a.to_dict()["sources"] if s["doc_id"] == "viewer-report.pdf")
     link = svc.view_link(src, [(src["matched_start"], src["matched_end"])])
@@ -98,7 +98,7 @@ def test_the_original_of_a_document_with_a_non_latin1_name_downloads(ui_server, 
     name = "naïve–résumé_日本.md"
     p = tmp_path / name
     p.write_text("# Résumé\n\nThe naïve ferry leaves at nine.\n", encoding="utf-8")
-    ingest_paths(svc.ctx, [p])
+    ingest_files(svc.ctx, [p])
     try:
         row = next(r for r in svc.ctx.catalog.documents(None) if r["name"] == name)
         token = svc.view_tokens.mint(View(row["doc_id"], row["hash"], 0, 10))
