@@ -3,6 +3,8 @@
 so what package data leaves out is missing there)."""
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -42,3 +44,16 @@ def test_the_wheel_holds_the_shipped_router_and_the_evaluation_sets(tmp_path):
     assert {"router/default/config.json", "router/default/model.safetensors"} <= names
     assert any(n.startswith("app/evaluation/sets/") and n.endswith(".jsonl") for n in names)
     assert "cli/main.py" in names and "api/v1.py" in names
+    # installed from the wheel (not the working tree): the shipped router is found and loads with MGRAG_ROUTER=default
+    site = tmp_path / "site"
+    out = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    probe = ("import json, router.runtime as r, cli.main as c; rt, note = r.load_runtime('default');"
+             "print(json.dumps({'router': str(rt.path) if rt else note, 'cli': c.__file__}))")
+    env = {**os.environ, "PYTHONPATH": str(site), "HF_HUB_OFFLINE": "1", "MGRAG_ROUTER": "default"}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["router"] == str(site / "router" / "default") and got["cli"].startswith(str(site)), got
