@@ -9,6 +9,7 @@ support the answer, with document offsets. If the LLM fails, the answer carries 
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import time
@@ -180,18 +181,39 @@ class Grounder:
                       key=lambda x: -x.score)[:k]
 
 
-def ask(ctx: AppContext, question: str, *, backend: str | None = None, k: int | None = None,
-        budget_words: int | None = None, retriever: str | None = None, weights=None, synthesizer=None,
-        no_retrieval_doc: str | None = None, doc_ids=None, visible_to: str | None = None,
-        history: Sequence[dict] | None = None,
-        grounded: bool | None = None, style: str | None = None, rewrite_mode: str | None = None,
-        synth_budget_words: int | None = None, context_floor: float | None = None) -> Iterator[tuple[str, object]]:
-    """Answer ``question`` (a follow-up when ``history`` holds the conversation's earlier turns), retrieving among
-    ``doc_ids`` if given and what reader ``visible_to`` may see (its own documents and the shared library; None:
-    every document); see the module doc for the events. ``grounded``, ``style``, ``rewrite_mode`` and
-    ``synth_budget_words`` override the settings ``grounding``, ``answer_style``, ``rewrite`` and the offline
-    model's ``offline_context_words``; ``context_floor`` the floor below which nothing is generated (the benchmark
-    lowers it to calibrate)."""
+@dataclass(frozen=True)
+class AskOptions:
+    """How one question is answered; a field left None takes its setting. Retrieval: ``k``, ``budget_words``,
+    ``retriever``, ``weights`` (level weights instead of the router's), ``doc_ids`` (search only these) and
+    ``visible_to`` (the reader whose documents and the shared library are searched; None: every document), or
+    ``no_retrieval_doc`` (the whole of one document instead of a search). Answering: ``backend``; ``grounded``,
+    ``style``, ``rewrite_mode`` and ``synth_budget_words`` override the settings ``grounding``, ``answer_style``,
+    ``rewrite`` and the offline model's ``offline_context_words``; ``context_floor`` the floor below which nothing
+    is generated (the benchmark lowers it to calibrate)."""
+
+    backend: str | None = None
+    k: int | None = None
+    budget_words: int | None = None
+    retriever: str | None = None
+    weights: Sequence[float] | None = None
+    doc_ids: Sequence[str] | None = None
+    visible_to: str | None = None
+    no_retrieval_doc: str | None = None
+    grounded: bool | None = None
+    style: str | None = None
+    rewrite_mode: str | None = None
+    synth_budget_words: int | None = None
+    context_floor: float | None = None
+
+
+def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, history: Sequence[dict] | None = None,
+        synthesizer=None) -> Iterator[tuple[str, object]]:
+    """Answer ``question`` as ``opts`` says (a follow-up when ``history`` holds the conversation's earlier turns;
+    ``synthesizer``: one already loaded instead of ``opts.backend``'s); see the module doc for the events."""
+    backend, k, budget_words, retriever, weights = opts.backend, opts.k, opts.budget_words, opts.retriever, opts.weights
+    doc_ids, visible_to, no_retrieval_doc = opts.doc_ids, opts.visible_to, opts.no_retrieval_doc
+    grounded, style, rewrite_mode = opts.grounded, opts.style, opts.rewrite_mode
+    synth_budget_words, context_floor = opts.synth_budget_words, opts.context_floor
     s = ctx.settings
     backend = backend or s.synth_backend
     grounded = s.grounding if grounded is None else grounded
@@ -454,9 +476,12 @@ def _extractive_verdict(g: Grounder, draft: str, n_read: int) -> G.Verdict:
     return G.Verdict(False, text, cited_numbers(text, n_read), support)
 
 
-def answer(ctx: AppContext, question: str, **kw) -> Answer:
-    """Run :func:`ask` to the end and return the Answer."""
-    for kind, value in ask(ctx, question, **kw):
+def answer(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, history: Sequence[dict] | None = None,
+           synthesizer=None, **options) -> Answer:
+    """Run :func:`ask` to the end and return the Answer; ``options``: fields of :class:`AskOptions` to set on
+    ``opts`` (a one-off call's shorthand: ``answer(ctx, q, backend="extractive")``)."""
+    opts = dataclasses.replace(opts, **options) if options else opts
+    for kind, value in ask(ctx, question, opts, history=history, synthesizer=synthesizer):
         if kind == "done":
             return value
     raise AssertionError("ask() ended without an answer")  # pragma: no cover

@@ -37,7 +37,7 @@ def main(argv=None) -> int:
 
     import numpy as np
 
-    from app.answer import ask
+    from app.answer import AskOptions, ask
     from app.context import AppContext
     from app.evaluation.bench import RESULTS_DIR, LoadMonitor, load_set, markdown_table, write_section
     from app.grounding import sentence_vectors_of
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
                     vectors._queries.clear()
                 t0 = time.perf_counter()
                 first = None
-                for kind, value in ask(ctx, q.question, backend="extractive"):
+                for kind, value in ask(ctx, q.question, AskOptions(backend="extractive")):
                     if kind == "token" and first is None:
                         first = time.perf_counter() - t0
                     if kind == "done":

@@ -358,13 +358,14 @@ def _run_turn(ctx, question: str, args, history=None):
     """One question: with grounding on (the default) the reply once checked against the sources, with what is
     happening meanwhile on stderr (a terminal only); with grounding off the draft streamed to stdout. Returns the
     final Answer."""
-    from app.answer import ask
+    from app.answer import AskOptions, ask
 
     final, streamed = None, False
     live = not args.json and not ctx.settings.grounding  # nothing unchecked is printed
-    for kind, value in ask(ctx, question, backend=args.backend, k=args.k, budget_words=args.budget,
-                           retriever=args.retriever, no_retrieval_doc=getattr(args, "no_retrieval", None),
-                           history=history, doc_ids=_scope(ctx, getattr(args, "doc", None))):
+    opts = AskOptions(backend=args.backend, k=args.k, budget_words=args.budget, retriever=args.retriever,
+                      no_retrieval_doc=getattr(args, "no_retrieval", None),
+                      doc_ids=_scope(ctx, getattr(args, "doc", None)))
+    for kind, value in ask(ctx, question, opts, history=history):
         if kind == "status" and not args.json and sys.stderr.isatty():
             print(f"[{value}]", file=sys.stderr)
         elif kind == "token" and live:

@@ -36,7 +36,7 @@ class ChatPart(ServicePart):
         the conversation's earlier turns), retried once if retrieval failed because a re-ingestion switched the
         index under it (the old generation's collections dropped between reading the live generation and
         searching)."""
-        from app.answer import ask
+        from app.answer import AskOptions, ask
         from retrieval.search import EmptyIndexError
 
         if scope and not self.doc_filter(owner, scope):
@@ -45,8 +45,9 @@ class ChatPart(ServicePart):
         visible_to = self.reader(owner)
         for attempt in (1, 2):
             gen = self.ctx.catalog.live_generation()
-            events = ask(self.ctx, question, k=k, budget_words=budget_words, retriever=retriever, backend=backend,
-                         doc_ids=scope or None, visible_to=visible_to, history=history)
+            opts = AskOptions(k=k, budget_words=budget_words, retriever=retriever, backend=backend,
+                              doc_ids=scope or None, visible_to=visible_to)
+            events = ask(self.ctx, question, opts, history=history)
             first: list = []
             try:  # up to the retrieval: the status events before it are passed on after it succeeded
                 for ev in events:

@@ -252,12 +252,12 @@ class Asked:
 def ask_one(ctx, question: str, cand: Candidate, synth, history=None, rewrite_mode: str | None = None,
             context_floor: float | None = -1.0) -> Asked:
     """One question through :func:`app.answer.ask` with a low context floor (see the module doc)."""
-    from app.answer import ask, synth_sources
+    from app.answer import AskOptions, ask, synth_sources
 
     retrieval = answer = None
-    for kind, value in ask(ctx, question, backend=cand.backend, synthesizer=synth, history=history,
-                           grounded=True, style="generated", synth_budget_words=cand.budget,
-                           rewrite_mode=rewrite_mode, context_floor=context_floor):
+    opts = AskOptions(backend=cand.backend, grounded=True, style="generated", synth_budget_words=cand.budget,
+                      rewrite_mode=rewrite_mode, context_floor=context_floor)
+    for kind, value in ask(ctx, question, opts, synthesizer=synth, history=history):
         if kind == "sources":
             retrieval = value
         elif kind == "done":

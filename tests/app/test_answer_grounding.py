@@ -3,7 +3,7 @@ citation, the supporting sentence's offsets inside the cited source, a follow-up
 retrieves the right document, and the history reaching a chat backend."""
 import pytest
 
-from app.answer import answer, ask, synth_sources
+from app.answer import AskOptions, answer, ask, synth_sources
 from app.synth.openai_compat import OpenAICompatSynthesizer
 from ingest.jobs.queue import ingest_files
 from tests.app.stub_openai import StubOpenAI
@@ -147,7 +147,7 @@ def test_small_model_budget_reads_the_first_sources(ctx):
 
 
 def test_status_events_while_the_user_waits(ctx):
-    events = list(ask(ctx, "How many apple trees does the orchard have?", backend="extractive"))
+    events = list(ask(ctx, "How many apple trees does the orchard have?", AskOptions(backend="extractive")))
     statuses = [v for k, v in events if k == "status"]
     assert statuses[0] == "retrieving" and any(s.endswith("generating") for s in statuses)
     assert statuses[-1] == "checking the answer against the sources"

@@ -3,7 +3,7 @@ import socket
 
 import pytest
 
-from app.answer import answer, ask, cited_numbers
+from app.answer import AskOptions, answer, ask, cited_numbers
 from app.synth import SynthesisError, build_completion_prompt, build_messages, make_synthesizer
 from app.synth.extractive import ExtractiveSynthesizer
 from app.synth.hf import HFSynthesizer
@@ -171,7 +171,7 @@ def test_extractive_quotes_a_sentence_once_even_when_a_piece_of_it_recurs(fake_e
 def test_ask_streams_then_answers_with_citations(make_ctx, write):
     ctx = make_ctx(theta=40)
     ingest_files(ctx, [write("notes.md", NOTES)])
-    events = list(ask(ctx, "How long has the keeper tended the light?", backend="extractive"))
+    events = list(ask(ctx, "How long has the keeper tended the light?", AskOptions(backend="extractive")))
     kinds = [k for k, _ in events if k != "status"]
     assert kinds[0] == "sources" and kinds[-1] == "done" and "token" in kinds
     statuses = [v for k, v in events if k == "status"]
