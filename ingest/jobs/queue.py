@@ -392,11 +392,7 @@ class Runner:
         rep.begin(first_pass_stages(rep.rates, job.name, len(data), job.pages))
         doc, c = self.executor.first(job, data, plan, rep)
         with ctx.write_lock:
-            if self.jobs.cancel_requested(job.job_id):
-                raise Stopped("cancelled")
-            live = cat.live_generation()
-            if live is None or live.gen != gen.gen:
-                raise _Stale()
+            self._still_wanted(job, gen.gen)
             dup = cat.doc_by_hash(job.hash, gen.gen, job.owner)
             if dup is not None:
                 self.jobs.finish(job.job_id, JobState.DUPLICATE,
@@ -434,11 +430,7 @@ class Runner:
         c = self.executor.refine(job, text, plan, self._reporter(job, "refine"), self._known_vectors(gen, job),
                                  layout)
         with ctx.write_lock:
-            if self.jobs.cancel_requested(job.job_id):
-                raise Stopped("cancelled")
-            live = cat.live_generation()
-            if live is None or live.gen != gen.gen:
-                raise _Stale()
+            self._still_wanted(job, gen.gen)
             why = self._nothing_to_refine(job, cat.phase(gen.gen, job.doc_id))
             if why:
                 self.jobs.finish(job.job_id, why[0], message=why[1])
@@ -451,6 +443,15 @@ class Runner:
                        on_commit=lambda db: self.jobs.ready_sql(db, job.job_id))
         log.info("%s: refined in %.1f s (%s)", job.name, time.time() - t0, plan.cut_by)
         self._learn(c.timings)
+
+    def _still_wanted(self, job: Job, gen: int) -> None:
+        """Under the write lock, before a job's commit: a cancellation requested meanwhile stops it (``Stopped``); a
+        re-ingestion that switched the live generation sends it back to its lane (``_Stale``)."""
+        if self.jobs.cancel_requested(job.job_id):
+            raise Stopped("cancelled")
+        live = self.ctx.catalog.live_generation()
+        if live is None or live.gen != gen:
+            raise _Stale()
 
     def _known_vectors(self, gen, job: Job) -> dict:
         """The first pass's vectors of ``job``'s document by chunk text: the refinement reuses those of the chunks
