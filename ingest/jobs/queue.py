@@ -592,7 +592,7 @@ def ingest_files(ctx, paths: Iterable[str | Path], owner: str | None = None, **k
     """:func:`ingest_now` of files and folders (a file under a folder is named by its path relative to that folder);
     a path that cannot be read is ``failed`` with the reason, in its place among the others."""
     items = read_inputs(paths, int(ctx.settings.max_file_mb * 2**20))
-    done = iter(ingest_now(ctx, [(n, d) for n, d in items if isinstance(d, bytes)], owner, **kw).results)
-    report = IngestReport(ctx.catalog.live_generation().gen if ctx.catalog.live_generation() else None)
-    report.results = [next(done) if isinstance(d, bytes) else FileResult(n, JobState.FAILED, d) for n, d in items]
+    report = ingest_now(ctx, [(n, d) for n, d in items if isinstance(d, bytes)], owner, **kw)
+    done = iter(report.results)
+    report.results = [next(done) if isinstance(d, bytes) else FileResult(n, "failed", d) for n, d in items]
     return report
