@@ -120,11 +120,9 @@ def cmd_ingest(args) -> int:
     named = [(n, d) for n, d in items if isinstance(d, bytes)]
     refused = [(n, d) for n, d in items if isinstance(d, str)]
     said: list = []
+    queued = enqueue(ctx, named, None, batch=uuid.uuid4().hex, source="cli")  # queued (durably) before any wait
     runner = None if args.no_wait else _take_queue(ctx, args.quiet, said)
     try:
-        queued = enqueue(ctx, named, None, batch=uuid.uuid4().hex, source="cli")
-        if runner is not None:
-            runner.wake()
         rows = {q.name: {"name": q.name, "status": q.status, "message": q.message, "job_id": q.job.job_id if q.job
                          else None, "doc_id": q.job.doc_id if q.job else None, "searchable_s": None, "ready_s": None}
                 for q in queued}

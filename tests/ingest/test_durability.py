@@ -205,7 +205,8 @@ def test_ingest_beside_another_writer_queues_and_waits_instead_of_refusing(tmp_p
         assert line.startswith(f"waiting: data directory {data} is in use by process {os.getpid()}"), line
         live = first.catalog.live_generation()
         assert first.index.count(live.gen, 0, ["b.txt"]) == 0 and waiting.poll() is None  # nothing written meanwhile
-        assert {j.name: j.state for j in first.jobs.jobs()} == {"a.txt": "ready", "c.txt": "queued"}
+        # b.txt is queued before the command says it waits, so this snapshot is not a race
+        assert {j.name: j.state for j in first.jobs.jobs()} == {"a.txt": "ready", "c.txt": "queued", "b.txt": "queued"}
         first.close()  # the holder goes: the waiting command takes the data dir and runs the queue
         out, err = waiting.communicate(timeout=120)
     finally:
