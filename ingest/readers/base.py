@@ -50,6 +50,7 @@ class Limits:
     sandbox: bool = True  # PDF, DOCX and HTML extracted in a child process
     pdf_pages_per_range: int = 40  # a PDF is read this many pages at a time, each range in its own child
     ocr_engine: str = "auto"  # pages without a text layer and images: ingest/readers/ocr.py
+    pdf_reader: str = "auto"  # auto: pdfium for pages without a ruled table (ingest/readers/pdfium_page.py)
     max_rows: int = 200_000  # rows of one spreadsheet or CSV file
 
     @classmethod
@@ -58,7 +59,7 @@ class Limits:
                    max_unpacked_bytes=int(settings.max_unpacked_mb * 2**20),
                    max_words=settings.max_words_per_file, timeout_s=settings.extract_timeout_s,
                    memory_mb=settings.extract_memory_mb, pdf_pages_per_range=settings.pdf_pages_per_range,
-                   ocr_engine=settings.ocr_engine, max_rows=settings.max_rows)
+                   ocr_engine=settings.ocr_engine, max_rows=settings.max_rows, pdf_reader=settings.pdf_reader)
 
 
 def _too_big(size: int, max_bytes: int) -> str:

@@ -49,7 +49,8 @@ TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text", ".rst"}
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".tif", ".tiff"}
 SUPPORTED = TEXT_SUFFIXES | IMAGE_SUFFIXES | {".pdf", ".docx", ".html", ".htm", ".pptx", ".xlsx", ".csv", ".tsv",
                                               ".epub"}
-def _pdf_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine: str | None = None):
+def _pdf_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine: str | None = None,
+               reader: str = "auto"):
     """``(page count, page data of pages first..last-1, outline)`` of a PDF (:func:`ingest.readers.pdf.read_pages`; the
     outline only when ``first`` is 0). One call reads one page range, so a large PDF is read range by range, each in a
     fresh child with its own memory cap (:func:`pdf_text`)."""
@@ -59,7 +60,7 @@ def _pdf_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine:
         raise IngestError(name, "reading PDF needs `pip install pypdf[crypto]`") from e
 
     try:
-        return read_pages(name, data, first, last, ocr_engine)
+        return read_pages(name, data, first, last, ocr_engine, reader)
     except IngestError:
         raise
     except MemoryError:
@@ -68,9 +69,9 @@ def _pdf_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine:
         raise IngestError(name, f"is not a readable PDF ({e.__class__.__name__}: {str(e)[:120]})") from e
 
 
-def _pdf_text(name: str, data: bytes, ocr_engine: str | None = None) -> tuple[str, dict]:
+def _pdf_text(name: str, data: bytes, ocr_engine: str | None = None, reader: str = "auto") -> tuple[str, dict]:
     """The text and layout of a whole PDF in this process."""
-    _, pages, outline = _pdf_pages(name, data, 0, None, ocr_engine)
+    _, pages, outline = _pdf_pages(name, data, 0, None, ocr_engine, reader)
     return assemble(name, pages, outline)
 
 
@@ -91,7 +92,7 @@ def pdf_text(name: str, data: bytes, limits: "Limits", on_progress=None) -> tupl
     while n is None or first < n:
         try:
             n, part, ol = run_limited("ingest.readers.loaders:_pdf_pages", (name, data, first, first + step,
-            limits.ocr_engine),
+                                                                            limits.ocr_engine, limits.pdf_reader),
                                       name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb,
                                       ocr_pages=step, on_progress=page_done)
         except SandboxError as e:
@@ -154,10 +155,10 @@ def _html_text(name: str, data: bytes) -> tuple[str, dict]:
 
 
 def _extract(suffix: str, name: str, data: bytes, max_unpacked: int, max_rows: int = 200_000,
-             ocr_engine: str | None = None) -> tuple[str, dict]:
+             ocr_engine: str | None = None, pdf_reader: str = "auto") -> tuple[str, dict]:
     """The text and layout of a file that is not plain text (the sandbox child's entry point)."""
     if suffix == ".pdf":
-        return _pdf_text(name, data, ocr_engine)
+        return _pdf_text(name, data, ocr_engine, pdf_reader)
     if suffix == ".docx":
         return _docx_text(name, data, max_unpacked)
     if suffix == ".pptx":
@@ -217,7 +218,7 @@ def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: 
                 raise IngestError(name, e.problem) from e
         else:
             text, layout = _extract(suffix, name, data, limits.max_unpacked_bytes, limits.max_rows,
-                                    limits.ocr_engine)
+                                    limits.ocr_engine, limits.pdf_reader)
     else:
         text, warning = decode_text(name, data)
         kind = "text"

@@ -1,5 +1,6 @@
 """Layout-aware PDF reading (pdfplumber; chosen over PyMuPDF by measurement on real 10-Qs, BENCHMARKS.md "PDF
-tables"): per page, tables found by their ruling lines and written as Markdown with their column headers, text
+tables"; pdfium for the pages with no ruled table, :mod:`ingest.readers.pdfium_page`, the same lines at a sixth of
+the cost): per page, tables found by their ruling lines and written as Markdown with their column headers, text
 lines joined into paragraphs (a sentence is never cut at a PDF line break), headings told by font size and
 weight, and pages without a text layer read by OCR (:mod:`ingest.readers.ocr`).
 
@@ -23,6 +24,7 @@ from collections import Counter
 from ingest.readers.base import IngestError, _pdf_outline, _pdf_reader, clean_text
 from ingest.readers.layout import Layout, PageCleaner
 from ingest.readers.ocr import MAX_PIXELS, OCR_DPI, ocr_lines
+from ingest.readers.pdfium_page import may_have_table, read_lines
 from ingest.readers.sandbox import progress
 from ingest.text.tables import is_number, looks_like_header, markdown_tables, tidy
 
@@ -188,21 +190,31 @@ def mend_ligatures(value, words: set[str]):
 
 
 class _PdfiumWords:
-    """The words of a page as pdfium reads them (lower case, ligatures spelled out), the document opened once, on
-    the first page that needs it; none when pdfium cannot read it (the ligatures are then spelled "fi")."""
+    """The document as pdfium opens it (once, on the first page that needs it) and the words of a page as pdfium
+    reads them (lower case, ligatures spelled out); none when pdfium cannot read it (ligatures are then "fi")."""
 
     def __init__(self, data: bytes, password: str | None):
         self.data, self.password, self.doc, self.failed = data, password, None, False
 
-    def __call__(self, index: int) -> set[str]:
+    def document(self):
+        """The pdfium document, opened on the first call; None when pdfium cannot open it."""
         import pypdfium2 as pdfium
 
         try:
             if self.doc is None and not self.failed:
                 self.doc = pdfium.PdfDocument(self.data, password=self.password)
-            text = self.doc[index].get_textpage().get_text_range() if self.doc is not None else ""
         except pdfium.PdfiumError:
-            self.failed, text = True, ""
+            self.failed = True
+        return self.doc
+
+    def __call__(self, index: int) -> set[str]:
+        import pypdfium2 as pdfium
+
+        doc = self.document()
+        try:
+            text = doc[index].get_textpage().get_text_range() if doc is not None else ""
+        except pdfium.PdfiumError:
+            text = ""
         return {w.lower() for w in re.findall(r"\w+", unicodedata.normalize("NFKC", text))}
 
     def close(self) -> None:
@@ -218,25 +230,59 @@ def _ocr_resolution(page) -> int:
     return dpi
 
 
-def read_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine: str | None = None):
+def _read_fast(doc, i: int) -> dict | None:
+    """Page ``i`` read by pdfium (:mod:`ingest.readers.pdfium_page`) when it has a text layer and no ruled table;
+    None when pdfplumber must read it (a table, a page for OCR, or a page pdfium cannot open)."""
+    import pypdfium2 as pdfium
+
+    try:
+        page = doc[i]
+    except pdfium.PdfiumError:
+        return None
+    textpage = None
+    try:
+        textpage = page.get_textpage()
+        if len(textpage.get_text_range().split()) < 2 or may_have_table(page):
+            return None
+        lines = read_lines(page, textpage)
+        if sum(len(it["text"]) for it in lines) < MIN_TEXT_CHARS:
+            return None
+        return {"width": float(page.get_width()), "ocr": False, "items": lines}
+    except pdfium.PdfiumError:
+        return None
+    finally:
+        if textpage is not None:
+            textpage.close()
+        page.close()
+
+
+def read_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine: str | None = None,
+               reader: str = "auto"):
     """``(page count, [page data of pages first..last-1], outline)``; the outline (bookmarks) only when ``first``
-    is 0. Runs in the extraction child."""
+    is 0. With ``reader="auto"`` a page with a text layer and no ruled table is read by pdfium, the others by
+    pdfplumber (:func:`read_page`); ``"pdfplumber"`` reads every page with pdfplumber. Runs in the extraction
+    child."""
     import pdfplumber
 
-
-    reader = _pdf_reader(name, data)  # refuses password-protected PDFs with the message that says what to do
-    n = len(reader.pages)
-    outline = _pdf_outline(reader) if first == 0 else []
+    pypdf_doc = _pdf_reader(name, data)  # refuses password-protected PDFs with the message that says what to do
+    n = len(pypdf_doc.pages)
+    outline = _pdf_outline(pypdf_doc) if first == 0 else []
     last = n if last is None else min(last, n)
     pages = []
     try:
-        pdf = pdfplumber.open(io.BytesIO(data), password="" if reader.is_encrypted else None)
+        pdf = pdfplumber.open(io.BytesIO(data), password="" if pypdf_doc.is_encrypted else None)
     except Exception as e:
         raise IngestError(name, f"is not a readable PDF ({e.__class__.__name__}: {str(e)[:120]})") from e
 
-    page_words = _PdfiumWords(data, "" if reader.is_encrypted else None)
+    page_words = _PdfiumWords(data, "" if pypdf_doc.is_encrypted else None)
     with pdf:
         for i in range(first, last):
+            fast = page_words.document() if reader == "auto" else None
+            got = _read_fast(fast, i) if fast is not None else None
+            if got is not None:
+                pages.append(got)
+                progress((i + 1, n))
+                continue
             page = pdf.pages[i]
             try:
                 got = read_page(page, ocr_engine)

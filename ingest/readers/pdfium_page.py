@@ -1,0 +1,205 @@
+"""A PDF page read by pdfium, for the pages that have no table: pdfium reads a page's characters at a few
+percent of pdfminer's cost (BENCHMARKS.md "PDF pages: pdfium where there is no table"), and pdfplumber — which
+:mod:`ingest.readers.pdf` uses for its tables — is then run only on the pages where a table may be.
+
+* :func:`may_have_table` answers for a page from its vector paths alone: their horizontal and vertical segments
+  are given, as edges, to pdfplumber's own table finder (the same finder and settings the product reads tables
+  with), which needs no text; a page with no ruled table in them is read here;
+* :func:`read_lines` gives the page's text lines in the shape :func:`ingest.readers.pdf.read_page` gives them
+  (text, top, bottom, x0, x1, font size, bold, column gaps), grouped and spaced as pdfplumber groups them (lines
+  by their top within 3 points, a space where two characters are more than 3 points apart or the PDF has one).
+"""
+from __future__ import annotations
+
+import ctypes
+import re
+import unicodedata
+from collections import Counter
+
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): pypdfium2, pdfplumber
+
+Y_TOLERANCE = 3.0  # pdfplumber's default y_tolerance / x_tolerance
+X_TOLERANCE = 3.0
+DESCENT = 0.2  # of the font size below the baseline: where pdfminer's boxes end for most fonts
+_BOLD = re.compile(r"bold|black|heavy|semibold", re.I)
+_AXIS = 0.5  # a segment within half a point of horizontal (vertical) is an edge, as pdfminer's rects and lines are
+
+
+def _matrix(obj, pdfium_c) -> tuple:
+    m = pdfium_c.FS_MATRIX()
+    if not pdfium_c.FPDFPageObj_GetMatrix(obj.raw, m):  # an object pdfium keeps no matrix for: its own coordinates
+        return (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+    return (m.a, m.b, m.c, m.d, m.e, m.f)
+
+
+def _compose(inner, outer):
+    """The matrix of ``inner`` (local → form) followed by ``outer`` (form → page)."""
+    a, b, c, d, e, f = inner
+    A, B, C, D, E, F = outer
+    return (a * A + b * C, a * B + b * D, c * A + d * C, c * B + d * D, e * A + f * C + E, e * B + f * D + F)
+
+
+def _subpaths(raw, pdfium_c) -> list[list[tuple[float, float]]]:
+    """The points of each subpath of a path object, in its own coordinates (a closed subpath repeats its start)."""
+    out: list[list[tuple[float, float]]] = []
+    x, y = ctypes.c_float(), ctypes.c_float()
+    for i in range(pdfium_c.FPDFPath_CountSegments(raw)):
+        seg = pdfium_c.FPDFPath_GetPathSegment(raw, i)
+        if not pdfium_c.FPDFPathSegment_GetPoint(seg, x, y):
+            continue
+        pt = (x.value, y.value)
+        if pdfium_c.FPDFPathSegment_GetType(seg) == pdfium_c.FPDF_SEGMENT_MOVETO or not out:
+            out.append([pt])
+        else:
+            out[-1].append(pt)
+        if pdfium_c.FPDFPathSegment_GetClose(seg) and out[-1][0] != pt:
+            out[-1].append(out[-1][0])
+    return out
+
+
+def path_edges(page) -> list[dict]:
+    """Every horizontal and vertical segment of the page's vector paths (in form XObjects too) as a pdfplumber edge
+    (``x0``, ``x1``, ``top``, ``bottom``, ``width``, ``height``, ``orientation``, ``object_type``), top measured
+    from the page's top edge as pdfplumber measures it."""
+    import pypdfium2.raw as pdfium_c
+
+    height = page.get_height()
+    stack: list[tuple[int, tuple]] = []  # (level, matrix to page space) of the enclosing forms
+    edges: list[dict] = []
+    ident = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+    for obj in page.get_objects(filter=None, max_depth=8):
+        while stack and stack[-1][0] >= obj.level:
+            stack.pop()
+        to_page = _compose(_matrix(obj, pdfium_c), stack[-1][1] if stack else ident)
+        if obj.type == pdfium_c.FPDF_PAGEOBJ_FORM:
+            stack.append((obj.level, to_page))
+            continue
+        if obj.type != pdfium_c.FPDF_PAGEOBJ_PATH:
+            continue
+        a, b, c, d, e, f = to_page
+        for pts in _subpaths(obj.raw, pdfium_c):
+            xy = [(a * px + c * py + e, b * px + d * py + f) for px, py in pts]
+            for (x0, y0), (x1, y1) in zip(xy, xy[1:]):
+                if abs(y0 - y1) <= _AXIS and abs(x0 - x1) > _AXIS:
+                    lo, hi = sorted((x0, x1))
+                    top = height - y0
+                    edges.append({"x0": lo, "x1": hi, "top": top, "bottom": top, "width": hi - lo, "height": 0.0,
+                                  "orientation": "h", "object_type": "line"})
+                elif abs(x0 - x1) <= _AXIS and abs(y0 - y1) > _AXIS:
+                    lo, hi = sorted((height - y0, height - y1))
+                    edges.append({"x0": x0, "x1": x0, "top": lo, "bottom": hi, "width": 0.0, "height": hi - lo,
+                                  "orientation": "v", "object_type": "line"})
+    return edges
+
+
+class _EdgesOnly:
+    """What pdfplumber's ``TableFinder`` reads of a page with the default ("lines") strategies: its edges, its bbox."""
+
+    def __init__(self, edges: list[dict], width: float, height: float):
+        self.edges, self.bbox = edges, (0.0, 0.0, width, height)
+
+
+def may_have_table(page) -> bool:
+    """Whether pdfplumber's table finder, with the settings :func:`ingest.readers.pdf.read_page` uses, finds a
+    table of two rows or more in the page's ruling lines and boxes (a table with no rules is no pdfplumber table
+    either: its rows are read as lines with column gaps either way)."""
+    from pdfplumber.table import TableFinder
+
+    edges = path_edges(page)
+    if len(edges) < 4:
+        return False
+    found = TableFinder(_EdgesOnly(edges, page.get_width(), page.get_height())).tables  # type: ignore[arg-type]
+    return any(len(t.rows) >= 2 for t in found)
+
+
+def _font_name(pdfium_c, textpage, i: int, cache: dict) -> str:
+    obj = pdfium_c.FPDFText_GetTextObject(textpage, i)
+    font = pdfium_c.FPDFTextObj_GetFont(obj) if obj else None
+    key = ctypes.cast(font, ctypes.c_void_p).value if font else None
+    if key not in cache:
+        name = ""
+        if font:
+            n = pdfium_c.FPDFFont_GetBaseFontName(font, None, 0)
+            buf = ctypes.create_string_buffer(max(n, 1))
+            pdfium_c.FPDFFont_GetBaseFontName(font, buf, n)
+            name = buf.value.decode("utf-8", "replace")
+        cache[key] = name
+    return cache[key]
+
+
+def page_chars(page, textpage) -> list[dict]:
+    """The page's characters (a space kept as ``space``): ``text``, ``x0``,
+    ``x1``, ``size`` (the font size times the text's vertical scale, as pdfminer measures it), ``bottom`` (from the
+    page's top: the baseline and a typical descent), ``top`` (``bottom - size``, as pdfminer's boxes are), ``bold``
+    (the font's name says so)."""
+    import pypdfium2.raw as pdfium_c
+
+    tp = textpage.raw
+    height = page.get_height()
+    box, m = pdfium_c.FS_RECTF(), pdfium_c.FS_MATRIX()
+    ox, oy = ctypes.c_double(), ctypes.c_double()
+    fonts: dict = {}
+    out = []
+    for i in range(pdfium_c.FPDFText_CountChars(tp)):
+        ch = chr(pdfium_c.FPDFText_GetUnicode(tp, i) or 0xFFFD)
+        if pdfium_c.FPDFText_IsGenerated(tp, i) == 1 and ch != " ":  # its line breaks: lines are found here
+            continue
+        if not ch.strip():  # a space, the PDF's or one pdfium saw in a gap (where pdfplumber sees the PDF's)
+            out.append({"space": True})
+            continue
+        if (not pdfium_c.FPDFText_GetLooseCharBox(tp, i, box) or not pdfium_c.FPDFText_GetMatrix(tp, i, m)
+                or not pdfium_c.FPDFText_GetCharOrigin(tp, i, ox, oy)):
+            continue
+        if ch in "\ufb00\ufb01\ufb02\ufb03\ufb04":  # a ligature glyph: its letters
+            ch = unicodedata.normalize("NFKC", ch)
+        size = pdfium_c.FPDFText_GetFontSize(tp, i) * (m.c * m.c + m.d * m.d) ** 0.5
+        bottom = height - oy.value + DESCENT * size  # pdfium boxes a ligature's letters off the line: the baseline
+        out.append({"text": ch, "x0": box.left, "x1": box.right, "top": bottom - size, "bottom": bottom, "size": size,
+                    "bold": bool(_BOLD.search(_font_name(pdfium_c, tp, i, fonts)))})
+    return out
+
+
+def _lines(chars: list[dict]) -> list[list[dict]]:
+    """Characters in lines: clustered by their top as pdfplumber clusters (each within ``Y_TOLERANCE`` of the
+    previous; a superscript's top is its line's), each line in x order; a space marks a word break on the character
+    after it."""
+    marked = []
+    brk = False
+    for c in chars:
+        if c.get("space"):
+            brk = True
+            continue
+        marked.append({**c, "brk": brk})
+        brk = False
+    marked.sort(key=lambda c: c["top"])
+    groups: list[list[dict]] = []
+    last = None
+    for c in marked:
+        if last is None or c["top"] - last > Y_TOLERANCE:
+            groups.append([])
+        groups[-1].append(c)
+        last = c["top"]
+    return [sorted(g, key=lambda c: c["x0"]) for g in groups]
+
+
+def read_lines(page, textpage) -> list[dict]:
+    """The page's text lines as :func:`ingest.readers.pdf._line_items` gives them (see the module doc)."""
+    items = []
+    for ln in _lines(page_chars(page, textpage)):
+        text = ""
+        prev = None
+        for c in ln:
+            if prev is not None and (c["brk"] or c["x0"] - prev["x1"] > X_TOLERANCE) and not text.endswith(" "):
+                text += " "
+            text += c["text"]
+            prev = c
+        if not text.strip():
+            continue
+        sizes = Counter(round(c["size"], 1) for c in ln)
+        size = sizes.most_common(1)[0][0]
+        gaps = [b["x0"] - a["x1"] for a, b in zip(ln, ln[1:])]
+        items.append({"kind": "line", "text": text.strip(), "top": min(c["top"] for c in ln),
+                      "bottom": max(c["bottom"] for c in ln), "x0": ln[0]["x0"], "x1": max(c["x1"] for c in ln),
+                      "size": size, "bold": sum(c["bold"] for c in ln) > len(ln) / 2,
+                      "cols": bool(gaps) and max(gaps) > 2.5 * max(size, 1.0)})
+    return items

@@ -1,0 +1,85 @@
+"""Issue 37: pages with no ruled table are read by pdfium, the others by pdfplumber — and the document reads the
+same either way (text, headings, tables)."""
+from __future__ import annotations
+
+import io
+
+import pdfplumber
+import pypdfium2 as pdfium
+import pytest
+
+import ingest.readers.pdf as P
+from ingest.readers.loaders import Limits, load_bytes
+from ingest.readers.pdfium_page import may_have_table, read_lines
+from tests.pdfgen import make_pdf, table_ops
+
+ROWS = [["Segment", "2023", "2022"], ["Widgets", "4,210", "3,980"], ["Total revenue", "5,585", "5,492"]]
+PROSE = ["The company makes widgets and gadgets in two plants near the harbour.",
+         "Its board met four times during the year to review the results."]
+RULE = "0.5 w 72 700 m 540 700 l S"  # one rule under a heading: no table
+BANNER = table_ops([["Statements of Income"]], top=600, widths=(400,))  # a ruled one-cell box: no table of 2 rows
+SHIFTED = "q 1 0 0 1 30 -200 cm " + table_ops(ROWS, top=600) + " Q"  # a table drawn under a moved coordinate system
+
+
+def _pdf() -> bytes:
+    return make_pdf([PROSE, PROSE + ["Revenue by segment, in thousands:"], PROSE, PROSE, PROSE],
+                    header="Acme Corp | Quarterly report", headings={0: "Overview", 1: "Segment Results"},
+                    extra={1: table_ops(ROWS, top=600), 2: RULE, 3: BANNER, 4: SHIFTED})
+
+
+def test_a_page_is_sent_to_pdfplumber_exactly_when_pdfplumber_finds_a_table_there():
+    data = _pdf()
+    doc = pdfium.PdfDocument(data)
+    guess = [may_have_table(doc[i]) for i in range(len(doc))]
+    with pdfplumber.open(io.BytesIO(data)) as pdf:
+        truth = [any(len(t.rows) >= 2 for t in p.find_tables()) for p in pdf.pages]
+    assert truth == [False, True, False, False, True]
+    assert guess == truth
+
+
+def test_pdfium_lines_are_pdfplumbers_lines():
+    data = _pdf()
+    doc = pdfium.PdfDocument(data)
+    with pdfplumber.open(io.BytesIO(data)) as pdf:
+        for i in (0, 2):
+            theirs = P._line_items(pdf.pages[i], [])
+            ours = read_lines(doc[i], doc[i].get_textpage())
+            assert [x["text"] for x in ours] == [x["text"] for x in theirs]
+            assert [(x["size"], x["bold"]) for x in ours] == [(x["size"], x["bold"]) for x in theirs]
+            for a, b in zip(ours, theirs):  # the gaps that make paragraphs: within a point
+                assert a["top"] == pytest.approx(b["top"], abs=1.0) and a["x0"] == pytest.approx(b["x0"], abs=1.0)
+    assert [x["bold"] for x in read_lines(doc[0], doc[0].get_textpage())][:2] == [False, True]  # header, heading
+
+
+def test_auto_reads_the_document_as_pdfplumber_does_and_runs_pdfplumber_only_on_the_table_pages(monkeypatch):
+    data = _pdf()
+    plumbed: list[int] = []
+    real = P.read_page
+
+    def spy(page, ocr_engine=None):
+        plumbed.append(page.page_number)
+        return real(page, ocr_engine)
+
+    monkeypatch.setattr(P, "read_page", spy)
+    n, auto_pages, outline = P.read_pages("r.pdf", data, 0, None, None, "auto")
+    assert plumbed == [2, 5]  # 1-based: the two table pages
+    plumbed.clear()
+    _, plumber_pages, _ = P.read_pages("r.pdf", data, 0, None, None, "pdfplumber")
+    assert plumbed == [1, 2, 3, 4, 5]
+    auto = P.assemble("r.pdf", auto_pages, outline)
+    plumber = P.assemble("r.pdf", plumber_pages, outline)
+    assert auto == plumber
+    text, layout = auto
+    assert "| Widgets | 4,210 | 3,980 |" in text  # the table, as Markdown
+    assert [h[2] for h in layout["headings"]] == ["Overview", "Segment Results"]
+
+
+def test_the_setting_chooses_the_reader_in_the_extraction_child(monkeypatch):
+    from core.settings import Settings
+
+    assert Limits.of(Settings()).pdf_reader == "auto"
+    assert Limits.of(Settings(pdf_reader="pdfplumber")).pdf_reader == "pdfplumber"
+    data = _pdf()
+    a = load_bytes("r.pdf", data, limits=Limits(pdf_reader="auto"))
+    b = load_bytes("r.pdf", data, limits=Limits(pdf_reader="pdfplumber"))
+    assert a.text == b.text and "| Total revenue | 5,585 | 5,492 |" in a.text
