@@ -232,7 +232,7 @@ def _ocr_resolution(page) -> int:
 
 def _read_fast(doc, i: int) -> dict | None:
     """Page ``i`` read by pdfium (:mod:`ingest.readers.pdfium_page`) when it has a text layer and no ruled table;
-    None when pdfplumber must read it (a table, a page for OCR, or a page pdfium cannot open)."""
+    None when pdfplumber must read it (a table, a page for OCR, a rotated page, or a page pdfium cannot open)."""
     import pypdfium2 as pdfium
 
     try:
@@ -241,6 +241,8 @@ def _read_fast(doc, i: int) -> dict | None:
         return None
     textpage = None
     try:
+        if page.get_rotation():  # pdfium's boxes are the unrotated page's; pdfplumber turns the page as shown
+            return None
         textpage = page.get_textpage()
         if len(textpage.get_text_range().split()) < 2 or may_have_table(page):
             return None

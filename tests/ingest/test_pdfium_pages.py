@@ -83,3 +83,18 @@ def test_the_setting_chooses_the_reader_in_the_extraction_child(monkeypatch):
     a = load_bytes("r.pdf", data, limits=Limits(pdf_reader="auto"))
     b = load_bytes("r.pdf", data, limits=Limits(pdf_reader="pdfplumber"))
     assert a.text == b.text and "| Total revenue | 5,585 | 5,492 |" in a.text
+
+
+def test_a_rotated_page_is_left_to_pdfplumber(monkeypatch):
+    """pdfium boxes a rotated page's characters in its unrotated space; pdfplumber turns the page as it is shown."""
+    from pypdf import PdfReader, PdfWriter
+
+    w = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf([PROSE, PROSE], footer=None))))
+    w.pages[1].rotate(90)
+    buf = io.BytesIO()
+    w.write(buf)
+    plumbed: list[int] = []
+    real = P.read_page
+    monkeypatch.setattr(P, "read_page", lambda page, ocr=None: plumbed.append(page.page_number) or real(page, ocr))
+    _, pages, _ = P.read_pages("r.pdf", buf.getvalue(), 0, None, None, "auto")
+    assert plumbed == [2] and len(pages) == 2
