@@ -148,7 +148,8 @@ class _CachedVectors:
 def run_automerging(b, ch: str, ctx, vectors, qvecs, speed) -> tuple[dict, dict]:
     """``li-hierarchical · plain · auto-merging`` on one set, returned as :func:`run_set` returns: llama-index's
     own retriever over its hierarchy (the leaves' plain text embedded; evidence without offsets re-labelled to the
-    θ nodes, as every chunker's to its parents)."""
+    θ nodes, as every chunker's to its parents). Its cost figures add what the first 10 spans it returns are: the
+    share that are unmerged (θ/4) leaves and their mean words."""
     from app.evaluation import harness as H
     from app.evaluation.bench import question_metrics
     from app.evaluation.peers import _Embedding
@@ -159,19 +160,23 @@ def run_automerging(b, ch: str, ctx, vectors, qvecs, speed) -> tuple[dict, dict]
     retrievers = {d: h.automerging(embedding, LS.TOP_K) for d, h in run.hierarchy.items()}
     vectors.save()
     parents = {d: sorted({c.parent_span for c in cs}) for d, cs in run.chunks.items()}
-    rows = []
+    leaves = {d: set(h.leaf_spans()) for d, h in run.hierarchy.items()}
+    rows, top10 = [], []  # top10: (is an unmerged leaf, words) of each of the first 10 spans returned
     for q in b.questions:
         if q.doc_id not in retrievers:
             continue
         q2 = LS._relabel(q, b.docs[q.doc_id], parents[q.doc_id])
-        row, _ = question_metrics(q2, b.docs[q.doc_id], retrievers[q.doc_id](q.question), parents[q.doc_id],
-                                  budget_words=LS.BUDGET)
+        spans = retrievers[q.doc_id](q.question)
+        row, _ = question_metrics(q2, b.docs[q.doc_id], spans, parents[q.doc_id], budget_words=LS.BUDGET)
         rows.append(row)
+        top10 += [(sp in leaves[q.doc_id], count_words(b.docs[q.doc_id][sp[0]:sp[1]])) for sp in spans[:10]]
     words = sum(count_words(t) for t in b.docs.values())
     embedded = sum(count_words(h.text[s:e]) for h in run.hierarchy.values() for s, e in h.leaf_spans())
     cost = {"chunk_s_per_10k_words": run.seconds / words * 1e4,
             "embedded_words_per_word": {"plain": embedded / words},
-            "embed_s_per_10k_words": {"plain": embedded / words * 1e4 / speed}}
+            "embed_s_per_10k_words": {"plain": embedded / words * 1e4 / speed},
+            "top10_leaf_share": float(np.mean([leaf for leaf, _ in top10])),
+            "top10_mean_words": float(np.mean([n for _, n in top10]))}
     return {f"{ch}|plain|auto-merging": {m: np.array([r[m] for r in rows]) for m in LS.METRICS}}, cost
 
 
@@ -251,7 +256,10 @@ def render(res: dict) -> str:
            "(the product's default before issue 35; it ships mg · contextual · hybrid 1 since); "
            "*contextual* = title › heading path (+ table caption and header row) embedded and "
            "keyword-indexed before the chunk's text; *hybrid w* = dense and BM25 parent rankings fused by "
-           f"reciprocal rank (k = {RRF_K}), BM25 weighted w. Embed cost: the words a chunking embeds per 10k document "
+           f"reciprocal rank (k = {RRF_K}), BM25 weighted w; *auto-merging* = LlamaIndex's hierarchy (θ, θ/2, θ/4) "
+           f"searched by its AutoMergingRetriever (the top {res['top_k_per_level']} leaves, merged into their parent "
+           "when more than half of its children are retrieved); *chonkie-recursive* = chonkie's RecursiveChunker "
+           "(default rules). Embed cost: the words a chunking embeds per 10k document "
            f"words at the MiniLM speed measured in the run ({res['embed_words_per_s']:.0f} words/s), context lines "
            "included.", "",
            "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
