@@ -4,8 +4,11 @@ On the six dev sets of ``bench/level_scoring.py`` (its ``--quick`` profile), Min
 searched within its document as ``mgrag bench retrieval`` does (top 20 chunks of each level, the metrics of
 :func:`app.evaluation.bench.question_metrics`: DCG@10 and evidence recall within a 1500-word context):
 
-* **chunkers**: ``mg`` (today's default), LangChain's recursive splitter (``lc-recursive``) and LlamaIndex's
-  sentence splitter (``li-sentence``), both at θ words, as :mod:`app.evaluation.peers` runs them;
+* **chunkers**: ``mg`` (today's default), LangChain's recursive splitter (``lc-recursive``), LlamaIndex's
+  sentence splitter (``li-sentence``) and chonkie's recursive chunker (``chonkie-recursive``), each at θ words, as
+  :mod:`app.evaluation.peers` runs them; and LlamaIndex's hierarchy (``li-hierarchical``: θ, θ/2, θ/4) searched
+  only by its own *auto-merging* retriever (the top 20 leaves by cosine, merged into their parent when more than
+  half of its children are retrieved), over the same vectors;
 * **text**: *plain* (the chunk's own text is embedded) or *contextual* (:func:`ingest.text.chunk_context.indexed_text`:
   the document's title, the heading path where the chunk starts, a table's caption and header row) or, for mg,
   *context, no title* (the same without the title: what sections and tables add within one document);
@@ -39,7 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench.level_scoring as LS  # noqa: E402
 
-CHUNKERS = ("mg", "lc-recursive", "li-sentence")
+CHUNKERS = ("mg", "lc-recursive", "li-sentence", "chonkie-recursive", "li-hierarchical")
+AUTOMERGING = "li-hierarchical"  # searched by llama-index's AutoMergingRetriever only, over plain text
 CONTEXTUAL = ("mg", "lc-recursive")  # the chunkers also run with contextual text
 HYBRID_WEIGHTS = (1.0, 0.5)
 RRF_K = 60
@@ -128,6 +132,54 @@ def run_set(b, ch: str, ctx, vectors, qvecs, speed) -> tuple[dict, dict]:
     return {k: {m: np.array([r[m] for r in v]) for m in LS.METRICS} for k, v in rows.items()}, cost
 
 
+class _CachedVectors:
+    """The embedder llama-index's index sees: passages from the run's disk cache, queries already embedded."""
+
+    def __init__(self, vectors, qvecs: dict):
+        self.vectors, self.qvecs = vectors, qvecs
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        return self.vectors.passages(list(texts))
+
+    def embed_queries(self, texts: list[str]) -> list:
+        return [self.qvecs[t] for t in texts]
+
+
+def run_automerging(b, ch: str, ctx, vectors, qvecs, speed) -> tuple[dict, dict]:
+    """``li-hierarchical · plain · auto-merging`` on one set, returned as :func:`run_set` returns: llama-index's
+    own retriever over its hierarchy (the leaves' plain text embedded; evidence without offsets re-labelled to the
+    θ nodes, as every chunker's to its parents). Its cost figures add what the first 10 spans it returns are: the
+    share that are unmerged (θ/4) leaves and their mean words."""
+    from app.evaluation import harness as H
+    from app.evaluation.bench import question_metrics
+    from app.evaluation.peers import _Embedding
+    from ingest.text.sentences import count_words
+
+    run = H.chunk_documents(b, ch, LS.THETA, ctx)
+    embedding = _Embedding.make(_CachedVectors(vectors, qvecs))
+    retrievers = {d: h.automerging(embedding, LS.TOP_K) for d, h in run.hierarchy.items()}
+    vectors.save()
+    parents = {d: sorted({c.parent_span for c in cs}) for d, cs in run.chunks.items()}
+    leaves = {d: set(h.leaf_spans()) for d, h in run.hierarchy.items()}
+    rows, top10 = [], []  # top10: (is an unmerged leaf, words) of each of the first 10 spans returned
+    for q in b.questions:
+        if q.doc_id not in retrievers:
+            continue
+        q2 = LS._relabel(q, b.docs[q.doc_id], parents[q.doc_id])
+        spans = retrievers[q.doc_id](q.question)
+        row, _ = question_metrics(q2, b.docs[q.doc_id], spans, parents[q.doc_id], budget_words=LS.BUDGET)
+        rows.append(row)
+        top10 += [(sp in leaves[q.doc_id], count_words(b.docs[q.doc_id][sp[0]:sp[1]])) for sp in spans[:10]]
+    words = sum(count_words(t) for t in b.docs.values())
+    embedded = sum(count_words(h.text[s:e]) for h in run.hierarchy.values() for s, e in h.leaf_spans())
+    cost = {"chunk_s_per_10k_words": run.seconds / words * 1e4,
+            "embedded_words_per_word": {"plain": embedded / words},
+            "embed_s_per_10k_words": {"plain": embedded / words * 1e4 / speed},
+            "top10_leaf_share": float(np.mean([leaf for leaf, _ in top10])),
+            "top10_mean_words": float(np.mean([n for _, n in top10]))}
+    return {f"{ch}|plain|auto-merging": {m: np.array([r[m] for r in rows]) for m in LS.METRICS}}, cost
+
+
 def embed_speed(ctx, sample: list[str]) -> float:
     """MiniLM passage words per second on ``sample`` (best of three, no cache)."""
     from ingest.text.sentences import count_words
@@ -161,7 +213,7 @@ def run(args) -> dict:
     costs: dict[str, dict[str, dict]] = {}
     for name, b in sets.items():
         for ch in CHUNKERS:
-            res, cost = run_set(b, ch, ctx, vectors, qvecs, speed)
+            res, cost = (run_automerging if ch == AUTOMERGING else run_set)(b, ch, ctx, vectors, qvecs, speed)
             for k, v in res.items():
                 results.setdefault(k, {})[name] = v
             costs.setdefault(ch, {})[name] = cost
@@ -204,7 +256,10 @@ def render(res: dict) -> str:
            "(the product's default before issue 35; it ships mg · contextual · hybrid 1 since); "
            "*contextual* = title › heading path (+ table caption and header row) embedded and "
            "keyword-indexed before the chunk's text; *hybrid w* = dense and BM25 parent rankings fused by "
-           f"reciprocal rank (k = {RRF_K}), BM25 weighted w. Embed cost: the words a chunking embeds per 10k document "
+           f"reciprocal rank (k = {RRF_K}), BM25 weighted w; *auto-merging* = LlamaIndex's hierarchy (θ, θ/2, θ/4) "
+           f"searched by its AutoMergingRetriever (the top {res['top_k_per_level']} leaves, merged into their parent "
+           "when more than half of its children are retrieved); *chonkie-recursive* = chonkie's RecursiveChunker "
+           "(default rules). Embed cost: the words a chunking embeds per 10k document "
            f"words at the MiniLM speed measured in the run ({res['embed_words_per_s']:.0f} words/s), context lines "
            "included.", "",
            "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

@@ -1,4 +1,4 @@
-"""The app installs and runs without the ``bench`` extra (llama-index, LangChain): in a child process where any
+"""The app installs and runs without the ``bench`` extra (llama-index, LangChain, chonkie): in a child process where any
 import of them raises ImportError (as on an install of ``mgrag`` alone), every module of the product imports (the
 adapters to those libraries, app/adapters, refuse with the command that installs them), the
 CLI's parser and an app context are built, a document is ingested and a question answered through the CLI, the
@@ -16,7 +16,7 @@ CHILD = r'''
 import importlib, importlib.abc, pkgutil, sys, tempfile
 from pathlib import Path
 
-BLOCKED = ("llama_index", "langchain", "langchain_core", "langchain_text_splitters")
+BLOCKED = ("llama_index", "langchain", "langchain_core", "langchain_text_splitters", "chonkie")
 
 
 class Blocker(importlib.abc.MetaPathFinder):
@@ -70,7 +70,7 @@ assert main(["--data-dir", data, "ask", "--backend", "extractive", "How long has
 from app.evaluation import harness as H
 from app.evaluation.peers import peer_unavailable
 
-for name in ("li-sentence", "lc-recursive"):
+for name in ("li-sentence", "lc-recursive", "chonkie-recursive"):
     assert "pip install 'mgrag[bench]'" in peer_unavailable(name), name
 bench = H.B.BenchSet("toy", {"d": "One sentence here. Another one there."}, [])
 try:

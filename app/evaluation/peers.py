@@ -7,6 +7,8 @@
   ``AutoMergingRetriever`` (leaves retrieved, merged into their parent when more than half of its children are
   retrieved): llama-index's own multi-granularity.
 * ``lc-recursive``: LangChain ``RecursiveCharacterTextSplitter``, the papers' recursive baseline.
+* ``chonkie-recursive``: chonkie's ``RecursiveChunker`` with its default rules (paragraphs, sentences, pauses,
+  words) and its default minimum of 24 characters per split.
 
 Sizes are counted in **whitespace words** (``tokenizer=str.split`` / ``length_function``) so θ means the same
 for every chunker, and overlap is 0 everywhere (the papers' setting; our chunkers have none). Every chunk is
@@ -27,16 +29,18 @@ import numpy as np
 from ingest.types import Chunk
 
 # Imported where they are used, on purpose (heavy, optional or not needed by every caller): llama_index,
-# langchain_text_splitters, pydantic
+# langchain_text_splitters, chonkie, pydantic
 
-PEERS = ("li-sentence", "li-semantic", "li-hierarchical", "lc-recursive")
+PEERS = ("li-sentence", "li-semantic", "li-hierarchical", "lc-recursive", "chonkie-recursive")
 BENCH_EXTRA = "pip install 'mgrag[bench]'"
+# a peer's name prefix -> the module it imports and the distribution that provides it
+_LIBRARY = {"lc-": ("langchain_text_splitters", "langchain-text-splitters"), "chonkie-": ("chonkie", "chonkie"),
+            "li-": ("llama_index.core", "llama-index-core")}
 
 
 def peer_unavailable(name: str) -> str | None:
     """None when peer chunker ``name`` can run, else why not: its library (the ``bench`` extra) is not installed."""
-    module, dist = (("langchain_text_splitters", "langchain-text-splitters") if name.startswith("lc-")
-                    else ("llama_index.core", "llama-index-core"))
+    module, dist = next(lib for prefix, lib in _LIBRARY.items() if name.startswith(prefix))
     try:
         importlib.import_module(module)
     except ImportError:
@@ -98,6 +102,56 @@ def lc_recursive_spans(text: str, theta: int) -> list[tuple[int, int]]:
         if text[s:s + len(d.page_content)] != d.page_content:
             s, _ = _locate(text, d.page_content, s)
         out.append((s, s + len(d.page_content)))
+    return out
+
+
+def _chonkie_words():
+    """A chonkie ``Tokenizer`` whose tokens are whitespace words (each with the whitespace after it, so decoding a
+    run of tokens gives back the exact text): sizes are counted as for the other peers, and chonkie's last rule
+    (cut by token count, for a run with no delimiter it splits at) works, which a plain counting function does not
+    (it cannot encode)."""
+    import re
+
+    from chonkie.tokenizer import Tokenizer
+
+    piece = re.compile(r"\S+\s*|\s+")
+
+    class WhitespaceWords(Tokenizer):
+        def __repr__(self) -> str:
+            return f"WhitespaceWords(vocab_size={len(self.vocab)})"
+
+        def tokenize(self, text: str) -> list[str]:
+            return piece.findall(text)
+
+        def encode(self, text: str) -> list[int]:
+            out = []
+            for token in self.tokenize(text):
+                i = self.token2id[token]
+                if i == len(self.vocab):
+                    self.vocab.append(token)
+                out.append(i)
+            return out
+
+        def decode(self, tokens) -> str:
+            return "".join(self.vocab[t] for t in tokens)
+
+        def count_tokens(self, text: str) -> int:
+            return _words(text)
+
+    return WhitespaceWords()
+
+
+def chonkie_recursive_spans(text: str, theta: int) -> list[tuple[int, int]]:
+    """chonkie's ``RecursiveChunker`` (default rules) at θ whitespace words; its chunks tile the text."""
+    from chonkie import RecursiveChunker
+
+    out, hint = [], 0
+    for c in RecursiveChunker(tokenizer=_chonkie_words(), chunk_size=theta).chunk(text):
+        s = c.start_index
+        if text[s:c.end_index] != c.text:
+            s, _ = _locate(text, c.text, hint)
+        out.append((s, s + len(c.text)))
+        hint = s
     return out
 
 
@@ -218,6 +272,8 @@ def peer_spans(name: str, text: str, theta: int, embedder=None) -> list[tuple[in
         return lc_recursive_spans(text, theta)
     if name == "li-semantic":
         return li_semantic_spans(text, embedder)
+    if name == "chonkie-recursive":
+        return chonkie_recursive_spans(text, theta)
     raise ValueError(f"unknown peer {name!r}; choose one of {', '.join(PEERS)}")
 
 

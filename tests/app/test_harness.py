@@ -9,7 +9,14 @@ import pytest
 
 from app.evaluation import bench as B
 from app.evaluation import harness as H
-from app.evaluation.peers import Hierarchy, _Embedding, lc_recursive_spans, li_semantic_spans, li_sentence_spans
+from app.evaluation.peers import (
+    Hierarchy,
+    _Embedding,
+    chonkie_recursive_spans,
+    lc_recursive_spans,
+    li_semantic_spans,
+    li_sentence_spans,
+)
 from ingest.embed import HashingEmbedder
 
 TOPICS = ["harbour", "orchard", "glacier", "library", "volcano", "bakery", "railway", "meadow"]
@@ -67,6 +74,16 @@ def test_peer_chunkers_give_exact_offsets_within_theta():
         assert covered.split() == text.split()  # every word once
     sem = li_semantic_spans(text, HashingEmbedder(dim=64))
     assert " ".join(text[s:e] for s, e in sem).split() == text.split()
+
+
+def test_chonkie_recursive_tiles_the_document_within_theta_words():
+    """chonkie keeps every character (whitespace and all) in exactly one chunk; it may cut at punctuation inside a
+    whitespace word (``“data rooms,|”``), so the check is on characters, not words."""
+    text = _doc(3) * 3 + "A list: one, two, three (and “four,” five); then one 60-word paragraph. " + "word " * 60
+    spans = chonkie_recursive_spans(text, 40)
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))  # contiguous: nothing lost, nothing twice
+    assert all(len(text[s:e].split()) <= 40 for s, e in spans) and len(spans) > 3
 
 
 def test_llama_index_hierarchy_nests_and_automerges():
