@@ -21,6 +21,7 @@ the next start resumes (:meth:`ingest.jobs.state.JobStore.recover`). A cancellat
 """
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import os
@@ -43,6 +44,7 @@ from ingest.jobs.work import (
     Stopped,
     cut,
     extract,
+    extract_ranges,
     first_pass_stages,
     needs_refinement,
     updated_rates,
@@ -127,8 +129,14 @@ class LocalExecutor:
         self.ctx = ctx
 
     def first(self, job: Job, data: bytes, plan: Plan, rep: Reporter) -> tuple[LoadedDoc, Cut]:
+        """Read the file and cut it; a PDF longer than one range of pages, in a job of two phases, only its first
+        range (its layout's ``read`` says so; the refinement lane reads the rest, :meth:`Runner._read_rest`)."""
         t = time.perf_counter()
-        doc = extract(job.name, data, Limits.of(self.ctx.settings), rep)
+        limits = Limits.of(self.ctx.settings)
+        if (job.two_phase and job.name.lower().endswith(".pdf") and (job.pages or 0) > limits.pdf_pages_per_range):
+            doc = next(extract_ranges(job.name, data, limits, rep))
+        else:
+            doc = extract(job.name, data, limits, rep)
         read_s = time.perf_counter() - t
         c = cut(self.ctx, doc.text, job.doc_id, job.hash, plan, rep, job.name, layout=doc.layout)
         c.timings.update(read_s=read_s, pages=len((doc.layout or {}).get("pages") or ()))
@@ -391,6 +399,8 @@ class Runner:
         rep = self._reporter(job, "first")
         rep.begin(first_pass_stages(rep.rates, job.name, len(data), job.pages))
         doc, c = self.executor.first(job, data, plan, rep)
+        read = (doc.layout or {}).get("read")  # a long PDF's first pages: the rest is read in the refinement lane
+        two = two or bool(read)
         with ctx.write_lock:
             self._still_wanted(job, gen.gen)
             dup = cat.doc_by_hash(job.hash, gen.gen, job.owner)
@@ -403,7 +413,8 @@ class Runner:
             state = JobState.SEARCHABLE if two else JobState.READY
             version = f"new version {cat.version_for(job.doc_id, job.hash)}" if prev else ""
             renamed = job.doc_id != job.name and cat.label_of(job.doc_id, job.name, job.owner) != job.name
-            msg = "; ".join(x for x in (version, doc.warning, f"stored as {job.doc_id!r}" if renamed else "") if x)
+            msg = "; ".join(x for x in (pages_read(read), version, doc.warning,
+                                        f"stored as {job.doc_id!r}" if renamed else "") if x)
             words = c.timings.get("words")
             ing._write(gen, LoadedDoc(job.name, data, doc.text, doc.kind), job.doc_id, job.hash, chunks, c.vectors, t0,
                        own, owner=job.owner, phase="first" if two else None,
@@ -414,6 +425,44 @@ class Runner:
         log.info("%s: %s in %.1f s (%s)", job.name, state, time.time() - t0, plan.cut_by)
         self._learn(c.timings)
         self.wake()  # a refinement may start
+
+    def _read_rest(self, job: Job, gen, own: dict | None, plan: Plan) -> bool:
+        """The pages of a long PDF after its first range, range by range, each range's document committed as it is
+        read (its text extends the last, :meth:`ingest.store.catalog.DocumentStore.extend`): a kill leaves whole
+        ranges searchable and the job resumes here. True when the job is done (ready, or ended otherwise); False
+        when the whole text is in and an LM refinement follows."""
+        ctx, cat = self.ctx, self.ctx.catalog
+        lm = needs_refinement(plan.chunker)
+        by = dataclasses.replace(plan, first_pass=True) if lm else plan
+        known = self._known_vectors(gen, job)
+        rep = self._reporter(job, "refine")
+        rep.begin([("reading", (job.pages or 1) / rep.rates["pdf_pages_s"])])
+        for doc in extract_ranges(job.name, ctx.store.original(job.hash), Limits.of(ctx.settings), rep):
+            read = (doc.layout or {}).get("read")
+            if read and read["pages"] <= ctx.settings.pdf_pages_per_range:
+                continue  # the first pass committed it
+            t0 = time.time()
+            c = cut(ctx, doc.text, job.doc_id, job.hash, by, rep, job.name, known, doc.layout)
+            phase = "first" if (read or lm) else None
+            with ctx.write_lock:
+                self._still_wanted(job, gen.gen)
+                why = self._nothing_to_refine(job, cat.phase(gen.gen, job.doc_id))
+                if why:
+                    self.jobs.finish(job.job_id, why[0], message=why[1])
+                    return True
+                ctx.store.extend(job.hash, doc.text, doc.layout)
+                chunks = c.chunks(doc.text, job.doc_id, job.hash, doc.layout, first_pass=phase == "first",
+                                  context=plan.context)
+                known.update(zip((indexed_text(x.meta.get("context", ""), x.text) for x in chunks), c.vectors))
+                v = cat.version_of(job.doc_id, job.hash) or {}
+                msg = pages_read(read) or f"read in full ({len(doc.layout.get('pages') or ())} pages)"
+                done_sql = self.jobs.message_sql if phase else self.jobs.ready_sql
+                Ingestor(ctx)._write(gen, LoadedDoc(v.get("name", job.name), b"", doc.text, v.get("kind", "pdf")),
+                                     job.doc_id, job.hash, chunks, c.vectors, t0, own, size=job.size,
+                                     owner=job.owner, phase=phase,
+                                     on_commit=lambda db, f=done_sql, m=msg: f(db, job.job_id, m))
+            log.info("%s: %s in %.1f s", job.name, msg, time.time() - t0)
+        return not lm
 
     def _refine(self, job: Job) -> None:
         ctx, cat = self.ctx, self.ctx.catalog
@@ -426,6 +475,8 @@ class Runner:
             return
         own = cat.chunking(gen.gen, job.doc_id)
         plan = plan_for(ctx, gen, own, first_pass=False)
+        if (ctx.store.layout(job.hash) or {}).get("read") and self._read_rest(job, gen, own, plan):
+            return
         text, layout = ctx.store.text(job.hash), ctx.store.layout(job.hash)
         c = self.executor.refine(job, text, plan, self._reporter(job, "refine"), self._known_vectors(gen, job),
                                  layout)
@@ -474,6 +525,11 @@ class Runner:
         if phase != "first":
             return JobState.READY, "already refined (re-ingested)"
         return None
+
+
+def pages_read(read: dict | None) -> str:
+    """What a long PDF's row says while the rest of it is read: ``searchable (pages 1–40 of 190)``."""
+    return f"searchable (pages 1–{read['pages']} of {read['of']})" if read else ""
 
 
 def reached(job: Job | None, until: str) -> bool:

@@ -435,6 +435,10 @@ class JobStore:
                    (state, words, message or None, now, now if state == JobState.READY else None,
                     now if state == JobState.READY else None, now, job_id))
 
+    def message_sql(self, db, job_id: int, message: str) -> None:
+        """Inside a catalog transaction that commits more of a job's document (a long PDF's next pages)."""
+        db.execute("UPDATE jobs SET message=?, updated=? WHERE job_id=?", (message, time.time(), job_id))
+
     def ready_sql(self, db, job_id: int, message: str = "") -> None:
         """Inside the catalog transaction that swaps in the refined chunks."""
         now = time.time()

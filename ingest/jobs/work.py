@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -301,6 +301,18 @@ def extract(name: str, data: bytes, limits: Limits, rep: Reporter | None = None)
 
     rep.update("reading", 0.0)
     return loaders.load_bytes(name, data, limits=limits, on_progress=pages)
+
+
+def extract_ranges(name: str, data: bytes, limits: Limits, rep: Reporter | None = None) -> Iterator[LoadedDoc]:
+    """A PDF read range of pages by range (:func:`ingest.readers.loaders.load_pdf_ranges`): the document so far after
+    each range, reporting pages read."""
+    rep = rep or Reporter()
+
+    def pages(done: int, n: int) -> None:
+        rep.update("reading", done / max(n, 1), f"reading pages {done} of {n}")
+
+    rep.update("reading", 0.0)
+    yield from loaders.load_pdf_ranges(name, data, limits, on_progress=pages)
 
 
 def cut(models, text: str, doc_id: str, h: str, plan: Plan, rep: Reporter | None = None, name: str = "",

@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from ingest.readers import formats as F
@@ -36,7 +37,7 @@ from ingest.readers.base import (  # noqa: F401 (re-exported: what callers impor
 )
 from ingest.readers.formats import build, html_blocks
 from ingest.readers.layout import Layout, markdown_headings
-from ingest.readers.pdf import assemble, read_pages
+from ingest.readers.pdf import Assembler, assemble, read_pages
 from ingest.readers.sandbox import SandboxError, run_limited
 from ingest.text.sentences import count_words
 
@@ -75,14 +76,14 @@ def _pdf_text(name: str, data: bytes, ocr_engine: str | None = None, reader: str
     return assemble(name, pages, outline)
 
 
-def pdf_text(name: str, data: bytes, limits: "Limits", on_progress=None) -> tuple[str, dict]:
-    """The text and layout of a PDF read ``limits.pdf_pages_per_range`` pages at a time, each range in a child
-    process with the memory cap and the CPU-time limit (:mod:`ingest.readers.sandbox`), so a 300-page filing costs the
-    memory of one range, not of the whole parse, and the limit applies per range (plus an allowance per page read by
-    OCR). ``on_progress(pages_done, pages)`` after each page."""
+def pdf_ranges(name: str, data: bytes, limits: "Limits", on_progress=None) -> Iterator[tuple[str, dict, int, int]]:
+    """A PDF read ``limits.pdf_pages_per_range`` pages at a time, each range in a child process with the memory cap
+    and the CPU-time limit (:mod:`ingest.readers.sandbox`), so a 300-page filing costs the memory of one range, not
+    of the whole parse, and the limit applies per range (plus an allowance per page read by OCR). After each range
+    that leaves some text: ``(text, layout, pages read, pages)``, the text of the pages read so far (each a prefix
+    of the next, :class:`ingest.readers.pdf.Assembler`). ``on_progress(pages_done, pages)`` after each page."""
     step = max(1, limits.pdf_pages_per_range)
-    pages: list[dict] = []
-    outline: list = []
+    asm: Assembler | None = None
     n, first = None, 0
 
     def page_done(payload) -> None:
@@ -98,12 +99,21 @@ def pdf_text(name: str, data: bytes, limits: "Limits", on_progress=None) -> tupl
         except SandboxError as e:
             where = f" (pages {first + 1}–{min(first + step, n)})" if n is not None and n > step else ""
             raise IngestError(name, e.problem + where) from e
-        pages += part
-        outline = outline or ol
+        asm = asm or Assembler(name, ol)
+        asm.add(part)
         first += step
         if on_progress is not None:
             on_progress(min(first, n), n)
-    return assemble(name, pages, outline)
+        if asm.has_text() or first >= n:
+            yield (*asm.result(), min(first, n), n)
+
+
+def pdf_text(name: str, data: bytes, limits: "Limits", on_progress=None) -> tuple[str, dict]:
+    """The text and layout of a whole PDF (:func:`pdf_ranges`, to the last range)."""
+    last: tuple = ("", {})
+    for text, layout, _, _ in pdf_ranges(name, data, limits, on_progress):
+        last = (text, layout)
+    return last
 
 
 def pdf_pages_hint(data: bytes) -> int | None:
@@ -232,11 +242,27 @@ def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: 
     if not text.strip():
         raise IngestError(name, "contains no text")
 
+    _within_words(name, text, limits)
+    return LoadedDoc(name, data, text, kind, "; ".join(warnings), layout)
+
+
+def _within_words(name: str, text: str, limits: Limits) -> None:
     n_words = count_words(text)
     if n_words > limits.max_words:
         raise IngestError(name, f"has {n_words:,} words, over the limit of {limits.max_words:,} per file "
                                 "(MGRAG_MAX_WORDS_PER_FILE); split it")
-    return LoadedDoc(name, data, text, kind, "; ".join(warnings), layout)
+
+
+def load_pdf_ranges(name: str, data: bytes, limits: Limits, on_progress=None) -> Iterator[LoadedDoc]:
+    """A PDF as :func:`load_bytes` reads it, yielded after each range of pages that leaves text
+    (:func:`pdf_ranges`): each document's text a prefix of the next one's; all but the last say in their layout's
+    ``read`` how many of the pages they hold (``{"pages": 40, "of": 190}``)."""
+    check_input(name, data, limits)
+    for text, layout, done, n in pdf_ranges(name, data, limits, on_progress):
+        _within_words(name, text, limits)
+        if done < n:
+            layout = {**layout, "read": {"pages": done, "of": n}}
+        yield LoadedDoc(name, data, text, "pdf", "", layout)
 
 
 def read_regular_file(path: str | Path, max_bytes: int | None = None) -> bytes:

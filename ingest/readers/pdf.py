@@ -393,52 +393,86 @@ def _join_lines(lines: list[str]) -> str:
     return out.strip("\n")
 
 
+class Assembler:
+    """A PDF's text and layout built range of pages by range: what a range adds only extends what came before (the
+    text so far is a prefix of the final text, offsets stay valid), so a long PDF can be searchable in its first
+    pages while the rest is read. The running headers and footers and the body font size are learnt from the first
+    range that has text lines and kept for the pages after it (:func:`assemble` gives all pages at once)."""
+
+    def __init__(self, name: str, outline: list):
+        self.name, self.outline = name, outline
+        self.cleaner: PageCleaner | None = None
+        self.body = 0.0
+        self.parts: list[str] = []
+        self.starts: list[int] = []
+        self.headings: list[tuple[int, int, str]] = []
+        self.blocks: list[tuple[int, int, str]] = []
+        self.offset = 0
+        self.last_kind, self.last_text = "", ""
+        self.ocr_pages: list[int] = []
+
+    def add(self, pages: list[dict]) -> None:
+        """The next pages, in order."""
+        line_texts = [[it["text"] for it in p["items"] if it["kind"] == "line"] for p in pages]
+        if self.cleaner is None and any(line_texts):
+            self.cleaner = PageCleaner(["\n".join(t) for t in line_texts])
+            self.body = _body_size(pages)
+        cleaner = self.cleaner or PageCleaner([])
+        for k, page in enumerate(pages):
+            pi = len(self.starts)
+            keep = cleaner.keep_mask(line_texts[k], pi, any(it["kind"] == "table" for it in page["items"]))
+            page_blocks = [(kd, clean_text(t)[0].strip(), lv) for kd, t, lv in _blocks(page, self.body,
+                                                                                     keep.__getitem__)]
+            page_blocks = [b for b in page_blocks if b[1]]
+            if page["ocr"] and page_blocks:
+                self.ocr_pages.append(pi + 1)
+            self.starts.append(self.offset)  # an empty page starts where the next one does
+            for bi, block in enumerate(page_blocks):
+                self._block(bi, *block)
+
+    def _block(self, bi: int, kind: str, text: str, level: int) -> None:
+        if self.parts:
+            # a sentence that runs on over the page break stays one sentence
+            runs_on = (bi == 0 and kind == "p" and self.last_kind == "p" and not self.last_text.endswith(_TERMINAL)
+                       and text[:1].islower())
+            sep = " " if runs_on else "\n\n"
+            self.parts.append(sep)
+            self.offset += len(sep)
+            if bi == 0:
+                self.starts[-1] = self.offset
+        start = self.offset
+        self.parts.append(text)
+        self.offset += len(text)
+        if kind == "h":
+            self.headings.append((start, level, " ".join(text.split())[:200]))
+            self.blocks.append((start, self.offset, "heading"))
+        elif kind == "table":
+            self.blocks.append((start, self.offset, "table"))
+        self.last_kind, self.last_text = kind, text
+
+    def has_text(self) -> bool:
+        return any(p.strip() for p in self.parts)
+
+    def result(self) -> tuple[str, dict]:
+        """The text and layout (:class:`ingest.readers.layout.Layout` JSON) of the pages added so far. Raises
+        :class:`ingest.readers.loaders.IngestError` when none of them has text (and no OCR could read one)."""
+        text = "".join(self.parts)
+        if not text.strip():
+            raise IngestError(self.name, f"PDF has {len(self.starts)} page(s) but no text layer and no OCR read any "
+                                         "text")
+        headings = self.headings
+        if self.outline:  # bookmarks are the author's own structure: they make the heading path; font headings stay
+            headings = sorted((self.starts[i], lv, t) for i, lv, t in self.outline if i < len(self.starts))
+        out = Layout(tuple(self.starts), tuple(headings), tuple(self.blocks)).to_json()
+        if self.ocr_pages:
+            out["ocr_pages"] = list(self.ocr_pages)
+        return text, out
+
+
 def assemble(name: str, pages: list[dict], outline: list) -> tuple[str, dict]:
-    """The text and layout (:class:`ingest.readers.layout.Layout` JSON) of a PDF from its pages' data (see the module
-    doc). Raises :class:`ingest.readers.loaders.IngestError` when no page has text (and no OCR could read one)."""
-    line_texts = [[it["text"] for it in p["items"] if it["kind"] == "line"] for p in pages]
-    cleaner = PageCleaner(["\n".join(t) for t in line_texts])
-    body = _body_size(pages)
-    parts: list[str] = []
-    starts: list[int] = []
-    headings: list[tuple[int, int, str]] = []
-    blocks: list[tuple[int, int, str]] = []
-    offset = 0
-    last_kind, last_text = "", ""
-    ocr_pages = []
-    for pi, page in enumerate(pages):
-        keep = cleaner.keep_mask(line_texts[pi], pi, any(it["kind"] == "table" for it in page["items"]))
-        page_blocks = [(k, clean_text(t)[0].strip(), lv) for k, t, lv in _blocks(page, body, keep.__getitem__)]
-        page_blocks = [b for b in page_blocks if b[1]]
-        if page["ocr"] and page_blocks:
-            ocr_pages.append(pi + 1)
-        starts.append(offset)  # an empty page starts where the next one does
-        for bi, (kind, text, level) in enumerate(page_blocks):
-            if parts:
-                # a sentence that runs on over the page break stays one sentence
-                runs_on = (bi == 0 and kind == "p" and last_kind == "p" and not last_text.endswith(_TERMINAL)
-                           and text[:1].islower())
-                sep = " " if runs_on else "\n\n"
-                parts.append(sep)
-                offset += len(sep)
-                if bi == 0:
-                    starts[-1] = offset
-            start = offset
-            parts.append(text)
-            offset += len(text)
-            if kind == "h":
-                headings.append((start, level, " ".join(text.split())[:200]))
-                blocks.append((start, offset, "heading"))
-            elif kind == "table":
-                blocks.append((start, offset, "table"))
-            last_kind, last_text = kind, text
-    text = "".join(parts)
-    if not text.strip():
-        raise IngestError(name, f"PDF has {len(pages)} page(s) but no text layer and no OCR read any text")
-    if outline:  # bookmarks are the author's own structure: they make the heading path; font headings stay blocks
-        headings = sorted((starts[i], lv, t) for i, lv, t in outline if i < len(starts))
-    lay = Layout(tuple(starts), tuple(headings), tuple(blocks))
-    out = lay.to_json()
-    if ocr_pages:
-        out["ocr_pages"] = ocr_pages
-    return text, out
+    """The text and layout (:class:`ingest.readers.layout.Layout` JSON) of a PDF from all its pages' data (see the
+    module doc). Raises :class:`ingest.readers.loaders.IngestError` when no page has text (and no OCR could read
+    one)."""
+    a = Assembler(name, outline)
+    a.add(pages)
+    return a.result()

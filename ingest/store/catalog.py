@@ -43,12 +43,13 @@ CREATE TABLE IF NOT EXISTS runs (
 
 
 class DocumentStore:
-    """Original bytes and extracted text, addressed by content hash (write-once, atomic renames)."""
+    """Original bytes and extracted text, addressed by content hash (write-once, atomic renames; the text of a long
+    PDF read range by range is extended, :meth:`extend`)."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._layouts: OrderedDict[str, dict | None] = OrderedDict()  # by hash: write-once, so never stale
+        self._layouts: OrderedDict[str, dict | None] = OrderedDict()  # by hash (dropped when extended)
         self._layouts_lock = threading.Lock()
 
     def _path(self, h: str, what: str) -> Path:
@@ -70,6 +71,28 @@ class DocumentStore:
                 os.replace(tmp, p)
             finally:
                 tmp.unlink(missing_ok=True)
+
+    def extend(self, h: str, text: str, layout: dict | None) -> None:
+        """Replace the text and layout of ``h`` with a longer reading of the same file (a long PDF read range by range):
+        ``text`` must start with the stored text, so every offset into it stays valid. Atomic per file."""
+        stored = self.text(h)
+        if stored.startswith(text):  # already extended this far (a resumed reading commits a range again)
+            return
+        if not text.startswith(stored):
+            raise ValueError(f"{h}: the new text does not extend the stored one")
+        items = [("txt", text.encode("utf-8"))] + ([("layout.json", json.dumps(layout).encode("utf-8"))]
+                                                  if layout else [])
+        for what, payload in items:
+            p = self._path(h, what)
+            tmp = p.with_suffix(p.suffix + f".{os.getpid()}.tmp")
+            try:
+                with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+                    f.write(payload)
+                os.replace(tmp, p)
+            finally:
+                tmp.unlink(missing_ok=True)
+        with self._layouts_lock:
+            self._layouts.pop(h, None)
 
     def original(self, h: str) -> bytes:
         return self._path(h, "orig").read_bytes()

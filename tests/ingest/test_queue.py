@@ -481,7 +481,8 @@ def test_a_small_file_uploaded_after_a_long_pdf_is_searchable_first(make_ctx):
         gate.set()
         runner.stop()
     by = {j.name: j for j in jobs}
-    assert by["notes.md"].state == by["long.pdf"].state == "ready"
+    assert by["notes.md"].state == "ready"
+    assert by["long.pdf"].state in ("searchable", "refining", "ready")  # its first 40 pages; the rest read after
     assert by["notes.md"].searchable_at < by["long.pdf"].searchable_at
 
 

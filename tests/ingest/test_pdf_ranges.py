@@ -1,0 +1,91 @@
+"""Issue 37: a long PDF is searchable in its first range of pages while the rest is read; each further range is
+committed as it is read; a kill between ranges leaves whole ranges searchable and the job resumes."""
+from __future__ import annotations
+
+import pytest
+
+import ingest.jobs.queue as Q
+from ingest.jobs.queue import Runner, document_states, enqueue
+from ingest.readers.loaders import Limits, load_bytes, load_pdf_ranges
+from tests.ingest.test_durability import assert_one_truth
+from tests.pdfgen import make_pdf
+
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf"]
+
+
+def _pdf() -> bytes:
+    """Seven pages, each naming its own word, with a running header (learnt from the first range)."""
+    return make_pdf([[f"The harbour log of page {i + 1} records the {w} shipment in full detail.",
+                      f"Nothing else arrived on the {w} day, said the harbour master."] for i, w in enumerate(WORDS)],
+                    header="Harbour log | annual")
+
+
+def _pages_found(ctx, doc_id: str) -> set[int]:
+    live = ctx.catalog.live_generation()
+    known = {i for ids in ctx.catalog.chunk_ids(live.gen, doc_id).values() for i in ids}
+    return {p for lv in range(live.n_levels) for pt in ctx.index.points(live.gen, lv) if pt.id in known
+            for p in range(pt.payload["pages"][0], pt.payload["pages"][1] + 1)}
+
+
+def test_each_range_s_text_extends_the_last_and_the_last_is_the_whole_document():
+    data = _pdf()
+    limits = Limits(pdf_pages_per_range=3)
+    docs = list(load_pdf_ranges("log.pdf", data, limits))
+    assert [d.layout.get("read") for d in docs] == [{"pages": 3, "of": 7}, {"pages": 6, "of": 7}, None]
+    assert docs[0].text and all(b.text.startswith(a.text) for a, b in zip(docs, docs[1:]))
+    assert docs[-1].text == load_bytes("log.pdf", data, limits=limits).text
+    assert "charlie" in docs[0].text and "delta" not in docs[0].text and "golf" in docs[-1].text
+    assert "Harbour log | annual" not in docs[-1].text  # the running header, learnt from the first range, gone
+
+
+def test_a_long_pdf_is_searchable_in_its_first_pages_then_range_by_range_then_ready(make_ctx):
+    ctx = make_ctx(chunker="mg", theta=40, pdf_pages_per_range=3)
+    [q] = enqueue(ctx, [("log.pdf", _pdf())])
+    runner = Runner(ctx)
+    runner.drain("searchable")  # first passes only
+    job = ctx.jobs.get(q.job.job_id)
+    assert job.state == "searchable" and job.message == "searchable (pages 1–3 of 7)"
+    assert _pages_found(ctx, "log.pdf") == {1, 2, 3}
+    [row] = document_states(ctx)
+    assert row["state"] == "searchable"
+    first_text = ctx.store.text(job.hash)
+    runner.drain("ready")
+    job = ctx.jobs.get(q.job.job_id)
+    assert job.state == "ready" and job.message == "read in full (7 pages)"
+    assert _pages_found(ctx, "log.pdf") == set(range(1, 8))
+    live = ctx.catalog.live_generation()
+    assert ctx.catalog.phase(live.gen, "log.pdf")[1] is None  # nothing of a first pass left
+    assert ctx.store.text(job.hash).startswith(first_text) and "golf" in ctx.store.text(job.hash)
+    assert not any(p.payload.get("first_pass") for lv in range(3) for p in ctx.index.points(live.gen, lv))
+    assert_one_truth(ctx)
+
+
+def test_a_crash_between_ranges_leaves_whole_ranges_searchable_and_the_job_resumes(make_ctx, monkeypatch):
+    ctx = make_ctx(chunker="mg", theta=40, pdf_pages_per_range=3)
+    [q] = enqueue(ctx, [("log.pdf", _pdf())])
+    Runner(ctx).drain("searchable")
+    real, cuts = Q.cut, []
+
+    def dies_on_the_third_range(models, text, *a, **kw):
+        cuts.append(len(text))
+        if len(cuts) == 2:  # the pages 7 of 7: the process dies before it is committed
+            raise SystemExit("killed")
+        return real(models, text, *a, **kw)
+
+    monkeypatch.setattr(Q, "cut", dies_on_the_third_range)
+    with pytest.raises(SystemExit):
+        Runner(ctx).drain("ready")
+    assert _pages_found(ctx, "log.pdf") == set(range(1, 7))  # pages 1–6: the two ranges committed, whole
+    assert ctx.jobs.get(q.job.job_id).message == "searchable (pages 1–6 of 7)"
+    monkeypatch.setattr(Q, "cut", real)
+    ctx.jobs.recover()  # what the next start does with the job the dead process held
+    Runner(ctx).drain("ready")
+    assert ctx.jobs.get(q.job.job_id).state == "ready" and _pages_found(ctx, "log.pdf") == set(range(1, 8))
+    assert_one_truth(ctx)
+
+
+def test_a_pdf_of_one_range_or_a_one_phase_queue_is_read_whole_in_the_first_pass(make_ctx):
+    ctx = make_ctx(chunker="mg", theta=40, pdf_pages_per_range=3, first_pass=False)
+    [q] = enqueue(ctx, [("log.pdf", _pdf())])
+    Runner(ctx).drain("searchable")
+    assert ctx.jobs.get(q.job.job_id).state == "ready" and _pages_found(ctx, "log.pdf") == set(range(1, 8))
