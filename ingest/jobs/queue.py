@@ -437,10 +437,10 @@ class Runner:
         known = self._known_vectors(gen, job)
         rep = self._reporter(job, "refine")
         rep.begin([("reading", (job.pages or 1) / rep.rates["pdf_pages_s"])])
-        for doc in extract_ranges(job.name, ctx.store.original(job.hash), Limits.of(ctx.settings), rep):
+        data = ctx.store.original(job.hash)
+        so_far = LoadedDoc(job.name, data, ctx.store.text(job.hash), "pdf", "", ctx.store.layout(job.hash))
+        for doc in extract_ranges(job.name, data, Limits.of(ctx.settings), rep, resume=so_far):
             read = (doc.layout or {}).get("read")
-            if read and read["pages"] <= ctx.settings.pdf_pages_per_range:
-                continue  # the first pass committed it
             t0 = time.time()
             c = cut(ctx, doc.text, job.doc_id, job.hash, by, rep, job.name, known, doc.layout)
             phase = "first" if (read or lm) else None

@@ -76,15 +76,23 @@ def _pdf_text(name: str, data: bytes, ocr_engine: str | None = None, reader: str
     return assemble(name, pages, outline)
 
 
-def pdf_ranges(name: str, data: bytes, limits: "Limits", on_progress=None) -> Iterator[tuple[str, dict, int, int]]:
+def pdf_ranges(name: str, data: bytes, limits: "Limits", on_progress=None,
+               resume: tuple[str, dict] | None = None) -> Iterator[tuple[str, dict, int, int]]:
     """A PDF read ``limits.pdf_pages_per_range`` pages at a time, each range in a child process with the memory cap
     and the CPU-time limit (:mod:`ingest.readers.sandbox`), so a 300-page filing costs the memory of one range, not
     of the whole parse, and the limit applies per range (plus an allowance per page read by OCR). After each range
     that leaves some text: ``(text, layout, pages read, pages)``, the text of the pages read so far (each a prefix
-    of the next, :class:`ingest.readers.pdf.Assembler`). ``on_progress(pages_done, pages)`` after each page."""
+    of the next, :class:`ingest.readers.pdf.Assembler`; the layout of all but the last says in ``read`` how many
+    pages it holds, and what the assembler learnt). ``resume``: the text and layout of such a range, to go on after
+    it without reading its pages again. ``on_progress(pages_done, pages)`` after each page."""
     step = max(1, limits.pdf_pages_per_range)
     asm: Assembler | None = None
     n, first = None, 0
+    if resume is not None:
+        text, layout = resume
+        read = layout["read"]
+        asm = Assembler.resume(name, text, layout, read["state"])
+        n, first = int(read["of"]), int(read["pages"])
 
     def page_done(payload) -> None:
         if on_progress is not None and payload:
@@ -105,7 +113,10 @@ def pdf_ranges(name: str, data: bytes, limits: "Limits", on_progress=None) -> It
         if on_progress is not None:
             on_progress(min(first, n), n)
         if asm.has_text() or first >= n:
-            yield (*asm.result(), min(first, n), n)
+            text, layout = asm.result()
+            if first < n:
+                layout["read"] = {"pages": first, "of": n, "state": asm.state()}
+            yield text, layout, min(first, n), n
 
 
 def pdf_text(name: str, data: bytes, limits: "Limits", on_progress=None) -> tuple[str, dict]:
@@ -253,15 +264,16 @@ def _within_words(name: str, text: str, limits: Limits) -> None:
                                 "(MGRAG_MAX_WORDS_PER_FILE); split it")
 
 
-def load_pdf_ranges(name: str, data: bytes, limits: Limits, on_progress=None) -> Iterator[LoadedDoc]:
+def load_pdf_ranges(name: str, data: bytes, limits: Limits, on_progress=None,
+                    resume: LoadedDoc | None = None) -> Iterator[LoadedDoc]:
     """A PDF as :func:`load_bytes` reads it, yielded after each range of pages that leaves text
     (:func:`pdf_ranges`): each document's text a prefix of the next one's; all but the last say in their layout's
-    ``read`` how many of the pages they hold (``{"pages": 40, "of": 190}``)."""
+    ``read`` how many of the pages they hold (``{"pages": 40, "of": 190, ...}``). ``resume``: such a document, to
+    go on after its pages."""
     check_input(name, data, limits)
-    for text, layout, done, n in pdf_ranges(name, data, limits, on_progress):
+    for text, layout, _, _ in pdf_ranges(name, data, limits, on_progress,
+                                         (resume.text, resume.layout or {}) if resume else None):
         _within_words(name, text, limits)
-        if done < n:
-            layout = {**layout, "read": {"pages": done, "of": n}}
         yield LoadedDoc(name, data, text, "pdf", "", layout)
 
 

@@ -453,6 +453,33 @@ class Assembler:
     def has_text(self) -> bool:
         return any(p.strip() for p in self.parts)
 
+    def state(self) -> dict:
+        """What :meth:`resume` needs besides the text and layout so far: what was learnt from the first range."""
+        c = self.cleaner
+        return {"repeated": sorted(c.repeated) if c else [], "paged": {k: [list(x) for x in v] for k, v in
+                                                                       (c.paged.items() if c else ())},
+                "body": self.body, "outline": [list(x) for x in self.outline], "learnt": c is not None}
+
+    @classmethod
+    def resume(cls, name: str, text: str, layout: dict, state: dict) -> "Assembler":
+        """An assembler that goes on after the pages of ``text`` and ``layout`` (a :meth:`result` and its
+        :meth:`state`), as if it had read them: the next pages give the same text as one assembler over all."""
+        a = cls(name, [tuple(x) for x in state.get("outline") or ()])
+        if state.get("learnt"):
+            a.cleaner = PageCleaner([])
+            a.cleaner.repeated = set(state["repeated"])
+            a.cleaner.paged = {k: tuple(tuple(x) for x in v) for k, v in state["paged"].items()}
+        a.body = float(state.get("body") or 0.0)
+        a.parts, a.offset = [text], len(text)
+        a.starts = [int(x) for x in layout.get("pages") or ()]
+        a.headings = [(int(o), int(lv), str(t)) for o, lv, t in layout.get("headings") or ()] if not a.outline else []
+        a.blocks = [(int(b), int(e), str(k)) for b, e, k in layout.get("blocks") or ()]
+        a.ocr_pages = list(layout.get("ocr_pages") or ())
+        ends = [k for b, e, k in a.blocks if e == len(text)]
+        a.last_kind = {"table": "table", "heading": "h"}.get(ends[-1], "p") if ends else "p"
+        a.last_text = text.rsplit("\n\n", 1)[-1]
+        return a
+
     def result(self) -> tuple[str, dict]:
         """The text and layout (:class:`ingest.readers.layout.Layout` JSON) of the pages added so far. Raises
         :class:`ingest.readers.loaders.IngestError` when none of them has text (and no OCR could read one)."""

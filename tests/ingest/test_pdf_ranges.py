@@ -17,7 +17,7 @@ def _pdf() -> bytes:
     """Seven pages, each naming its own word, with a running header (learnt from the first range)."""
     return make_pdf([[f"The harbour log of page {i + 1} records the {w} shipment in full detail.",
                       f"Nothing else arrived on the {w} day, said the harbour master."] for i, w in enumerate(WORDS)],
-                    header="Harbour log | annual")
+                    header="Harbour log | annual", headings={0: "Arrivals", 4: "Departures"})
 
 
 def _pages_found(ctx, doc_id: str) -> set[int]:
@@ -31,11 +31,31 @@ def test_each_range_s_text_extends_the_last_and_the_last_is_the_whole_document()
     data = _pdf()
     limits = Limits(pdf_pages_per_range=3)
     docs = list(load_pdf_ranges("log.pdf", data, limits))
-    assert [d.layout.get("read") for d in docs] == [{"pages": 3, "of": 7}, {"pages": 6, "of": 7}, None]
+    assert [(d.layout.get("read") or {}).get("pages") for d in docs] == [3, 6, None]
     assert docs[0].text and all(b.text.startswith(a.text) for a, b in zip(docs, docs[1:]))
     assert docs[-1].text == load_bytes("log.pdf", data, limits=limits).text
     assert "charlie" in docs[0].text and "delta" not in docs[0].text and "golf" in docs[-1].text
     assert "Harbour log | annual" not in docs[-1].text  # the running header, learnt from the first range, gone
+    assert [h[2] for h in docs[-1].layout["headings"]] == ["Arrivals", "Departures"]
+
+
+def test_reading_resumes_after_a_range_without_reading_its_pages_again(monkeypatch):
+    import ingest.readers.loaders as L
+
+    data = _pdf()
+    limits = Limits(pdf_pages_per_range=3)
+    whole = list(load_pdf_ranges("log.pdf", data, limits))
+    ranges: list[tuple] = []
+    real = L.run_limited
+
+    def counted(target, args, **kw):
+        ranges.append(args[2:4])  # (first, last) pages of the range read
+        return real(target, args, **kw)
+
+    monkeypatch.setattr(L, "run_limited", counted)
+    resumed = list(load_pdf_ranges("log.pdf", data, limits, resume=whole[0]))
+    assert ranges == [(3, 6), (6, 9)]
+    assert [(d.text, d.layout) for d in resumed] == [(d.text, d.layout) for d in whole[1:]]
 
 
 def test_a_long_pdf_is_searchable_in_its_first_pages_then_range_by_range_then_ready(make_ctx):
