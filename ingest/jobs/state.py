@@ -155,6 +155,8 @@ def describe(state: str, stage: str | None = None, progress: float | None = None
     'embedding 39% · about 44 s left'
     >>> describe("extracting", "reading pages 4 of 40", 0.05)
     'extracting 5% · reading pages 4 of 40'
+    >>> describe("searchable", message="searchable (pages 1–40 of 190)")
+    'searchable (pages 1–40 of 190) · the rest queued'
     >>> describe("failed", error="is not a readable PDF", failed_in="refine")
     'failed (refinement; the first pass stays searchable): is not a readable PDF'
     """
@@ -172,8 +174,9 @@ def describe(state: str, stage: str | None = None, progress: float | None = None
         return f"failed{where}: {public_problem(error or '') or 'unknown error'}"
     if state == "cancelled":
         return "cancelled" + (" (the first pass stays searchable)" if failed_in == "refine" else "")
-    if state == "searchable":
-        return "searchable · refinement queued"
+    if state == "searchable":  # a long PDF's first pages: its message says which
+        return f"{message} · the rest queued" if message and message.startswith("searchable (") else \
+            "searchable · refinement queued"
     return state + (f" · {message}" if message else "")
 
 

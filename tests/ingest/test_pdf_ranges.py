@@ -67,7 +67,7 @@ def test_a_long_pdf_is_searchable_in_its_first_pages_then_range_by_range_then_re
     assert job.state == "searchable" and job.message == "searchable (pages 1–3 of 7)"
     assert _pages_found(ctx, "log.pdf") == {1, 2, 3}
     [row] = document_states(ctx)
-    assert row["state"] == "searchable"
+    assert row["state"] == "searchable" and row["detail"] == "searchable (pages 1–3 of 7) · the rest queued"
     first_text = ctx.store.text(job.hash)
     runner.drain("ready")
     job = ctx.jobs.get(q.job.job_id)
