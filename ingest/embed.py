@@ -104,11 +104,18 @@ class SentenceTransformerEmbedder:
 
     def windows(self, text: str, prefix: str = "") -> list[tuple[str, int]]:
         """``text`` cut into (window, n_tokens) pieces of at most the model's limit, on word boundaries."""
+        bounds = self._window_bounds(text, prefix)
+        if len(bounds) == 1:
+            return [(text, bounds[0][2])]
+        return [(text[s:e], n) for s, e, n in bounds]
+
+    def _window_bounds(self, text: str, prefix: str = "") -> list[tuple[int, int, int]]:
+        """The (start, end, n_tokens) of each of :meth:`windows`' pieces in ``text`` (one window: the whole text)."""
         budget = self.limit - (len(self.tokenizer(prefix, add_special_tokens=False)["input_ids"]) if prefix else 0)
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         offsets = enc["offset_mapping"]
         if len(offsets) <= budget:
-            return [(text, max(1, len(offsets)))]
+            return [(0, len(text), max(1, len(offsets)))]
         out, i = [], 0
         while i < len(offsets):
             j = min(i + budget, len(offsets))
@@ -117,8 +124,7 @@ class SentenceTransformerEmbedder:
                 while k > i + budget // 2 and offsets[k][0] == offsets[k - 1][1]:
                     k -= 1
                 j = k if k > i + budget // 2 else j
-            s, e = offsets[i][0], offsets[j - 1][1]
-            out.append((text[s:e], j - i))
+            out.append((offsets[i][0], offsets[j - 1][1], j - i))
             i = j
         return out
 
@@ -196,6 +202,58 @@ class SentenceTransformerEmbedder:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._locked(texts, self.query_prefix)
+
+    def embed_spans(self, texts: Sequence[str], spans: Sequence[Sequence]) -> list[np.ndarray]:
+        """Late chunking (issue 37, not used by the product's ingest yet): each text run through the model once, and
+        one vector per requested span of it pooled from that run's token states.
+
+        ``spans[i]`` lists the spans wanted of ``texts[i]``; a span is a character range ``(start, end)`` of the text
+        or a tuple of such ranges (a child's context line and its own text, say). Returns per text an array
+        ``(len(spans[i]), dim)`` of unit vectors.
+
+        The text is cut into the windows :meth:`windows` cuts (at most the model's limit), each encoded as
+        sentence-transformers encodes it (``[CLS] window [SEP]``). A span's vector in one window is the mean of the
+        token states of the window's tokens that start inside the span, with the window's ``[CLS]``, ``[SEP]`` (and
+        the passage prefix's tokens) as MiniLM's mean pooling counts them for any input; across the windows the span
+        touches, the window vectors are normalised and averaged weighted by the span's tokens in each, as
+        :meth:`embed_passages` averages a long text's windows. So the span ``(0, len(text))`` is
+        :meth:`embed_passages`' vector of the text (up to float error), and a span's pooled tokens are the positions
+        the span would pool if it were embedded alone, each state computed with the rest of its window in view.
+        """
+        self._acquire()
+        try:
+            return self._late(list(texts), [list(s) for s in spans], self.passage_prefix)
+        finally:
+            self._lock.release()
+
+    def _late(self, texts: list[str], spans: list[list], prefix: str) -> list[np.ndarray]:
+        pieces, where = [], []  # where: (text index, the window's start in the text)
+        for t_i, t in enumerate(texts):
+            for s, e, _ in self._window_bounds(t, prefix):
+                pieces.append(prefix + t[s:e])
+                where.append((t_i, s))
+        self.windows_embedded += len(pieces) - len(texts)
+        states = self.model.encode(pieces, batch_size=self.batch_size, output_value="token_embeddings",
+                                   show_progress_bar=False) if pieces else []
+        enc = self.tokenizer(pieces, truncation=True, max_length=int(self.model.max_seq_length),
+                             return_offsets_mapping=True, return_special_tokens_mask=True)
+        out = [np.zeros((len(sp), self.dim), dtype=np.float32) for sp in spans]
+        for w, (t_i, s) in enumerate(where):
+            h = states[w].float().cpu().numpy()
+            offsets = np.asarray(enc["offset_mapping"][w]).reshape(-1, 2) - len(prefix) + s  # in the text
+            special = np.asarray(enc["special_tokens_mask"][w], dtype=bool) | (offsets[:, 0] < s)  # prefix too
+            if len(h) != len(offsets):
+                raise RuntimeError(f"{len(h)} token states for {len(offsets)} tokens: the tokenisation differs")
+            for k, span in enumerate(spans[t_i]):
+                ranges = [span] if np.ndim(span[0]) == 0 else span
+                inside = np.zeros(len(offsets), dtype=bool)
+                for a, b in ranges:
+                    inside |= (offsets[:, 0] >= a) & (offsets[:, 0] < b) & (offsets[:, 1] > offsets[:, 0])
+                inside &= ~special
+                if inside.any():
+                    v = h[inside | special].mean(axis=0)
+                    out[t_i][k] += float(inside.sum()) * v / max(float(np.linalg.norm(v)), 1e-12)
+        return [_normalise(v) for v in out]
 
 
 def load_embedder(name: str, *, query_prefix: str | None = None, passage_prefix: str | None = None,

@@ -1,0 +1,238 @@
+"""Late chunking against today's independent embeddings: three levels for the price of one (issue 37).
+
+MG cuts each document into parents of up to θ = 300 words and each parent into θ/2 and θ/4 children, and embeds
+every chunk of every level on its own: each word is embedded about three times. Late chunking runs MiniLM once over
+each parent's text (its windows of at most 254 word pieces, as ``embed_passages`` cuts them) and pools each child's
+vector from the token states of that one pass (:meth:`ingest.embed.SentenceTransformerEmbedder.embed_spans`).
+
+On the six dev sets of ``bench/level_scoring.py`` (its ``--quick`` profile), mg θ = 300, contextual text (the
+shipped default: :func:`ingest.text.chunk_context.indexed_text`, the title › heading path and a table's caption and
+header before the chunk's text), each question searched within its document as ``bench/retrieval_variants.py``
+searches it (top 20 chunks per level; *dense*: the parent's score the max over its own and its children's cosines;
+*hybrid 1*: that ranking fused with BM25's over the same contextual texts by reciprocal rank, the shipped retriever):
+
+* **independent** (today): every chunk's contextual text embedded alone (``embed_passages``);
+* **late, context + child**: each parent's contextual text embedded once; the parent's vector is the whole text's
+  (the same as today's), a child's pools the parent's context-line tokens and its own tokens from that pass (the
+  positions it would pool if embedded alone with the parent's context line; a child whose own heading path differs
+  from its parent's gets the parent's);
+* **late, child only**: the same pass, a child's vector pools its own tokens only (the context reaches it through
+  attention, within its window).
+
+BM25 indexes the same contextual texts in every variant: only the dense vectors differ. Paired bootstrap over
+questions (2000 resamples, seed 0; the mean over sets resamples each set's questions) of each late variant against
+independent. Cost: the CPU seconds (``time.process_time()``, all threads of this process) of embedding each set's
+texts both ways in this run, no cache, the two interleaved (which goes first alternates by set).
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/late_chunking.py      # bench/results/late_chunking.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import bench.level_scoring as LS  # noqa: E402
+import bench.retrieval_variants as RV  # noqa: E402
+
+REF = "independent"
+LATE = ("late, context + child", "late, child only")
+VARIANTS = (REF, *LATE)
+RETRIEVERS = ("hybrid 1", "dense")
+COMMAND = "HF_HUB_OFFLINE=1 .venv/bin/python bench/late_chunking.py"
+
+
+def late_plan(chunks, texts: list[str]):
+    """For one document: the parents' contextual texts, the spans wanted of each, and where every chunk's vector is
+    found among them per late variant: ``{variant: [(parent index, span index)] per chunk}``; and how many
+    children have a context line other than their parent's."""
+    parents = [i for i, c in enumerate(chunks) if c.level == 0]
+    at = {(chunks[i].start, chunks[i].end): k for k, i in enumerate(parents)}
+    p_texts = [texts[i] for i in parents]
+    spans: list[list] = [[(0, len(t))] for t in p_texts]
+    where = {v: [(-1, -1)] * len(chunks) for v in LATE}
+    other_context = 0
+    for i, c in enumerate(chunks):
+        k = at[c.parent_span]
+        p = chunks[parents[k]]
+        ctx_len = len(p_texts[k]) - len(p.text)
+        if c.level == 0:
+            for v in LATE:
+                where[v][i] = (k, 0)
+            continue
+        off = ctx_len + c.start - p.start
+        if p_texts[k][off:off + len(c.text)] != c.text:
+            raise AssertionError(f"child at {c.start} is not its parent's text at {off}")
+        other_context += texts[i][:len(texts[i]) - len(c.text)] != p_texts[k][:ctx_len]
+        own = (off, off + len(c.text))
+        for v, span in zip(LATE, (((0, ctx_len), own) if ctx_len else own, own)):
+            where[v][i] = (k, len(spans[k]))
+            spans[k].append(span)
+    return p_texts, spans, where, other_context
+
+
+def _timed(fn, *args):
+    c0, t0 = time.process_time(), time.perf_counter()
+    out = fn(*args)
+    return out, {"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - t0}
+
+
+def embed_set(inner, docs: dict, first_late: bool) -> tuple[dict, dict]:
+    """Every document's vectors per variant (``docs``: doc -> (chunks, contextual texts)), and the cost of each way
+    (the two timed one after the other over the whole set, late first when ``first_late``)."""
+    from ingest.text.sentences import count_words
+
+    plans = {d: late_plan(chunks, texts) for d, (chunks, texts) in docs.items()}
+    all_texts = [t for _, texts in docs.values() for t in texts]
+    p_texts = [t for p in plans.values() for t in p[0]]
+    p_spans = [s for p in plans.values() for s in p[1]]
+    cost = {}
+    for way in (("late", REF) if first_late else (REF, "late")):
+        w0 = inner.windows_embedded
+        if way == REF:
+            flat, cost[way] = _timed(inner.embed_passages, all_texts)
+        else:
+            pooled, cost[way] = _timed(inner.embed_spans, p_texts, p_spans)
+        cost[way].update(texts=len(all_texts if way == REF else p_texts),
+                         words=sum(count_words(t) for t in (all_texts if way == REF else p_texts)),
+                         windows=len(all_texts if way == REF else p_texts) + inner.windows_embedded - w0)
+    vecs, a, b = {}, 0, 0
+    for d, (chunks, _) in docs.items():
+        p_texts_d, _, where, _ = plans[d]
+        vecs[d] = {REF: flat[a:a + len(chunks)]}
+        for v in LATE:
+            vecs[d][v] = np.stack([pooled[b + k][j] for k, j in where[v]]).astype(np.float32)
+        a, b = a + len(chunks), b + len(p_texts_d)
+    par = [float(np.min(np.sum(v[REF] * v[LATE[0]], axis=1)[[c.level == 0 for c in docs[d][0]]]))
+           for d, v in vecs.items()]
+    cost["parent_min_cosine"] = min(par)  # late's parent vector against today's: the same vector
+    cost["children_other_context"] = sum(p[3] for p in plans.values())
+    cost["children"] = sum(c.level > 0 for chunks, _ in docs.values() for c in chunks)
+    return vecs, cost
+
+
+def run_set(b, ctx, qvecs, first_late: bool) -> tuple[dict, dict]:
+    """Per ``variant|retriever``: the question metrics arrays; and the set's embedding cost."""
+    from app.evaluation import harness as H
+    from app.evaluation.bench import question_metrics
+    from retrieval.bm25 import tokenize
+
+    run = H.chunk_documents(b, "mg", LS.THETA, ctx)
+    docs = {d: (chunks, RV.contextual_texts(d, b.docs[d], chunks)) for d, chunks in run.chunks.items()}
+    vecs, cost = embed_set(ctx.embedder.inner, docs, first_late)
+    bm25 = {d: RV._bm25(chunks, texts) for d, (chunks, texts) in docs.items()}
+    parents = {d: sorted({c.parent_span for c in chunks}) for d, (chunks, _) in docs.items()}
+    rows: dict[str, list] = {}
+    for q in b.questions:
+        if q.doc_id not in docs:
+            continue
+        d = q.doc_id
+        q2 = LS._relabel(q, b.docs[d], parents[d])
+        for v in VARIANTS:
+            ranked = RV.rankings(docs[d][0], vecs[d][v], bm25[d], qvecs[q.question], tokenize(q.question))
+            for retr in RETRIEVERS:
+                row, _ = question_metrics(q2, b.docs[d], ranked[retr], parents[d], budget_words=LS.BUDGET)
+                rows.setdefault(f"{v}|{retr}", []).append(row)
+    return {k: {m: np.array([r[m] for r in v]) for m in LS.METRICS} for k, v in rows.items()}, cost
+
+
+def summarise(results: dict, costs: dict) -> tuple[dict, dict]:
+    rows = {}
+    for k, per in results.items():
+        r = {"per_set": {s: {m: float(v[m].mean()) for m in LS.METRICS} for s, v in per.items()}}
+        r["mean"] = {m: float(np.mean([v[m].mean() for v in per.values()])) for m in LS.METRICS}
+        v, retr = k.split("|")
+        if v != REF:
+            ref = results[f"{REF}|{retr}"]
+            r["vs_independent"] = {m: LS.boot({s: per[s][m] - ref[s][m] for s in per}) for m in LS.METRICS}
+        rows[k] = r
+    total = {w: {f: sum(c[w][f] for c in costs.values()) for f in ("cpu_s", "wall_s", "texts", "words", "windows")}
+             for w in (REF, "late")}
+    total["late_over_independent_cpu"] = total["late"]["cpu_s"] / total[REF]["cpu_s"]
+    total["late_over_independent_wall"] = total["late"]["wall_s"] / total[REF]["wall_s"]
+    total["late_over_independent_words"] = total["late"]["words"] / total[REF]["words"]
+    total["parent_min_cosine"] = min(c["parent_min_cosine"] for c in costs.values())
+    total["children"] = sum(c["children"] for c in costs.values())
+    total["children_other_context"] = sum(c["children_other_context"] for c in costs.values())
+    return rows, total
+
+
+def run(args) -> dict:
+    from app.evaluation import bench as B
+    from app.evaluation import harness as H
+    from core.settings import Settings
+
+    t0 = time.perf_counter()
+    ctx = H.bench_context(Settings(embedder="all-MiniLM-L6-v2", theta=LS.THETA))
+    sets, notes = LS.load_sets(args.sets, quick=True)
+    qvecs = {}
+    for b in sets.values():
+        qs = [q.question for q in b.questions]
+        qvecs.update(zip(qs, ctx.embedder.embed_queries(qs)))
+    results: dict[str, dict] = {}
+    costs: dict[str, dict] = {}
+    load = B.LoadMonitor()
+    for i, (name, b) in enumerate(sets.items()):
+        res, costs[name] = run_set(b, ctx, qvecs, first_late=bool(i % 2))
+        for k, v in res.items():
+            results.setdefault(k, {})[name] = v
+        c = costs[name]
+        print(f"{name}: independent {c[REF]['cpu_s']:.0f} CPU-s, late {c['late']['cpu_s']:.0f} CPU-s "
+              f"({time.perf_counter() - t0:.0f}s)", flush=True)
+    rows, total = summarise(results, costs)
+    meta = {name: {"docs": len(b.docs), "questions": len(b.questions), "words": b.words, "subset": notes[name]}
+            for name, b in sets.items()}
+    out = {"command": COMMAND, "sets": meta, "rows": rows, "costs": costs, "cost_total": total,
+           "n_boot": LS.N_BOOT, "top_k_per_level": LS.TOP_K, "budget_words": LS.BUDGET, "theta": LS.THETA,
+           "batch_size": ctx.embedder.inner.batch_size, "machine": B.machine_info(),
+           "seconds": time.perf_counter() - t0}
+    out["load"] = load.summary()  # another process on these cores inflates wall times, CPU seconds much less
+    load.stop()
+    return out
+
+
+def render(res: dict) -> str:
+    """The table of the BENCHMARKS.md section (printed; the section itself is written by hand from the JSON)."""
+    m10, er = LS.METRICS
+    sets = list(res["sets"])
+    head = ["variant · retriever", *[LS.SHORT[s] for s in sets], "mean", "Δ DCG@10 vs independent",
+            "Δ recall vs independent"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for k, r in res["rows"].items():
+        cells = [f"{r['per_set'][s][m10]:.3f} / {r['per_set'][s][er]:.3f}" for s in sets]
+        vs = r.get("vs_independent")
+        out.append("| " + " | ".join([k.replace("|", " · "), *cells, f"**{r['mean'][m10]:.3f}** / {r['mean'][er]:.3f}",
+                                      LS._ci(vs[m10]["mean"]) if vs else "–",
+                                      LS._ci(vs[er]["mean"]) if vs else "–"]) + " |")
+    t = res["cost_total"]
+    out += ["", f"embedding CPU-s: independent {t[REF]['cpu_s']:.0f}, late {t['late']['cpu_s']:.0f} "
+                f"(× {t['late_over_independent_cpu']:.2f}); wall {t[REF]['wall_s']:.0f} / {t['late']['wall_s']:.0f} s"]
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    from app.evaluation import bench as B
+    from app.evaluation import harness as H
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sets", type=lambda s: s.split(","), default=None, help="comma-separated (default: all six)")
+    ap.add_argument("--render", action="store_true", help="only print the table from the results file")
+    ap.add_argument("--out", default="late_chunking.json", help="results file name under bench/results/")
+    args = ap.parse_args(argv)
+    if args.render:
+        res = json.loads((B.RESULTS_DIR / args.out).read_text(encoding="utf-8"))
+    else:
+        res = run(args)
+        H.write_results(args.out, res)
+    print(render(res))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
