@@ -85,7 +85,7 @@ class Settings(BaseSettings):
     embedder: str = Field("all-MiniLM-L6-v2", description="sentence-transformers model: the shipped MiniLM alias or a local folder; 'hashing' for tests.")
     embed_query_prefix: str | None = Field(None, description="Query prefix (None: known per model, e.g. BGE, E5).")
     embed_passage_prefix: str | None = Field(None, description="Passage prefix (None: known per model).")
-    embed_batch_size: int = Field(64, ge=1, description="Embedding batch size.")
+    embed_batch_size: int = Field(0, ge=0, description="Embedding batch size; 0: chosen by the machine, 16 on a CPU with up to 4 threads (the product's ingest of six filings took 14% less CPU than at 64 on 2 cores, BENCHMARKS.md \"Ingest against a plain pipeline\"), 64 with more threads or on a GPU (docs/sizing.md).")
     chunk_context: bool = Field(True, description="Embed and keyword-index each chunk with its context (the document's title, the heading path, a table's caption and header row) before its text; shown and quoted text stays the document's own. Recorded per index: a change applies at `mgrag reingest` (BENCHMARKS.md 'Finding the passage').")
 
     # asking

@@ -257,7 +257,7 @@ class SentenceTransformerEmbedder:
 
 
 def load_embedder(name: str, *, query_prefix: str | None = None, passage_prefix: str | None = None,
-                  device: str | None = None, batch_size: int = 64) -> Embedder:
+                  device: str | None = None, batch_size: int = 0) -> Embedder:
     """The embedder named by the settings: ``hashing`` (tests), the shipped MiniLM, or any local ST model."""
     if name.startswith("hashing"):
         dim = int(name.split(":", 1)[1]) if ":" in name else 64
@@ -281,5 +281,21 @@ def load_embedder(name: str, *, query_prefix: str | None = None, passage_prefix:
     q, p = prefixes_for(name)
     return SentenceTransformerEmbedder(
         model, name, q if query_prefix is None else query_prefix, p if passage_prefix is None else passage_prefix,
-        batch_size=batch_size,
+        batch_size=batch_size or auto_batch_size(str(model.device)),
     )
+
+
+def auto_batch_size(device: str, threads: int | None = None) -> int:
+    """The embedding batch the machine does best with (docs/sizing.md "Embedding: batch size and threads"): 16 on a
+    CPU with up to 4 threads, 64 with more threads or on a GPU.
+
+    >>> auto_batch_size("cpu", 2), auto_batch_size("cpu", 8), auto_batch_size("cuda:0", 2)
+    (16, 64, 64)
+    """
+    if not device.startswith("cpu"):
+        return 64
+    if threads is None:
+        import torch
+
+        threads = torch.get_num_threads()
+    return 16 if threads <= 4 else 64

@@ -326,9 +326,10 @@ class Ingestor:
                     doc = LoadedDoc(row["name"], data, text, row["kind"], layout=self.ctx.store.layout(row["hash"]))
                     own = selected[row["doc_id"]] if selected is not None else row.get("chunking") if keep_own else None
                     chunks, vectors = self._build(doc, row["doc_id"], row["hash"], gen, None, own)
+                partial = not copied and bool((doc.layout or {}).get("read"))  # a long PDF still being read
                 self._write(gen, doc, row["doc_id"], row["hash"], chunks, vectors, t0, own,
-                            size=row["size"] if copied else None,
-                            phase=row.get("phase") if copied else None)  # a copied first pass is still to refine
+                            size=row["size"] if copied else None,  # a copied first pass is still to refine
+                            phase=row.get("phase") if copied else "first" if partial else None)
                 counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))
                 report.results.append(FileResult(row["name"], "copied" if copied else "ingested",
                                                  "unchanged, copied" if copied else "", row["doc_id"], counts,

@@ -129,11 +129,12 @@ class LocalExecutor:
         self.ctx = ctx
 
     def first(self, job: Job, data: bytes, plan: Plan, rep: Reporter) -> tuple[LoadedDoc, Cut]:
-        """Read the file and cut it; a PDF longer than one range of pages, in a job of two phases, only its first
-        range (its layout's ``read`` says so; the refinement lane reads the rest, :meth:`Runner._read_rest`)."""
+        """Read the file and cut it; a PDF in a job of two phases only up to its first range of pages that has text
+        (when more follow, its layout's ``read`` says so and the refinement lane reads the rest,
+        :meth:`Runner._read_rest`; not by the page count its page tree states: a compressed tree states none)."""
         t = time.perf_counter()
         limits = Limits.of(self.ctx.settings)
-        if (job.two_phase and job.name.lower().endswith(".pdf") and (job.pages or 0) > limits.pdf_pages_per_range):
+        if job.two_phase and job.name.lower().endswith(".pdf"):
             doc = next(extract_ranges(job.name, data, limits, rep))
         else:
             doc = extract(job.name, data, limits, rep)
