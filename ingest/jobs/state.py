@@ -155,6 +155,8 @@ def describe(state: str, stage: str | None = None, progress: float | None = None
     'embedding 39% · about 44 s left'
     >>> describe("extracting", "reading pages 4 of 40", 0.05)
     'extracting 5% · reading pages 4 of 40'
+    >>> describe("refining", "reading pages 50 of 190", 0.25, message="searchable (pages 1–40 of 190)")
+    'searchable (pages 1–40 of 190) · reading pages 50 of 190'
     >>> describe("searchable", message="searchable (pages 1–40 of 190)")
     'searchable (pages 1–40 of 190) · the rest queued'
     >>> describe("failed", error="is not a readable PDF", failed_in="refine")
@@ -163,6 +165,11 @@ def describe(state: str, stage: str | None = None, progress: float | None = None
     if state in RUNNING:
         if state == JobState.EXTRACTING and stage and not stage.startswith("reading"):
             state, stage = stage, None  # chunking, embedding, writing: not "extracting … · embedding"
+        if state == JobState.REFINING and message and message.startswith("searchable ("):  # a long PDF's rest
+            step = stage or "reading"
+            if progress is not None and not step.startswith("reading"):
+                step = f"{step} {progress:.0%}"
+            return " · ".join(x for x in (message, step, eta_text(eta_s)) if x)
         parts = [f"{state} {progress:.0%}" if progress is not None else state]
         if stage:
             parts.append(stage)

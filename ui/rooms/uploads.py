@@ -114,9 +114,13 @@ class UploadPanel:
                                    + "; ".join(f"{r['name']}: {r['message']}" for r in bad)))
         ok = [r for r in now if r["status"] in FOUND]
         if ok:
-            refining = sum(r["status"] != JobState.READY for r in ok)
-            gr.Info(f"{len(ok)} document(s) searchable" + (f"; {refining} being refined in the background (the "
-                                                          "table follows it)" if refining else ""))
+            unfinished = [r for r in ok if r["status"] != JobState.READY]
+            reading = sum(str(r.get("message") or "").startswith("searchable (") for r in unfinished)
+            left = [f"{reading} still being read (its first pages searchable)" if reading else "",
+                    f"{len(unfinished) - reading} being refined in the background" if len(unfinished) > reading
+                    else ""]
+            gr.Info(f"{len(ok)} document(s) searchable" + (f"; {'; '.join(x for x in left if x)} (the table follows "
+                                                          "it)" if unfinished else ""))
         active = any(r["status"] in ACTIVE for r in now)
         yield (upload_table(now), None, self.mine(browser_id, request), rows, gr.Timer(active=active),
                self.scope_update(browser_id, request))
