@@ -238,17 +238,19 @@ def figure_spans(text: str, figure: str) -> list[tuple[int, int]]:
     return out
 
 
-def build_filings(docs_dir: Path, qa_path: Path = FILINGS_QA, read=None) -> BuiltSet:
+def build_filings(docs_dir: Path, qa_path: Path = FILINGS_QA, read=None, pdf_reader: str = "auto") -> BuiltSet:
     """The answered questions of ``filings_qa.jsonl`` over the filings they name, as a bench set: each PDF read
     as the product reads it (``read(path) -> text``, default :func:`ingest.readers.loaders.load_file`), each question's
     evidence every whole-figure occurrence of each of its reference figures; a question none of whose figures
     the text prints is left out (counted under ``how["no figure in text"]``). Unanswerable questions (no
-    reference figure) and those whose reference is computed from other figures (``f03``'s share) are left out."""
+    reference figure) and those whose reference is computed from other figures (``f03``'s share) are left out.
+    ``pdf_reader``: the product's ``Limits.pdf_reader`` for the default ``read`` (auto or pdfplumber)."""
     if read is None:
+        from ingest.readers.base import Limits
         from ingest.readers.loaders import load_file
 
         def read(path: Path) -> str:
-            return load_file(path, max_bytes=200 * 2**20).text
+            return load_file(path, limits=Limits(max_bytes=200 * 2**20, pdf_reader=pdf_reader)).text
     out = BuiltSet("filings_10q")
     rows = [json.loads(line) for line in qa_path.read_text(encoding="utf-8").splitlines() if line.strip()]
     taken: set[str] = set()
@@ -308,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="LegalBench-RAG data folder holding benchmarks/ and corpus/")
     p.add_argument("--filings", type=Path, help="folder of docugami/KG-RAG-datasets' sec-10-q/data/v1/docs PDFs: "
                    "builds filings_10q from bench/data/filings_qa.jsonl")
+    p.add_argument("--pdf-reader", choices=("auto", "pdfplumber"), default="auto",
+                   help="how the filings' PDF pages are read (the product's pdf_reader setting; default auto)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"where the sets go (default {DEFAULT_OUT})")
     p.add_argument("--sets", default="contractnli,maud", help="LegalBench-RAG subsets to build")
     p.add_argument("--seed", type=int, default=24)
@@ -318,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     if subsets and a.legalbenchrag is None:
         p.error("--legalbenchrag is needed for the LegalBench-RAG sets (or --sets '' with --filings)")
     if a.filings is not None:
-        built = build_filings(a.filings)
+        built = build_filings(a.filings, pdf_reader=a.pdf_reader)
         stats = write_set(built, a.out / built.name, PROVENANCE_FILINGS)
         print(f"{built.name}: {json.dumps(stats)} -> {a.out / built.name}")
     for subset in subsets:
