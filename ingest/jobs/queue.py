@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.jobs.remote import RedisExecutor
-from ingest.jobs.state import ACTIVE, DONE, FIRST_PASS, FOUND, LANES, RUNNING, Job, JobState, JobStore
+from ingest.jobs.state import ACTIVE, DONE, FIRST_PASS, FOUND, LANES, RUNNING, Job, JobState, JobStore, pages_read
 from ingest.jobs.work import (
     Cut,
     Plan,
@@ -526,11 +526,6 @@ class Runner:
         if phase != "first":
             return JobState.READY, "already refined (re-ingested)"
         return None
-
-
-def pages_read(read: dict | None) -> str:
-    """What a long PDF's row says while the rest of it is read: ``searchable (pages 1–40 of 190)``."""
-    return f"searchable (pages 1–{read['pages']} of {read['of']})" if read else ""
 
 
 def reached(job: Job | None, until: str) -> bool:

@@ -145,6 +145,17 @@ def eta_text(eta_s: float | None) -> str:
     return f"about {max(eta_s, 1):.0f} s left"
 
 
+def pages_read(read: dict | None) -> str:
+    """What a long PDF's job says while the rest of it is read (its layout's ``read``): ``searchable (pages 1–40 of
+    190)``; "" when it is read whole."""
+    return f"searchable (pages 1–{read['pages']} of {read['of']})" if read else ""
+
+
+def reading_rest(message: str | None) -> bool:
+    """Whether a job's message is :func:`pages_read`'s: its document is searchable in its first pages only."""
+    return bool(message) and str(message).startswith("searchable (pages ")
+
+
 def describe(state: str, stage: str | None = None, progress: float | None = None, eta_s: float | None = None,
              error: str | None = None, failed_in: str | None = None, message: str | None = None) -> str:
     """What a document's state means, in a few words.
@@ -165,7 +176,7 @@ def describe(state: str, stage: str | None = None, progress: float | None = None
     if state in RUNNING:
         if state == JobState.EXTRACTING and stage and not stage.startswith("reading"):
             state, stage = stage, None  # chunking, embedding, writing: not "extracting … · embedding"
-        if state == JobState.REFINING and message and message.startswith("searchable ("):  # a long PDF's rest
+        if state == JobState.REFINING and reading_rest(message):  # a long PDF's rest
             step = stage or "reading"
             if progress is not None and not step.startswith("reading"):
                 step = f"{step} {progress:.0%}"
@@ -182,7 +193,7 @@ def describe(state: str, stage: str | None = None, progress: float | None = None
     if state == "cancelled":
         return "cancelled" + (" (the first pass stays searchable)" if failed_in == "refine" else "")
     if state == "searchable":  # a long PDF's first pages: its message says which
-        return f"{message} · the rest queued" if message and message.startswith("searchable (") else \
+        return f"{message} · the rest queued" if reading_rest(message) else \
             "searchable · refinement queued"
     return state + (f" · {message}" if message else "")
 

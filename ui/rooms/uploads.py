@@ -8,7 +8,7 @@ import gradio as gr
 import pandas as pd
 
 from ingest.jobs.queue import reached, watch
-from ingest.jobs.state import ACTIVE, FOUND, JobState
+from ingest.jobs.state import ACTIVE, FOUND, JobState, reading_rest
 from ingest.readers.loaders import SUPPORTED
 from services.service import AppService
 from ui.rooms.context import RoomContext, error
@@ -115,7 +115,7 @@ class UploadPanel:
         ok = [r for r in now if r["status"] in FOUND]
         if ok:
             unfinished = [r for r in ok if r["status"] != JobState.READY]
-            reading = sum(str(r.get("message") or "").startswith("searchable (") for r in unfinished)
+            reading = sum(reading_rest(r.get("message")) for r in unfinished)
             left = [f"{reading} still being read (its first pages searchable)" if reading else "",
                     f"{len(unfinished) - reading} being refined in the background" if len(unfinished) > reading
                     else ""]
