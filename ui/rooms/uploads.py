@@ -40,11 +40,18 @@ def clean_uploads(service: AppService) -> None:
 
 def upload_state(r) -> str:
     """One column a person can read in the narrow upload panel: the state, with what is being done, the
-    progress and the time left ("refining 34% · about 4 min left"), or the reason a file was refused."""
+    progress and the time left ("refining 34% · about 4 min left"), or the reason a file was refused; a long PDF
+    read in ranges says which pages are searchable, not "refining".
+
+    >>> upload_state({"status": "refining", "message": "searchable (pages 1–40 of 168) · reading pages 41 of 168"})
+    'searchable (pages 1–40 of 168) · reading pages 41 of 168'
+    >>> upload_state({"status": "failed", "message": "is not a readable PDF"})
+    'failed: is not a readable PDF'
+    """
     status, message = str(r.get("status") or ""), str(r.get("message") or "")
     if not message or message == status:
         return status
-    return message if message.startswith(status) else f"{status}: {message}"
+    return message if message.startswith(status) or reading_rest(message) else f"{status}: {message}"
 
 
 def upload_table(rows):
