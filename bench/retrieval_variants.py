@@ -4,11 +4,12 @@ On the six dev sets of ``bench/level_scoring.py`` (its ``--quick`` profile), Min
 searched within its document as ``mgrag bench retrieval`` does (top 20 chunks of each level, the metrics of
 :func:`app.evaluation.bench.question_metrics`: DCG@10 and evidence recall within a 1500-word context):
 
-* **chunkers**: ``mg`` (today's default), LangChain's recursive splitter (``lc-recursive``), LlamaIndex's
-  sentence splitter (``li-sentence``) and chonkie's recursive chunker (``chonkie-recursive``), each at θ words, as
-  :mod:`app.evaluation.peers` runs them; and LlamaIndex's hierarchy (``li-hierarchical``: θ, θ/2, θ/4) searched
-  only by its own *auto-merging* retriever (the top 20 leaves by cosine, merged into their parent when more than
-  half of its children are retrieved), over the same vectors;
+* **chunkers**: ``mg`` (the product's: blank-line blocks, then lines, sentences, words), ``mg-lines`` (its cut
+  before blocks counted: lines first; with plain text and dense search, the default before issue 35), LangChain's
+  recursive splitter (``lc-recursive``), LlamaIndex's sentence splitter (``li-sentence``) and chonkie's recursive
+  chunker (``chonkie-recursive``), each at θ words, as :mod:`app.evaluation.peers` runs them; and LlamaIndex's
+  hierarchy (``li-hierarchical``: θ, θ/2, θ/4) searched only by its own *auto-merging* retriever (the top 20 leaves
+  by cosine, merged into their parent when more than half of its children are retrieved), over the same vectors;
 * **text**: *plain* (the chunk's own text is embedded) or *contextual* (:func:`ingest.text.chunk_context.indexed_text`:
   the document's title, the heading path where the chunk starts, a table's caption and header row) or, for mg,
   *context, no title* (the same without the title: what sections and tables add within one document);
@@ -18,9 +19,9 @@ searched within its document as ``mgrag bench retrieval`` does (top 20 chunks of
   ``hybrid w`` weighs the BM25 ranking by w).
 
 Paired bootstrap over questions (2000 resamples, seed 0; the mean over sets resamples each set's questions)
-against today's default (mg, plain, dense) and against LangChain recursive (plain, dense). Cost: the words each
-chunking embeds per document word (three levels embed each word about three times), and the seconds per 10k
-document words to embed them at the MiniLM speed measured in the same run.
+against the default before issue 35 (mg-lines, plain, dense) and against LangChain recursive (plain, dense).
+Cost: the words each chunking embeds per document word (three levels embed each word about three times), and the
+seconds per 10k document words to embed them at the MiniLM speed measured in the same run.
 
     .venv/bin/python bench/retrieval_variants.py          # bench/results/retrieval_variants.json + BENCHMARKS.md
     .venv/bin/python bench/retrieval_variants.py --render
@@ -42,15 +43,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench.level_scoring as LS  # noqa: E402
 
-CHUNKERS = ("mg", "lc-recursive", "li-sentence", "chonkie-recursive", "li-hierarchical")
+CHUNKERS = ("mg", "mg-lines", "lc-recursive", "li-sentence", "chonkie-recursive", "li-hierarchical")
 AUTOMERGING = "li-hierarchical"  # searched by llama-index's AutoMergingRetriever only, over plain text
-CONTEXTUAL = ("mg", "lc-recursive")  # the chunkers also run with contextual text
+CONTEXTUAL = ("mg", "mg-lines", "lc-recursive")  # the chunkers also run with contextual text
 HYBRID_WEIGHTS = (1.0, 0.5)
 RRF_K = 60
 SECTION = "retrieval-variants"
 COMMAND = ".venv/bin/python bench/retrieval_variants.py"
-DEFAULT = "mg|plain|dense"
+DEFAULT = "mg-lines|plain|dense"
 PEER = "lc-recursive|plain|dense"
+BEFORE = "mg-lines|contextual|hybrid 1"  # what shipped before blank-line blocks counted (f9ea6bc until the change)
 
 
 def contextual_texts(doc_id: str, text: str, chunks, title: bool = True) -> list[str]:
@@ -105,7 +107,7 @@ def run_set(b, ch: str, ctx, vectors, qvecs, speed) -> tuple[dict, dict]:
     texts_by = {"plain": lambda d, cs: [c.text for c in cs]}
     if ch in CONTEXTUAL:
         texts_by["contextual"] = lambda d, cs: contextual_texts(d, b.docs[d], cs)
-    if ch == "mg":  # what the headings and tables give without the document's title
+    if ch in ("mg", "mg-lines"):  # what the headings and tables give without the document's title
         texts_by["context, no title"] = lambda d, cs: contextual_texts(d, b.docs[d], cs, title=False)
     rows: dict[str, list] = {}
     embedded = dict.fromkeys(texts_by, 0)
@@ -222,7 +224,7 @@ def run(args) -> dict:
     for k, per in results.items():
         r = {"per_set": {s: {m: float(v[m].mean()) for m in LS.METRICS} for s, v in per.items()}}
         r["mean"] = {m: float(np.mean([v[m].mean() for v in per.values()])) for m in LS.METRICS}
-        for ref_name, ref in (("vs_default", DEFAULT), ("vs_lc_recursive", PEER)):
+        for ref_name, ref in (("vs_default", DEFAULT), ("vs_lc_recursive", PEER), ("vs_before", BEFORE)):
             r[ref_name] = {m: LS.boot({s: per[s][m] - results[ref][s][m] for s in per}) for m in LS.METRICS}
         rows[k] = r
     meta = {name: {"docs": len(b.docs), "questions": len(b.questions), "words": b.words, "subset": notes[name]}
@@ -252,8 +254,11 @@ def render(res: dict) -> str:
            f"reused from the cache where present) on "
            f"{res['machine'].get('affinity', '?')} cores ({res['machine'].get('cpu', '')}). Sets (level_scoring's "
            f"quick profile): {setline}. Cells: DCG@10 / evidence recall @{res['budget_words']} w. Δ: difference on "
-           f"the mean over sets, paired bootstrap 95% CI ({res['n_boot']} resamples). *default* = mg · plain · dense "
-           "(the product's default before issue 35; it ships mg · contextual · hybrid 1 since); "
+           f"the mean over sets, paired bootstrap 95% CI ({res['n_boot']} resamples). *default* = mg-lines · plain · "
+           "dense "
+           "(the product's default before issue 35; it ships mg · contextual · hybrid 1 since); *mg-lines* = MG as "
+           "it cut before blank-line blocks counted (lines first, so a table or passage could be cut where a chunk "
+           "filled up); "
            "*contextual* = title › heading path (+ table caption and header row) embedded and "
            "keyword-indexed before the chunk's text; *hybrid w* = dense and BM25 parent rankings fused by "
            f"reciprocal rank (k = {RRF_K}), BM25 weighted w; *auto-merging* = LlamaIndex's hierarchy (θ, θ/2, θ/4) "

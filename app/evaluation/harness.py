@@ -33,6 +33,7 @@ from app.evaluation import bench as B
 from app.evaluation.metrics import qa_f1_max
 from app.evaluation.peers import PEERS, Hierarchy, _Embedding, peer_spans, peer_unavailable, spans_to_chunks
 from core.components import CHUNKERS
+from ingest.chunkers.multigranular import MultiGranularChunker
 from ingest.embed import load_embedder
 from ingest.jobs.work import chunker_for
 from ingest.text import sentences as sentences_mod
@@ -46,13 +47,16 @@ from retrieval.scoring import assemble_context, level_hits, rank_parents
 log = logging.getLogger(__name__)
 
 OWN = tuple(CHUNKERS)  # the product's chunkers (core/components.py), in the order of the results tables
-ALL_CHUNKERS = OWN + PEERS
+# earlier cuts of the product's chunkers, kept to compare against: name -> the chunker at θ
+EARLIER = {"mg-lines": lambda theta: MultiGranularChunker(theta, blocks=False)}  # lines before blank-line blocks
+ALL_CHUNKERS = OWN + tuple(EARLIER) + PEERS
 LM_CHUNKERS = frozenset(n for n, c in CHUNKERS.items() if c.needs_lm)
 THETA_FREE = frozenset({"li-semantic"})  # no size parameter: θ does not change it
 # chunkers whose θ-independent work (LM scores, sentence vectors) is done at the first θ and reused after:
 # their speed is the first θ's
 SHARED_WORK = frozenset({"ppl", "llamachunk", "semantic", "li-semantic"})
-CACHE_VERSION = 2  # bump when chunkers' output changes for the same settings (2: list markers, sentence fixes)
+CACHE_VERSION = 3  # bump when chunkers' output changes for the same settings (2: list markers, sentence fixes;
+# 3: blank-line blocks before lines)
 CHUNKER_VERSION = {"ppl": 2, "llamachunk": 2}  # ... or one chunker's (2: θ-independent sentence cap)
 
 
@@ -205,7 +209,9 @@ def chunk_documents(bench: B.BenchSet, name: str, theta: int, ctx, *, cache_dir:
 
     scorer = ctx.scorer if name in LM_CHUNKERS else None
     chunker = None
-    if name not in PEERS:
+    if name in EARLIER:
+        chunker = EARLIER[name](theta)
+    elif name not in PEERS:
         chunker = Ingestor(ctx)._chunker_for(name, theta)
     sentences_mod.clear_caches()  # each chunker pays its own sentence segmentation
     chunks: dict[str, list[Chunk]] = {}

@@ -89,7 +89,7 @@ TEXT = "\n\n".join(" ".join(f"Sentence {p}.{i} is about topic {p}, with {'more '
                              for i in range(9)) for p in range(7))
 # a recorded parameter of every chunker set away from its default, so that the round trip has to carry it
 OTHER = {
-    "recursive": {"theta": 25}, "paragraph": {"max_words": 25}, "mg": {"theta": 32},
+    "recursive": {"theta": 25, "blocks": False}, "paragraph": {"max_words": 25}, "mg": {"theta": 32, "blocks": False},
     "semantic": {"buffer_size": 0, "breakpoint_percentile": 70.0}, "ppl": {"threshold": 0.5},
     "llamachunk": {"window_words": 90, "marker": "§"}, "lumber": {"window_tokens": 120, "max_words": 60},
     "lg": {"config": {"mode": "streaming", "min_words": 5, "structure_weight": 0.5, "size_prior": 1.0}},

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from ingest.chunkers import build_chunker
@@ -117,3 +119,34 @@ def test_theta_validated(bad):
 def test_unknown_chunker():
     with pytest.raises(ValueError, match="unknown chunker 'nope'; choose one of"):
         build_chunker("nope")
+
+
+PASSAGES = "\n\n".join(
+    f"Passage {p}:\nTitle {p}\n"
+    + "\n".join(f"Line {p}.{i} says a few words about passage {p}." for i in range(1 + p % 3))
+    for p in range(1, 13))
+
+
+@pytest.mark.parametrize("chunker", [RecursiveChunker(40), MultiGranularChunker(40)])
+def test_a_block_that_fits_is_never_cut_between_chunks(chunker):
+    """Blank-line blocks come before lines: each passage (a title line and its lines, at most 33 words) lies whole
+    inside one parent, so a parent starts at a passage; the cut before blocks counted filled each parent line by
+    line and cut passages in two."""
+    starts = [i for i in range(len(PASSAGES)) if PASSAGES.startswith("Passage ", i)]
+    ends = [PASSAGES.find("\n\n", s) for s in starts]
+    blocks = [(s, len(PASSAGES) if e < 0 else e) for s, e in zip(starts, ends)]
+    parents = [c for c in chunker.chunk(PASSAGES) if c.level == 0]
+    assert_cover(PASSAGES, [(c.start, c.end) for c in parents], 0, len(PASSAGES))
+    assert all(any(p.start <= s and e <= p.end for p in parents) for s, e in blocks)
+    assert all(PASSAGES.startswith("Passage ", p.start) for p in parents)
+    lines = [c for c in dataclasses.replace(chunker, blocks=False).chunk(PASSAGES) if c.level == 0]
+    assert any(not PASSAGES.startswith("Passage ", p.start) for p in lines)
+
+
+def test_an_index_recorded_before_blocks_counted_is_cut_with_blocks_on_re_ingest():
+    from ingest.chunkers import from_description
+
+    assert from_description({"chunker": "mg", "theta": 300}) == MultiGranularChunker(300)
+    assert MultiGranularChunker(300).describe() == {"chunker": "mg", "theta": 300}
+    old = MultiGranularChunker(300, blocks=False)
+    assert from_description(old.describe()).chunk(PASSAGES) == old.chunk(PASSAGES)
