@@ -17,12 +17,15 @@ searches it (top 20 chunks per level; *dense*: the parent's score the max over i
   positions it would pool if embedded alone with the parent's context line; a child whose own heading path differs
   from its parent's gets the parent's);
 * **late, child only**: the same pass, a child's vector pools its own tokens only (the context reaches it through
-  attention, within its window).
+  attention, within its window);
+* **pooled parents**: the children embedded alone as today, and no parent embedded: a parent's vector is the
+  word-weighted mean of its θ/2 children's (normalised), as a long text's vector is the mean of its windows.
 
 BM25 indexes the same contextual texts in every variant: only the dense vectors differ. Paired bootstrap over
 questions (2000 resamples, seed 0; the mean over sets resamples each set's questions) of each late variant against
 independent. Cost: the CPU seconds (``time.process_time()``, all threads of this process) of embedding each set's
-texts both ways in this run, no cache, the two interleaved (which goes first alternates by set).
+texts each way in this run (independent: every chunk; late: the parents' passes; pooled: the children), no cache,
+one way after another (the order turns by set).
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/late_chunking.py      # bench/results/late_chunking.json
 """
@@ -43,7 +46,9 @@ import bench.retrieval_variants as RV  # noqa: E402
 
 REF = "independent"
 LATE = ("late, context + child", "late, child only")
-VARIANTS = (REF, *LATE)
+POOLED = "pooled parents"
+VARIANTS = (REF, *LATE, POOLED)
+WAYS = (REF, "late", "pooled")  # how each variant's vectors are embedded (timed)
 RETRIEVERS = ("hybrid 1", "dense")
 COMMAND = "HF_HUB_OFFLINE=1 .venv/bin/python bench/late_chunking.py"
 
@@ -83,32 +88,54 @@ def _timed(fn, *args):
     return out, {"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - t0}
 
 
-def embed_set(inner, docs: dict, first_late: bool) -> tuple[dict, dict]:
+def pooled_parents(chunks, texts: list[str], vecs: np.ndarray) -> np.ndarray:
+    """``vecs`` (one per chunk, the children's embedded) with each parent's replaced by the word-weighted mean of its
+    θ/2 children's vectors, normalised (a parent with no θ/2 child keeps its row)."""
+    from ingest.text.sentences import count_words
+
+    out = vecs.copy()
+    at = {(c.start, c.end): i for i, c in enumerate(chunks) if c.level == 0}
+    acc: dict[int, np.ndarray] = {}
+    for i, c in enumerate(chunks):
+        if c.level == 1:
+            k = at[c.parent_span]
+            acc[k] = acc.get(k, 0) + count_words(texts[i]) * vecs[i]
+    for k, v in acc.items():
+        out[k] = v / np.linalg.norm(v)
+    return out
+
+
+def embed_set(inner, docs: dict, turn: int) -> tuple[dict, dict]:
     """Every document's vectors per variant (``docs``: doc -> (chunks, contextual texts)), and the cost of each way
-    (the two timed one after the other over the whole set, late first when ``first_late``)."""
+    (timed one after the other over the whole set, in :data:`WAYS` turned by ``turn``)."""
     from ingest.text.sentences import count_words
 
     plans = {d: late_plan(chunks, texts) for d, (chunks, texts) in docs.items()}
-    all_texts = [t for _, texts in docs.values() for t in texts]
-    p_texts = [t for p in plans.values() for t in p[0]]
+    texts_of = {REF: [t for _, texts in docs.values() for t in texts],
+                "late": [t for p in plans.values() for t in p[0]],
+                "pooled": [t for chunks, texts in docs.values() for c, t in zip(chunks, texts) if c.level > 0]}
     p_spans = [s for p in plans.values() for s in p[1]]
-    cost = {}
-    for way in (("late", REF) if first_late else (REF, "late")):
+    cost, got = {}, {}
+    for way in WAYS[turn % 3:] + WAYS[:turn % 3]:
         w0 = inner.windows_embedded
-        if way == REF:
-            flat, cost[way] = _timed(inner.embed_passages, all_texts)
+        if way == "late":
+            got[way], cost[way] = _timed(inner.embed_spans, texts_of[way], p_spans)
         else:
-            pooled, cost[way] = _timed(inner.embed_spans, p_texts, p_spans)
-        cost[way].update(texts=len(all_texts if way == REF else p_texts),
-                         words=sum(count_words(t) for t in (all_texts if way == REF else p_texts)),
-                         windows=len(all_texts if way == REF else p_texts) + inner.windows_embedded - w0)
-    vecs, a, b = {}, 0, 0
-    for d, (chunks, _) in docs.items():
+            got[way], cost[way] = _timed(inner.embed_passages, texts_of[way])
+        cost[way].update(texts=len(texts_of[way]), words=sum(count_words(t) for t in texts_of[way]),
+                         windows=len(texts_of[way]) + inner.windows_embedded - w0)
+    flat, pooled, children = got[REF], got["late"], got["pooled"]
+    vecs, a, b, ch = {}, 0, 0, 0
+    for d, (chunks, texts) in docs.items():
         p_texts_d, _, where, _ = plans[d]
         vecs[d] = {REF: flat[a:a + len(chunks)]}
         for v in LATE:
             vecs[d][v] = np.stack([pooled[b + k][j] for k, j in where[v]]).astype(np.float32)
-        a, b = a + len(chunks), b + len(p_texts_d)
+        kids = [i for i, c in enumerate(chunks) if c.level > 0]
+        own = np.zeros_like(vecs[d][REF])
+        own[kids] = children[ch:ch + len(kids)]
+        vecs[d][POOLED] = pooled_parents(chunks, texts, own)
+        a, b, ch = a + len(chunks), b + len(p_texts_d), ch + len(kids)
     par = [float(np.min(np.sum(v[REF] * v[LATE[0]], axis=1)[[c.level == 0 for c in docs[d][0]]]))
            for d, v in vecs.items()]
     cost["parent_min_cosine"] = min(par)  # late's parent vector against today's: the same vector
@@ -117,7 +144,7 @@ def embed_set(inner, docs: dict, first_late: bool) -> tuple[dict, dict]:
     return vecs, cost
 
 
-def run_set(b, ctx, qvecs, first_late: bool) -> tuple[dict, dict]:
+def run_set(b, ctx, qvecs, turn: int) -> tuple[dict, dict]:
     """Per ``variant|retriever``: the question metrics arrays; and the set's embedding cost."""
     from app.evaluation import harness as H
     from app.evaluation.bench import question_metrics
@@ -125,7 +152,7 @@ def run_set(b, ctx, qvecs, first_late: bool) -> tuple[dict, dict]:
 
     run = H.chunk_documents(b, "mg", LS.THETA, ctx)
     docs = {d: (chunks, RV.contextual_texts(d, b.docs[d], chunks)) for d, chunks in run.chunks.items()}
-    vecs, cost = embed_set(ctx.embedder.inner, docs, first_late)
+    vecs, cost = embed_set(ctx.embedder.inner, docs, turn)
     bm25 = {d: RV._bm25(chunks, texts) for d, (chunks, texts) in docs.items()}
     parents = {d: sorted({c.parent_span for c in chunks}) for d, (chunks, _) in docs.items()}
     rows: dict[str, list] = {}
@@ -153,10 +180,10 @@ def summarise(results: dict, costs: dict) -> tuple[dict, dict]:
             r["vs_independent"] = {m: LS.boot({s: per[s][m] - ref[s][m] for s in per}) for m in LS.METRICS}
         rows[k] = r
     total = {w: {f: sum(c[w][f] for c in costs.values()) for f in ("cpu_s", "wall_s", "texts", "words", "windows")}
-             for w in (REF, "late")}
-    total["late_over_independent_cpu"] = total["late"]["cpu_s"] / total[REF]["cpu_s"]
-    total["late_over_independent_wall"] = total["late"]["wall_s"] / total[REF]["wall_s"]
-    total["late_over_independent_words"] = total["late"]["words"] / total[REF]["words"]
+             for w in WAYS if all(w in c for c in costs.values())}
+    for w in sorted(set(total) - {REF}):
+        for f, key in (("cpu", "cpu_s"), ("wall", "wall_s"), ("words", "words")):
+            total[f"{w}_over_independent_{f}"] = total[w][key] / total[REF][key]
     total["parent_min_cosine"] = min(c["parent_min_cosine"] for c in costs.values())
     total["children"] = sum(c["children"] for c in costs.values())
     total["children_other_context"] = sum(c["children_other_context"] for c in costs.values())
@@ -179,12 +206,12 @@ def run(args) -> dict:
     costs: dict[str, dict] = {}
     load = B.LoadMonitor()
     for i, (name, b) in enumerate(sets.items()):
-        res, costs[name] = run_set(b, ctx, qvecs, first_late=bool(i % 2))
+        res, costs[name] = run_set(b, ctx, qvecs, turn=i)
         for k, v in res.items():
             results.setdefault(k, {})[name] = v
         c = costs[name]
-        print(f"{name}: independent {c[REF]['cpu_s']:.0f} CPU-s, late {c['late']['cpu_s']:.0f} CPU-s "
-              f"({time.perf_counter() - t0:.0f}s)", flush=True)
+        print(f"{name}: " + ", ".join(f"{w} {c[w]['cpu_s']:.0f} CPU-s" for w in WAYS)
+              + f" ({time.perf_counter() - t0:.0f}s)", flush=True)
     rows, total = summarise(results, costs)
     meta = {name: {"docs": len(b.docs), "questions": len(b.questions), "words": b.words, "subset": notes[name]}
             for name, b in sets.items()}
@@ -211,8 +238,9 @@ def render(res: dict) -> str:
                                       LS._ci(vs[m10]["mean"]) if vs else "–",
                                       LS._ci(vs[er]["mean"]) if vs else "–"]) + " |")
     t = res["cost_total"]
-    out += ["", f"embedding CPU-s: independent {t[REF]['cpu_s']:.0f}, late {t['late']['cpu_s']:.0f} "
-                f"(× {t['late_over_independent_cpu']:.2f}); wall {t[REF]['wall_s']:.0f} / {t['late']['wall_s']:.0f} s"]
+    out += ["", "embedding CPU-s: " + "; ".join(
+        f"{w} {t[w]['cpu_s']:.0f}" + (f" (× {t[f'{w}_over_independent_cpu']:.2f})" if w != REF else "")
+        for w in WAYS if w in t)]
     return "\n".join(out)
 
 

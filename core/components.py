@@ -74,7 +74,7 @@ def _table(*parts: Component) -> dict[str, Component]:
 
 # in the order the chunker benchmark reports them (app/evaluation/harness.py), simplest first
 CHUNKERS: dict[str, Component] = _table(
-    Component("recursive", "paragraphs, then sentences, then words, up to θ words a chunk (the papers' baseline)",
+    Component("recursive", "blank-line blocks, lines, sentences, words: up to θ words a chunk (the papers' baseline)",
               "ingest.chunkers.recursive:RecursiveChunker"),
     Component("paragraph", "one chunk per paragraph (longer ones split by sentences)",
               "ingest.chunkers.paragraph:ParagraphChunker"),

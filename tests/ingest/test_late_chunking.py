@@ -73,3 +73,29 @@ def test_the_windows_are_unchanged_by_their_bounds():
     assert [(text[s:e], n) for s, e, n in bounds] == emb.windows(text) == [("a b c d", 4), ("e f g h", 4),
                                                                             ("i j", 2)]
     assert emb.windows(" a b ") == [(" a b ", 2)] and emb._window_bounds(" a b ") == [(0, 5, 2)]
+
+
+def test_a_pooled_parent_is_the_word_weighted_mean_of_its_half_children():
+    """bench/late_chunking.py's *pooled parents*: no parent embedded; its vector is its θ/2 children's, weighted by
+    their words and normalised; the θ/4 children keep their own."""
+    from bench.late_chunking import pooled_parents
+    from ingest.chunkers.multigranular import MultiGranularChunker
+
+    text = BODY + "\n\n" + BODY.replace("Emma", "Harriet")
+    chunks = MultiGranularChunker(40).chunk(text)
+    texts = [c.text for c in chunks]
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(len(chunks), 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    out = pooled_parents(chunks, texts, vecs)
+    several = 0
+    for i, c in enumerate(chunks):
+        if c.level:
+            assert np.array_equal(out[i], vecs[i])
+            continue
+        kids = [j for j, k in enumerate(chunks) if k.level == 1 and k.parent_span == (c.start, c.end)]
+        assert kids
+        several += len(kids) > 1
+        want = sum(len(texts[j].split()) * vecs[j] for j in kids)
+        assert np.allclose(out[i], want / np.linalg.norm(want), atol=1e-6)
+    assert several  # a parent pooled from more than one child
