@@ -182,6 +182,12 @@ def _lines(chars: list[dict]) -> list[list[dict]]:
     return [sorted(g, key=lambda c: c["x0"]) for g in groups]
 
 
+def _closes_figure(prev: dict, c: dict, gap: float) -> bool:
+    """A parenthesis that closes a figure within pdfplumber's tolerance: pdfium sees a space in that gap (a
+    statement's right-aligned "(260 )"), pdfplumber does not."""
+    return c["text"] == ")" and prev["text"].isdigit() and gap <= X_TOLERANCE
+
+
 def read_lines(page, textpage) -> list[dict]:
     """The page's text lines as :func:`ingest.readers.pdf._line_items` gives them (see the module doc)."""
     items = []
@@ -189,7 +195,9 @@ def read_lines(page, textpage) -> list[dict]:
         text = ""
         prev = None
         for c in ln:
-            if prev is not None and (c["brk"] or c["x0"] - prev["x1"] > X_TOLERANCE) and not text.endswith(" "):
+            gap = c["x0"] - prev["x1"] if prev is not None else 0.0
+            if prev is not None and (c["brk"] and not _closes_figure(prev, c, gap) or gap > X_TOLERANCE) \
+                    and not text.endswith(" "):
                 text += " "
             text += c["text"]
             prev = c

@@ -98,3 +98,18 @@ def test_a_rotated_page_is_left_to_pdfplumber(monkeypatch):
     monkeypatch.setattr(P, "read_page", lambda page, ocr=None: plumbed.append(page.page_number) or real(page, ocr))
     _, pages, _ = P.read_pages("r.pdf", buf.getvalue(), 0, None, None, "auto")
     assert plumbed == [2] and len(pages) == 2
+
+
+@pytest.mark.parametrize("kern", [150, 300, 400])
+def test_a_figure_s_closing_parenthesis_is_spaced_as_pdfplumber_spaces_it(kern):
+    """A statement sets its negative figures' ")" apart by kerning ("(260 )" in Microsoft's 10-Q): pdfium sees a space
+    in a gap that pdfplumber's 3-point tolerance does not; read as pdfplumber reads it, at each width ("(260)" up to
+    the tolerance, "(260 )" beyond it: 400 thousandths of 9 pt is 3.6 pt)."""
+    line = f"[(Net change related to investments \\(260) -{kern} (\\)) -2000 (\\(1,897) -{kern} (\\))] TJ"
+    data = make_pdf([["Comprehensive income."]], extra={0: f"BT /F1 9 Tf 72 500 Td {line} ET"})
+    doc = pdfium.PdfDocument(data)
+    ours = [x["text"] for x in read_lines(doc[0], doc[0].get_textpage()) if x["text"].startswith("Net")]
+    with pdfplumber.open(io.BytesIO(data)) as pdf:
+        theirs = [x["text"] for x in P._line_items(pdf.pages[0], []) if x["text"].startswith("Net")]
+    assert ours == theirs
+    assert ("(260)" in ours[0]) == (kern < 400)
