@@ -7,9 +7,7 @@ plain pipeline's, with tables and three levels kept").
   written); ``product-batch64`` the same with the embedder's batch at 64 (the default before); and at batch 64,
   ``product-pdfplumber`` with every page read by pdfplumber (``pdf_reader=pdfplumber``, the reader before issue
   37's pdfium pages) and ``product-one-pass`` with ``first_pass=false`` (each file read whole, then searchable:
-  no page ranges); ``product-no-read-ahead``: the defaults with the rest of a long PDF read range after range
-  (each next range's child started only when the last range is embedded and written, as before read-ahead). Per
-  file,
+  no page ranges). Per file,
   seconds from the start until it was searchable (its first range, for a PDF over 40 pages) and until it was ready;
   the queue runs every file's first pass before the rest of the long ones;
 * **plain**: pypdf's text per page, LangChain's ``RecursiveCharacterTextSplitter`` at 1,500 characters (no
@@ -36,8 +34,7 @@ from pathlib import Path
 
 import common as B  # noqa: F401 (sys.path, offline flags)
 
-VARIANTS = ("plain", "plain-batch64", "product", "product-batch64", "product-pdfplumber", "product-one-pass",
-            "product-no-read-ahead")
+VARIANTS = ("plain", "plain-batch64", "product", "product-batch64", "product-pdfplumber", "product-one-pass")
 
 
 def _cpu() -> float:
@@ -88,12 +85,6 @@ def run_product(paths: list[Path], reader: str = "auto", batch: int = 0, first_p
 
 
 def child(variant: str, paths: list[Path]) -> dict:
-    if variant == "product-no-read-ahead":  # the rest of a long PDF read range after range, as before read-ahead
-        import functools
-
-        import ingest.jobs.queue as Q
-
-        Q.extract_ranges = functools.partial(Q.extract_ranges, read_ahead=False)
     if variant.startswith("plain"):
         out = run_plain(paths, 64 if variant.endswith("batch64") else 0)
     else:

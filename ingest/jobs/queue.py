@@ -440,7 +440,7 @@ class Runner:
         rep.begin([("reading", (job.pages or 1) / rep.rates["pdf_pages_s"])])
         data = ctx.store.original(job.hash)
         so_far = LoadedDoc(job.name, data, ctx.store.text(job.hash), "pdf", "", ctx.store.layout(job.hash))
-        for doc in extract_ranges(job.name, data, Limits.of(ctx.settings), rep, resume=so_far, read_ahead=True):
+        for doc in extract_ranges(job.name, data, Limits.of(ctx.settings), rep, resume=so_far):
             read = (doc.layout or {}).get("read")
             t0 = time.time()
             c = cut(ctx, doc.text, job.doc_id, job.hash, by, rep, job.name, known, doc.layout)

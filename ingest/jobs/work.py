@@ -304,17 +304,16 @@ def extract(name: str, data: bytes, limits: Limits, rep: Reporter | None = None)
 
 
 def extract_ranges(name: str, data: bytes, limits: Limits, rep: Reporter | None = None,
-                   resume: LoadedDoc | None = None, read_ahead: bool = False) -> Iterator[LoadedDoc]:
+                   resume: LoadedDoc | None = None) -> Iterator[LoadedDoc]:
     """A PDF read range of pages by range (:func:`ingest.readers.loaders.load_pdf_ranges`): the document so far after
-    each range, reporting pages read; ``resume``: go on after the pages of this one; ``read_ahead``: each next range
-    read while the caller works on the last."""
+    each range, reporting pages read; ``resume``: go on after the pages of this one."""
     rep = rep or Reporter()
 
     def pages(done: int, n: int) -> None:
         rep.update("reading", done / max(n, 1), f"reading pages {done} of {n}")
 
     rep.update("reading", 0.0)
-    yield from loaders.load_pdf_ranges(name, data, limits, on_progress=pages, resume=resume, read_ahead=read_ahead)
+    yield from loaders.load_pdf_ranges(name, data, limits, on_progress=pages, resume=resume)
 
 
 def cut(models, text: str, doc_id: str, h: str, plan: Plan, rep: Reporter | None = None, name: str = "",

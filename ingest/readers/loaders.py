@@ -18,7 +18,6 @@ import os
 import re
 import stat
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from ingest.readers import formats as F
@@ -78,17 +77,14 @@ def _pdf_text(name: str, data: bytes, ocr_engine: str | None = None, reader: str
 
 
 def pdf_ranges(name: str, data: bytes, limits: "Limits", on_progress=None,
-               resume: tuple[str, dict] | None = None, read_ahead: bool = False
-               ) -> Iterator[tuple[str, dict, int, int]]:
+               resume: tuple[str, dict] | None = None) -> Iterator[tuple[str, dict, int, int]]:
     """A PDF read ``limits.pdf_pages_per_range`` pages at a time, each range in a child process with the memory cap
     and the CPU-time limit (:mod:`ingest.readers.sandbox`), so a 300-page filing costs the memory of one range, not
     of the whole parse, and the limit applies per range (plus an allowance per page read by OCR). After each range
     that leaves some text: ``(text, layout, pages read, pages)``, the text of the pages read so far (each a prefix
     of the next, :class:`ingest.readers.pdf.Assembler`; the layout of all but the last says in ``read`` how many
     pages it holds, and what the assembler learnt). ``resume``: the text and layout of such a range, to go on after
-    it without reading its pages again. ``on_progress(pages_done, pages)`` after each page. ``read_ahead``: the next
-    range's child starts before the caller asks for it (its pages are read while the caller embeds the last ones;
-    the pages are reported a range at a time then); for a caller that will ask for every range."""
+    it without reading its pages again. ``on_progress(pages_done, pages)`` after each page."""
     step = max(1, limits.pdf_pages_per_range)
     asm: Assembler | None = None
     n, first = None, 0
@@ -102,37 +98,25 @@ def pdf_ranges(name: str, data: bytes, limits: "Limits", on_progress=None,
         if on_progress is not None and payload:
             on_progress(*payload)
 
-    def read_range(start: int, report) -> tuple:
+    while n is None or first < n:
         try:
-            return run_limited("ingest.readers.loaders:_pdf_pages", (name, data, start, start + step,
-                                                                     limits.ocr_engine, limits.pdf_reader),
-                               name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb,
-                               ocr_pages=step, on_progress=report)
+            n, part, ol = run_limited("ingest.readers.loaders:_pdf_pages", (name, data, first, first + step,
+                                                                            limits.ocr_engine, limits.pdf_reader),
+                                      name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb,
+                                      ocr_pages=step, on_progress=page_done)
         except SandboxError as e:
-            where = f" (pages {start + 1}–{min(start + step, n)})" if n is not None and n > step else ""
+            where = f" (pages {first + 1}–{min(first + step, n)})" if n is not None and n > step else ""
             raise IngestError(name, e.problem + where) from e
-
-    ahead: Future | None = None
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdf-read-ahead") if read_ahead else None
-    try:
-        while n is None or first < n:
-            n, part, ol = ahead.result() if ahead is not None else read_range(first, page_done)
-            ahead = None
-            asm = asm or Assembler(name, ol)
-            asm.add(part)
-            first += step
-            if pool is not None and first < n:
-                ahead = pool.submit(read_range, first, None)
-            if on_progress is not None:
-                on_progress(min(first, n), n)
-            if asm.has_text() or first >= n:
-                text, layout = asm.result()
-                if first < n:
-                    layout["read"] = {"pages": first, "of": n, "state": asm.state()}
-                yield text, layout, min(first, n), n
-    finally:  # a caller that stops early (a cancel) does not wait for the range read ahead: it ends on its own
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        asm = asm or Assembler(name, ol)
+        asm.add(part)
+        first += step
+        if on_progress is not None:
+            on_progress(min(first, n), n)
+        if asm.has_text() or first >= n:
+            text, layout = asm.result()
+            if first < n:
+                layout["read"] = {"pages": first, "of": n, "state": asm.state()}
+            yield text, layout, min(first, n), n
 
 
 def pdf_text(name: str, data: bytes, limits: "Limits", on_progress=None) -> tuple[str, dict]:
@@ -281,14 +265,14 @@ def _within_words(name: str, text: str, limits: Limits) -> None:
 
 
 def load_pdf_ranges(name: str, data: bytes, limits: Limits, on_progress=None,
-                    resume: LoadedDoc | None = None, read_ahead: bool = False) -> Iterator[LoadedDoc]:
+                    resume: LoadedDoc | None = None) -> Iterator[LoadedDoc]:
     """A PDF as :func:`load_bytes` reads it, yielded after each range of pages that leaves text
     (:func:`pdf_ranges`): each document's text a prefix of the next one's; all but the last say in their layout's
     ``read`` how many of the pages they hold (``{"pages": 40, "of": 190, ...}``). ``resume``: such a document, to
-    go on after its pages; ``read_ahead``: as :func:`pdf_ranges`."""
+    go on after its pages."""
     check_input(name, data, limits)
     for text, layout, _, _ in pdf_ranges(name, data, limits, on_progress,
-                                         (resume.text, resume.layout or {}) if resume else None, read_ahead):
+                                         (resume.text, resume.layout or {}) if resume else None):
         _within_words(name, text, limits)
         yield LoadedDoc(name, data, text, "pdf", "", layout)
 

@@ -9,7 +9,6 @@ from ingest.jobs.queue import Runner, document_states, enqueue
 from ingest.readers.loaders import Limits, load_bytes, load_pdf_ranges
 from tests.ingest.test_durability import assert_one_truth
 from tests.pdfgen import make_pdf
-from tests.sync import eventually
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf"]
 
@@ -20,59 +19,6 @@ def _pdf() -> bytes:
                       f"Nothing else arrived on the {w} day, said the harbour master."] for i, w in enumerate(WORDS)],
                     header="Harbour log | annual", headings={0: "Arrivals", 4: "Departures"})
 
-
-
-def test_read_ahead_reads_the_next_range_while_the_caller_works_and_gives_the_same_documents(monkeypatch):
-    """The refinement lane reads a long PDF's next range while it embeds the last one: the child for pages 4-6 is
-    started before the caller asks for them; the documents are those read one range after another."""
-    import ingest.readers.loaders as L
-
-    data = _pdf()
-    limits = Limits(pdf_pages_per_range=3)
-    plain = list(load_pdf_ranges("log.pdf", data, limits))
-    started: list[tuple] = []
-    real = L.run_limited
-
-    def recorded(target, args, **kw):
-        started.append(args[2:4])
-        return real(target, args, **kw)
-
-    monkeypatch.setattr(L, "run_limited", recorded)
-    ranges = load_pdf_ranges("log.pdf", data, limits, read_ahead=True)
-    first = next(ranges)
-    eventually(lambda: (3, 6) in started, what="the second range's read starting before it was asked for")
-    assert started[:2] == [(0, 3), (3, 6)]
-    rest = list(ranges)
-    assert [(d.text, d.layout) for d in [first, *rest]] == [(d.text, d.layout) for d in plain]
-
-
-def test_a_caller_that_stops_does_not_wait_for_the_range_read_ahead(monkeypatch):
-    import threading
-
-    import ingest.readers.loaders as L
-
-    data = _pdf()
-    gate, waiting, done = threading.Event(), threading.Event(), threading.Event()
-    real = L.run_limited
-
-    def held(target, args, **kw):
-        if args[2] == 0:
-            return real(target, args, **kw)
-        waiting.set()  # the range read ahead waits at the gate (10 s at most)
-        gate.wait(10)
-        try:
-            return real(target, args, **kw)
-        finally:
-            done.set()
-
-    monkeypatch.setattr(L, "run_limited", held)
-    ranges = load_pdf_ranges("log.pdf", data, Limits(pdf_pages_per_range=3), read_ahead=True)
-    next(ranges)
-    assert waiting.wait(60)
-    ranges.close()  # returns with the read-ahead still held at the gate (were it waited for, it would have ended)
-    assert not done.is_set()
-    gate.set()
-    assert done.wait(60)
 
 def _pages_found(ctx, doc_id: str) -> set[int]:
     live = ctx.catalog.live_generation()
