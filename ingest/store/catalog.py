@@ -61,16 +61,20 @@ class DocumentStore:
             items.append(("layout.json", json.dumps(layout).encode("utf-8")))
         for what, payload in items:
             p = self._path(h, what)
-            if p.exists():
-                continue
-            p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            tmp = p.with_suffix(p.suffix + f".{os.getpid()}.tmp")
-            try:
-                with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
-                    f.write(payload)  # owner-only: a private upload
-                os.replace(tmp, p)
-            finally:
-                tmp.unlink(missing_ok=True)
+            if not p.exists():
+                p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                self._replace(p, payload)
+
+    @staticmethod
+    def _replace(p: Path, payload: bytes) -> None:
+        """Write ``p`` atomically (a temporary file renamed over it), owner-only: a private upload."""
+        tmp = p.with_suffix(p.suffix + f".{os.getpid()}.tmp")
+        try:
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+                f.write(payload)
+            os.replace(tmp, p)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def extend(self, h: str, text: str, layout: dict | None) -> None:
         """Replace the text and layout of ``h`` with a longer reading of the same file (a long PDF read range by range):
@@ -83,14 +87,7 @@ class DocumentStore:
         items = [("txt", text.encode("utf-8"))] + ([("layout.json", json.dumps(layout).encode("utf-8"))]
                                                   if layout else [])
         for what, payload in items:
-            p = self._path(h, what)
-            tmp = p.with_suffix(p.suffix + f".{os.getpid()}.tmp")
-            try:
-                with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
-                    f.write(payload)
-                os.replace(tmp, p)
-            finally:
-                tmp.unlink(missing_ok=True)
+            self._replace(self._path(h, what), payload)
         with self._layouts_lock:
             self._layouts.pop(h, None)
 
