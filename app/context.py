@@ -133,7 +133,7 @@ class AppContext:
         s = self.settings
         log.info("loading embedder %s", s.embedder)
         return load_embedder(s.embedder, query_prefix=s.embed_query_prefix, passage_prefix=s.embed_passage_prefix,
-                             batch_size=s.embed_batch_size)
+                             batch_size=s.embed_batch_size, precision=s.embed_precision)
 
     @cached_property
     def router(self):

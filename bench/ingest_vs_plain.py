@@ -7,12 +7,15 @@ plain pipeline's, with tables and three levels kept").
   written); ``product-batch64`` the same with the embedder's batch at 64 (the default before); and at batch 64,
   ``product-pdfplumber`` with every page read by pdfplumber (``pdf_reader=pdfplumber``, the reader before issue
   37's pdfium pages) and ``product-one-pass`` with ``first_pass=false`` (each file read whole, then searchable:
-  no page ranges). Per file,
+  no page ranges); ``product-fp32`` the defaults with the embedder in fp32 (``embed_precision=fp32``: the default
+  ``auto`` computes in bf16 on a CPU with native bf16, this machine's ``precision`` in each row says which). Per file,
   seconds from the start until it was searchable (its first range, for a PDF over 40 pages) and until it was ready;
   the queue runs every file's first pass before the rest of the long ones;
 * **plain**: pypdf's text per page, LangChain's ``RecursiveCharacterTextSplitter`` at 1,500 characters (no
-  overlap), the same MiniLM through the same embedder class (the same batch: ``plain-batch64`` at 64), vectors kept
-  in memory — what a minimal RAG pipeline does, with no tables, levels, context, keywords or store.
+  overlap), the same MiniLM through the same embedder class in fp32 as sentence-transformers runs it (the same
+  batch: ``plain-batch64`` at 64; ``plain-bf16`` in bf16, to show what the plain pipeline would gain too), vectors
+  kept in memory — what a minimal RAG pipeline does, with no tables, levels, context, keywords or store. Every
+  ``cpu_vs_plain`` is against the fp32 plain pipeline, the one issue 37 measured.
 
 Each variant runs in its own process with the embedder loaded and warmed first (a server loads it once); measured:
 CPU-seconds of the process and its children (the extraction children included), wall seconds, chunks embedded,
@@ -34,7 +37,8 @@ from pathlib import Path
 
 import common as B  # noqa: F401 (sys.path, offline flags)
 
-VARIANTS = ("plain", "plain-batch64", "product", "product-batch64", "product-pdfplumber", "product-one-pass")
+VARIANTS = ("plain", "plain-batch64", "plain-bf16", "product", "product-fp32", "product-batch64", "product-pdfplumber",
+            "product-one-pass")
 
 
 def _cpu() -> float:
@@ -42,13 +46,13 @@ def _cpu() -> float:
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
-def run_plain(paths: list[Path], batch: int = 0) -> dict:
+def run_plain(paths: list[Path], batch: int = 0, precision: str = "fp32") -> dict:
     from langchain_text_splitters import RecursiveCharacterTextSplitter
     from pypdf import PdfReader
 
     from ingest.embed import load_embedder
 
-    emb = load_embedder("all-MiniLM-L6-v2", batch_size=batch)
+    emb = load_embedder("all-MiniLM-L6-v2", batch_size=batch, precision=precision)
     emb.embed_passages(["warm up"])
     t0, w0 = _cpu(), time.perf_counter()
     split = RecursiveCharacterTextSplitter(chunk_size=1500, chunk_overlap=0)
@@ -61,13 +65,15 @@ def run_plain(paths: list[Path], batch: int = 0) -> dict:
             "embedded_words": sum(len(c.split()) for c in chunks), "dims": int(vecs.shape[1])}
 
 
-def run_product(paths: list[Path], reader: str = "auto", batch: int = 0, first_pass: bool = True) -> dict:
+def run_product(paths: list[Path], reader: str = "auto", batch: int = 0, first_pass: bool = True,
+                precision: str = "auto") -> dict:
     from app.context import AppContext
     from core.settings import Settings
     from ingest.jobs.queue import ingest_now
 
     with tempfile.TemporaryDirectory() as d:
-        ctx = AppContext(Settings(data_dir=Path(d), pdf_reader=reader, embed_batch_size=batch, first_pass=first_pass))
+        ctx = AppContext(Settings(data_dir=Path(d), pdf_reader=reader, embed_batch_size=batch, first_pass=first_pass,
+                                  embed_precision=precision))
         ctx.embedder.embed_passages(["warm up"])
         _ = ctx.index
         t0, w0 = _cpu(), time.perf_counter()
@@ -86,10 +92,12 @@ def run_product(paths: list[Path], reader: str = "auto", batch: int = 0, first_p
 
 def child(variant: str, paths: list[Path]) -> dict:
     if variant.startswith("plain"):
-        out = run_plain(paths, 64 if variant.endswith("batch64") else 0)
+        out = run_plain(paths, 64 if variant.endswith("batch64") else 0, "bf16" if variant.endswith("bf16") else "fp32")
     else:
         out = run_product(paths, "pdfplumber" if variant.endswith("pdfplumber") else "auto",
-                          0 if variant == "product" else 64, not variant.endswith("one-pass"))
+                          0 if variant in ("product", "product-fp32") else 64, not variant.endswith("one-pass"),
+                          "fp32" if variant.endswith("fp32") else "auto")
+    out["precision"] = _precision(variant)
     s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return {**{k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()},
             "peak_rss_mb": round(max(s.ru_maxrss, c.ru_maxrss) / 1024)}
@@ -126,13 +134,22 @@ def main(argv=None) -> int:
         print(v, rows[v], flush=True)
     for v, r in rows.items():  # against the plain pipeline at the same batch
         base = rows.get("plain-batch64" if v.endswith("64") or v in ("product-pdfplumber", "product-one-pass")
-                        else "plain", {}).get("cpu_s")
+                        else "plain", {}).get("cpu_s")  # the plain pipeline as the issue measured it: fp32
         if base and not v.startswith("plain"):
             r["cpu_vs_plain"] = round(r["cpu_s"] / base, 2)
     out = {"cpu": os.cpu_count(), "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2),
            "pdfs": [p.name for p in paths], "pages": _pages(paths), "rows": rows}
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     return 0
+
+
+def _precision(variant: str) -> str:
+    """What the variant's embedder computes in on this machine (``auto``: bf16 where the CPU computes it natively)."""
+    from ingest.embed import resolve_precision
+
+    if variant.startswith("plain"):
+        return "bf16" if variant.endswith("bf16") else "fp32"
+    return "fp32" if variant.endswith("fp32") else resolve_precision("auto", "cpu")
 
 
 def _pages(paths: list[Path]) -> int:

@@ -50,6 +50,12 @@ POOLED = "pooled parents"
 VARIANTS = (REF, *LATE, POOLED)
 WAYS = (REF, "late", "pooled")  # how each variant's vectors are embedded (timed)
 RETRIEVERS = ("hybrid 1", "dense")
+# --levels: the cheaper ways measured after pooled parents; each late variant pools only the θ/4 children (the level
+# with the most chunks) from the parent's pass and embeds the θ/2 children alone; and the same in bfloat16
+LEVELS = ("late smallest, context + child", "late smallest, child only")  # in LATE's order
+BF16 = ("bf16", *(f"bf16, {v}" for v in LEVELS))
+LEVEL_VARIANTS = (REF, *LEVELS, *BF16)
+LEVEL_WAYS = (REF, "late", "independent bf16", "late bf16")
 COMMAND = "HF_HUB_OFFLINE=1 .venv/bin/python bench/late_chunking.py"
 
 
@@ -144,7 +150,67 @@ def embed_set(inner, docs: dict, turn: int) -> tuple[dict, dict]:
     return vecs, cost
 
 
-def run_set(b, ctx, qvecs, turn: int) -> tuple[dict, dict]:
+def embed_set_levels(inner, docs: dict, turn: int) -> tuple[dict, dict]:
+    """``--levels``: every document's vectors per :data:`LEVEL_VARIANTS` and the cost of each way of
+    :data:`LEVEL_WAYS`, the independent ways timed level by level (so a variant's cost adds only what it embeds)."""
+    from ingest.text.sentences import count_words
+
+    plans = {d: late_plan(chunks, texts) for d, (chunks, texts) in docs.items()}
+    by_level = {lv: [t for chunks, texts in docs.values() for c, t in zip(chunks, texts) if c.level == lv]
+                for lv in (0, 1, 2)}
+    p_texts = [t for p in plans.values() for t in p[0]]
+    p_spans = [s for p in plans.values() for s in p[1]]
+    cost: dict = {}
+    got: dict = {}
+    for way in LEVEL_WAYS[turn % 4:] + LEVEL_WAYS[:turn % 4]:
+        inner.precision = "bf16" if way.endswith("bf16") else "fp32"
+        if way.startswith("late"):
+            got[way], cost[way] = _timed(inner.embed_spans, p_texts, p_spans)
+            cost[way].update(words=sum(count_words(t) for t in p_texts))
+            continue
+        cost[way] = {"cpu_s": 0.0, "wall_s": 0.0, "words": 0}
+        got[way] = {}
+        for lv, texts in by_level.items():
+            got[way][lv], c = _timed(inner.embed_passages, texts)
+            cost[way][f"level{lv}_cpu_s"] = c["cpu_s"]
+            for f in ("cpu_s", "wall_s"):
+                cost[way][f] += c[f]
+            cost[way]["words"] += sum(count_words(t) for t in texts)
+    inner.precision = "fp32"
+    for suffix, ind, late in (("", REF, "late"), (" bf16", "independent bf16", "late bf16")):
+        c = {f: cost[late][f] + cost[ind]["level1_cpu_s" if f == "cpu_s" else f] for f in ("cpu_s",)}
+        cost[f"late smallest{suffix}"] = c  # the late pass (parents and θ/4 children) and the θ/2 children alone
+    vecs: dict = {}
+    at = {0: 0, 1: 0, 2: 0}  # each level's next row in the level-by-level embeddings
+    first = 0  # the document's first parent among the late passes
+    for d, (chunks, _) in docs.items():
+        where = plans[d][2]
+        rows = []
+        for c in chunks:
+            rows.append((c.level, at[c.level]))
+            at[c.level] += 1
+        vecs[d] = {}
+        for v, ind, late in ((REF, REF, "late"), ("bf16", "independent bf16", "late bf16")):
+            vecs[d][v] = np.stack([got[ind][lv][r] for lv, r in rows]).astype(np.float32)
+            for lv_v, full in zip(LEVELS, LATE):
+                out = vecs[d][v].copy()
+                for i, c in enumerate(chunks):
+                    if c.level == 2:
+                        k, j = where[full][i]
+                        out[i] = got[late][first + k][j]
+                vecs[d][lv_v if v == REF else f"bf16, {lv_v}"] = out
+        first += len(plans[d][0])
+    cos = np.concatenate([np.sum(v[REF] * v["bf16"], axis=1) for v in vecs.values()])
+    cost["bf16_cosine"] = {"min": float(cos.min()), "mean": float(cos.mean()), "p01": float(np.percentile(cos, 1))}
+    return vecs, cost
+
+
+def _qvec(qvecs: dict, question: str, variant: str):
+    """The question's vector as the variant's index would embed it (a bf16 variant: in bf16, where embedded)."""
+    return qvecs.get(("bf16", question), qvecs[question]) if variant.startswith("bf16") else qvecs[question]
+
+
+def run_set(b, ctx, qvecs, turn: int, levels: bool = False) -> tuple[dict, dict]:
     """Per ``variant|retriever``: the question metrics arrays; and the set's embedding cost."""
     from app.evaluation import harness as H
     from app.evaluation.bench import question_metrics
@@ -152,7 +218,7 @@ def run_set(b, ctx, qvecs, turn: int) -> tuple[dict, dict]:
 
     run = H.chunk_documents(b, "mg", LS.THETA, ctx)
     docs = {d: (chunks, RV.contextual_texts(d, b.docs[d], chunks)) for d, chunks in run.chunks.items()}
-    vecs, cost = embed_set(ctx.embedder.inner, docs, turn)
+    vecs, cost = (embed_set_levels if levels else embed_set)(ctx.embedder.inner, docs, turn)
     bm25 = {d: RV._bm25(chunks, texts) for d, (chunks, texts) in docs.items()}
     parents = {d: sorted({c.parent_span for c in chunks}) for d, (chunks, _) in docs.items()}
     rows: dict[str, list] = {}
@@ -161,15 +227,15 @@ def run_set(b, ctx, qvecs, turn: int) -> tuple[dict, dict]:
             continue
         d = q.doc_id
         q2 = LS._relabel(q, b.docs[d], parents[d])
-        for v in VARIANTS:
-            ranked = RV.rankings(docs[d][0], vecs[d][v], bm25[d], qvecs[q.question], tokenize(q.question))
+        for v in (LEVEL_VARIANTS if levels else VARIANTS):
+            ranked = RV.rankings(docs[d][0], vecs[d][v], bm25[d], _qvec(qvecs, q.question, v), tokenize(q.question))
             for retr in RETRIEVERS:
                 row, _ = question_metrics(q2, b.docs[d], ranked[retr], parents[d], budget_words=LS.BUDGET)
                 rows.setdefault(f"{v}|{retr}", []).append(row)
     return {k: {m: np.array([r[m] for r in v]) for m in LS.METRICS} for k, v in rows.items()}, cost
 
 
-def summarise(results: dict, costs: dict) -> tuple[dict, dict]:
+def summarise(results: dict, costs: dict, ways=WAYS) -> tuple[dict, dict]:
     rows = {}
     for k, per in results.items():
         r = {"per_set": {s: {m: float(v[m].mean()) for m in LS.METRICS} for s, v in per.items()}}
@@ -179,14 +245,18 @@ def summarise(results: dict, costs: dict) -> tuple[dict, dict]:
             ref = results[f"{REF}|{retr}"]
             r["vs_independent"] = {m: LS.boot({s: per[s][m] - ref[s][m] for s in per}) for m in LS.METRICS}
         rows[k] = r
-    total = {w: {f: sum(c[w][f] for c in costs.values()) for f in ("cpu_s", "wall_s", "texts", "words", "windows")}
-             for w in WAYS if all(w in c for c in costs.values())}
+    total = {w: {f: sum(c[w][f] for c in costs.values()) for f in ("cpu_s", "wall_s", "texts", "words", "windows")
+                 if f in next(iter(costs.values()))[w]}
+             for w in ways if all(w in c for c in costs.values())}
     for w in sorted(set(total) - {REF}):
         for f, key in (("cpu", "cpu_s"), ("wall", "wall_s"), ("words", "words")):
-            total[f"{w}_over_independent_{f}"] = total[w][key] / total[REF][key]
-    total["parent_min_cosine"] = min(c["parent_min_cosine"] for c in costs.values())
-    total["children"] = sum(c["children"] for c in costs.values())
-    total["children_other_context"] = sum(c["children_other_context"] for c in costs.values())
+            if key in total[w]:
+                total[f"{w}_over_independent_{f}"] = total[w][key] / total[REF][key]
+    for k in ("parent_min_cosine", "children", "children_other_context"):
+        if all(k in c for c in costs.values()):
+            total[k] = (min if k == "parent_min_cosine" else sum)(c[k] for c in costs.values())
+    if all("bf16_cosine" in c for c in costs.values()):
+        total["bf16_cosine_min"] = min(c["bf16_cosine"]["min"] for c in costs.values())
     return rows, total
 
 
@@ -202,20 +272,26 @@ def run(args) -> dict:
     for b in sets.values():
         qs = [q.question for q in b.questions]
         qvecs.update(zip(qs, ctx.embedder.embed_queries(qs)))
+        if args.levels:  # the bf16 variants' questions embedded in bf16, as their index would embed them
+            ctx.embedder.inner.precision = "bf16"
+            qvecs.update(zip([("bf16", q) for q in qs], ctx.embedder.inner.embed_queries(qs)))
+            ctx.embedder.inner.precision = "fp32"
+    ways = LEVEL_WAYS + ("late smallest", "late smallest bf16") if args.levels else WAYS
     results: dict[str, dict] = {}
     costs: dict[str, dict] = {}
     load = B.LoadMonitor()
     for i, (name, b) in enumerate(sets.items()):
-        res, costs[name] = run_set(b, ctx, qvecs, turn=i)
+        res, costs[name] = run_set(b, ctx, qvecs, turn=i, levels=args.levels)
         for k, v in res.items():
             results.setdefault(k, {})[name] = v
         c = costs[name]
-        print(f"{name}: " + ", ".join(f"{w} {c[w]['cpu_s']:.0f} CPU-s" for w in WAYS)
+        print(f"{name}: " + ", ".join(f"{w} {c[w]['cpu_s']:.0f} CPU-s" for w in ways)
               + f" ({time.perf_counter() - t0:.0f}s)", flush=True)
-    rows, total = summarise(results, costs)
+    rows, total = summarise(results, costs, ways)
     meta = {name: {"docs": len(b.docs), "questions": len(b.questions), "words": b.words, "subset": notes[name]}
             for name, b in sets.items()}
-    out = {"command": COMMAND, "sets": meta, "rows": rows, "costs": costs, "cost_total": total,
+    command = COMMAND + (f" --levels --out {args.out}" if args.levels else "")
+    out = {"command": command, "sets": meta, "rows": rows, "costs": costs, "cost_total": total,
            "n_boot": LS.N_BOOT, "top_k_per_level": LS.TOP_K, "budget_words": LS.BUDGET, "theta": LS.THETA,
            "batch_size": ctx.embedder.inner.batch_size, "machine": B.machine_info(),
            "seconds": time.perf_counter() - t0}
@@ -240,7 +316,7 @@ def render(res: dict) -> str:
     t = res["cost_total"]
     out += ["", "embedding CPU-s: " + "; ".join(
         f"{w} {t[w]['cpu_s']:.0f}" + (f" (× {t[f'{w}_over_independent_cpu']:.2f})" if w != REF else "")
-        for w in WAYS if w in t)]
+        for w in (*WAYS, *LEVEL_WAYS[2:], "late smallest", "late smallest bf16") if w in t)]
     return "\n".join(out)
 
 
@@ -252,6 +328,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sets", type=lambda s: s.split(","), default=None, help="comma-separated (default: all six)")
     ap.add_argument("--render", action="store_true", help="only print the table from the results file")
     ap.add_argument("--out", default="late_chunking.json", help="results file name under bench/results/")
+    ap.add_argument("--levels", action="store_true",
+                    help="the θ/4-only late variants and bf16 (LEVEL_VARIANTS) instead of VARIANTS")
     args = ap.parse_args(argv)
     if args.render:
         res = json.loads((B.RESULTS_DIR / args.out).read_text(encoding="utf-8"))

@@ -8,6 +8,7 @@ limit) are embedded whole.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
@@ -80,6 +81,9 @@ class SentenceTransformerEmbedder:
     query_prefix: str = ""
     passage_prefix: str = ""
     batch_size: int = 64
+    # "bf16": the model's matrix products in bfloat16 (torch autocast), "fp32": as loaded. load_embedder's "auto"
+    # picks bf16 on a CPU that computes it natively (BENCHMARKS.md "Ingest against a plain pipeline")
+    precision: str = "fp32"
     windows_embedded: int = field(default=0, init=False)
     # one call at a time: the Hugging Face fast tokenizer keeps padding/truncation state that concurrent calls
     # (the web app's sessions) would mix up ("expected sequence of length 89 at dim 1 (got 86)")
@@ -94,13 +98,22 @@ class SentenceTransformerEmbedder:
         self.limit = int(self.model.max_seq_length) - 2  # room for [CLS] and [SEP]
         self.tokenizer = self.model.tokenizer
 
+    def _autocast(self):
+        if self.precision == "fp32":
+            return contextlib.nullcontext()
+        if self.precision != "bf16":
+            raise ValueError(f"embedding precision {self.precision!r}: use fp32, bf16 or auto")
+        import torch
+
+        return torch.autocast(str(self.model.device).split(":")[0], dtype=torch.bfloat16)
+
     def _encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        return np.asarray(
-            self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False),
-            dtype=np.float32,
-        )
+        with self._autocast():
+            vecs = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                     show_progress_bar=False)
+        return np.asarray(vecs, dtype=np.float32)
 
     def windows(self, text: str, prefix: str = "") -> list[tuple[str, int]]:
         """``text`` cut into (window, n_tokens) pieces of at most the model's limit, on word boundaries."""
@@ -233,8 +246,9 @@ class SentenceTransformerEmbedder:
                 pieces.append(prefix + t[s:e])
                 where.append((t_i, s))
         self.windows_embedded += len(pieces) - len(texts)
-        states = self.model.encode(pieces, batch_size=self.batch_size, output_value="token_embeddings",
-                                   show_progress_bar=False) if pieces else []
+        with self._autocast():
+            states = self.model.encode(pieces, batch_size=self.batch_size, output_value="token_embeddings",
+                                       show_progress_bar=False) if pieces else []
         enc = self.tokenizer(pieces, truncation=True, max_length=int(self.model.max_seq_length),
                              return_offsets_mapping=True, return_special_tokens_mask=True)
         out = [np.zeros((len(sp), self.dim), dtype=np.float32) for sp in spans]
@@ -257,7 +271,7 @@ class SentenceTransformerEmbedder:
 
 
 def load_embedder(name: str, *, query_prefix: str | None = None, passage_prefix: str | None = None,
-                  device: str | None = None, batch_size: int = 0) -> Embedder:
+                  device: str | None = None, batch_size: int = 0, precision: str = "fp32") -> Embedder:
     """The embedder named by the settings: ``hashing`` (tests), the shipped MiniLM, or any local ST model."""
     if name.startswith("hashing"):
         dim = int(name.split(":", 1)[1]) if ":" in name else 64
@@ -282,7 +296,32 @@ def load_embedder(name: str, *, query_prefix: str | None = None, passage_prefix:
     return SentenceTransformerEmbedder(
         model, name, q if query_prefix is None else query_prefix, p if passage_prefix is None else passage_prefix,
         batch_size=batch_size or auto_batch_size(str(model.device)),
+        precision=resolve_precision(precision, str(model.device)),
     )
+
+
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices in hardware (AVX512-BF16 or AMX): there bf16 embeds in about
+    0.6× the CPU of fp32 (BENCHMARKS.md "Late chunking"); elsewhere torch emulates it, slower than fp32."""
+    import torch
+
+    try:
+        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    except AttributeError:  # a torch without these probes: assume not
+        return False
+
+
+def resolve_precision(precision: str, device: str) -> str:
+    """``auto`` → ``bf16`` on a CPU with native bf16 (:func:`native_bf16`), else ``fp32``; other values as given.
+
+    >>> resolve_precision("fp32", "cpu"), resolve_precision("auto", "cuda:0")
+    ('fp32', 'fp32')
+    """
+    if precision not in ("auto", "fp32", "bf16"):
+        raise ValueError(f"embedding precision {precision!r}: use auto, fp32 or bf16")
+    if precision != "auto":
+        return precision
+    return "bf16" if device.startswith("cpu") and native_bf16() else "fp32"
 
 
 def auto_batch_size(device: str, threads: int | None = None) -> int:

@@ -561,8 +561,10 @@ def bench_context(settings):
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     s = settings
+    # fp32 whatever the machine (not the app's "auto"): scores and the disk caches of vectors stay comparable across
+    # machines; bf16's retrieval is measured on its own (bench/late_chunking.py --levels)
     inner = load_embedder(s.embedder, query_prefix=s.embed_query_prefix, passage_prefix=s.embed_passage_prefix,
-                          batch_size=s.embed_batch_size)
+                          batch_size=s.embed_batch_size, precision="fp32")
     return AppContext(s, embedder=CachedEmbedder(inner))
 
 
