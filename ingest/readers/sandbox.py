@@ -6,7 +6,8 @@ with ``RLIMIT_CPU``. The limit is on work done, not on the clock: a file read wh
 work takes longer but uses no more CPU, so it is not stopped for it. The child reports each page it finishes;
 one that neither finishes nor reports for :func:`stall_s` (a child blocked without using CPU) is killed. The child
 is started with ``spawn`` (a fresh interpreter: no inherited threads, locks or models), so this is safe to call
-from the web server's worker threads.
+from the web server's worker threads; it does not import the parent's ``__main__`` (spawn's default: the ``mgrag``
+command's imports, 0.4 CPU-seconds a child, a benchmark's more), only the module of the function it runs.
 
 Every failure comes back as one sentence (:class:`SandboxError`'s ``problem``) with no traceback and no path of
 this machine; the detail goes to the log.
@@ -20,8 +21,10 @@ import contextlib
 import importlib
 import logging
 import multiprocessing as mp
+import multiprocessing.spawn
 import re
 import signal
+import threading
 import traceback
 
 log = logging.getLogger(__name__)
@@ -137,6 +140,24 @@ def ocr_allowance():
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
+_bare = threading.local()  # set while this thread starts an extraction child
+
+
+def _preparation_data(name, _real=multiprocessing.spawn.get_preparation_data):
+    """multiprocessing's data for a spawned child, without the parent's main module while :func:`run_limited`
+    starts one: the child needs only the module of its target, which it imports by name."""
+    data = _real(name)
+    if getattr(_bare, "on", False):
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+    return data
+
+
+if not hasattr(multiprocessing.spawn.get_preparation_data, "__wrapped__"):  # once, whatever reloads this module
+    _preparation_data.__wrapped__ = multiprocessing.spawn.get_preparation_data  # type: ignore[attr-defined]
+    multiprocessing.spawn.get_preparation_data = _preparation_data
+
+
 def stall_s(timeout_s: float) -> float:
     """How long a child may go without finishing or reporting a page before it is killed: ten times its CPU
     budget (a loaded machine runs it slower; a child that waits that long without working is stuck)."""
@@ -152,7 +173,11 @@ def run_limited(target: str, args: tuple, *, name: str, timeout_s: float, memory
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(child, target, args, memory_mb, timeout_s, OCR_CPU_S * ocr_pages),
                        daemon=True, name=f"mgrag-extract-{name[:40]}")
-    proc.start()
+    _bare.on = True
+    try:
+        proc.start()
+    finally:
+        _bare.on = False
     child.close()
     wait = stall_s(timeout_s)
     try:
