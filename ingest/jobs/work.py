@@ -347,17 +347,19 @@ def cut(models, text: str, doc_id: str, h: str, plan: Plan, rep: Reporter | None
     if plan.context:
         lines = chunk_contexts(text, doc_id, layout, [c.start for c in chunks])
         texts = [indexed_text(x, c.text) for x, c in zip(lines, chunks)]
-    todo = [i for i, x in enumerate(texts) if x not in known]
-    fresh = embed_texts(models.embedder, [texts[i] for i in todo], lambda f: rep.update("embedding", f))
+    # each text once: a parent of at most θ/2 words is its own θ/2 child (and a short θ/2 child its θ/4 child), the
+    # same span with the same context line, so the same text
+    todo = list(dict.fromkeys(x for x in texts if x not in known))
+    fresh = embed_texts(models.embedder, todo, lambda f: rep.update("embedding", f))
+    reused = {x: known[x] for x in texts if x in known}
+    vector_of = {**dict(zip(todo, fresh)), **reused}
     vectors = np.zeros((len(chunks), models.embedder.dim), dtype=np.float32)
-    if todo:
-        vectors[todo] = fresh
     for i, x in enumerate(texts):
-        if x in known:
-            vectors[i] = known[x]
+        vectors[i] = vector_of[x]
     t_embed = time.perf_counter() - t
     rep.update("writing", 0.0)
-    timings = {"words": words, "chunk_s": t_chunk, "embed_s": t_embed, "lm": lm, "reused": len(chunks) - len(todo)}
+    timings = {"words": words, "chunk_s": t_chunk, "embed_s": t_embed, "lm": lm,
+              "reused": sum(x in reused for x in texts)}
     return Cut([(c.start, c.end, c.level, *c.parent_span) for c in chunks], vectors, timings)
 
 

@@ -319,12 +319,41 @@ def test_a_refinement_embeds_only_the_chunks_the_first_pass_did_not(make_ctx):
     plan = plan_for(ctx, gen, None, first_pass=False)
     again = cut(ctx, TEXT, "a.md", "h" * 64, plan, known=known)
     embedded = [t for c in calls for t in c]
-    assert again.timings["reused"] > 0 and len(embedded) == len(again.spans) - again.timings["reused"]
+    lines = chunk_contexts(TEXT, "a.md", None, [s for s, *_ in again.spans])
+    texts = [indexed_text(x, TEXT[s:e]) for x, (s, e, *_) in zip(lines, again.spans)]
+    assert again.timings["reused"] == sum(t in known for t in texts) > 0
+    assert sorted(embedded) == sorted({t for t in texts if t not in known})  # the others, each once
     assert not set(embedded) & set(known)
     ctx.embedder.embed_passages = real
     fresh = cut(ctx, TEXT, "a.md", "h" * 64, plan)
     assert fresh.spans == again.spans
     np.testing.assert_allclose(fresh.vectors, again.vectors, atol=1e-6)
+
+
+def test_a_text_that_several_levels_share_is_embedded_once(make_ctx):
+    """A parent of at most θ/2 words is its own θ/2 child and θ/4 child: the same span and context line, one text;
+    it is embedded once and the three chunks get its vector (a filing's short tables and sections are such parents)."""
+    from ingest.jobs.queue import plan_for
+    from ingest.jobs.work import cut
+
+    ctx = make_ctx(chunker="mg", theta=40)
+    with ctx.write_lock:
+        gen = Ingestor(ctx).live_generation()
+    text = ("# Revenue\n\nNet sales rose nine percent.\n\n# Risks\n\n"
+            + " ".join(f"Sentence {i} says something about the risks of the business." for i in range(12)))
+    calls = []
+    real = ctx.embedder.embed_passages
+    ctx.embedder.embed_passages = lambda texts: calls.append(list(texts)) or real(texts)
+    c = cut(ctx, text, "a.md", "h" * 64, plan_for(ctx, gen, None, first_pass=True))
+    embedded = [t for call in calls for t in call]
+    assert len(embedded) == len(set(embedded)) < len(c.spans)
+    short = [i for i, (s, e, *_) in enumerate(c.spans) if text[s:e].startswith("# Revenue")]
+    assert [c.spans[i][2] for i in short] == [0, 1, 2]  # nine words: parent, θ/2 and θ/4 child alike
+    assert len({c.spans[i][:2] for i in short}) == 1
+    assert sum("Net sales rose nine percent." in t for t in embedded) == 1
+    for i in short[1:]:
+        np.testing.assert_array_equal(c.vectors[i], c.vectors[short[0]])
+    assert c.timings["reused"] == 0  # none came from a first pass
 
 
 def test_reporter_estimate_follows_the_observed_pace():
