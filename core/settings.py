@@ -46,7 +46,7 @@ class Settings(BaseSettings):
     extract_memory_mb: int = Field(2048, ge=256, description="Memory cap of the child process that extracts one PDF, DOCX or HTML file.")
     ocr_engine: Literal["auto", "tesseract", "rapidocr", "none"] = Field("auto", description="OCR for PDF pages without a text layer and for images: rapidocr (installed with MGRAG, models in the wheel; more accurate in reading order, BENCHMARKS.md \"OCR\"), tesseract (Debian's tesseract-ocr; 2.6x faster), auto (rapidocr if installed, else tesseract), none (such pages are refused).")
     max_rows: int = Field(200_000, ge=1, description="Rows of one CSV file or of all sheets of one XLSX file; more is refused.")
-    pdf_reader: Literal["auto", "pdfplumber"] = Field("auto", description="How a PDF page with a text layer is read: auto (pdfium for the pages whose ruling lines hold no table, pdfplumber for the rest: the same text at about a sixth of the cost, BENCHMARKS.md \"PDF pages: pdfium where there is no table\"), pdfplumber (every page, as before).")
+    pdf_reader: Literal["auto", "pdfplumber-tables", "pdfplumber"] = Field("auto", description="How a PDF page with a text layer is read: auto (pdfium, its ruled tables found by pdfplumber's table finder in pdfium's paths and their cells read from pdfium's characters: the same text at a fraction of the cost, BENCHMARKS.md \"PDF pages\"), pdfplumber-tables (pdfium for the pages with no ruled table, pdfplumber for the rest: the default until the tables were read by pdfium), pdfplumber (every page).")
     pdf_pages_per_range: int = Field(40, ge=1, description="A PDF is read this many pages at a time, each range in its own child process (memory cap and time limit per range; progress per range).")
 
     # ingestion queue

@@ -24,7 +24,7 @@ from collections import Counter
 from ingest.readers.base import IngestError, _pdf_outline, _pdf_reader, clean_text
 from ingest.readers.layout import Layout, PageCleaner
 from ingest.readers.ocr import MAX_PIXELS, OCR_DPI, ocr_lines
-from ingest.readers.pdfium_page import may_have_table, read_lines
+from ingest.readers.pdfium_page import read_lines, read_ruled, ruled_tables
 from ingest.readers.sandbox import progress
 from ingest.text.tables import is_number, looks_like_header, markdown_tables, tidy
 
@@ -104,11 +104,7 @@ def _table_markdown(table, words_above: list[dict], label_right: float) -> tuple
 
 
 def _line_items(page, tables_bboxes) -> list[dict]:
-    def outside(obj) -> bool:
-        cx, cy = (obj["x0"] + obj["x1"]) / 2, (obj["top"] + obj["bottom"]) / 2
-        return not any(x0 <= cx <= x1 and t <= cy <= b for x0, t, x1, b in tables_bboxes)
-
-    p = page.filter(outside) if tables_bboxes else page
+    p = page.filter(lambda obj: _outside(obj, tables_bboxes)) if tables_bboxes else page
     items = []
     for ln in p.extract_text_lines(return_chars=True, strip=True):
         chars = [c for c in ln["chars"] if c["text"].strip()]
@@ -137,8 +133,16 @@ def read_page(page, ocr_engine: str | None = None) -> dict:
                          "x1": float(len(t)), "size": 0.0, "bold": False} for i, t in enumerate(lines) if t.strip()]
         return out
     found = [t for t in page.find_tables() if len(t.rows) >= 2]
-    margin = min(36.0, 0.05 * float(page.height))  # the top half inch: running headers ("Table of Contents")
     words = page.extract_words() if found else []
+    tables, bboxes = _tables(found, words, float(page.height))
+    out["items"] = _in_order(_line_items(page, bboxes) + tables)
+    return out
+
+
+def _tables(found: list, words: list[dict], height: float) -> tuple[list[dict], list[tuple]]:
+    """The page's tables (pdfplumber's, or :class:`ingest.readers.pdfium_page.CharTable`) as table items with their
+    headers from the ``words`` above them, and the boxes they take (the lines in them are not read as lines)."""
+    margin = min(36.0, 0.05 * height)  # the top half inch: running headers ("Table of Contents")
     tables = []
     bboxes = []
     for t in found:
@@ -152,10 +156,16 @@ def read_page(page, ocr_engine: str | None = None) -> dict:
             continue
         bboxes.append((t.bbox[0] - 1, used_top - 1, t.bbox[2] + 1, t.bbox[3] + 1))
         tables.append({"kind": "table", "groups": groups, "top": used_top, "bottom": t.bbox[3]})
-    items = _line_items(page, bboxes) + tables
-    items.sort(key=lambda it: (it["top"], it.get("x0", 0)))
-    out["items"] = items
-    return out
+    return tables, bboxes
+
+
+def _outside(obj: dict, bboxes) -> bool:
+    cx, cy = (obj["x0"] + obj["x1"]) / 2, (obj["top"] + obj["bottom"]) / 2
+    return not any(x0 <= cx <= x1 and t <= cy <= b for x0, t, x1, b in bboxes)
+
+
+def _in_order(items: list[dict]) -> list[dict]:
+    return sorted(items, key=lambda it: (it["top"], it.get("x0", 0)))
 
 
 _LIGATURES = ("fi", "fl", "ff", "ffi", "ffl")
@@ -230,9 +240,10 @@ def _ocr_resolution(page) -> int:
     return dpi
 
 
-def _read_fast(doc, i: int) -> dict | None:
-    """Page ``i`` read by pdfium (:mod:`ingest.readers.pdfium_page`) when it has a text layer and no ruled table;
-    None when pdfplumber must read it (a table, a page for OCR, a rotated page, or a page pdfium cannot open)."""
+def _read_fast(doc, i: int, tables: bool = True) -> dict | None:
+    """Page ``i`` read by pdfium (:mod:`ingest.readers.pdfium_page`) when it has a text layer: its lines, and its
+    ruled tables with their cells' text (``tables=False``: None for a page with a ruled table); None when pdfplumber
+    must read it (a page for OCR, a rotated page, or a page pdfium cannot open)."""
     import pypdfium2 as pdfium
 
     try:
@@ -244,12 +255,21 @@ def _read_fast(doc, i: int) -> dict | None:
         if page.get_rotation():  # pdfium's boxes are the unrotated page's; pdfplumber turns the page as shown
             return None
         textpage = page.get_textpage()
-        if len(textpage.get_text_range().split()) < 2 or may_have_table(page):
+        if len(textpage.get_text_range().split()) < 2:
             return None
-        lines = read_lines(page, textpage)
-        if sum(len(it["text"]) for it in lines) < MIN_TEXT_CHARS:
+        found = ruled_tables(page)
+        if found and not tables:
             return None
-        return {"width": float(page.get_width()), "ocr": False, "items": lines}
+        if found:
+            ruled, words, chars = read_ruled(page, textpage, found)
+            items, bboxes = _tables(ruled, words, float(page.get_height()))
+            items += read_lines(page, textpage, [c for c in chars if _outside(c, bboxes)])
+        else:
+            items = read_lines(page, textpage)
+        if sum(len(it["text"]) if it["kind"] == "line" else sum(map(len, it["groups"])) for it in items) \
+                < MIN_TEXT_CHARS:
+            return None
+        return {"width": float(page.get_width()), "ocr": False, "items": _in_order(items)}
     except pdfium.PdfiumError:
         return None
     finally:
@@ -279,8 +299,8 @@ def read_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine:
     page_words = _PdfiumWords(data, "" if pypdf_doc.is_encrypted else None)
     with pdf:
         for i in range(first, last):
-            fast = page_words.document() if reader == "auto" else None
-            got = _read_fast(fast, i) if fast is not None else None
+            fast = page_words.document() if reader != "pdfplumber" else None
+            got = _read_fast(fast, i, tables=reader == "auto") if fast is not None else None
             if got is not None:
                 pages.append(got)
                 progress((i + 1, n))

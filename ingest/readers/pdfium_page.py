@@ -20,6 +20,8 @@ from collections import Counter
 
 Y_TOLERANCE = 3.0  # pdfplumber's default y_tolerance / x_tolerance
 X_TOLERANCE = 3.0
+SPACE = 0.2  # a gap of this much of the font size where the size changes is a space the PDF draws and pdfium may not
+# report (before a footnote mark: "Services (3)")
 DESCENT = 0.2  # of the font size below the baseline: where pdfminer's boxes end for most fonts
 _BOLD = re.compile(r"bold|black|heavy|semibold", re.I)
 _AXIS = 0.5  # a segment within half a point of horizontal (vertical) is an edge, as pdfminer's rects and lines are
@@ -99,17 +101,23 @@ class _EdgesOnly:
         self.edges, self.bbox = edges, (0.0, 0.0, width, height)
 
 
-def may_have_table(page) -> bool:
-    """Whether pdfplumber's table finder, with the settings :func:`ingest.readers.pdf.read_page` uses, finds a
-    table of two rows or more in the page's ruling lines and boxes (a table with no rules is no pdfplumber table
-    either: its rows are read as lines with column gaps either way)."""
+def ruled_tables(page, edges: list[dict] | None = None) -> list:
+    """The tables of two rows or more that pdfplumber's table finder, with the settings
+    :func:`ingest.readers.pdf.read_page` uses, finds in the page's ruling lines and boxes (``edges``: the page's
+    :func:`path_edges`, when known). A table with no rules is no pdfplumber table either: its rows are read as lines
+    with column gaps either way."""
     from pdfplumber.table import TableFinder
 
-    edges = path_edges(page)
+    edges = path_edges(page) if edges is None else edges
     if len(edges) < 4:
-        return False
+        return []
     found = TableFinder(_EdgesOnly(edges, page.get_width(), page.get_height())).tables  # type: ignore[arg-type]
-    return any(len(t.rows) >= 2 for t in found)
+    return [t for t in found if len(t.rows) >= 2]
+
+
+def may_have_table(page) -> bool:
+    """Whether :func:`ruled_tables` finds a table on the page."""
+    return bool(ruled_tables(page))
 
 
 def _font_name(pdfium_c, textpage, i: int, cache: dict) -> str:
@@ -150,6 +158,8 @@ def page_chars(page, textpage) -> list[dict]:
         if (not pdfium_c.FPDFText_GetLooseCharBox(tp, i, box) or not pdfium_c.FPDFText_GetMatrix(tp, i, m)
                 or not pdfium_c.FPDFText_GetCharOrigin(tp, i, ox, oy)):
             continue
+        if ch == "\x02" and pdfium_c.FPDFText_IsHyphen(tp, i) == 1:  # a hyphen that ends a line: pdfium reads 0x02
+            ch = "-"
         if ch in "\ufb00\ufb01\ufb02\ufb03\ufb04":  # a ligature glyph: its letters
             ch = unicodedata.normalize("NFKC", ch)
         size = pdfium_c.FPDFText_GetFontSize(tp, i) * (m.c * m.c + m.d * m.d) ** 0.5
@@ -159,10 +169,8 @@ def page_chars(page, textpage) -> list[dict]:
     return out
 
 
-def _lines(chars: list[dict]) -> list[list[dict]]:
-    """Characters in lines: clustered by their top as pdfplumber clusters (each within ``Y_TOLERANCE`` of the
-    previous; a superscript's top is its line's), each line in x order; a space marks a word break on the character
-    after it."""
+def _marked(chars: list[dict]) -> list[dict]:
+    """:func:`page_chars`' characters without the spaces, each marked ``brk`` when a space came before it."""
     marked = []
     brk = False
     for c in chars:
@@ -171,10 +179,15 @@ def _lines(chars: list[dict]) -> list[list[dict]]:
             continue
         marked.append({**c, "brk": brk})
         brk = False
-    marked.sort(key=lambda c: c["top"])
+    return marked
+
+
+def _lines(marked: list[dict]) -> list[list[dict]]:
+    """Characters (:func:`_marked`) in lines: clustered by their top as pdfplumber clusters (each within
+    ``Y_TOLERANCE`` of the previous; a superscript's top is its line's), each line in x order."""
     groups: list[list[dict]] = []
     last = None
-    for c in marked:
+    for c in sorted(marked, key=lambda c: c["top"]):
         if last is None or c["top"] - last > Y_TOLERANCE:
             groups.append([])
         groups[-1].append(c)
@@ -188,26 +201,80 @@ def _closes_figure(prev: dict, c: dict, gap: float) -> bool:
     return c["text"] == ")" and prev["text"].isdigit() and gap <= X_TOLERANCE
 
 
-def read_lines(page, textpage) -> list[dict]:
-    """The page's text lines as :func:`ingest.readers.pdf._line_items` gives them (see the module doc)."""
-    items = []
-    for ln in _lines(page_chars(page, textpage)):
-        text = ""
-        prev = None
-        for c in ln:
-            gap = c["x0"] - prev["x1"] if prev is not None else 0.0
-            if prev is not None and (c["brk"] and not _closes_figure(prev, c, gap) or gap > X_TOLERANCE) \
-                    and not text.endswith(" "):
-                text += " "
-            text += c["text"]
-            prev = c
-        if not text.strip():
-            continue
-        sizes = Counter(round(c["size"], 1) for c in ln)
-        size = sizes.most_common(1)[0][0]
-        gaps = [b["x0"] - a["x1"] for a, b in zip(ln, ln[1:])]
-        items.append({"kind": "line", "text": text.strip(), "top": min(c["top"] for c in ln),
-                      "bottom": max(c["bottom"] for c in ln), "x0": ln[0]["x0"], "x1": max(c["x1"] for c in ln),
-                      "size": size, "bold": sum(c["bold"] for c in ln) > len(ln) / 2,
-                      "cols": bool(gaps) and max(gaps) > 2.5 * max(size, 1.0)})
-    return items
+def _words(line: list[dict]) -> list[list[dict]]:
+    """One line's characters in words, as pdfplumber splits them: at a space (pdfium's, or a gap of :data:`SPACE`
+    where the font size changes), a gap over ``X_TOLERANCE``, a top more than ``Y_TOLERANCE`` off the last
+    character's, or a character that starts left of the last one's start."""
+    words: list[list[dict]] = []
+    prev = None
+    for c in line:
+        gap = c["x0"] - prev["x1"] if prev is not None else 0.0
+        spaced = prev is not None and (c["brk"] or gap > SPACE * min(c["size"], prev["size"])
+                                       and abs(c["size"] - prev["size"]) > 0.1 * max(c["size"], prev["size"]))
+        if prev is None or spaced and not _closes_figure(prev, c, gap) \
+                or gap > X_TOLERANCE or abs(c["top"] - prev["top"]) > Y_TOLERANCE or c["x0"] < prev["x0"]:
+            words.append([])
+        words[-1].append(c)
+        prev = c
+    return words
+
+
+def _text(line: list[dict]) -> str:
+    return " ".join("".join(c["text"] for c in w) for w in _words(line)).strip()
+
+
+def _line_item(ln: list[dict]) -> dict:
+    sizes = Counter(round(c["size"], 1) for c in ln)
+    size = sizes.most_common(1)[0][0]
+    gaps = [b["x0"] - a["x1"] for a, b in zip(ln, ln[1:])]
+    return {"kind": "line", "text": _text(ln), "top": min(c["top"] for c in ln),
+            "bottom": max(c["bottom"] for c in ln), "x0": ln[0]["x0"], "x1": max(c["x1"] for c in ln),
+            "size": size, "bold": sum(c["bold"] for c in ln) > len(ln) / 2,
+            "cols": bool(gaps) and max(gaps) > 2.5 * max(size, 1.0)}
+
+
+def read_lines(page, textpage, chars: list[dict] | None = None) -> list[dict]:
+    """The page's text lines as :func:`ingest.readers.pdf._line_items` gives them (see the module doc);
+    ``chars``: only these of its characters (:func:`_marked`)."""
+    marked = _marked(page_chars(page, textpage)) if chars is None else chars
+    return [_line_item(ln) for ln in _lines(marked) if _text(ln)]
+
+
+def _centre_in(c: dict, box) -> bool:
+    x0, top, x1, bottom = box
+    cx, cy = (c["x0"] + c["x1"]) / 2, (c["top"] + c["bottom"]) / 2
+    return x0 <= cx < x1 and top <= cy < bottom
+
+
+class CharTable:
+    """A table pdfplumber's finder found in the ruling lines, with the text of its cells from pdfium's characters:
+    what :func:`ingest.readers.pdf._table_markdown` reads of a pdfplumber table (``rows``, ``bbox``, ``extract()``:
+    per row, per cell its lines joined by a line break as pdfplumber's ``extract_text`` joins them, "" for an empty
+    cell, None where a merged cell has no box of its own)."""
+
+    def __init__(self, table, chars: list[dict]):
+        self.rows, self.bbox = table.rows, table.bbox
+        self._chars = [c for c in chars if _centre_in(c, table.bbox)]
+
+    def extract(self) -> list[list[str | None]]:
+        out = []
+        for row in self.rows:
+            in_row = [c for c in self._chars if _centre_in(c, row.bbox)]
+            out.append([None if cell is None else
+                        "\n".join(t for t in (_text(ln) for ln in _lines([c for c in in_row if _centre_in(c, cell)]))
+                                  if t)
+                        for cell in row.cells])
+        return out
+
+
+def read_ruled(page, textpage, tables: list) -> tuple[list[CharTable], list[dict], list[dict]]:
+    """A page with ruled ``tables`` (:func:`ruled_tables`) read by pdfium: the tables with their cells' text, the
+    page's words (``text``, ``x0``, ``x1``, ``top``, ``bottom``, as pdfplumber's ``extract_words`` gives them) and its
+    characters (:func:`_marked`), for :func:`ingest.readers.pdf.read_page`'s table reading."""
+    marked = _marked(page_chars(page, textpage))
+    words = []
+    for ln in _lines(marked):
+        for w in _words(ln):
+            words.append({"text": "".join(c["text"] for c in w), "x0": w[0]["x0"], "x1": max(c["x1"] for c in w),
+                          "top": min(c["top"] for c in w), "bottom": max(c["bottom"] for c in w)})
+    return [CharTable(t, marked) for t in tables], words, marked

@@ -1,5 +1,6 @@
-"""Issue 37: pages with no ruled table are read by pdfium, the others by pdfplumber — and the document reads the
-same either way (text, headings, tables)."""
+"""Issue 37: pages are read by pdfium, their ruled tables found by pdfplumber's table finder in pdfium's paths and
+their cells read from pdfium's characters (``auto``); ``pdfplumber-tables`` leaves the pages with a ruled table to
+pdfplumber, ``pdfplumber`` every page — and the document reads the same every way (text, headings, tables)."""
 from __future__ import annotations
 
 import io
@@ -51,7 +52,8 @@ def test_pdfium_lines_are_pdfplumbers_lines():
     assert [x["bold"] for x in read_lines(doc[0], doc[0].get_textpage())][:2] == [False, True]  # header, heading
 
 
-def test_auto_reads_the_document_as_pdfplumber_does_and_runs_pdfplumber_only_on_the_table_pages(monkeypatch):
+@pytest.mark.parametrize("reader, to_pdfplumber", [("auto", []), ("pdfplumber-tables", [2, 5])])
+def test_every_reader_reads_the_document_as_pdfplumber_does(monkeypatch, reader, to_pdfplumber):
     data = _pdf()
     plumbed: list[int] = []
     real = P.read_page
@@ -61,17 +63,35 @@ def test_auto_reads_the_document_as_pdfplumber_does_and_runs_pdfplumber_only_on_
         return real(page, ocr_engine)
 
     monkeypatch.setattr(P, "read_page", spy)
-    n, auto_pages, outline = P.read_pages("r.pdf", data, 0, None, None, "auto")
-    assert plumbed == [2, 5]  # 1-based: the two table pages
+    n, pages, outline = P.read_pages("r.pdf", data, 0, None, None, reader)
+    assert plumbed == to_pdfplumber  # 1-based: pdfplumber reads the table pages, or none
     plumbed.clear()
     _, plumber_pages, _ = P.read_pages("r.pdf", data, 0, None, None, "pdfplumber")
     assert plumbed == [1, 2, 3, 4, 5]
-    auto = P.assemble("r.pdf", auto_pages, outline)
+    ours = P.assemble("r.pdf", pages, outline)
     plumber = P.assemble("r.pdf", plumber_pages, outline)
-    assert auto == plumber
-    text, layout = auto
+    assert ours == plumber
+    text, layout = ours
     assert "| Widgets | 4,210 | 3,980 |" in text  # the table, as Markdown
     assert [h[2] for h in layout["headings"]] == ["Overview", "Segment Results"]
+
+
+def test_a_table_s_cells_read_from_pdfium_are_pdfplumbers_cells():
+    """The cells' text (an empty one included), the table's box and the page's words."""
+    from ingest.readers.pdfium_page import read_ruled, ruled_tables
+
+    rows = [["Segment", "Three Months Ended", "2022"], ["Widgets and", "4,210", ""], ["Total revenue", "5,585", "5,492"]]
+    data = make_pdf([["Revenue by segment, in thousands:"]], extra={0: table_ops(rows, top=600)})
+    doc = pdfium.PdfDocument(data)
+    found = ruled_tables(doc[0])
+    tables, words, _ = read_ruled(doc[0], doc[0].get_textpage(), found)
+    with pdfplumber.open(io.BytesIO(data)) as pdf:
+        theirs = [t for t in pdf.pages[0].find_tables() if len(t.rows) >= 2]
+        their_words = pdf.pages[0].extract_words()
+    assert len(tables) == len(theirs) == 1
+    assert tables[0].bbox == pytest.approx(theirs[0].bbox)
+    assert tables[0].extract() == theirs[0].extract()
+    assert [w["text"] for w in words] == [w["text"] for w in their_words]
 
 
 def test_the_setting_chooses_the_reader_in_the_extraction_child(monkeypatch):
