@@ -1,10 +1,12 @@
-"""PDF pages: pdfium where there is no table (issue 37, "tables only where there are tables"). Each PDF is read
-twice in one process, as the extraction child reads it (:func:`ingest.readers.pdf.read_pages`, then
-:func:`ingest.readers.pdf.assemble`): every page by pdfplumber (the reader before), and ``auto`` (pdfium for the
-pages whose ruling lines hold no table, :mod:`ingest.readers.pdfium_page`). Per PDF: pages, pages left to
-pdfplumber, CPU-seconds and pages per CPU-second of each (a page without a text layer is read by OCR in both), and
-what the reader changed in the document: the word sequence's agreement (difflib ratio over whitespace words), the
-tables and headings found by each.
+"""PDF pages: pdfium where there is a text layer, and pdfplumber's table finder on pdfium's lines (issue 37, "tables
+only where there are tables"). Each PDF is read three times in one process, as the extraction child reads it
+(:func:`ingest.readers.pdf.read_pages`, then :func:`ingest.readers.pdf.assemble`): every page by pdfplumber (the
+reader before issue 37); ``pdfplumber-tables`` (pdfium for the pages whose ruling lines hold no table, pdfplumber for
+the others: the default until the tables were read by pdfium too); and ``auto`` (pdfium on every page with a text
+layer, its ruled tables found by pdfplumber's finder in pdfium's paths and their cells read from pdfium's characters,
+:mod:`ingest.readers.pdfium_page`). Per PDF: pages, pages left to pdfplumber, CPU-seconds and pages per CPU-second of
+each (a page without a text layer is read by OCR in all three), and what the reader changed in the document against
+pdfplumber's: the word sequence's agreement (difflib ratio over whitespace words), the tables and headings found.
 
 ``--merge NAME=a.pdf,b.pdf,...`` measures those PDFs joined into one (a stand-in for a 10-K when none is at hand).
 ``--agree a.pdf ...``: for these PDFs only whether the page test (:func:`ingest.readers.pdfium_page.may_have_table`)

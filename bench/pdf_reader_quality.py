@@ -1,9 +1,10 @@
-"""Retrieval on the 10-Q set read with pdfium where there is no table (issue 37): does it hold?
+"""Retrieval on the 10-Q set read by pdfium, tables too (``pdf_reader=auto``, issue 37): does it hold?
 
 The ``filings_10q`` dev set (five 10-Q PDFs, the answered questions of ``bench/data/filings_qa.jsonl``, a
 question's evidence every place the extracted text prints its reference figure) built twice by
 ``bench/external_sets.py``: every page read by pdfplumber (``--pdf-reader pdfplumber``, the reader the set was first
-built with) and with ``pdf_reader=auto`` (pdfium for the pages whose ruling lines hold no table, today's default).
+built with) and with ``pdf_reader=auto`` (pdfium for every page with a text layer, its ruled tables' cells too:
+today's default).
 Each build scored with the shipped default retriever exactly as ``bench/retrieval_variants.py`` scores the row
 "mg · contextual · hybrid 1" (MiniLM, θ = 300, top 20 chunks per level, each question searched within its
 document): DCG@10 and evidence recall within a 1500-word context per question, the mean of each build, and the

@@ -85,7 +85,7 @@ class Settings(BaseSettings):
     embedder: str = Field("all-MiniLM-L6-v2", description="sentence-transformers model: the shipped MiniLM alias or a local folder; 'hashing' for tests.")
     embed_query_prefix: str | None = Field(None, description="Query prefix (None: known per model, e.g. BGE, E5).")
     embed_passage_prefix: str | None = Field(None, description="Passage prefix (None: known per model).")
-    embed_batch_size: int = Field(0, ge=0, description="Embedding batch size; 0: chosen by the machine, 16 on a CPU with up to 4 threads (the product's ingest of six filings took 14% less CPU than at 64 on 2 cores, BENCHMARKS.md \"Ingest against a plain pipeline\"), 64 with more threads or on a GPU (docs/sizing.md).")
+    embed_batch_size: int = Field(0, ge=0, description="Embedding batch size; 0: chosen by the machine, 16 on a CPU with up to 4 threads (the product's ingest of six filings took 14% less CPU than at 64 on 2 cores in fp32, level with it in bf16), 64 with more threads or on a GPU (docs/sizing.md).")
     embed_precision: Literal["auto", "fp32", "bf16"] = Field("auto", description="The embedder's matrix products: auto (bf16 on a CPU that computes bfloat16 natively, AVX512-BF16 or AMX: 0.62× the embedding CPU on the dev sets, vectors within cosine 0.9999 of fp32's, the same retrieval, BENCHMARKS.md 'Late chunking'; fp32 elsewhere and on a GPU), fp32 or bf16.")
     chunk_context: bool = Field(True, description="Embed and keyword-index each chunk with its context (the document's title, the heading path, a table's caption and header row) before its text; shown and quoted text stays the document's own. Recorded per index: a change applies at `mgrag reingest` (BENCHMARKS.md 'Finding the passage').")
 

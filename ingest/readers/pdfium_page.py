@@ -1,13 +1,16 @@
-"""A PDF page read by pdfium, for the pages that have no table: pdfium reads a page's characters at a few
-percent of pdfminer's cost (BENCHMARKS.md "PDF pages: pdfium where there is no table"), and pdfplumber — which
-:mod:`ingest.readers.pdf` uses for its tables — is then run only on the pages where a table may be.
+"""A PDF page read by pdfium: pdfium reads a page's characters and paths at a few percent of pdfminer's cost
+(BENCHMARKS.md "PDF pages"), so pdfplumber — whose table finder and settings the product reads tables with — runs
+only its table finder, on pdfium's lines.
 
-* :func:`may_have_table` answers for a page from its vector paths alone: their horizontal and vertical segments
-  are given, as edges, to pdfplumber's own table finder (the same finder and settings the product reads tables
-  with), which needs no text; a page with no ruled table in them is read here;
+* :func:`ruled_tables` finds a page's tables from its vector paths alone: their horizontal and vertical segments
+  are given, as edges, to pdfplumber's own table finder (the same finder and settings as on a pdfplumber page),
+  which needs no text; :func:`may_have_table` says whether there is one;
 * :func:`read_lines` gives the page's text lines in the shape :func:`ingest.readers.pdf.read_page` gives them
   (text, top, bottom, x0, x1, font size, bold, column gaps), grouped and spaced as pdfplumber groups them (lines
-  by their top within 3 points, a space where two characters are more than 3 points apart or the PDF has one).
+  by their top within 3 points, a word break where pdfplumber makes one, :func:`_words`);
+* :func:`read_ruled` reads a page's ruled tables: each cell's text from the characters whose centre lies in it
+  (:class:`CharTable`, what :func:`ingest.readers.pdf._table_markdown` reads of a pdfplumber table), and the page's
+  words and characters for the header lines above a table and the lines outside it.
 """
 from __future__ import annotations
 

@@ -80,7 +80,8 @@ def test_a_table_s_cells_read_from_pdfium_are_pdfplumbers_cells():
     """The cells' text (an empty one included), the table's box and the page's words."""
     from ingest.readers.pdfium_page import read_ruled, ruled_tables
 
-    rows = [["Segment", "Three Months Ended", "2022"], ["Widgets and", "4,210", ""], ["Total revenue", "5,585", "5,492"]]
+    rows = [["Segment", "Three Months Ended", "2022"], ["Widgets and", "4,210", ""],
+            ["Total revenue", "5,585", "5,492"]]
     data = make_pdf([["Revenue by segment, in thousands:"]], extra={0: table_ops(rows, top=600)})
     doc = pdfium.PdfDocument(data)
     found = ruled_tables(doc[0])
