@@ -50,7 +50,7 @@ class Limits:
     sandbox: bool = True  # PDF, DOCX and HTML extracted in a child process
     pdf_pages_per_range: int = 40  # a PDF is read this many pages at a time, each range in its own child
     ocr_engine: str = "auto"  # pages without a text layer and images: ingest/readers/ocr.py
-    pdf_reader: str = "auto"  # auto: pdfium for pages without a ruled table (ingest/readers/pdfium_page.py)
+    pdf_reader: str = "auto"  # auto: pdfium for every page with a text layer, tables too (readers/pdfium_page.py)
     max_rows: int = 200_000  # rows of one spreadsheet or CSV file
 
     @classmethod

@@ -1,8 +1,8 @@
-"""Layout-aware PDF reading (pdfplumber; chosen over PyMuPDF by measurement on real 10-Qs, BENCHMARKS.md "PDF
-tables"; pdfium for the pages with no ruled table, :mod:`ingest.readers.pdfium_page`, the same lines at a sixth of
-the cost): per page, tables found by their ruling lines and written as Markdown with their column headers, text
-lines joined into paragraphs (a sentence is never cut at a PDF line break), headings told by font size and
-weight, and pages without a text layer read by OCR (:mod:`ingest.readers.ocr`).
+"""Layout-aware PDF reading (pdfplumber's table finder and text grouping, chosen over PyMuPDF by measurement on real
+10-Qs, BENCHMARKS.md "PDF tables"; the characters and paths read by pdfium, :mod:`ingest.readers.pdfium_page`, the same
+text at a fraction of the cost): per page, tables found by their ruling lines and written as Markdown with their
+column headers, text lines joined into paragraphs (a sentence is never cut at a PDF line break), headings told by
+font size and weight, and pages without a text layer read by OCR (:mod:`ingest.readers.ocr`).
 
 The work is split in two, like the rest of PDF extraction (:func:`ingest.readers.loaders.pdf_text`):
 
@@ -281,9 +281,10 @@ def _read_fast(doc, i: int, tables: bool = True) -> dict | None:
 def read_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine: str | None = None,
                reader: str = "auto"):
     """``(page count, [page data of pages first..last-1], outline)``; the outline (bookmarks) only when ``first``
-    is 0. With ``reader="auto"`` a page with a text layer and no ruled table is read by pdfium, the others by
-    pdfplumber (:func:`read_page`); ``"pdfplumber"`` reads every page with pdfplumber. Runs in the extraction
-    child."""
+    is 0. With ``reader="auto"`` every page with a text layer is read by pdfium, its ruled tables too
+    (:func:`_read_fast`), the others (OCR, rotated) by pdfplumber (:func:`read_page`); ``"pdfplumber-tables"`` leaves
+    the pages with a ruled table to pdfplumber as well; ``"pdfplumber"`` reads every page with pdfplumber. Runs in
+    the extraction child."""
     import pdfplumber
 
     pypdf_doc = _pdf_reader(name, data)  # refuses password-protected PDFs with the message that says what to do
