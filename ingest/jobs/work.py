@@ -353,9 +353,7 @@ def cut(models, text: str, doc_id: str, h: str, plan: Plan, rep: Reporter | None
     fresh = embed_texts(models.embedder, todo, lambda f: rep.update("embedding", f))
     reused = {x: known[x] for x in texts if x in known}
     vector_of = {**dict(zip(todo, fresh)), **reused}
-    vectors = np.zeros((len(chunks), models.embedder.dim), dtype=np.float32)
-    for i, x in enumerate(texts):
-        vectors[i] = vector_of[x]
+    vectors = np.stack([vector_of[x] for x in texts]).astype(np.float32, copy=False)
     t_embed = time.perf_counter() - t
     rep.update("writing", 0.0)
     timings = {"words": words, "chunk_s": t_chunk, "embed_s": t_embed, "lm": lm,

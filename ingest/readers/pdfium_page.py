@@ -240,7 +240,7 @@ def read_lines(page, textpage, chars: list[dict] | None = None) -> list[dict]:
     """The page's text lines as :func:`ingest.readers.pdf._line_items` gives them (see the module doc);
     ``chars``: only these of its characters (:func:`_marked`)."""
     marked = _marked(page_chars(page, textpage)) if chars is None else chars
-    return [_line_item(ln) for ln in _lines(marked) if _text(ln)]
+    return [it for it in map(_line_item, _lines(marked)) if it["text"]]
 
 
 def _centre_in(c: dict, box) -> bool:
