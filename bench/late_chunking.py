@@ -57,6 +57,11 @@ BF16 = ("bf16", *(f"bf16, {v}" for v in LEVELS))
 LEVEL_VARIANTS = (REF, *LEVELS, *BF16)
 LEVEL_WAYS = (REF, "late", "independent bf16", "late bf16")
 COMMAND = "HF_HUB_OFFLINE=1 .venv/bin/python bench/late_chunking.py"
+# --halves: everything in bf16 (the shipped default on a CPU with native bf16); the θ/4 children pooled from their θ/2
+# child's pass (which also gives the θ/2 child's own vector: the whole text's span), the parents embedded alone
+HALVES = ("quarters in halves, own context", "quarters in halves, half's context")  # no "/": docs-check paths
+HALF_VARIANTS = (REF, *HALVES)
+HALF_WAYS = (REF, "halves", "quarters alone")
 
 
 def late_plan(chunks, texts: list[str]):
@@ -86,6 +91,117 @@ def late_plan(chunks, texts: list[str]):
             where[v][i] = (k, len(spans[k]))
             spans[k].append(span)
     return p_texts, spans, where, other_context
+
+
+def half_plan(chunks, texts: list[str]):
+    """For one document: the θ/2 children's contextual texts, the spans wanted of each (its whole text first, then
+    its θ/4 children's), and per :data:`HALVES` variant where each chunk's vector is found: ``(θ/2 index, span
+    index)``, ``("alone", k)`` for a θ/4 child embedded alone (*own context*: its context line differs from its θ/2
+    child's), ``("parent", k)`` for a parent; and the texts of those θ/4 children."""
+    halves = [i for i, c in enumerate(chunks) if c.level == 1]
+    h_texts = [texts[i] for i in halves]
+    spans: list[list] = [[(0, len(t))] for t in h_texts]
+    by_parent: dict = {}
+    for k, i in enumerate(halves):
+        by_parent.setdefault(chunks[i].parent_span, []).append(k)
+    where = {v: [("parent", -1)] * len(chunks) for v in HALVES}
+    alone: list[str] = []
+    n_parent = 0
+    for i, c in enumerate(chunks):
+        if c.level == 0:
+            for v in HALVES:
+                where[v][i] = ("parent", n_parent)
+            n_parent += 1
+            continue
+        if c.level == 1:
+            k = next(k for k in by_parent[c.parent_span] if halves[k] == i)
+            for v in HALVES:
+                where[v][i] = (k, 0)
+            continue
+        k = next(k for k in by_parent[c.parent_span] if chunks[halves[k]].start <= c.start
+                 and c.end <= chunks[halves[k]].end)
+        h = chunks[halves[k]]
+        ctx_len = len(h_texts[k]) - len(h.text)
+        off = ctx_len + c.start - h.start
+        if h_texts[k][off:off + len(c.text)] != c.text:
+            raise AssertionError(f"θ/4 child at {c.start} is not its θ/2 child's text at {off}")
+        span = ((0, ctx_len), (off, off + len(c.text))) if ctx_len else (off, off + len(c.text))
+        if (c.start, c.end) == (h.start, h.end):
+            j = 0  # the same span as its θ/2 child
+        else:
+            j = len(spans[k])
+            spans[k].append(span)
+        where[HALVES[1]][i] = (k, j)
+        if texts[i][:len(texts[i]) - len(c.text)] == h_texts[k][:ctx_len]:
+            where[HALVES[0]][i] = (k, j)
+        else:
+            where[HALVES[0]][i] = ("alone", len(alone))
+            alone.append(texts[i])
+    return h_texts, spans, where, alone
+
+
+def embed_set_halves(inner, docs: dict, turn: int) -> tuple[dict, dict]:
+    """``--halves``: every document's vectors per :data:`HALF_VARIANTS` (all in bf16) and the cost of each way of
+    :data:`HALF_WAYS`: independent level by level, the θ/2 passes, the θ/4 children embedded alone."""
+    from ingest.text.sentences import count_words
+
+    plans = {d: half_plan(chunks, texts) for d, (chunks, texts) in docs.items()}
+    by_level = {lv: [t for chunks, texts in docs.values() for c, t in zip(chunks, texts) if c.level == lv]
+                for lv in (0, 1, 2)}
+    h_texts = [t for p in plans.values() for t in p[0]]
+    h_spans = [s for p in plans.values() for s in p[1]]
+    alone = [t for p in plans.values() for t in p[3]]
+    cost: dict = {}
+    got: dict = {}
+    for way in HALF_WAYS[turn % 3:] + HALF_WAYS[:turn % 3]:
+        if way == "halves":
+            got[way], cost[way] = _timed(inner.embed_spans, h_texts, h_spans)
+            cost[way]["words"] = sum(count_words(t) for t in h_texts)
+        elif way == "quarters alone":
+            got[way], cost[way] = _timed(inner.embed_passages, alone)
+            cost[way]["words"] = sum(count_words(t) for t in alone)
+        else:
+            cost[way] = {"cpu_s": 0.0, "wall_s": 0.0, "words": 0}
+            got[way] = {}
+            for lv, texts in by_level.items():
+                got[way][lv], c = _timed(inner.embed_passages, texts)
+                cost[way][f"level{lv}_cpu_s"] = c["cpu_s"]
+                for f in ("cpu_s", "wall_s"):
+                    cost[way][f] += c[f]
+                cost[way]["words"] += sum(count_words(t) for t in texts)
+    for v in HALVES:  # what the variant embeds: the parents alone, the θ/2 passes, (own context) some θ/4 alone
+        extra = cost["quarters alone"]["cpu_s"] if v == HALVES[0] else 0.0
+        cost[v] = {"cpu_s": cost[REF]["level0_cpu_s"] + cost["halves"]["cpu_s"] + extra}
+    vecs: dict = {}
+    at = {0: 0, 1: 0, 2: 0}
+    first, first_alone = 0, 0
+    cos = []
+    for d, (chunks, _) in docs.items():
+        rows = []
+        for c in chunks:
+            rows.append((c.level, at[c.level]))
+            at[c.level] += 1
+        vecs[d] = {REF: np.stack([got[REF][lv][r] for lv, r in rows]).astype(np.float32)}
+        where = plans[d][2]
+        for v in HALVES:
+            out = np.zeros_like(vecs[d][REF])
+            for i, (k, j) in enumerate(where[v]):
+                if k == "parent":
+                    out[i] = vecs[d][REF][i]
+                elif k == "alone":
+                    out[i] = got["quarters alone"][first_alone + j]
+                else:
+                    out[i] = got["halves"][first + k][j]
+            vecs[d][v] = out
+        lv1 = np.array([c.level == 1 for c in chunks])
+        cos.append(np.sum(vecs[d][REF][lv1] * vecs[d][HALVES[0]][lv1], axis=1))
+        first += len(plans[d][0])
+        first_alone += len(plans[d][3])
+    c = np.concatenate(cos)
+    cost["half_min_cosine"] = float(c.min()) if len(c) else 1.0  # the θ/2 pass's own vector against today's
+    cost["quarters_alone"] = len(alone)
+    cost["quarters"] = len(by_level[2])
+    return vecs, cost
 
 
 def _timed(fn, *args):
@@ -210,7 +326,7 @@ def _qvec(qvecs: dict, question: str, variant: str):
     return qvecs.get(("bf16", question), qvecs[question]) if variant.startswith("bf16") else qvecs[question]
 
 
-def run_set(b, ctx, qvecs, turn: int, levels: bool = False) -> tuple[dict, dict]:
+def run_set(b, ctx, qvecs, turn: int, levels: bool | str = False) -> tuple[dict, dict]:
     """Per ``variant|retriever``: the question metrics arrays; and the set's embedding cost."""
     from app.evaluation import harness as H
     from app.evaluation.bench import question_metrics
@@ -218,7 +334,8 @@ def run_set(b, ctx, qvecs, turn: int, levels: bool = False) -> tuple[dict, dict]
 
     run = H.chunk_documents(b, "mg", LS.THETA, ctx)
     docs = {d: (chunks, RV.contextual_texts(d, b.docs[d], chunks)) for d, chunks in run.chunks.items()}
-    vecs, cost = (embed_set_levels if levels else embed_set)(ctx.embedder.inner, docs, turn)
+    embed = {True: embed_set_levels, False: embed_set, "halves": embed_set_halves}[levels]
+    vecs, cost = embed(ctx.embedder.inner, docs, turn)
     bm25 = {d: RV._bm25(chunks, texts) for d, (chunks, texts) in docs.items()}
     parents = {d: sorted({c.parent_span for c in chunks}) for d, (chunks, _) in docs.items()}
     rows: dict[str, list] = {}
@@ -227,7 +344,7 @@ def run_set(b, ctx, qvecs, turn: int, levels: bool = False) -> tuple[dict, dict]
             continue
         d = q.doc_id
         q2 = LS._relabel(q, b.docs[d], parents[d])
-        for v in (LEVEL_VARIANTS if levels else VARIANTS):
+        for v in {True: LEVEL_VARIANTS, False: VARIANTS, "halves": HALF_VARIANTS}[levels]:
             ranked = RV.rankings(docs[d][0], vecs[d][v], bm25[d], _qvec(qvecs, q.question, v), tokenize(q.question))
             for retr in RETRIEVERS:
                 row, _ = question_metrics(q2, b.docs[d], ranked[retr], parents[d], budget_words=LS.BUDGET)
@@ -252,9 +369,10 @@ def summarise(results: dict, costs: dict, ways=WAYS) -> tuple[dict, dict]:
         for f, key in (("cpu", "cpu_s"), ("wall", "wall_s"), ("words", "words")):
             if key in total[w]:
                 total[f"{w}_over_independent_{f}"] = total[w][key] / total[REF][key]
-    for k in ("parent_min_cosine", "children", "children_other_context"):
+    for k in ("parent_min_cosine", "children", "children_other_context", "half_min_cosine", "quarters",
+              "quarters_alone"):
         if all(k in c for c in costs.values()):
-            total[k] = (min if k == "parent_min_cosine" else sum)(c[k] for c in costs.values())
+            total[k] = (min if k.endswith("min_cosine") else sum)(c[k] for c in costs.values())
     if all("bf16_cosine" in c for c in costs.values()):
         total["bf16_cosine_min"] = min(c["bf16_cosine"]["min"] for c in costs.values())
     return rows, total
@@ -267,6 +385,8 @@ def run(args) -> dict:
 
     t0 = time.perf_counter()
     ctx = H.bench_context(Settings(embedder="all-MiniLM-L6-v2", theta=LS.THETA))
+    if args.halves:  # the whole run in bf16, the questions too: the shipped default where the CPU has it
+        ctx.embedder.inner.precision = "bf16"
     sets, notes = LS.load_sets(args.sets, quick=True)
     qvecs = {}
     for b in sets.values():
@@ -277,11 +397,13 @@ def run(args) -> dict:
             qvecs.update(zip([("bf16", q) for q in qs], ctx.embedder.inner.embed_queries(qs)))
             ctx.embedder.inner.precision = "fp32"
     ways = LEVEL_WAYS + ("late smallest", "late smallest bf16") if args.levels else WAYS
+    if args.halves:
+        ways = (*HALF_WAYS, *HALVES)
     results: dict[str, dict] = {}
     costs: dict[str, dict] = {}
     load = B.LoadMonitor()
     for i, (name, b) in enumerate(sets.items()):
-        res, costs[name] = run_set(b, ctx, qvecs, turn=i, levels=args.levels)
+        res, costs[name] = run_set(b, ctx, qvecs, turn=i, levels="halves" if args.halves else args.levels)
         for k, v in res.items():
             results.setdefault(k, {})[name] = v
         c = costs[name]
@@ -290,10 +412,12 @@ def run(args) -> dict:
     rows, total = summarise(results, costs, ways)
     meta = {name: {"docs": len(b.docs), "questions": len(b.questions), "words": b.words, "subset": notes[name]}
             for name, b in sets.items()}
-    command = COMMAND + (f" --levels --out {args.out}" if args.levels else "")
+    command = COMMAND + (f" --levels --out {args.out}" if args.levels else "") + (
+        f" --halves --out {args.out}" if args.halves else "")
     out = {"command": command, "sets": meta, "rows": rows, "costs": costs, "cost_total": total,
            "n_boot": LS.N_BOOT, "top_k_per_level": LS.TOP_K, "budget_words": LS.BUDGET, "theta": LS.THETA,
-           "batch_size": ctx.embedder.inner.batch_size, "machine": B.machine_info(),
+           "batch_size": ctx.embedder.inner.batch_size, "precision": ctx.embedder.inner.precision,
+           "machine": B.machine_info(),
            "seconds": time.perf_counter() - t0}
     out["load"] = load.summary()  # another process on these cores inflates wall times, CPU seconds much less
     load.stop()
@@ -316,7 +440,8 @@ def render(res: dict) -> str:
     t = res["cost_total"]
     out += ["", "embedding CPU-s: " + "; ".join(
         f"{w} {t[w]['cpu_s']:.0f}" + (f" (× {t[f'{w}_over_independent_cpu']:.2f})" if w != REF else "")
-        for w in (*WAYS, *LEVEL_WAYS[2:], "late smallest", "late smallest bf16") if w in t)]
+        for w in (*WAYS, *LEVEL_WAYS[2:], "late smallest", "late smallest bf16", *HALF_WAYS[1:], *HALVES)
+        if w in t)]
     return "\n".join(out)
 
 
@@ -330,6 +455,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="late_chunking.json", help="results file name under bench/results/")
     ap.add_argument("--levels", action="store_true",
                     help="the θ/4-only late variants and bf16 (LEVEL_VARIANTS) instead of VARIANTS")
+    ap.add_argument("--halves", action="store_true",
+                    help="the θ/4 children pooled from their θ/2 child's pass (HALF_VARIANTS), all in bf16")
     args = ap.parse_args(argv)
     if args.render:
         res = json.loads((B.RESULTS_DIR / args.out).read_text(encoding="utf-8"))

@@ -216,9 +216,10 @@ class SentenceTransformerEmbedder:
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._locked(texts, self.query_prefix)
 
-    def embed_spans(self, texts: Sequence[str], spans: Sequence[Sequence]) -> list[np.ndarray]:
-        """Late chunking (issue 37, not used by the product's ingest yet): each text run through the model once, and
-        one vector per requested span of it pooled from that run's token states.
+    def embed_spans(self, texts: Sequence[str], spans: Sequence[Sequence], on_fraction=None) -> list[np.ndarray]:
+        """Late chunking (issue 37; the ingest pools each θ/4 child from its θ/2 child's pass, ``late_quarters``):
+        each text run through the model once, and one vector per requested span of it pooled from that run's token
+        states.
 
         ``spans[i]`` lists the spans wanted of ``texts[i]``; a span is a character range ``(start, end)`` of the text
         or a tuple of such ranges (a child's context line and its own text, say). Returns per text an array
@@ -232,17 +233,41 @@ class SentenceTransformerEmbedder:
         :meth:`embed_passages` averages a long text's windows. So the span ``(0, len(text))`` is
         :meth:`embed_passages`' vector of the text (up to float error), and a span's pooled tokens are the positions
         the span would pool if it were embedded alone, each state computed with the rest of its window in view.
+
+        ``on_fraction``: called with the share done, the texts then run longest first in slices (batches of like
+        lengths pad little), a question's embedding going first between slices, as in
+        :meth:`embed_passages_with_progress`.
         """
+        texts, spans = list(texts), [list(s) for s in spans]
         self._acquire()
         try:
-            return self._late(list(texts), [list(s) for s in spans], self.passage_prefix)
+            prefix = self.passage_prefix
+            bounds = [self._window_bounds(t, prefix) for t in texts]
+            if on_fraction is None:
+                return self._late(texts, spans, prefix, bounds)
+            tokens = [sum(n for _, _, n in b) for b in bounds]
+            order = [int(i) for i in np.argsort(-np.asarray(tokens), kind="stable")]
+            out: list[np.ndarray] = [np.zeros((0, self.dim), np.float32)] * len(texts)
+            total, done, step = float(sum(tokens)) or 1.0, 0.0, self.batch_size * 2
+            for k in range(0, len(order), step):
+                on_fraction(done / total)
+                if k:
+                    self._give_way()
+                idx = order[k:k + step]
+                for i, v in zip(idx, self._late([texts[i] for i in idx], [spans[i] for i in idx], prefix,
+                                                [bounds[i] for i in idx])):
+                    out[i] = v
+                done += sum(tokens[i] for i in idx)
+            on_fraction(1.0)
+            return out
         finally:
             self._lock.release()
 
-    def _late(self, texts: list[str], spans: list[list], prefix: str) -> list[np.ndarray]:
+    def _late(self, texts: list[str], spans: list[list], prefix: str,
+              bounds: list[list[tuple[int, int, int]]]) -> list[np.ndarray]:
         pieces, where = [], []  # where: (text index, the window's start in the text)
         for t_i, t in enumerate(texts):
-            for s, e, _ in self._window_bounds(t, prefix):
+            for s, e, _ in bounds[t_i]:
                 pieces.append(prefix + t[s:e])
                 where.append((t_i, s))
         self.windows_embedded += len(pieces) - len(texts)

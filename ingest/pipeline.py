@@ -27,7 +27,7 @@ import numpy as np
 
 from core.resources import Resources
 from ingest.chunkers import NEEDS_LM
-from ingest.jobs.work import chunker_for, embed_texts
+from ingest.jobs.work import chunker_for, embed_chunks
 from ingest.readers.layout import Layout, chunk_meta
 from ingest.readers.loaders import IngestError, LoadedDoc
 from ingest.store.catalog import Generation
@@ -191,13 +191,11 @@ class Ingestor:
         if uses_context(gen.params):  # the context line is embedded and indexed before the chunk's text
             lines = chunk_contexts(doc.text, doc_id, doc.layout, [c.start for c in chunks])
             chunks = [dataclasses.replace(c, meta={**c.meta, "context": x}) if x else c for c, x in zip(chunks, lines)]
-        return chunks, self._embed([indexed_text(c.meta.get("context", ""), c.text) for c in chunks], embed_from, 0.97)
-
-    def _embed(self, texts: list[str], start: float, end: float) -> np.ndarray:
-        """Passage vectors, embedded in about twenty blocks so that progress moves within a file."""
-        out = embed_texts(self.ctx.embedder, texts, lambda f: self._report("embedding", start + (end - start) * f))
-        self._report("writing", end)
-        return out
+        texts = [indexed_text(c.meta.get("context", ""), c.text) for c in chunks]
+        vectors, _ = embed_chunks(self.ctx.embedder, chunks, texts, {}, self.ctx.settings.late_quarters,
+                                  lambda f: self._report("embedding", embed_from + (0.97 - embed_from) * f))
+        self._report("writing", 0.97)
+        return chunks, vectors
 
     def _write(self, gen: Generation, doc: LoadedDoc, doc_id: str, h: str, chunks, vectors, t0: float,
                chunking: dict | None = None, size: int | None = None, owner: str | None = None,

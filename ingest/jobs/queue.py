@@ -152,12 +152,12 @@ class LocalExecutor:
 
 def plan_for(ctx, gen, own: dict | None, first_pass: bool) -> Plan:
     """The plan of a document in generation ``gen``: its own chunker and θ if it has them, else the generation's."""
-    context = uses_context(gen.params)
+    context, late = uses_context(gen.params), ctx.settings.late_quarters
     if own:
         return Plan(own["chunker"], own["theta"], chunker_params(own.get("params")), gen.n_levels, gen.embedder,
-                    gen.dim, first_pass, context)
+                    gen.dim, first_pass, context, late)
     return Plan(gen.chunker, gen.theta, chunker_params(gen.params), gen.n_levels, gen.embedder, gen.dim, first_pass,
-                context)
+                context, late)
 
 
 class Runner:

@@ -72,6 +72,8 @@ class Plan:
     dim: int
     first_pass: bool = False
     context: bool = False  # embed each chunk's context line before its text (ingest/text/chunk_context.py)
+    # each θ/4 child's vector pooled from its θ/2 child's pass (embed_chunks; False in plans written before it)
+    late_quarters: bool = False
 
     @property
     def cut_by(self) -> str:
@@ -342,23 +344,82 @@ def cut(models, text: str, doc_id: str, h: str, plan: Plan, rep: Reporter | None
     if not chunks:
         raise IngestError(name or doc_id, "produced no chunks (no words in the text)")
     t = time.perf_counter()
-    known = known or {}
     texts = [c.text for c in chunks]
     if plan.context:
         lines = chunk_contexts(text, doc_id, layout, [c.start for c in chunks])
         texts = [indexed_text(x, c.text) for x, c in zip(lines, chunks)]
-    # each text once: a parent of at most θ/2 words is its own θ/2 child (and a short θ/2 child its θ/4 child), the
-    # same span with the same context line, so the same text
-    todo = list(dict.fromkeys(x for x in texts if x not in known))
-    fresh = embed_texts(models.embedder, todo, lambda f: rep.update("embedding", f))
-    reused = {x: known[x] for x in texts if x in known}
-    vector_of = {**dict(zip(todo, fresh)), **reused}
-    vectors = np.stack([vector_of[x] for x in texts]).astype(np.float32, copy=False)
+    vectors, reused = embed_chunks(models.embedder, chunks, texts, known or {}, plan.late_quarters,
+                                   lambda f: rep.update("embedding", f))
     t_embed = time.perf_counter() - t
     rep.update("writing", 0.0)
-    timings = {"words": words, "chunk_s": t_chunk, "embed_s": t_embed, "lm": lm,
-              "reused": sum(x in reused for x in texts)}
+    timings = {"words": words, "chunk_s": t_chunk, "embed_s": t_embed, "lm": lm, "reused": reused}
     return Cut([(c.start, c.end, c.level, *c.parent_span) for c in chunks], vectors, timings)
+
+
+def quarter_spans(chunks, texts: list[str]) -> dict[int, tuple[int, tuple]]:
+    """Each θ/4 child (level 2) that is not its θ/2 child's whole span: ``{index: (θ/2 index, span)}``, the span in
+    the θ/2 child's embedded text (``texts``: each chunk's, context line first) that :meth:`embed_spans` pools it
+    from: the θ/2 child's context-line tokens and the θ/4 child's own (MG nests each θ/4 child in one θ/2 child)."""
+    halves: dict[tuple, list[int]] = {}
+    for i, c in enumerate(chunks):
+        if c.level == 1:
+            halves.setdefault(c.parent_span, []).append(i)
+    out = {}
+    for i, c in enumerate(chunks):
+        if c.level != 2:
+            continue
+        h = next((k for k in halves.get(c.parent_span, ()) if chunks[k].start <= c.start and c.end <= chunks[k].end),
+                 None)
+        if h is None or (chunks[h].start, chunks[h].end) == (c.start, c.end):
+            continue  # not nested (not MG's cut), or the same span, so the same text: its θ/2 child's vector
+        ctx_len = len(texts[h]) - len(chunks[h].text)
+        off = ctx_len + c.start - chunks[h].start
+        own = (off, off + len(c.text))
+        out[i] = (h, ((0, ctx_len), own) if ctx_len else own)
+    return out
+
+
+def embed_chunks(embedder, chunks, texts: list[str], known: dict[str, np.ndarray], late_quarters: bool = False,
+                 on_fraction: Callable[[float], None] | None = None) -> tuple[np.ndarray, int]:
+    """Every chunk's vector (``texts``: what each embeds, context line first) and how many were reused from ``known``.
+
+    Each distinct text is embedded once: a parent of at most θ/2 words is its own θ/2 child (and a short θ/2 child its
+    θ/4 child), the same span with the same context line, so the same text. ``late_quarters`` (where the embedder has
+    ``embed_spans``): each θ/2 child's text is run through the model once, giving its own vector (the whole text's,
+    as ``embed_passages`` gives it) and its θ/4 children's, pooled from the token states of that pass
+    (:func:`quarter_spans`): 0.61× the embedding of every chunk alone on the six dev sets, retrieval within each set's
+    CI (BENCHMARKS.md "Late chunking"). A pooled vector depends on its θ/2 child's text, so it is reused from
+    ``known`` only when that text is known too (a θ/2 child that changed, at a range's end say, is run again)."""
+    spans_of = getattr(embedder, "embed_spans", None)
+    pooled = quarter_spans(chunks, texts) if late_quarters and spans_of is not None else {}
+    passes: dict[str, list] = {}  # θ/2 text -> the spans wanted of it (its whole text first)
+    for i, (h, span) in pooled.items():
+        if texts[h] in known and texts[i] in known:
+            continue
+        wanted = passes.setdefault(texts[h], [(0, len(texts[h]))])
+        if span not in wanted:
+            wanted.append(span)
+    alone = list(dict.fromkeys(x for i, x in enumerate(texts) if i not in pooled and x not in known
+                               and x not in passes))
+    words_alone, words_passes = (float(sum(len(x.split()) for x in xs)) for xs in (alone, passes))
+    share = words_alone / ((words_alone + words_passes) or 1.0)
+    report = on_fraction or (lambda f: None)
+    vector_of = dict(zip(alone, embed_texts(embedder, alone, lambda f: report(share * f))))
+    pooled_of: dict[tuple[str, object], np.ndarray] = {}
+    if passes:
+        got = spans_of(list(passes), list(passes.values()), on_fraction=lambda f: report(share + (1 - share) * f))
+        for (x, wanted), vecs in zip(passes.items(), got):
+            vector_of[x] = vecs[0]
+            pooled_of.update({(x, span): v for span, v in zip(wanted, vecs)})
+    out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    reused = 0
+    for i, x in enumerate(texts):
+        v = pooled_of.get((texts[pooled[i][0]], pooled[i][1])) if i in pooled else vector_of.get(x)
+        if v is None:
+            v = known[x]
+            reused += 1
+        out[i] = v
+    return out, reused
 
 
 def updated_rates(rates: dict, timings: dict, alpha: float = 0.5) -> dict:
