@@ -2,9 +2,11 @@
 plain pipeline's, with tables and three levels kept").
 
 * **product**: a fresh data dir, the shipped defaults (MG θ = 300 with θ/2 and θ/4 children, contextual text,
-  MiniLM with the batch the machine does best with — 16 on up to 4 threads —, BM25, Qdrant Edge), every PDF through
+  MiniLM with the batch the machine does best with — 16 on up to 4 threads —, each θ/4 child pooled from its θ/2
+  child's pass, BM25, Qdrant Edge), every PDF through
   the queue (:func:`ingest.jobs.queue.ingest_now`: read in the sandboxed extraction child, chunked, embedded,
-  written); ``product-batch64`` the same with the embedder's batch at 64 (the default before); and at batch 64,
+  written); ``product-alone`` the same with every chunk embedded alone (``late_quarters=false``, the default
+  before); ``product-batch64`` the same with the embedder's batch at 64 (the default before); and at batch 64,
   ``product-pdfplumber`` with every page read by pdfplumber (``pdf_reader=pdfplumber``, the reader before issue
   37's pdfium pages) and ``product-one-pass`` with ``first_pass=false`` (each file read whole, then searchable:
   no page ranges); ``product-fp32`` the defaults with the embedder in fp32 (``embed_precision=fp32``: the default
@@ -37,8 +39,8 @@ from pathlib import Path
 
 import common as B  # noqa: F401 (sys.path, offline flags)
 
-VARIANTS = ("plain", "plain-batch64", "plain-bf16", "product", "product-fp32", "product-batch64", "product-pdfplumber",
-            "product-one-pass")
+VARIANTS = ("plain", "plain-batch64", "plain-bf16", "product", "product-alone", "product-fp32", "product-batch64",
+            "product-pdfplumber", "product-one-pass")
 
 
 def _cpu() -> float:
@@ -66,14 +68,14 @@ def run_plain(paths: list[Path], batch: int = 0, precision: str = "fp32") -> dic
 
 
 def run_product(paths: list[Path], reader: str = "auto", batch: int = 0, first_pass: bool = True,
-                precision: str = "auto") -> dict:
+                precision: str = "auto", late_quarters: bool = True) -> dict:
     from app.context import AppContext
     from core.settings import Settings
     from ingest.jobs.queue import ingest_now
 
     with tempfile.TemporaryDirectory() as d:
         ctx = AppContext(Settings(data_dir=Path(d), pdf_reader=reader, embed_batch_size=batch, first_pass=first_pass,
-                                  embed_precision=precision))
+                                  embed_precision=precision, late_quarters=late_quarters))
         ctx.embedder.embed_passages(["warm up"])
         _ = ctx.index
         t0, w0 = _cpu(), time.perf_counter()
@@ -95,8 +97,9 @@ def child(variant: str, paths: list[Path]) -> dict:
         out = run_plain(paths, 64 if variant.endswith("batch64") else 0, "bf16" if variant.endswith("bf16") else "fp32")
     else:
         out = run_product(paths, "pdfplumber" if variant.endswith("pdfplumber") else "auto",
-                          0 if variant in ("product", "product-fp32") else 64, not variant.endswith("one-pass"),
-                          "fp32" if variant.endswith("fp32") else "auto")
+                          0 if variant in ("product", "product-fp32", "product-alone") else 64,
+                          not variant.endswith("one-pass"), "fp32" if variant.endswith("fp32") else "auto",
+                          not variant.endswith("alone"))
     out["precision"] = _precision(variant)
     s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return {**{k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()},
