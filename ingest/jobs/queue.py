@@ -143,6 +143,14 @@ class LocalExecutor:
         c.timings.update(read_s=read_s, pages=len((doc.layout or {}).get("pages") or ()))
         return doc, c
 
+    def ranges(self, job: Job, data: bytes, so_far: LoadedDoc, plan: Plan, rep: Reporter,
+               known: dict) -> Iterator[tuple[LoadedDoc, Cut]]:
+        """A long PDF's ranges of pages after ``so_far`` (the document read up to its layout's ``read``), one after
+        another: each the document to the end of the range and its cut (``known``: the vectors to reuse, as the
+        caller has them when the range is cut)."""
+        for doc in extract_ranges(job.name, data, Limits.of(self.ctx.settings), rep, resume=so_far):
+            yield doc, cut(self.ctx, doc.text, job.doc_id, job.hash, plan, rep, job.name, known, doc.layout)
+
     def refine(self, job: Job, text: str, plan: Plan, rep: Reporter, known=None, layout=None) -> Cut:
         return cut(self.ctx, text, job.doc_id, job.hash, plan, rep, job.name, known, layout)
 
@@ -440,10 +448,9 @@ class Runner:
         rep.begin([("reading", (job.pages or 1) / rep.rates["pdf_pages_s"])])
         data = ctx.store.original(job.hash)
         so_far = LoadedDoc(job.name, data, ctx.store.text(job.hash), "pdf", "", ctx.store.layout(job.hash))
-        for doc in extract_ranges(job.name, data, Limits.of(ctx.settings), rep, resume=so_far):
+        t0 = time.time()
+        for doc, c in self.executor.ranges(job, data, so_far, by, rep, known):
             read = (doc.layout or {}).get("read")
-            t0 = time.time()
-            c = cut(ctx, doc.text, job.doc_id, job.hash, by, rep, job.name, known, doc.layout)
             phase = "first" if (read or lm) else None
             with ctx.write_lock:
                 self._still_wanted(job, gen.gen)
@@ -463,6 +470,7 @@ class Runner:
                                      owner=job.owner, phase=phase,
                                      on_commit=lambda db, f=done_sql, m=msg: f(db, job.job_id, m))
             log.info("%s: %s in %.1f s", job.name, msg, time.time() - t0)
+            t0 = time.time()
         return not lm
 
     def _refine(self, job: Job) -> None:

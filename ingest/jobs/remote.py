@@ -28,6 +28,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -41,6 +42,7 @@ from ingest.jobs.work import (
     check_models,
     cut,
     extract,
+    extract_ranges,
     first_pass_stages,
     needs_refinement,
 )
@@ -57,7 +59,7 @@ _models = None  # the worker process's models (its AppContext), set by run_worke
 
 
 # the only functions a job may name
-TASKS = frozenset({"ingest.jobs.remote.task_first", "ingest.jobs.remote.task_refine"})
+TASKS = frozenset({"ingest.jobs.remote.task_first", "ingest.jobs.remote.task_refine", "ingest.jobs.remote.task_range"})
 
 
 class ForgedPayload(ValueError):
@@ -207,13 +209,29 @@ def _run_task(payload: dict, body) -> dict:
             return {"cancelled": True}
 
 
+def _known(payload: dict) -> dict:
+    k = payload.get("known") or {"texts": [], "vectors": b"", "dim": 0}
+    vecs = np.frombuffer(k["vectors"], dtype=np.float32).reshape(len(k["texts"]), -1) if k["texts"] else []
+    return dict(zip(k["texts"], vecs))
+
+
+def _known_payload(known: dict | None) -> dict:
+    texts = list(known or {})
+    return {"texts": texts,
+            "vectors": np.asarray([known[t] for t in texts], dtype=np.float32).tobytes() if texts else b""}
+
+
 def task_first(payload: dict) -> dict:
-    """A first pass: extract the file, cut it by the plan, embed."""
+    """A first pass: extract the file (``first_range``: a PDF's first range of pages that has text, the rest read by
+    :func:`task_range`), cut it by the plan, embed."""
     def body(plan: Plan, rep: Reporter) -> dict:
         limits = Limits(**payload["limits"])
         rep.begin(first_pass_stages(rep.rates, payload["name"], len(payload["data"])))
         t = time.perf_counter()
-        doc = extract(payload["name"], payload["data"], limits, rep)
+        if payload.get("first_range"):
+            doc = next(extract_ranges(payload["name"], payload["data"], limits, rep))
+        else:
+            doc = extract(payload["name"], payload["data"], limits, rep)
         read_s = time.perf_counter() - t
         c = cut(_models, doc.text, payload["doc_id"], payload["hash"], plan, rep, payload["name"], layout=doc.layout)
         c.timings.update(read_s=read_s, pages=len((doc.layout or {}).get("pages") or ()))
@@ -225,12 +243,22 @@ def task_first(payload: dict) -> dict:
 def task_refine(payload: dict) -> dict:
     """A refinement: cut the stored text by the plan (the LM pass), embed."""
     def body(plan: Plan, rep: Reporter) -> dict:
-        k = payload.get("known") or {"texts": [], "vectors": b"", "dim": 0}
-        vecs = np.frombuffer(k["vectors"], dtype=np.float32).reshape(len(k["texts"]), -1) if k["texts"] else []
-        known = dict(zip(k["texts"], vecs))
-        c = cut(_models, payload["text"], payload["doc_id"], payload["hash"], plan, rep, payload["name"], known,
-                payload.get("layout"))
+        c = cut(_models, payload["text"], payload["doc_id"], payload["hash"], plan, rep, payload["name"],
+                _known(payload), payload.get("layout"))
         return {"cut": c.to_wire()}
+
+    return _run_task(payload, body)
+
+
+def task_range(payload: dict) -> dict:
+    """The next range of a long PDF's pages after the document so far (``text``, ``layout``): read, the document to
+    the end of it cut by the plan and embedded, the vectors of the chunks it had before (``known``) reused."""
+    def body(plan: Plan, rep: Reporter) -> dict:
+        so_far = LoadedDoc(payload["name"], b"", payload["text"], "pdf", "", payload["layout"])
+        doc = next(extract_ranges(payload["name"], payload["data"], Limits(**payload["limits"]), rep, resume=so_far))
+        c = cut(_models, doc.text, payload["doc_id"], payload["hash"], plan, rep, payload["name"], _known(payload),
+                doc.layout)
+        return {"text": doc.text, "layout": doc.layout, "cut": c.to_wire()}
 
     return _run_task(payload, body)
 
@@ -307,18 +335,30 @@ class RedisExecutor:
                 "doc_id": job.doc_id, "hash": job.hash, **extra}
 
     def first(self, job: Job, data: bytes, plan: Plan, rep: Reporter) -> tuple[LoadedDoc, Cut]:
+        """As :meth:`ingest.jobs.queue.LocalExecutor.first`, on a worker: a PDF in a job of two phases only up to its
+        first range of pages that has text (the rest by :meth:`ranges`)."""
         limits = dataclasses.asdict(Limits.of(self.ctx.settings))
-        out = self._run("first", "ingest.jobs.remote.task_first", job, self._payload(job, plan, rep, data=data,
-                                                                               limits=limits), rep)
+        first_range = bool(job.two_phase) and job.name.lower().endswith(".pdf")
+        out = self._run("first", "ingest.jobs.remote.task_first", job,
+                        self._payload(job, plan, rep, data=data, limits=limits, first_range=first_range), rep)
         return (LoadedDoc(job.name, b"", out["text"], out["kind"], out.get("warning") or "", out.get("layout")),
                 Cut.from_wire(out["cut"]))
 
+    def ranges(self, job: Job, data: bytes, so_far: LoadedDoc, plan: Plan, rep: Reporter,
+               known: dict) -> Iterator[tuple[LoadedDoc, Cut]]:
+        """As :meth:`ingest.jobs.queue.LocalExecutor.ranges`, each range read, cut and embedded on a worker (one task
+        per range, on the refinement lane; ``known`` as it stands when the range is handed out)."""
+        limits = dataclasses.asdict(Limits.of(self.ctx.settings))
+        while (so_far.layout or {}).get("read"):
+            out = self._run("refine", "ingest.jobs.remote.task_range", job,
+                            self._payload(job, plan, rep, data=data, limits=limits, text=so_far.text,
+                                          layout=so_far.layout, known=_known_payload(known)), rep)
+            so_far = LoadedDoc(job.name, b"", out["text"], "pdf", "", out["layout"])
+            yield so_far, Cut.from_wire(out["cut"])
+
     def refine(self, job: Job, text: str, plan: Plan, rep: Reporter, known=None, layout=None) -> Cut:
-        texts = list(known or {})
-        vectors = np.asarray([known[t] for t in texts], dtype=np.float32).tobytes() if texts else b""
         out = self._run("refine", "ingest.jobs.remote.task_refine", job,
-                        self._payload(job, plan, rep, text=text, known={"texts": texts, "vectors": vectors},
-                                      layout=layout), rep)
+                        self._payload(job, plan, rep, text=text, known=_known_payload(known), layout=layout), rep)
         return Cut.from_wire(out["cut"])
 
     def _run(self, lane: str, func: str, job: Job, payload: dict, rep: Reporter) -> dict:

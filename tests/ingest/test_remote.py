@@ -162,6 +162,60 @@ def test_two_workers_through_redis_give_the_embedded_path_s_chunks(tmp_path, wor
     local.close()
 
 
+def test_a_long_pdf_s_ranges_are_read_by_a_worker_and_searchable_one_after_another(tmp_path, worker_env, redis_url,
+                                                                                    monkeypatch):
+    """Scaled out, a long PDF is read range by range on the workers as in the embedded path (issue 37): its first
+    range is searchable before the last is read, the holder reads no page itself, and the chunks are the embedded
+    path's."""
+    from qdrant_client import QdrantClient
+    from redis import Redis
+    from rq import Queue
+    from rq.registry import FinishedJobRegistry
+
+    import ingest.jobs.queue as Q
+    from ingest.jobs.remote import serializer_of
+
+    def holder_reads(*a, **k):
+        raise AssertionError("the holder read pages itself")
+
+    pdf = [("harbour.pdf", make_pdf([[f"Page {i}: the harbour fee rose to {40 + i} euros a night."] * 25
+                                     for i in range(4)]))]
+    conn = Redis.from_url(redis_url)
+    workers = [_start_worker(worker_env, tmp_path, "w0")]
+    seen = []
+    try:
+        ctx = AppContext(Settings(data_dir=tmp_path / "holder", queue_url=redis_url, queue_secret=SECRET,
+                                  pdf_pages_per_range=1), client=QdrantClient(":memory:"))
+        reads = Q.extract_ranges
+        monkeypatch.setattr(Q, "extract_ranges", holder_reads)
+        ids = [q.job.job_id for q in enqueue(ctx, pdf)]
+        runner = Runner(ctx).start()
+        try:
+            def ready():
+                j = ctx.jobs.get(ids[0])
+                seen.append(j.message or "")
+                return j.state == "ready"
+            eventually(ready, 240, "the PDF ready")
+            job = ctx.jobs.get(ids[0])
+        finally:
+            runner.stop()
+    finally:
+        _stop(workers)
+    assert job.searchable_at < job.ready_at
+    assert any(m.startswith("searchable (pages 1–") and m.endswith(" of 4)") for m in seen), seen
+    reg = FinishedJobRegistry(queue=Queue("mgrag-refine", connection=conn))
+    signed = serializer_of(ctx.settings)
+    funcs = [reg.job_class.fetch(i, connection=conn, serializer=signed).func_name for i in reg.get_job_ids()]
+    assert funcs.count("ingest.jobs.remote.task_range") == 3, funcs  # pages 2, 3 and 4, one task each
+    monkeypatch.setattr(Q, "extract_ranges", reads)  # the embedded path reads them itself
+    local = AppContext(Settings(data_dir=tmp_path / "embedded", pdf_pages_per_range=1))
+    enqueue(local, pdf)
+    Runner(local).drain()
+    assert _chunks(ctx) == _chunks(local) and len(_chunks(ctx)) > 5
+    ctx.close()
+    local.close()
+
+
 def test_a_worker_killed_in_a_refinement_is_noticed_and_its_job_runs_again(tmp_path, worker_env, redis_url):
     from qdrant_client import QdrantClient
     from redis import Redis
