@@ -161,14 +161,7 @@ def embed_set_halves(inner, docs: dict, turn: int) -> tuple[dict, dict]:
             got[way], cost[way] = _timed(inner.embed_passages, alone)
             cost[way]["words"] = sum(count_words(t) for t in alone)
         else:
-            cost[way] = {"cpu_s": 0.0, "wall_s": 0.0, "words": 0}
-            got[way] = {}
-            for lv, texts in by_level.items():
-                got[way][lv], c = _timed(inner.embed_passages, texts)
-                cost[way][f"level{lv}_cpu_s"] = c["cpu_s"]
-                for f in ("cpu_s", "wall_s"):
-                    cost[way][f] += c[f]
-                cost[way]["words"] += sum(count_words(t) for t in texts)
+            got[way], cost[way] = _by_level(inner, by_level)
     for v in HALVES:  # what the variant embeds: the parents alone, the θ/2 passes, (own context) some θ/4 alone
         extra = cost["quarters alone"]["cpu_s"] if v == HALVES[0] else 0.0
         cost[v] = {"cpu_s": cost[REF]["level0_cpu_s"] + cost["halves"]["cpu_s"] + extra}
@@ -202,6 +195,22 @@ def embed_set_halves(inner, docs: dict, turn: int) -> tuple[dict, dict]:
     cost["quarters_alone"] = len(alone)
     cost["quarters"] = len(by_level[2])
     return vecs, cost
+
+
+def _by_level(inner, by_level: dict) -> tuple[dict, dict]:
+    """Each level's texts embedded alone, timed level by level: the vectors per level and the cost (``levelN_cpu_s``
+    for each, and the totals)."""
+    from ingest.text.sentences import count_words
+
+    cost = {"cpu_s": 0.0, "wall_s": 0.0, "words": 0}
+    got = {}
+    for lv, texts in by_level.items():
+        got[lv], c = _timed(inner.embed_passages, texts)
+        cost[f"level{lv}_cpu_s"] = c["cpu_s"]
+        for f in ("cpu_s", "wall_s"):
+            cost[f] += c[f]
+        cost["words"] += sum(count_words(t) for t in texts)
+    return got, cost
 
 
 def _timed(fn, *args):
@@ -284,14 +293,7 @@ def embed_set_levels(inner, docs: dict, turn: int) -> tuple[dict, dict]:
             got[way], cost[way] = _timed(inner.embed_spans, p_texts, p_spans)
             cost[way].update(words=sum(count_words(t) for t in p_texts))
             continue
-        cost[way] = {"cpu_s": 0.0, "wall_s": 0.0, "words": 0}
-        got[way] = {}
-        for lv, texts in by_level.items():
-            got[way][lv], c = _timed(inner.embed_passages, texts)
-            cost[way][f"level{lv}_cpu_s"] = c["cpu_s"]
-            for f in ("cpu_s", "wall_s"):
-                cost[way][f] += c[f]
-            cost[way]["words"] += sum(count_words(t) for t in texts)
+        got[way], cost[way] = _by_level(inner, by_level)
     inner.precision = "fp32"
     for suffix, ind, late in (("", REF, "late"), (" bf16", "independent bf16", "late bf16")):
         c = {f: cost[late][f] + cost[ind]["level1_cpu_s" if f == "cpu_s" else f] for f in ("cpu_s",)}
