@@ -348,6 +348,12 @@ def cut(models, text: str, doc_id: str, h: str, plan: Plan, rep: Reporter | None
     if plan.context:
         lines = chunk_contexts(text, doc_id, layout, [c.start for c in chunks])
         texts = [indexed_text(x, c.text) for x, c in zip(lines, chunks)]
+    if known:  # a range's re-cut or a refinement embeds only what is not known: the estimate counts only that
+        distinct = set(texts)
+        new_words, all_words = (sum(len(x.split()) for x in xs) for xs in ([x for x in distinct if x not in known],
+                                                                         distinct))
+        rep.stages = [(n, max(s * new_words / max(all_words, 1), 1e-3) if n == "embedding" else s)
+                      for n, s in rep.stages]
     vectors, reused = embed_chunks(models.embedder, chunks, texts, known or {}, plan.late_quarters,
                                    lambda f: rep.update("embedding", f))
     t_embed = time.perf_counter() - t

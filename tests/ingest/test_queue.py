@@ -330,6 +330,31 @@ def test_a_refinement_embeds_only_the_chunks_the_first_pass_did_not(make_ctx):
     np.testing.assert_allclose(fresh.vectors, again.vectors, atol=1e-6)
 
 
+def test_the_estimate_counts_only_the_words_to_embed_when_most_are_known(make_ctx):
+    """A long PDF's next range re-cuts the text read so far and reuses the vectors of what it had: its time left counts
+    the embedding of the new words only (a 168-page report's last range said "about 76 s left" and was done in 6)."""
+    from ingest.jobs.queue import plan_for
+    from ingest.jobs.work import Reporter, cut
+    from ingest.text.chunk_context import chunk_contexts, indexed_text
+
+    ctx = make_ctx(chunker="mg", theta=40)
+    with ctx.write_lock:
+        gen = Ingestor(ctx).live_generation()
+    plan = plan_for(ctx, gen, None, first_pass=True)
+    first = cut(ctx, TEXT, "a.md", "h" * 64, plan)
+    lines = chunk_contexts(TEXT, "a.md", None, [s for s, *_ in first.spans])
+    known = {indexed_text(x, TEXT[s:e]): v for x, (s, e, *_), v in zip(lines, first.spans, first.vectors)}
+    more = TEXT + "\n\nA closing paragraph about the harbour master's fees, new in this range. " * 2
+
+    def embedding_s(k):
+        rep = Reporter()
+        cut(ctx, more, "a.md", "h" * 64, plan, rep, known=k)
+        return dict(rep.stages)["embedding"]
+
+    alone, reusing = embedding_s(None), embedding_s(known)
+    assert 0 < reusing < 0.5 * alone
+
+
 def test_a_text_that_several_levels_share_is_embedded_once(make_ctx):
     """A parent of at most θ/2 words is its own θ/2 child and θ/4 child: the same span and context line, one text;
     it is embedded once and the three chunks get its vector (a filing's short tables and sections are such parents)."""
