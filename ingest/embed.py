@@ -154,26 +154,34 @@ class SentenceTransformerEmbedder:
         if on_fraction is None:
             vecs = self._encode(pieces)
         else:  # longest first over the whole list (batches of like lengths pad little), in slices for the progress
-            order = np.argsort(-np.asarray(weight), kind="stable")
             vecs = np.zeros((len(pieces), self.dim), dtype=np.float32)
-            step = self.batch_size * 2
-            # a slice costs about its size times its longest window (a batch is padded to it): the share done is
-            # counted in that cost, not in windows, or the long windows first make the early pace look slow (the
-            # upload row's time left was twice the truth half-way through a 10-Q's embedding)
-            cost = [len(order[i:i + step]) * max(weight[j] for j in order[i:i + step]) for i in range(0, len(order),
-                                                                                                  step)]
-            total, done = float(sum(cost)) or 1.0, 0.0
-            for k, i in enumerate(range(0, len(order), step)):
-                on_fraction(done / total)
-                if i:
-                    self._give_way()
-                idx = order[i:i + step]
+
+            def run(idx):
                 vecs[idx] = self._encode([pieces[j] for j in idx])
-                done += cost[k]
-            on_fraction(1.0)
+
+            self._in_slices(weight, on_fraction, run)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         np.add.at(out, np.asarray(owner, dtype=np.int64), vecs * np.asarray(weight, dtype=np.float32)[:, None])
         return _normalise(out)
+
+    def _in_slices(self, weight: Sequence[int], on_fraction, run) -> None:
+        """``run(indices)`` over the items longest first (by ``weight``, their word pieces), two batches at a time,
+        calling ``on_fraction(share done)`` before each slice and at the end and giving way between slices. A slice
+        costs about its size times its longest item (a batch is padded to it): the share done is counted in that
+        cost, not in items, or the long items first make the early pace look slow (the upload row's time left was
+        twice the truth half-way through a 10-Q's embedding)."""
+        order = np.argsort(-np.asarray(weight), kind="stable")
+        step = self.batch_size * 2
+        slices = [order[i:i + step] for i in range(0, len(order), step)]
+        cost = [len(idx) * max(weight[j] for j in idx) for idx in slices]
+        total, done = float(sum(cost)) or 1.0, 0.0
+        for k, idx in enumerate(slices):
+            on_fraction(done / total)
+            if k:
+                self._give_way()
+            run(idx)
+            done += cost[k]
+        on_fraction(1.0)
 
     def _give_way(self) -> None:
         """Called holding the lock between slices of a long embedding: let the calls waiting for it (a question's
@@ -245,20 +253,14 @@ class SentenceTransformerEmbedder:
             bounds = [self._window_bounds(t, prefix) for t in texts]
             if on_fraction is None:
                 return self._late(texts, spans, prefix, bounds)
-            tokens = [sum(n for _, _, n in b) for b in bounds]
-            order = [int(i) for i in np.argsort(-np.asarray(tokens), kind="stable")]
             out: list[np.ndarray] = [np.zeros((0, self.dim), np.float32)] * len(texts)
-            total, done, step = float(sum(tokens)) or 1.0, 0.0, self.batch_size * 2
-            for k in range(0, len(order), step):
-                on_fraction(done / total)
-                if k:
-                    self._give_way()
-                idx = order[k:k + step]
+
+            def run(idx):
                 for i, v in zip(idx, self._late([texts[i] for i in idx], [spans[i] for i in idx], prefix,
                                                 [bounds[i] for i in idx])):
                     out[i] = v
-                done += sum(tokens[i] for i in idx)
-            on_fraction(1.0)
+
+            self._in_slices([sum(n for _, _, n in b) for b in bounds], on_fraction, run)
             return out
         finally:
             self._lock.release()
