@@ -95,48 +95,44 @@ def late_plan(chunks, texts: list[str]):
 
 def half_plan(chunks, texts: list[str]):
     """For one document: the θ/2 children's contextual texts, the spans wanted of each (its whole text first, then
-    its θ/4 children's), and per :data:`HALVES` variant where each chunk's vector is found: ``(θ/2 index, span
-    index)``, ``("alone", k)`` for a θ/4 child embedded alone (*own context*: its context line differs from its θ/2
-    child's), ``("parent", k)`` for a parent; and the texts of those θ/4 children."""
+    its θ/4 children's, as the ingest finds them: :func:`ingest.jobs.work.quarter_spans`), and per :data:`HALVES`
+    variant where each chunk's vector is found: ``(θ/2 index, span index)``, ``("alone", k)`` for a θ/4 child
+    embedded alone (*own context*: its context line differs from its θ/2 child's), ``("parent", k)`` for a parent;
+    and the texts of those θ/4 children."""
+    from ingest.jobs.work import quarter_spans
+
     halves = [i for i, c in enumerate(chunks) if c.level == 1]
+    k_of = {i: k for k, i in enumerate(halves)}
+    same = {(chunks[i].start, chunks[i].end, chunks[i].parent_span): k for k, i in enumerate(halves)}
     h_texts = [texts[i] for i in halves]
     spans: list[list] = [[(0, len(t))] for t in h_texts]
-    by_parent: dict = {}
-    for k, i in enumerate(halves):
-        by_parent.setdefault(chunks[i].parent_span, []).append(k)
-    where = {v: [("parent", -1)] * len(chunks) for v in HALVES}
+    pooled = quarter_spans(chunks, texts)
+    where: dict[str, list] = {v: [] for v in HALVES}
     alone: list[str] = []
     n_parent = 0
     for i, c in enumerate(chunks):
         if c.level == 0:
-            for v in HALVES:
-                where[v][i] = ("parent", n_parent)
             n_parent += 1
-            continue
-        if c.level == 1:
-            k = next(k for k in by_parent[c.parent_span] if halves[k] == i)
             for v in HALVES:
-                where[v][i] = (k, 0)
+                where[v].append(("parent", n_parent - 1))
             continue
-        k = next(k for k in by_parent[c.parent_span] if chunks[halves[k]].start <= c.start
-                 and c.end <= chunks[halves[k]].end)
-        h = chunks[halves[k]]
-        ctx_len = len(h_texts[k]) - len(h.text)
-        off = ctx_len + c.start - h.start
-        if h_texts[k][off:off + len(c.text)] != c.text:
-            raise AssertionError(f"θ/4 child at {c.start} is not its θ/2 child's text at {off}")
-        span = ((0, ctx_len), (off, off + len(c.text))) if ctx_len else (off, off + len(c.text))
-        if (c.start, c.end) == (h.start, h.end):
-            j = 0  # the same span as its θ/2 child
+        if c.level == 1 or i not in pooled:  # a θ/2 child, or a θ/4 child with its θ/2 child's span: the whole text
+            k = k_of[i] if c.level == 1 else same[(c.start, c.end, c.parent_span)]
+            for v in HALVES:
+                where[v].append((k, 0))
+            continue
+        h, span = pooled[i]
+        k = k_of[h]
+        own = span[1] if isinstance(span[0], tuple) else span
+        if texts[h][own[0]:own[1]] != c.text:
+            raise AssertionError(f"θ/4 child at {c.start} is not its θ/2 child's text at {own[0]}")
+        where[HALVES[1]].append((k, len(spans[k])))
+        if texts[i][:len(texts[i]) - len(c.text)] == texts[h][:len(texts[h]) - len(chunks[h].text)]:
+            where[HALVES[0]].append((k, len(spans[k])))
         else:
-            j = len(spans[k])
-            spans[k].append(span)
-        where[HALVES[1]][i] = (k, j)
-        if texts[i][:len(texts[i]) - len(c.text)] == h_texts[k][:ctx_len]:
-            where[HALVES[0]][i] = (k, j)
-        else:
-            where[HALVES[0]][i] = ("alone", len(alone))
+            where[HALVES[0]].append(("alone", len(alone)))
             alone.append(texts[i])
+        spans[k].append(span)
     return h_texts, spans, where, alone
 
 
