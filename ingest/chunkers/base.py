@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from core.components import CHUNKERS, NEED_HINTS, Component, lookup
-from ingest.text.sentences import count_words, is_hard_wrapped, sentences_between, split_long
+from ingest.text.sentences import count_words, is_hard_wrapped, is_heading_line, sentences_between, split_long
 from ingest.types import Chunk
 
 # the argument (and dataclass field) that carries each need's model: the boundary LM is a chunker's ``scorer``
@@ -142,7 +142,7 @@ def recursive_spans(text: str, start: int, end: int, max_words: int, blocks: boo
             return [(s, e)] if text[s:e].strip() else []
         if depth == len(levels):  # unreachable: words always fit
             return split_long(text, s, e, max_words)
-        units = levels[depth](s, e)
+        units = _headings_lead(text, levels[depth](s, e)) if depth < len(levels) - 1 else levels[depth](s, e)
         if len(units) <= 1 and units and units[0] == _strip(text, s, e):
             return rec(s, e, depth + 1)
         small: list[tuple[int, int]] = []
@@ -154,6 +154,23 @@ def recursive_spans(text: str, start: int, end: int, max_words: int, blocks: boo
         return merge_units(text, small, max_words)
 
     return rec(*_strip(text, start, end), 0) if text[start:end].strip() else []
+
+
+def _headings_lead(text: str, units: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``units`` with each heading line (:func:`is_heading_line`) joined to the unit after it, so that a heading
+    never ends a span: it begins the one it heads (a question naming the next section finds that section's passage,
+    its heading included, not the end of the one before). A joined unit too long for a span is split at the next
+    level, where the heading line again leads its first piece."""
+    out: list[tuple[int, int]] = []
+    i = 0
+    while i < len(units):
+        s, e = units[i]
+        while i + 1 < len(units) and is_heading_line(text[s:e]):
+            e = units[i + 1][1]
+            i += 1
+        out.append((s, e))
+        i += 1
+    return out
 
 
 _BLOCK_SEP = re.compile(r"\n[ \t\r\f\v]*\n")

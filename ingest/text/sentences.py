@@ -182,6 +182,36 @@ def _heading_line_before(text: str, nl: int) -> bool:
     return text.startswith("#", line_start)
 
 
+_HEADING_SMALL = frozenset("a an and as at by for from in of on or the to with per vs via".split())
+_HEADING_NUMBER = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3})*\.?|[IVXLC]{1,6}\.|[A-Z]\.)\s+\S")
+_HEADING_LABEL = re.compile(r"^(?:item|part|section|chapter|article|appendix|annex|schedule|note)\s+[\w.]+", re.I)
+
+
+def is_heading_line(line: str, max_words: int = 12) -> bool:
+    """Is ``line`` a heading rather than text: one line of at most ``max_words`` words, no sentence end, and a
+    Markdown heading, a numbered or labelled section ("2.1 Results", "Item 3. Legal Proceedings") or words mostly
+    capitalised ("Legal Proceedings", "RISK FACTORS")? A table row is none.
+
+    >>> [is_heading_line(x) for x in ("Item 3. Legal Proceedings", "## Setup", "Net sales rose 5%.", "| a | b |",
+    ...                                "Results of Operations", "the results were good")]
+    [True, True, False, False, True, False]
+    """
+    t = line.strip()
+    if not t or "\n" in t or t.startswith("|"):
+        return False
+    if t.startswith("#"):
+        return True
+    words = t.split()
+    if len(words) > max_words or t[-1] in ".!?;,:" and not _HEADING_LABEL.match(t):
+        return False
+    if not re.search(r"[A-Za-z]{2}", t):
+        return False
+    if _HEADING_NUMBER.match(t) or _HEADING_LABEL.match(t):
+        return True
+    content = [w for w in re.findall(r"[A-Za-z][A-Za-z'’&-]*", t) if w.lower() not in _HEADING_SMALL]
+    return bool(content) and sum(w[0].isupper() for w in content) / len(content) >= 0.75 and t[0].isupper()
+
+
 def _strip_span(text: str, start: int, end: int) -> tuple[int, int] | None:
     while start < end and text[start].isspace():
         start += 1

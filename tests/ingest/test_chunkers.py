@@ -150,3 +150,27 @@ def test_an_index_recorded_before_blocks_counted_is_cut_with_blocks_on_re_ingest
     assert MultiGranularChunker(300).describe() == {"chunker": "mg", "theta": 300}
     old = MultiGranularChunker(300, blocks=False)
     assert from_description(old.describe()).chunk(PASSAGES) == old.chunk(PASSAGES)
+
+
+REPORT = ("Annual report of the harbour board\n\n"
+          + " ".join(f"The board met {i} times to review the pilots' rota and the dredging schedule." for i in range(9))
+          + "\n\nLegal Proceedings\n\n"
+          + " ".join(f"The board is party to claim {i} about the north quay lease, which it contests." for i in range(9))
+          + "\n\n3.2 Staffing\n\nThe harbour employed 112 people at the year end.")
+
+
+@pytest.mark.parametrize("theta", [60, 100, 140])
+def test_a_heading_line_begins_its_sections_passage_and_never_ends_one(theta):
+    """Issue 46: in a report whose paragraphs do not repeat their headings, a parent of one section could end with
+    the next section's heading, so a question naming that section ranked the section before it first. At every
+    level the chunk that holds a heading holds the text after it too; a cut near it falls before it."""
+    chunks = MultiGranularChunker(theta).chunk(REPORT)
+    for heading in ("Legal Proceedings", "3.2 Staffing"):
+        at = REPORT.index(heading)
+        after = REPORT.index(" ", REPORT.index("\n\n", at) + 3)  # into the first sentence of its section
+        for c in chunks:
+            assert not c.text.rstrip().endswith(heading), (c.level, c.text[-80:])
+            if c.start <= at < c.end:
+                assert c.end > after, (c.level, heading)
+    big = REPORT.index("Legal Proceedings")
+    assert any(c.start == big for c in chunks if c.level == 0)  # a section too long to join the one before starts one
