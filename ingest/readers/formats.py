@@ -20,7 +20,7 @@ from ingest.readers.base import IngestError, _check_unpacked_size, _docx_level, 
 from ingest.readers.layout import Layout
 from ingest.readers.ocr import OcrUnavailable, image_pages, ocr_lines
 from ingest.readers.sandbox import progress
-from ingest.text.tables import TABLE_WORDS, markdown_tables, tidy
+from ingest.text.tables import TABLE_WORDS, is_number, markdown_tables, tidy
 
 # Imported where they are used, on purpose (heavy, optional or not needed by every caller): docx, bs4, pptx, openpyxl
 
@@ -67,11 +67,39 @@ class Builder:
         return text, Layout(pages, tuple(self.headings), tuple(self.blocks), self.unit).to_json()
 
 
-def _header_and_rows(rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+def _header_and_rows(rows: list[list[str]]) -> tuple[str, list[str], list[list[str]]]:
+    """A table's title, header and rows. Rows above the header that hold one cell only are its **title** ("BCE -
+    Capital expenditures by segment ($ millions)" above "Segment | 2019 | 2018"), said once above the table rather
+    than made its header, which is repeated in every group of rows: each group then names its periods. Header rows
+    stacked above the first row of figures ("| | 30 June 2019 | 30 June 2018 |" over "| | $’000 | $’000 |") are
+    joined column by column into one.
+
+    >>> _header_and_rows([["Sales (USD)", "", ""], ["Region", "2023", "2022"], ["West", "5", "4"]])
+    ('Sales (USD)', ['Region', '2023', '2022'], [['West', '5', '4']])
+    >>> _header_and_rows([["", "June 30, 2019", "June 30, 2018"], ["", "$'000", "$'000"], ["Net profit", "9", "6"]])
+    ('', ['', "June 30, 2019 $'000", "June 30, 2018 $'000"], [['Net profit', '9', '6']])
+    """
     rows = tidy(rows)
     if not rows:
-        return [], []
-    return rows[0], rows[1:]
+        return "", [], []
+    titles = []
+    while len(rows) > 2 and sum(1 for c in rows[0] if c.strip()) == 1 and \
+            sum(1 for c in rows[1] if c.strip()) >= 2:
+        titles.append(next(c for c in rows[0] if c.strip()).strip())
+        rows = rows[1:]
+    header, body = rows[0], rows[1:]
+    while len(body) > 1 and _stacked_header(header, body[0]) and not _stacked_header(body[0], body[1]):
+        header = [" ".join(x for x in (h.strip(), b.strip()) if x) for h, b in zip(header, body[0])]
+        body = body[1:]
+    return " ".join(titles), header, body
+
+
+def _stacked_header(upper: list[str], row: list[str]) -> bool:
+    """Is ``row`` a second header row under ``upper``: no figure in it, some cell under a column name, and its first
+    cell empty (a data row starts with its label)?"""
+    filled = [j for j, c in enumerate(row) if c.strip()]
+    return (bool(filled) and not row[0].strip() and all(not is_number(row[j]) for j in filled)
+            and any(upper[j].strip() for j in filled if j < len(upper)))
 
 
 # -- DOCX --------------------------------------------------------------------------------------------------------------
@@ -120,7 +148,10 @@ def build(blocks, unit: str = "page") -> tuple[str, dict]:
     b = Builder(unit)
     for kind, body, level in blocks:
         if kind == "table":
-            b.table(*_header_and_rows(body))
+            title, header, rows = _header_and_rows(body)
+            if title:
+                b.add("p", title)
+            b.table(header, rows)
         elif kind == "page":
             b.page()
         else:

@@ -425,3 +425,34 @@ def test_the_chat_sources_show_a_table_passage_as_a_table():
     out = highlight(text, 100, 100 + len(text), 100, 100 + 19, [(100 + row, 100 + text.index("\n", row))])
     assert out.startswith("<mark>Revenue by segment.</mark>") and "|---|" not in out
     assert "<tr class=mg-support><td>Widgets</td><td>4,210</td></tr><tr><td>Gadgets</td>" in out
+
+
+def test_a_sheets_title_row_is_its_title_and_every_group_of_rows_names_the_periods():
+    """Issue 46: a sheet with a title row above its header ("Sales by region (USD thousands)" over "Region | 2023-Q1 |
+    …") had the title repeated as the header of every group of rows and the periods only in the first group, so a
+    row further down could not say which column was which quarter."""
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Sales"
+    ws.append(["Sales by region (USD thousands)"])
+    ws.append(["Region", "2022-Q1", "2023-Q3"])
+    for i in range(80):
+        ws.append([f"Region {i} with a long descriptive name for its district", 100 + i, 200 + i])
+    buf = io.BytesIO()
+    wb.save(buf)
+    doc = load_bytes("sales.xlsx", buf.getvalue())
+    groups = [g for g in doc.text.split("\n\n") if g.startswith("|")]
+    assert len(groups) > 1
+    assert all(g.startswith("| Region | 2022-Q1 | 2023-Q3 |") for g in groups)
+    assert "Sales by region (USD thousands)" in doc.text.split("| Region |")[0]
+
+
+def test_stacked_header_rows_are_one_header():
+    html = ("<table><tr><td></td><td>30 June 2019</td><td>30 June 2018</td></tr>"
+            "<tr><td></td><td>$'000</td><td>$'000</td></tr>"
+            "<tr><td>Net profit</td><td>9,819</td><td>6,639</td></tr></table>").encode()
+    doc = load_bytes("notes.html", html)
+    assert "| | 30 June 2019 $'000 | 30 June 2018 $'000 |" in doc.text
+    assert "| Net profit | 9,819 | 6,639 |" in doc.text
