@@ -155,7 +155,8 @@ def test_an_index_recorded_before_blocks_counted_is_cut_with_blocks_on_re_ingest
 REPORT = ("Annual report of the harbour board\n\n"
           + " ".join(f"The board met {i} times to review the pilots' rota and the dredging schedule." for i in range(9))
           + "\n\nLegal Proceedings\n\n"
-          + " ".join(f"The board is party to claim {i} about the north quay lease, which it contests." for i in range(9))
+          + " ".join(f"The board is party to claim {i} about the north quay lease, which it contests."
+                     for i in range(9))
           + "\n\n3.2 Staffing\n\nThe harbour employed 112 people at the year end.")
 
 
