@@ -363,12 +363,19 @@ def build_tat(out: Path, mirrors: Path) -> None:
 
 # -- public data workbooks (vega-datasets) -----------------------------------------------------------------------------
 def build_public(out: Path, mirrors: Path) -> None:
+    """The four public spreadsheets from vega/vega-datasets (each of its own kind of layout)."""
+    vega = "vega/vega-datasets"
+    _iowa(out, mirrors, vega)
+    _employment(out, mirrors, vega)
+    _unemployment(out, mirrors, vega)
+    _receipts(out, mirrors, vega)
+
+
+def _iowa(out: Path, mirrors: Path, vega: str) -> None:
     import openpyxl
     from openpyxl.styles import Font
 
-    vega = "vega/vega-datasets"
     bold = Font(bold=True)
-
     # 1. Iowa net generation by source, a row per year
     rows = list(csv.DictReader(io.StringIO(git_show(mirrors, vega, "data/iowa-electricity.csv").decode())))
     by_year: dict[str, dict[str, int]] = defaultdict(dict)
@@ -408,6 +415,12 @@ def build_public(out: Path, mirrors: Path) -> None:
     ws2.column_dimensions["B"].width = 70
     _save_xlsx(wb, out / "iowa_electricity_net_generation.xlsx")
 
+
+def _employment(out: Path, mirrors: Path, vega: str) -> None:
+    import openpyxl
+    from openpyxl.styles import Font
+
+    bold = Font(bold=True)
     # 2. U.S. nonfarm employment by industry, monthly, a sheet per year 2008-2010
     emp = list(csv.DictReader(io.StringIO(git_show(mirrors, vega, "data/us-employment.csv").decode())))
     cols = [("nonfarm", "Total nonfarm"), ("construction", "Construction"), ("manufacturing", "Manufacturing"),
@@ -444,6 +457,8 @@ def build_public(out: Path, mirrors: Path) -> None:
         ws.append([k, v])
     _save_xlsx(wb, out / "us_employment_by_industry_2008_2010.xlsx")
 
+
+def _unemployment(out: Path, mirrors: Path, vega: str) -> None:
     # 3. Unemployment across industries, 2009, one row per industry and month (long format CSV)
     un = json.loads(git_show(mirrors, vega, "data/unemployment-across-industries.json"))
     order = sorted({r["series"] for r in un})
@@ -455,6 +470,12 @@ def build_public(out: Path, mirrors: Path) -> None:
     csv.writer(buf, lineterminator="\n").writerows(rows)
     (out / "unemployment_by_industry_2009.csv").write_text(buf.getvalue(), encoding="utf-8")
 
+
+def _receipts(out: Path, mirrors: Path, vega: str) -> None:
+    import openpyxl
+    from openpyxl.styles import Font
+
+    bold = Font(bold=True)
     # 4. Federal receipts by source category, FY 2008-2020 (OMB, FY 2016 Budget), millions of dollars
     bud = json.loads(git_show(mirrors, vega, "data/budget.json"))
     years = [str(y) for y in range(2008, 2021)]

@@ -364,7 +364,10 @@ def test_a_text_that_several_levels_share_is_embedded_once(make_ctx):
     ctx = make_ctx(chunker="mg", theta=40)
     with ctx.write_lock:
         gen = Ingestor(ctx).live_generation()
+    # the next section opens with a sentence too long to share a span with the short one
     text = ("# Revenue\n\nNet sales rose nine percent.\n\n# Risks\n\n"
+            + "The first risk, which the board has discussed at every meeting since the harbour reopened, is that "
+              "ferry bookings, fuel prices and the weather of one season decide most of the year's revenue. "
             + " ".join(f"Sentence {i} says something about the risks of the business." for i in range(12)))
     calls = []
     real = ctx.embedder.embed_passages
