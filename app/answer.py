@@ -18,13 +18,13 @@ from dataclasses import asdict, dataclass, field
 
 from app import grounding as G
 from app.context import AppContext
-from app.conversation import rewrite
-from app.lookup import looked_up
-from app.routing import route_for
+from app.evidence import AskOptions, gather, reading_of
+from app.question import read_question
 from app.synth import SynthesisError, make_synthesizer
+from app.synth.extractive import lines as extractive_lines
 from ingest.readers.layout import Layout, heading_path, page_span, source_place
 from retrieval.scoring import assemble_context
-from retrieval.search import Retrieval, Source, check_question, no_retrieval_context, retrieve
+from retrieval.search import Source, check_question
 
 # Imported where they are used, on purpose (heavy, optional or not needed by every caller): core.models
 
@@ -181,39 +181,13 @@ class Grounder:
                       key=lambda x: -x.score)[:k]
 
 
-@dataclass(frozen=True)
-class AskOptions:
-    """How one question is answered; a field left None takes its setting. Retrieval: ``k``, ``budget_words``,
-    ``retriever``, ``weights`` (level weights instead of the router's), ``doc_ids`` (search only these) and
-    ``visible_to`` (the reader whose documents and the shared library are searched; None: every document), or
-    ``no_retrieval_doc`` (the whole of one document instead of a search). Answering: ``backend``; ``grounded``,
-    ``style``, ``rewrite_mode`` and ``synth_budget_words`` override the settings ``grounding``, ``answer_style``,
-    ``rewrite`` and the offline model's ``offline_context_words``; ``context_floor`` the floor below which nothing
-    is generated (the benchmark lowers it to calibrate)."""
-
-    backend: str | None = None
-    k: int | None = None
-    budget_words: int | None = None
-    retriever: str | None = None
-    weights: Sequence[float] | None = None
-    doc_ids: Sequence[str] | None = None
-    visible_to: str | None = None
-    no_retrieval_doc: str | None = None
-    grounded: bool | None = None
-    style: str | None = None
-    rewrite_mode: str | None = None
-    synth_budget_words: int | None = None
-    context_floor: float | None = None
-
-
 def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, history: Sequence[dict] | None = None,
         synthesizer=None) -> Iterator[tuple[str, object]]:
     """Answer ``question`` as ``opts`` says (a follow-up when ``history`` holds the conversation's earlier turns;
     ``synthesizer``: one already loaded instead of ``opts.backend``'s); see the module doc for the events."""
-    backend, k, budget_words, retriever, weights = opts.backend, opts.k, opts.budget_words, opts.retriever, opts.weights
-    doc_ids, visible_to, no_retrieval_doc = opts.doc_ids, opts.visible_to, opts.no_retrieval_doc
+    backend, retriever, no_retrieval_doc = opts.backend, opts.retriever, opts.no_retrieval_doc
     grounded, style, rewrite_mode = opts.grounded, opts.style, opts.rewrite_mode
-    synth_budget_words, context_floor = opts.synth_budget_words, opts.context_floor
+    synth_budget_words = opts.synth_budget_words
     s = ctx.settings
     backend = backend or s.synth_backend
     grounded = s.grounding if grounded is None else grounded
@@ -227,23 +201,24 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
         style = "hybrid" if kind == "offline" else "generated"
     t0 = time.perf_counter()
     question = check_question(question, s.max_question_chars)
-    query, how = question, "none"
     if history and no_retrieval_doc is None:
-        yield "status", "rewriting the follow-up"
-        query, how = rewrite(question, history, _rewriter(ctx, synth, rewrite_mode or s.rewrite))
+        yield "status", "reading the question with the conversation"
+    q = read_question(question, history if no_retrieval_doc is None else (),
+                      _rewriter(ctx, synth, rewrite_mode or s.rewrite))
+    query, how = q.query, q.rewrite
     t_rw = time.perf_counter()
-    routed = _route(ctx, question, history, doc_ids, visible_to) if no_retrieval_doc is None else None
-    if routed is not None:
-        doc_ids = routed.doc_ids
-        yield "status", f"searching {', '.join(routed.doc_ids[:3])}{' …' if len(routed.doc_ids) > 3 else ''}"
-    yield "status", "retrieving"
-    if no_retrieval_doc is not None:
-        retrieval = _no_retrieval(ctx, question, no_retrieval_doc)
-    else:
-        retrieval = retrieve(ctx, query, k=k, budget_words=budget_words, weights=weights, retriever=retriever,
-                             doc_ids=doc_ids, visible_to=visible_to)
-    if s.table_lookup and retrieval.sources and no_retrieval_doc is None:
-        retrieval.sources += _looked_up(ctx, question, retrieval.sources, history)
+    routed, retrieval, extra = None, None, []
+    for event in gather(ctx, q, opts):
+        if event[0] == "status":
+            yield event
+        else:
+            routed, retrieval, extra = event[1]
+    reading = None
+    if retrieval.sources and (kind == "extractive" or (grounded and s.reader_check)) and no_retrieval_doc is None:
+        reading = reading_of(ctx, q, retrieval.sources, extra,
+                        opts.context_floor if opts.context_floor is not None else s.context_floor)
+        if reading is not None and reading.best is not None and reading.best.looked_up and not reading.abstained:
+            retrieval.sources.append(next(src for c, src in extra if src.rank == reading.best.source))
     t1 = time.perf_counter()
     yield "sources", retrieval
     if synth_budget_words is None and backend == "offline":
@@ -255,23 +230,29 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
     gmeta: dict = {"grounded": grounded, "style": style, "sources_read": len(read)}
     if routed is not None:
         gmeta["routed"] = {"documents": routed.doc_ids, "why": routed.why}
+    if reading is not None:
+        gmeta.update(context_score=round(reading.confidence, 4), context_floor=round(reading.threshold, 4),
+                     reader={"confidence": round(reading.confidence, 4), "threshold": round(reading.threshold, 4),
+                             "why": reading.why, **({"check": reading.checked} if reading.checked else {})})
     if grounded and read:
         grounder = Grounder(ctx, query, read)
-        if context_floor is not None:
-            grounder.floors = G.Floors(context_floor, grounder.floors.support)
-        gmeta.update(context_score=grounder.context_score, context_floor=grounder.floors.context,
-                     support_floor=grounder.floors.support)
-    below = grounder is not None and grounder.context_score < grounder.floors.context
+        gmeta.update(support_floor=grounder.floors.support)
     pieces: list[str] = []
     t_first = None
-    unsaid = (_unsaid(ctx, query, retrieval.sources, history) if s.reader_check and kind != "extractive"
-              and synth is not None and retrieval.sources and not below and no_retrieval_doc is None else None)
-    if below:
-        yield "status", f"{len(retrieval.sources)} sources; none is about the question"
-    elif unsaid:
-        yield "status", f"{len(retrieval.sources)} sources; {unsaid}"
+    if routed is not None and not routed.doc_ids:
+        yield "status", routed.why
         pieces.append(UNSAID_DRAFT)
-        gmeta["reader_check"] = unsaid
+        gmeta["reader_check"] = routed.why
+    elif reading is not None and reading.abstained:
+        yield "status", f"{len(retrieval.sources)} sources; none answers it surely enough ({reading.why})"
+        pieces.append(UNSAID_DRAFT)
+        gmeta["reader_check"] = reading.why
+    elif kind == "extractive" and reading is not None:
+        yield "status", f"{len(retrieval.sources)} sources; quoting the answer"
+        for piece in extractive_lines(reading, getattr(synth, "max_sentences", 3)):
+            t_first = t_first or time.perf_counter()
+            pieces.append(piece)
+            yield "token", piece
     elif synth is not None:
         yield "status", f"{len(retrieval.sources)} sources; generating"
         t_first, failed = yield from _generate(synth, synth_q, read, history, backend, pieces)
@@ -281,8 +262,10 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
     sources = [Citation.of(x) for x in retrieval.sources]
     if grounder is not None and not error:
         yield "status", "checking the answer against the sources"
-        text, cited, abstained = _grounded_reply(grounder, draft, len(read), below, style, kind, sources, gmeta)
+        text, cited, abstained = _grounded_reply(grounder, draft, len(read), style, kind, sources, gmeta)
         _support_pages(ctx, [sources[n - 1] for n in cited])
+    elif gmeta.get("reader_check"):
+        text, cited, abstained = G.ABSTAIN_TEXT, [], True
     else:
         text, abstained = draft, bool(draft) and G.is_abstention(draft)
         cited = cited_numbers(text, len(sources))
@@ -294,30 +277,6 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
                "total_s": t3 - t0}
     yield "done", Answer(question, text, backend, retrieval.retriever, cites, sources, retrieval.weights, timings,
                          error, retrieval.router, query, how, abstained, draft, gmeta)
-
-
-def _looked_up(ctx: AppContext, question: str, sources: list, history: list) -> list:
-    """The statement row a figure question asks for, looked up in the tables of the retrieved documents when no
-    retrieved passage holds it (:mod:`app.lookup`), with its page and heading path."""
-    known: set[str] = set()
-    try:
-        for doc in {(x.doc_hash, x.doc_id, getattr(x, "name", "")) for x in sources}:
-            p = ctx.profiles.one(*doc)
-            known |= p.tokens if p is not None else set()
-        extra = looked_up(question, sources, ctx.row_index, history, known)
-    except Exception:  # the lookup only adds to what the search found: a failure in it must not cost the answer
-        log.exception("looking up a statement row failed")
-        return []
-    for x in extra:
-        try:
-            lay = Layout.from_json(ctx.store.layout(x.doc_hash))
-        except (OSError, ValueError):
-            continue
-        span = page_span(lay, x.start, x.end)
-        x.pages = list(span) if span else None
-        x.matched_pages = list(page_span(lay, x.matched_start, x.matched_end) or ()) or None
-        x.headings = heading_path(lay, x.start) if lay.headings else []
-    return extra
 
 
 def _generate(synth, question: str, read: list, history: list, backend: str, pieces: list[str]):
@@ -344,18 +303,6 @@ def _generate(synth, question: str, read: list, history: list, backend: str, pie
 UNSAID_DRAFT = "I cannot find an answer in the documents."
 
 
-def _unsaid(ctx: AppContext, question: str, sources: list, history: list) -> str | None:
-    """Why the passages cannot answer ``question``, when the reader (:func:`app.reader.read`) finds that they never
-    say what it asks — a name that owns it, the term it asks for, the period it names — else None: a generating
-    backend then abstains without generating, as the extractive one does (the same check for every backend)."""
-    try:
-        r = make_synthesizer("extractive", ctx).reading(question, sources, history)
-    except Exception:  # the check only saves a generation: a failure in it must not cost the answer
-        log.exception("the reader's check failed")
-        return None
-    return r.why if r.answer is None and r.missing else None
-
-
 def _load_synth(ctx: AppContext, backend: str):
     """``(synthesizer, error)``: models are loaded before the clock starts, so timings measure answering, not
     loading; a model that cannot load gives its error (the sources are still retrieved and returned)."""
@@ -367,22 +314,9 @@ def _load_synth(ctx: AppContext, backend: str):
         return None, f"{e.__class__.__name__}: {e}"
 
 
-def _route(ctx: AppContext, question: str, history, doc_ids, visible_to):
-    """The documents the question names (:mod:`app.routing`), when it names some and routing is on; else None."""
-    if not ctx.settings.route_by_name:
-        return None
-
-    routed = route_for(ctx, question, history, doc_ids, visible_to)
-    return routed if routed.doc_ids else None
-
-
-def _grounded_reply(g: Grounder, draft: str, n_read: int, below: bool, style: str, backend: str,
+def _grounded_reply(g: Grounder, draft: str, n_read: int, style: str, backend: str,
                     sources: list[Citation], meta: dict) -> tuple[str, list[int], bool]:
     """The reply text, the cited source numbers, and whether it abstains; fills each cited source's support."""
-    if below:
-        meta["reason"] = (f"no context sentence is close to the question (best {g.context_score:.2f} < floor "
-                          f"{g.floors.context:.2f})")
-        return G.ABSTAIN_TEXT, [], True
     if meta.get("reader_check"):  # the passages never say what is asked: no quotes in its place either
         meta["reason"] = f"the reader: {meta['reader_check']}"
         return G.ABSTAIN_TEXT, [], True
@@ -486,14 +420,3 @@ def answer(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, h
             return value
     raise AssertionError("ask() ended without an answer")  # pragma: no cover
 
-
-def _no_retrieval(ctx: AppContext, question: str, doc_ref: str) -> Retrieval:
-    """The paper's no-retrieval baseline: the whole document, truncated to 3500 words, as the only source."""
-    cat = ctx.catalog
-    doc_id = cat.find_document(doc_ref)
-    if doc_id is None:
-        raise ValueError(f"no document matches {doc_ref!r}; see `mgrag docs`")
-    row = next(r for r in cat.documents(None) if r["doc_id"] == doc_id)
-    text = no_retrieval_context(ctx.store.text(row["hash"]), ctx.settings.no_retrieval_words)
-    src = Source(1, doc_id, "", 0, len(text), text, 1.0, -1, 0, len(text), text)
-    return Retrieval(question, [src], [], "none", {})

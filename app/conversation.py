@@ -74,7 +74,8 @@ def names_its_subject(question: str, words: Sequence[str] | None = None) -> bool
     """
     words = words if words is not None else [w.lower() for w in _WORD_RE.findall(question)]
     content = [w for w in words if w not in _GENERIC and w not in REFERRING]
-    return bool(entities(question)) and len(content) >= 4 and not _referring(words)
+    return bool(entities(question)) and len(content) >= 4 and (not _referring(words)
+                                                                or _antecedent_inside(question, words))
 
 
 def refers_back(question: str) -> bool:
@@ -94,9 +95,35 @@ def refers_back(question: str) -> bool:
         return True
     if len([w for w in words if w not in _GENERIC]) <= 2:
         return True
-    if _referring(words):
+    if _referring(words) and not _antecedent_inside(question, words):
         return True
     return bool(_WHY_RE.search(question)) and not names_its_subject(question, words)
+
+
+def _antecedent_inside(question: str, words: Sequence[str]) -> bool:
+    """Does the question name someone or something before its first pronoun, which the pronoun then stands for
+    ("Who was Best Buy's CFO at the time of *its* Q3 call?", "In Otto of the Silver Hand, whom did *he* …")? A
+    demonstrative ("this board", "that year") still points back.
+
+    >>> _antecedent_inside("Who was Best Buy's CFO at the time of its Q3 call?",
+    ...                    ["who", "was", "best", "buy's", "cfo", "at", "the", "time", "of", "its", "q3", "call"])
+    True
+    """
+    names = entities(question)
+    if not names:
+        return False
+    first_name = min(question.find(n) for n in names if n in question) if any(n in question for n in names) else -1
+    for m in _WORD_RE.finditer(question):
+        w = m.group().lower()
+        if w in REFERRING and _referring([w] if w != "there" else words):
+            # only a possessive of a thing or a group ("its", "their") is read as the question's own name: a person's
+            # pronoun may be another person ("How does Emma feel about *his* approach?"), "it" and "there" the topic
+            # of the turn before
+            return w in _OWN_POSSESSIVES and 0 <= first_name < m.start()
+    return False
+
+
+_OWN_POSSESSIVES = frozenset({"its", "their"})
 
 
 def entities(text: str, lone_first: bool = False) -> list[str]:

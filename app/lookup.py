@@ -1,34 +1,33 @@
-"""The row of a statement that the search did not bring: a figure question looked up in its documents' tables.
+"""The table rows a search did not bring, as more candidates for a figure question.
 
-On the filings dev set the answer to a figure question was missing from the retrieved passages for 39 of 119
-questions, most of them a statement line ("Net cash from operations 23,198 24,540", "Gross profit 13,400 …") of a
-document the passages did come from: a statement page embeds as a list of numbers, close to no question, and a
-keyword search over the whole library ranks the notes that repeat the words above it. The reader can tell such a row
-from its label, so the answer step reads the tables of the documents the retrieved passages come from (at most
-two, the first ones) and, when a row covers the question's key terms better than every retrieved cell, adds the
-lines around it as one more numbered source, with its page: the reader then weighs it like any other passage, and
-the citation opens the statement itself.
+A statement page embeds as a list of numbers, close to no question, and a keyword search over a whole library ranks
+the notes that repeat a row's words above the row itself: on the filings dev set the answer to a figure question was
+missing from the retrieved passages for 39 of 119 questions, most of them a statement line of a document the
+passages did come from. So for a figure question the answer step also reads the tables of the documents the first
+retrieved passages come from (at most :data:`MAX_DOCS`) and adds the :data:`MAX_ROWS` rows whose labels hold most of
+the question's key terms (idf-weighted) as candidates, each with the lines around it as its source. Whether one of
+them answers is the fitted scorer's decision (:mod:`app.reader`), as for any candidate: this module only widens
+what it looks at, and a row it adds is cited only when it is the answer.
 
 Only documents the search already returned are read (the reader may see them); each document's rows are parsed
 once and kept for the next question (the 16 latest documents).
 """
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from types import SimpleNamespace
 
-from app import reader
+from app.cells import Cell, cells_of
+from app.features import stem, stems
+from app.question import Question
 
-MIN_ROW_COVERAGE = 0.75  # the row label (with its group: "AWS: Net sales") holds this share of the key terms
-# ... and its label says little else (this share of its content words are the question's): "Employee severance and
-# benefit arrangements" is no answer to "how many employees", "Cost of revenue" none to "what was the revenue"
-MIN_LABEL_PRECISION = 0.6
 MAX_DOCS = 2  # documents read: those of the first retrieved passages
-LATER_DOCUMENT = 0.9  # a row of the second document is worth this much of the same row in the first
-AROUND_CHARS = (900, 300)  # the looked-up source: this much of the document before and after the row
+MAX_ROWS = 3  # rows added as candidates: the candidate budget of a lookup
+AROUND_CHARS = (900, 300)  # a looked-up row's source: this much of the document before and after the row
 
 
 class RowIndex:
@@ -38,10 +37,10 @@ class RowIndex:
     def __init__(self, text_of: Callable[[str], str | None], size: int = 16):
         self.text_of = text_of
         self.size = size
-        self._cells: OrderedDict[str, tuple[str, list[reader.Cell]]] = OrderedDict()
+        self._cells: OrderedDict[str, tuple[str, list[Cell]]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def cells(self, doc_hash: str) -> tuple[str, list[reader.Cell]]:
+    def cells(self, doc_hash: str) -> tuple[str, list[Cell]]:
         with self._lock:
             if doc_hash in self._cells:
                 self._cells.move_to_end(doc_hash)
@@ -51,7 +50,7 @@ class RowIndex:
         except Exception:  # the document is gone (deleted meanwhile): nothing to look up
             text = ""
         whole = SimpleNamespace(text=text, start=0, rank=0)
-        got = (text, reader.cells_of([whole]) if text else [])
+        got = (text, cells_of([whole]) if text else [])
         with self._lock:
             self._cells[doc_hash] = got
             while len(self._cells) > self.size:
@@ -59,69 +58,48 @@ class RowIndex:
         return got
 
 
-def looked_up(question: str, sources: Sequence, index: RowIndex, history: Sequence[dict] = (),
-              known_names: set[str] = frozenset(), limit: int = 1) -> list:
-    """Up to ``limit`` extra sources for a figure ``question``: the lines around the best-covering row of the
-    tables of the documents of ``sources`` (numbered after them), when no retrieved cell covers the question's
-    key terms as well and the row is not inside a retrieved passage already. ``known_names``: name words of the
-    documents (their registrants: "Amazon" says which document, "AWS" which row), as the reader takes them."""
-    f = reader.frame(question)
-    prev = reader._previous(history) if history else None
-    terms, _ = reader._key_terms(question, f, prev, set(known_names))
-    if not (f.numeric and terms):
+def rows_for(q: Question, sources: Sequence, index: RowIndex) -> list[tuple[Cell, object]]:
+    """(cell, source) pairs of the rows looked up for ``q`` (see the module doc): each cell renumbered to its new
+    source, numbered after ``sources``; [] for a question that asks no figure or has no key terms."""
+    if not (q.numeric and q.terms):
         return []
-    docs: list = []
+    docs: list[tuple[str, str]] = []
     for s in sources:
         key = (getattr(s, "doc_id", ""), getattr(s, "doc_hash", ""))
         if key[1] and key not in docs:
             docs.append(key)
-    read = [(doc_id, doc_hash, *index.cells(doc_hash)) for doc_id, doc_hash in docs[:MAX_DOCS]]
-    everything = [c for *_, cells in read for c in cells]
-    if not everything:
+    rows: dict[tuple[str, int], list[Cell]] = {}
+    texts: dict[str, str] = {}
+    for doc_id, doc_hash in docs[:MAX_DOCS]:
+        text, cells = index.cells(doc_hash)
+        texts[doc_hash] = text
+        for c in cells:
+            if not _inside(sources, doc_id, c.start, c.end):
+                rows.setdefault((doc_hash, c.start), []).append(c)
+    if not rows:
         return []
-    weights = reader._weights(terms, [reader._stems(f"{c.row} {c.title}") for c in everything])
-    asked = {a for w in reader.words_of(f.question) for a in reader._alts(w)}
-    both = set(f.years) if f.change and len(set(f.years)) >= 2 else set()
+    labels = {k: stems(f"{cs[0].row} {cs[0].title}") for k, cs in rows.items()}
+    n = len(labels)
+    idf = {t: math.log(1 + (n + 1) / (sum(stem(t) in s for s in labels.values()) + 0.5)) for t in q.terms}
+    total = sum(idf.values())
 
-    def good(cells, rank: int = 0):
-        """(score, label precision, cell) of the cells that answer well enough; a later document's a little lower
-        (the search ranked it below the first). A change between two named years wants a row with both."""
-        out = []
-        years: dict[int, set[str]] = {}
-        for c in cells if both else ():
-            years.setdefault(c.start, set()).update(reader._YEAR_RE.findall(c.column))
-        for c in reader._score_cells(f, terms, weights, cells, [], None):
-            precision = reader.label_precision(c.cell.row, asked, own_only=True)
-            row_coverage = reader._coverage(terms, weights, reader._stems(c.cell.row))
-            if both and not {str(y) for y in both} <= years.get(c.cell.start, set()):
-                continue
-            if row_coverage >= MIN_ROW_COVERAGE and c.coverage >= reader.MIN_COVERAGE \
-                    and precision >= MIN_LABEL_PRECISION:
-                out.append((c.score * LATER_DOCUMENT ** rank, precision, c.cell))
-        return out
+    def coverage(k) -> float:
+        return sum(w for t, w in idf.items() if stem(t) in labels[k]) / total
 
-    found = [(score, precision, doc_id, doc_hash, cell, text) for rank, (doc_id, doc_hash, text, cells)
-             in enumerate(read) for score, precision, cell in good(cells, rank)]
-    if not found:
-        return []
-    best_here = max((x[0] for x in good(reader.cells_of(sources))), default=0.0)
-    if best_here >= max(x[0] for x in found) - 1e-9:
-        return []  # a retrieved row is as good as any looked up
-    found.sort(key=lambda x: (-x[0], -x[1]))
-    out: list = []
-    seen: set = set()
-    for _, _, doc_id, doc_hash, cell, text in found:
-        if (doc_hash, cell.start) in seen or _inside(sources, doc_id, cell.start, cell.end):
-            continue
-        seen.add((doc_hash, cell.start))
-        start = text.find("\n", max(0, cell.start - AROUND_CHARS[0])) + 1
-        start = min(start, cell.start)
-        end = text.find("\n", min(len(text), cell.end + AROUND_CHARS[1]))
-        end = len(text) if end < 0 else max(end, cell.end)
+    best = sorted((k for k in rows if coverage(k) > 0), key=lambda k: (-coverage(k), k[1]))[:MAX_ROWS]
+    out: list[tuple[Cell, object]] = []
+    for i, (doc_hash, start) in enumerate(best):
+        cells = rows[(doc_hash, start)]
+        text = texts[doc_hash]
         like = next(s for s in sources if getattr(s, "doc_hash", "") == doc_hash)
-        out.append(_source(like, len(sources) + len(out) + 1, start, end, text[start:end], cell))
-        if len(out) >= limit:
-            break
+        rank = len(sources) + i + 1
+        c0 = cells[0]
+        s0 = text.find("\n", max(0, c0.start - AROUND_CHARS[0])) + 1
+        s0 = min(s0, c0.start)
+        e0 = text.find("\n", min(len(text), c0.end + AROUND_CHARS[1]))
+        e0 = len(text) if e0 < 0 else max(e0, c0.end)
+        src = _source(like, rank, s0, e0, text[s0:e0], c0)
+        out += [(replace(c, source=rank), src) for c in cells]
     return out
 
 
@@ -129,7 +107,7 @@ def _inside(sources: Sequence, doc_id: str, start: int, end: int) -> bool:
     return any(getattr(s, "doc_id", "") == doc_id and s.start <= start and end <= s.end for s in sources)
 
 
-def _source(like, rank: int, start: int, end: int, text: str, cell: reader.Cell):
+def _source(like, rank: int, start: int, end: int, text: str, cell: Cell):
     """A source like ``like`` (a retrieved passage of the same document: its name, hash, unit), for the document
     span [start, end) that holds ``cell``'s row."""
     fields = dict(rank=rank, parent_id=f"lookup:{like.doc_hash}:{start}", start=start, end=end, text=text,

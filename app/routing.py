@@ -2,11 +2,16 @@
 
 Each document gets a **profile** from its own text: the names it repeats most near its start (a filing's registrant,
 "Apple Inc.", "NVIDIA CORPORATION"; a report's agency), the words of its file name and title, and the periods its
-cover states ("For the quarterly period ended July 1, 2023", "Fiscal Year 2016"). A question that names something
-(:func:`app.reader.frame`) is sent to the documents whose profile holds that name, and among several, to those
-whose cover period is the question's date or year; a name that no document (or every document) holds says nothing
-and is passed over. The caller searches only the chosen documents and says which and why; without a name, the
-question goes to every document it may search.
+cover states ("For the quarterly period ended July 1, 2023", "Fiscal Year 2016"); never a period, a currency or a
+scale ("FY2023", "USD", "Millions"), which a sheet's headers repeat. A question that names something
+(:attr:`app.question.Question.entities`) is sent to the documents whose profile holds that name, and among several,
+to those whose cover period is the question's date or year; a name that no document (or every document) holds says
+nothing and is passed over. A follow-up keeps the names of the question it continues; a question that stands alone
+does not inherit the last one's. The caller searches only the chosen documents and says which and why; without a
+name, the question goes to every document it may search.
+
+The one refusal made here is a fact: the question names something only documents outside the search's scope are
+about, and no document inside it says ("What did Apple earn?" with only Microsoft's filings ticked).
 """
 from __future__ import annotations
 
@@ -16,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from app.conversation import entities
-from app.reader import _DATE_RE, _full_month, frame
-from app.reader import frame as read_frame
+from app.question import DATE_RE as _DATE_RE
+from app.question import Question, is_name, lexicon, read_question
 
 _NAME_NOISE = frozenset(
     "inc inc. corp corp. corporation company co co. ltd ltd. llc plc group holdings the and of form united states "
@@ -39,7 +44,13 @@ class Profile:
 
 
 def _tok(text: str) -> list[str]:
-    return [t for t in re.findall(r"[a-z0-9][a-z0-9&'’.-]*[a-z0-9]|[a-z0-9]", text.lower()) if t not in _NAME_NOISE]
+    lx = lexicon()
+    return [t for t in re.findall(r"[a-z0-9][a-z0-9&'’.-]*[a-z0-9]|[a-z0-9]", text.lower())
+            if t not in _NAME_NOISE and t not in lx["currency_codes"] and t not in lx["scale_words"]]
+
+
+def _full_month(abbr: str) -> str:
+    return next(m for m in lexicon()["months"] if m.startswith(abbr.lower()[:3]))
 
 
 def profile(doc_id: str, name: str, text: str, head_chars: int = 6000) -> Profile:
@@ -48,7 +59,7 @@ def profile(doc_id: str, name: str, text: str, head_chars: int = 6000) -> Profil
     runs = Counter()
     for e in entities(head) + re.findall(r"\b[A-Z][A-Z&.]{2,}(?:\s+[A-Z][A-Z&.]+)*\b", head):
         key = e.strip()
-        if 2 <= len(key) <= 60:
+        if 2 <= len(key) <= 60 and is_name(key):
             runs[key] += 1
     tokens = set(_tok(re.sub(r"\.[A-Za-z0-9]+$", "", name)))
     cover = head[:1500]  # the cover names the registrant (or the report's subject) once; later, names repeat
@@ -80,7 +91,7 @@ class Route:
     why: str = ""
 
 
-def route(question: str, profiles: Sequence[Profile], frame=None) -> Route:
+def route(question: str | Question, profiles: Sequence[Profile]) -> Route:
     """The documents ``question`` is about, among ``profiles`` (those the reader may search, within the
     conversation's scope).
 
@@ -94,12 +105,13 @@ def route(question: str, profiles: Sequence[Profile], frame=None) -> Route:
     >>> route("What were the sales?", ps).doc_ids is None
     True
     """
-    f = frame or read_frame(question)
+    q = read_question(question) if isinstance(question, str) else question
+    years, dates, quarters = q.period.years, q.period.dates, q.period.quarters
     if len(profiles) < 2:
         return Route(None)
     chosen: set[str] | None = None
     said = []
-    for n in f.names:
+    for n in q.entities:
         toks = [t for t in _tok(n) if len(t) > 1]
         if not toks:
             continue
@@ -110,22 +122,22 @@ def route(question: str, profiles: Sequence[Profile], frame=None) -> Route:
         said.append(n)
     if chosen is None:
         # no name routes (every report is the same agency's): a year asked routes to the reports of that year
-        if f.years and not f.relative and not f.dates:
-            dated = sorted(p.doc_id for p in profiles if p.years and p.years <= set(f.years))
+        if years and not dates:
+            dated = sorted(p.doc_id for p in profiles if p.years and p.years <= set(years))
             if dated and len(dated) < len(profiles):
-                return Route(dated, "the question asks about " + ", ".join(str(y) for y in f.years))
+                return Route(dated, "the question asks about " + ", ".join(str(y) for y in years))
         return Route(None)
     pool = [p for p in profiles if p.doc_id in chosen]
-    if len(pool) > 1 and (f.dates or f.years):
-        dated = [p for p in pool if set(f.dates) & set(p.periods)]
-        if not dated and f.years and not f.relative:
-            dated = [p for p in pool if p.years and p.years <= set(f.years) | {y + 1 for y in f.years}
-                     and set(f.years) & p.years]
+    if len(pool) > 1 and (dates or years):
+        dated = [p for p in pool if set(dates) & set(p.periods)]
+        if not dated and years:
+            dated = [p for p in pool if p.years and p.years <= set(years) | {y + 1 for y in years}
+                     and set(years) & p.years]
         if dated and len(dated) < len(pool):
             pool = dated
             said.append("the period asked")
-    if len(pool) > 1 and f.quarter:  # "the third quarter": a file named "2023 Q3 INTC.pdf"
-        named = [p for p in pool if f"q{f.quarter}" in p.tokens]
+    if len(pool) > 1 and len(quarters) == 1:  # "the third quarter": a file named "2023 Q3 INTC.pdf"
+        named = [p for p in pool if f"q{quarters[0]}" in p.tokens]
         if named and len(named) < len(pool):
             pool = named
             said.append("its quarter")
@@ -193,26 +205,36 @@ class Profiles:
         return out
 
 
-def route_for(ctx, question: str, history: Sequence[dict] = (), doc_ids: Sequence[str] | None = None,
-              visible_to: str | None = None) -> Route:
-    """:func:`route` over the documents ``visible_to`` may search (within ``doc_ids`` when given). A question that
-    names nothing takes the names of the conversation's last question that named something."""
-    f = frame(question)
-    if not f.names:
-        for turn in reversed([t for t in history if t.get("role") == "user"]):
-            prev = frame(str(turn.get("content", "")))
-            if prev.names:
-                f.names = prev.names
-                break
-    if not f.names and not f.years:
+MAX_SCOPE_READ = 50  # documents of a scope read to check that none says a name (a larger scope is not refused)
+
+
+def route_for(ctx, q: Question, doc_ids: Sequence[str] | None = None, visible_to: str | None = None) -> Route:
+    """:func:`route` over the documents ``visible_to`` may search (within ``doc_ids`` when given); a follow-up's
+    names are those it inherited (:func:`app.question.read_question`). When the question names something that only
+    documents outside ``doc_ids`` are about and no document inside says, the route is empty with the reason."""
+    if not q.entities and not q.period.years:
         return Route(None)
     cat = ctx.catalog
     live = cat.live_gen()
     if live is None:
         return Route(None)
+    visible = [r for r in cat.documents(live) if r["n_l0"] is not None
+               and (visible_to is None or r["owner"] is None or r["owner"] == visible_to)]
     allowed = set(doc_ids) if doc_ids else None
-    rows = [r for r in cat.documents(live) if r["n_l0"] is not None
-            and (visible_to is None or r["owner"] is None or r["owner"] == visible_to)
-            and (allowed is None or r["doc_id"] in allowed)]
-    labels = cat.labels(visible_to, [r["doc_id"] for r in rows]) if rows else {}
-    return route(question, ctx.profiles.of(rows, labels), f)
+    rows = [r for r in visible if allowed is None or r["doc_id"] in allowed]
+    labels = cat.labels(visible_to, [r["doc_id"] for r in visible]) if visible else {}
+    if allowed is not None and q.entities:
+        named = route(q, ctx.profiles.of(visible, labels)).doc_ids
+        if named and not set(named) & allowed:  # only documents outside the scope are about what it names
+            texts = [ctx.store.text(r["hash"]) or "" for r in rows[:MAX_SCOPE_READ]]
+            unsaid = [n for n in q.entities if not any(_says(n, t) for t in texts)]
+            if unsaid and len(rows) <= MAX_SCOPE_READ:
+                return Route([], f"the question names {unsaid[0]}, which only documents outside this search are "
+                                 f"about ({', '.join(named[:3])})")
+    return route(q, ctx.profiles.of(rows, labels))
+
+
+def _says(name: str, text: str) -> bool:
+    words = [w.lower() for w in re.findall(r"[A-Za-z0-9]+", name)]
+    low = text.lower()
+    return bool(words) and all(re.search(rf"\b{re.escape(w)}\b", low) for w in words)

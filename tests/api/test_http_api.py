@@ -157,7 +157,7 @@ def test_a_same_named_private_upload_is_known_by_its_own_name(api):
     listed = httpx.get(f"{api.base}/documents", headers=auth(api.bob)).json()["documents"]
     assert sorted(d["id"] for d in listed) == ["lighthouse.md", "plan.md"] and "(2)" not in str(listed)
     assert httpx.get(f"{api.base}/documents/plan.md", headers=auth(api.bob)).json()["owner"] == "you"
-    q = {"query": "How often does the ferry run after the first of May?", "documents": ["plan.md"]}
+    q = {"query": "What does the ferry timetable change to on the first of May?", "documents": ["plan.md"]}
     hits = httpx.post(f"{api.base}/search", headers=auth(api.bob), json=q).json()
     assert hits["passages"][0]["document"] == "plan.md" and "forty minutes" in hits["passages"][0]["text"]
     assert "(2)" not in str(hits)

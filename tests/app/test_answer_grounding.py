@@ -149,7 +149,7 @@ def test_small_model_budget_reads_the_first_sources(ctx):
 def test_status_events_while_the_user_waits(ctx):
     events = list(ask(ctx, "How many apple trees does the orchard have?", AskOptions(backend="extractive")))
     statuses = [v for k, v in events if k == "status"]
-    assert statuses[0] == "retrieving" and any(s.endswith("generating") for s in statuses)
+    assert statuses[0] == "retrieving" and any(s.endswith("quoting the answer") for s in statuses)
     assert statuses[-1] == "checking the answer against the sources"
 
 

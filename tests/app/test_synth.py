@@ -175,7 +175,7 @@ def test_ask_streams_then_answers_with_citations(make_ctx, write):
     kinds = [k for k, _ in events if k != "status"]
     assert kinds[0] == "sources" and kinds[-1] == "done" and "token" in kinds
     statuses = [v for k, v in events if k == "status"]
-    assert statuses[0] == "retrieving" and any("generating" in x for x in statuses)
+    assert statuses[0] == "retrieving" and any("quoting the answer" in x for x in statuses)
     ans = events[-1][1]
     assert ans.error is None and ans.citations and ans.citations[0].doc_id == "notes.md"
     c = ans.citations[0]
@@ -292,9 +292,11 @@ def test_extractive_reuses_sentence_vectors_of_recent_contexts(fake_embedder):
     synth = ExtractiveSynthesizer(emb, max_sentences=1, cache_size=10)
     first = "".join(synth.stream("keeper tended light years", sources))
     n = emb.passages
-    assert "22 years" in first and n == 2
+    assert "22 years" in first and n >= 2  # the two sentences, their windows and the words cov_soft compares
+    assert "".join(synth.stream("keeper tended light years", sources)) == first
+    assert emb.passages == n  # asked again: sentences, windows and words all came from the caches
     assert "".join(synth.stream("where do gulls nest", sources)) == "Gulls nest on the rocks. [1]"
-    assert emb.passages == n  # both sentences came from the cache
+    assert emb.passages - n <= 2  # at most the new question's own words; both sentences came from the cache
     tiny = ExtractiveSynthesizer(emb, max_sentences=1, cache_size=1)  # eviction keeps answers right
     assert "".join(tiny.stream("keeper tended light years", sources)) == first
 

@@ -57,7 +57,7 @@ def test_a_hostile_document_cannot_make_a_readers_browser_fetch_anything(sec_ser
     assert ingest_files(sec_server.service.ctx, [doc]).results[0].status == "ingested"
     page.goto(sec_server.url)
     page.get_by_role("tab", name="Chat").click()
-    page.locator("#question textarea").fill("When does the beacon keeper sign?")
+    page.locator("#question textarea").fill("What does the beacon keeper sign every night?")
     page.locator("#ask").click()
     expect(page.locator("#chatbot").get_by_text("Sources (")).to_have_count(1, timeout=30_000)
     page.locator("#chatbot").get_by_text("Sources (").click()

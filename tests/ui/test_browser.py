@@ -383,7 +383,7 @@ def test_two_turn_conversation_with_the_supporting_sentence_highlighted(ui_serve
     _open(page, ui_server.url)
     chat = page.locator("#chatbot")
     n0 = chat.get_by_text("Sources (").count()
-    _ask(page, "Who keeps the northern lighthouse?")
+    _ask(page, "Who is the keeper of the northern lighthouse?")
     _wait_sources(page, n0 + 1)
     _ask(page, "How long has she tended the light?")
     _wait_sources(page, n0 + 2)

@@ -1,0 +1,108 @@
+"""The fitted scorer: which candidate answers, and how sure the answer is.
+
+A linear model over the named features of :mod:`app.features`, fitted on the train split of the answers corpus
+(``bench/fit_reader.py``) and shipped as ``app/data/reader_model.json``: the feature names, their standardisation,
+the weights, its ``form``, and the **threshold** on the answer's confidence below which the reply abstains, chosen on
+the dev split for a target precision of the answers given. Two forms are fitted and the better on dev is shipped:
+``pointwise``, a logistic regression per candidate (a candidate's probability is its sigmoid), and ``listwise``, a
+conditional logit over one question's candidates and a "none of them" option whose score is the intercept, plus
+``none_slope`` × the log of the number of candidates when that is fitted (a candidate's probability is its share of
+the softmax, "none" included). With the LM check (:mod:`app.checker`) on, a
+second small fit combines the scorer's score with the LM's yes/no margin for the top candidates, with its own
+threshold. The file's ``card`` says what it was fitted on, when, with which command, and what it scored on dev.
+
+>>> m = ReaderModel(("a", "b"), [0.0, 0.0], [1.0, 1.0], [2.0, -1.0], 0.0, 0.5)
+>>> [round(p, 3) for p in m.probabilities(np.array([[1.0, 0.0], [0.0, 1.0]]))]
+[0.881, 0.269]
+"""
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+MODEL_PATH = Path(__file__).resolve().parent / "data" / "reader_model.json"
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+
+
+@dataclass
+class CheckStage:
+    """The LM check's stage: the top ``top_k`` candidates re-scored by ``w_score`` × the scorer's log-odds +
+    ``w_lm`` × the LM's yes-minus-no log-probability + ``intercept``; ``threshold`` on the result's probability."""
+
+    top_k: int
+    w_score: float
+    w_lm: float
+    intercept: float
+    threshold: float
+
+    def probability(self, logit: float, lm_margin: float) -> float:
+        return float(_sigmoid(np.asarray(self.w_score * logit + self.w_lm * lm_margin + self.intercept)))
+
+
+@dataclass
+class ReaderModel:
+    features: Sequence[str]
+    mean: Sequence[float]
+    scale: Sequence[float]
+    coef: Sequence[float]
+    intercept: float
+    threshold: float  # abstain below this confidence (chosen on dev)
+    check: CheckStage | None = None
+    card: dict = field(default_factory=dict)
+    form: str = "pointwise"
+    none_slope: float = 0.0  # listwise: "none" scores intercept + none_slope × log(number of candidates)
+
+    def logits(self, X: np.ndarray) -> np.ndarray:
+        """Each candidate's score (log-odds for ``pointwise``; for ``listwise``, against "none" at 0)."""
+        X = np.asarray(X, dtype=np.float64)
+        if X.size == 0:
+            return np.zeros(0)
+        z = (X - np.asarray(self.mean)) / np.asarray(self.scale)
+        if self.form == "pointwise":
+            return z @ np.asarray(self.coef) + self.intercept
+        return z @ np.asarray(self.coef) - self.intercept - self.none_slope * np.log(len(X))
+
+    def probabilities(self, X: np.ndarray) -> list[float]:
+        s = self.logits(X)
+        if self.form == "pointwise" or s.size == 0:
+            return _sigmoid(s).tolist()
+        m = max(float(s.max()), 0.0)
+        e = np.exp(s - m)
+        return (e / (e.sum() + np.exp(-m))).tolist()
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["features"] = list(self.features)
+        return json.dumps(d, indent=1)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ReaderModel:
+        check = CheckStage(**d["check"]) if d.get("check") else None
+        return cls(tuple(d["features"]), d["mean"], d["scale"], d["coef"], float(d["intercept"]),
+                   float(d["threshold"]), check, d.get("card", {}), d.get("form", "pointwise"),
+                   float(d.get("none_slope", 0.0)))
+
+
+class ModelMismatch(ValueError):
+    pass
+
+
+@functools.cache
+def load(path: str | None = None) -> ReaderModel:
+    """The shipped model (or the one at ``path``); its features must be :data:`app.features.FEATURES`."""
+    from app.features import FEATURES
+
+    p = Path(path) if path else MODEL_PATH
+    m = ReaderModel.from_dict(json.loads(p.read_text(encoding="utf-8")))
+    if tuple(m.features) != tuple(FEATURES):
+        raise ModelMismatch(f"the reader's model ({p.name}) was fitted on other features than the code computes "
+                            f"({sorted(set(m.features) ^ set(FEATURES))}): refit it with `python bench/fit_reader.py`")
+    return m

@@ -1,0 +1,86 @@
+"""The question is read once (app/question.py): its kind, names, period, key terms, whether it follows up (issue 46)."""
+from __future__ import annotations
+
+import pytest
+
+from app.question import is_name, read_question
+
+FIRST = [{"role": "user", "content": "What was Acme's revenue in the third quarter of 2023?"},
+         {"role": "assistant", "content": "Total revenue, Three Months Ended September 30, 2023: $530 million [1]"}]
+
+
+@pytest.mark.parametrize("question", [
+    "What was SG&A in FY2023?",
+    "How much Cash & Cash equivalents did it hold at the end of FY2023?",
+    "What were sales in USD?",
+    "What was revenue for FY2023 in USD millions?",
+])
+def test_periods_currencies_and_abbreviations_are_never_names(question):
+    q = read_question(question)
+    assert q.entities == ()
+    for word in ("USD", "FY2023", "SG&A", "Cash & Cash", "Cash Cash"):
+        assert not is_name(word)
+
+
+def test_real_names_are_names():
+    assert read_question("What did Apple Inc. report as net sales?").entities == ("Apple Inc",)
+    assert read_question("How did Colonel Campbell come to know Jane Fairfax?").entities == (
+        "Colonel Campbell", "Jane Fairfax")
+    # an abbreviation around "&" is a term, whatever it abbreviates (SG&A, R&D, AT&T): it is searched, not routed by
+    assert "at&t" in read_question("What did AT&T pay in dividends?").terms
+
+
+@pytest.mark.parametrize("followup", [
+    "And the year before?",
+    "What about the same quarter a year earlier?",
+    "And in the prior-year quarter?",
+    "How about the same period last year?",
+])
+def test_wordings_of_the_same_period_a_year_before_read_alike(followup):
+    q = read_question(followup, FIRST)
+    assert q.followup
+    assert q.period.years == (2022,) and q.period.quarters == (3,)
+    assert "revenue" in q.terms and q.entities == ("Acme",)
+    assert q.kind == "amount"
+
+
+def test_the_quarter_before_and_two_years_earlier():
+    assert read_question("And the quarter before?", FIRST).period.quarters == (2,)
+    before = read_question("What about two years earlier?", FIRST).period
+    assert before.years == (2021,) and before.quarters == (3,)
+
+
+def test_a_question_that_stands_alone_inherits_nothing():
+    q = read_question("How many employees did Bolt Gadgets Corp. have at year end?", FIRST)
+    assert not q.followup
+    assert q.entities == ("Bolt Gadgets Corp",) and q.period.years == () and q.query == q.text
+
+
+def test_a_follow_up_that_names_no_period_keeps_the_one_before():
+    q = read_question("What about services?", FIRST)
+    assert q.followup and q.period.years == (2023,) and q.period.quarters == (3,)
+    assert "services" in q.terms
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("How many stores did the company open?", "count"),
+    ("How many times did the bell ring?", "count"),
+    ("When was the agreement signed?", "date"),
+    ("Who signed the report?", "name"),
+    ("Why did gross margin decline?", "explain"),
+    ("Did they raise their outlook?", "yesno"),
+    ("What percentage of revenue came from services?", "percent"),
+    ("How long was the runway?", "measure"),
+    ("What was the gross margin?", "amount"),
+    ("What colour was the carriage?", "other"),
+])
+def test_the_kind_of_answer_is_read_from_the_grammar(text, kind):
+    assert read_question(text).kind == kind
+
+
+def test_key_terms_leave_out_names_periods_and_function_words():
+    q = read_question("How many people did Aaron's employ at the end of fiscal 2021?")
+    assert q.entities == ("Aaron",)
+    assert q.period.years == (2021,)
+    assert set(q.terms) == {"people", "employ"}
+    assert q.focus == ("people",)
