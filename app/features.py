@@ -33,14 +33,13 @@ from __future__ import annotations
 import functools
 import math
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from app.candidates import Candidate, has_kind, numbers_in, words_number
+from app.grounding import SentenceVectors
 from app.question import DATE_RE, WORD, YEAR_RE, Question, content_words, lexicon, read_period
 
 FEATURES = ("sim", "sim_gap", "sim_top", "sim_window", "cov", "cov_gap", "cov_soft", "cov_focus", "cov_passage",
@@ -71,32 +70,15 @@ def stems(text: str) -> set[str]:
     return {stem(m.group()) for m in WORD.finditer(text)}
 
 
-class WordVectors:
-    """The embedder's vectors of single words (a cache shared by the server's threads): the soft matches of
-    ``cov_soft``."""
+class WordVectors(SentenceVectors):
+    """The embedder's vectors of single words (the LRU of :class:`app.grounding.SentenceVectors`, shared by the
+    server's threads): the soft matches of ``cov_soft``."""
 
     def __init__(self, embedder, size: int = 50_000):
-        self.embedder = embedder
-        self.size = size
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
+        super().__init__(embedder, size)
 
     def of(self, words: Sequence[str]) -> np.ndarray:
-        words = list(words)
-        with self._lock:
-            missing = [w for w in dict.fromkeys(words) if w not in self._cache]
-        if missing:
-            vecs = np.asarray(self.embedder.embed_passages(missing), dtype=np.float32)
-            with self._lock:
-                self._cache.update(zip(missing, vecs))
-                while len(self._cache) > self.size:
-                    self._cache.popitem(last=False)
-        with self._lock:
-            got = [self._cache.get(w) for w in words]
-        for i, v in enumerate(got):
-            if v is None:  # evicted meanwhile
-                got[i] = np.asarray(self.embedder.embed_passages([words[i]]), dtype=np.float32)[0]
-        return np.stack(got) if got else np.zeros((0, 1), np.float32)
+        return self.passages(words)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from app.candidates import Candidate, candidates, change_line
 from app.cells import Cell
 from app.features import Signals, featurize
 from app.question import YEAR_RE, Question
-from app.scorer import ReaderModel
+from app.scorer import ReaderModel, answer_key, answer_mass
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +68,10 @@ def read(q: Question, sources: Sequence, signals: Signals, model: ReaderModel,
     probs = model.probabilities(X)
     for c, p in zip(cands, probs):
         c.score = p
-    order = sorted(range(len(cands)), key=lambda i: -probs[i])
+    top, confidence = answer_mass(probs, [answer_key(c.line) for c in cands])
+    order = [top] + sorted((i for i in range(len(cands)) if i != top), key=lambda i: -probs[i])
     ranked = [cands[i] for i in order]
-    confidence, threshold = ranked[0].score, model.threshold
+    threshold = model.threshold
     checked: dict = {}
     if checker is not None:
         stage = model.check

@@ -91,6 +91,29 @@ class ReaderModel:
                    float(d.get("none_slope", 0.0)))
 
 
+def answer_key(line: str) -> str:
+    """What makes two candidates one answer: the same answer line, case and spacing aside."""
+    return " ".join(line.lower().split())[:300]
+
+
+def answer_mass(probs: Sequence[float], keys: Sequence[str]) -> tuple[int, float]:
+    """(the candidate that answers, the confidence in its answer): candidates that give the same answer line (one
+    sentence in two copies of a file, a figure printed twice) are one answer whose probability is their sum, capped
+    at 1; the answer with the most is chosen, represented by its most probable candidate.
+
+    >>> answer_mass([0.3, 0.2, 0.2, 0.2], ["a", "b", "b", "b"])
+    (1, 0.6)
+    """
+    if not len(probs):
+        return -1, 0.0
+    mass: dict[str, float] = {}
+    for p, k in zip(probs, keys):
+        mass[k] = mass.get(k, 0.0) + float(p)
+    best_key = max(mass, key=lambda k: (mass[k], max(p for p, kk in zip(probs, keys) if kk == k)))
+    j = max((i for i, k in enumerate(keys) if k == best_key), key=lambda i: probs[i])
+    return j, round(min(1.0, mass[best_key]), 12)
+
+
 class ModelMismatch(ValueError):
     pass
 

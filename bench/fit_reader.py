@@ -38,6 +38,8 @@ import numpy as np
 from answers_real import gives
 from qa_set import CORPUS, DATA, load
 
+from app.scorer import answer_key, answer_mass
+
 # of the answers given: the operating point the threshold is chosen for on dev. The issue asked for 85-90%; at 0.85
 # the fitted scorer answers 26% of dev's answerable questions right (the reader of 3cd4e12: 40%) and the product is
 # silent again; at 0.70 it answers 37% right and still abstains on 85% of the unanswerable (3cd4e12: 51%), so 0.70
@@ -231,13 +233,14 @@ def decisions(rows: list[dict], mean, scale, coef, intercept, form: str,
             out.append((0.0, 0, r["answerable"]))
             continue
         s = ((np.asarray(r["X"]) - mean) / scale) @ coef
-        j = int(np.argmax(s))
         if form == "listwise":
             b = intercept + beta * np.log(len(s))
             m = max(s.max(), b)
-            conf = float(np.exp(s[j] - m) / (np.exp(s - m).sum() + np.exp(b - m)))
+            p = np.exp(s - m) / (np.exp(s - m).sum() + np.exp(b - m))
         else:
-            conf = float(1 / (1 + np.exp(-(s[j] + intercept))))
+            p = 1 / (1 + np.exp(-(s + intercept)))
+        # as the reader decides: candidates giving the same answer line are one answer (app.scorer.answer_mass)
+        j, conf = answer_mass(p.tolist(), [answer_key(x) for x in r["lines"]])
         out.append((conf, int(r["y"][j]), r["answerable"]))
     return out
 

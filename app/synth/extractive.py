@@ -136,9 +136,10 @@ def lines(r: R.Reading, max_sentences: int = 3) -> Iterator[str]:
 
 def _recurring(sources: Sequence, sents: Sequence):
     """A test for boilerplate: a sentence that the passages of two or more documents hold word for word (a
-    certification, a safe-harbour paragraph)."""
+    certification, a safe-harbour paragraph). Copies of one file (the same content hash under two names, an upload
+    made twice) are one document."""
     docs: dict[str, set] = {}
-    by_rank = {s.rank: getattr(s, "doc_id", "") for s in sources}
+    by_rank = {s.rank: getattr(s, "doc_hash", "") or getattr(s, "doc_id", "") for s in sources}
     for x in sents:
         key = " ".join(x.shown.lower().split())
         if len(key) > 40:

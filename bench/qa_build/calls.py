@@ -21,10 +21,10 @@ order, grouped into paragraphs of four sentences. The documents alternate, in so
 from __future__ import annotations
 
 import io
-import re
 import subprocess
-import zipfile
 from pathlib import Path
+
+from qa_build import fixed_zip
 
 REPO = "rajdeep345/ECTSum"
 COMMIT = "6909f1fc543104c1c60cf9de63e799f6620d1b0a"
@@ -81,20 +81,6 @@ def paragraphs(sents: list[str]) -> list[str]:
     return [" ".join(sents[i:i + GROUP]) for i in range(0, len(sents), GROUP)]
 
 
-def _fixed_zip(data: bytes) -> bytes:
-    """python-docx stamps the save time into docProps/core.xml: rewrite the package with fixed times."""
-    src = zipfile.ZipFile(io.BytesIO(data))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for info in src.infolist():
-            raw = src.read(info.filename)
-            if info.filename == "docProps/core.xml":
-                raw = re.sub(rb"(<dcterms:(created|modified)[^>]*>)[^<]*", rb"\g<1>2024-01-01T00:00:00Z", raw)
-            z.writestr(zipfile.ZipInfo(info.filename, date_time=(2024, 1, 1, 0, 0, 0)), raw,
-                       compress_type=zipfile.ZIP_DEFLATED)
-    return out.getvalue()
-
-
 def write_docx(path: Path, title: str, paras: list[str]) -> None:
     import docx
 
@@ -107,7 +93,7 @@ def write_docx(path: Path, title: str, paras: list[str]) -> None:
         d.add_paragraph(p)
     buf = io.BytesIO()
     d.save(buf)
-    path.write_bytes(_fixed_zip(buf.getvalue()))
+    path.write_bytes(fixed_zip(buf.getvalue()))
 
 
 def write_text(path: Path, title: str, paras: list[str], markdown: bool) -> None:

@@ -24,6 +24,8 @@ import subprocess
 import zipfile
 from pathlib import Path
 
+from qa_build import fixed_zip
+
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("MGRAG_SHARED_BENCH", str(ROOT.parent / "shared" / "bench")))
 
@@ -227,20 +229,7 @@ def write_docx(path: Path, title: str, part: str | None, body: str) -> None:
     buf = io.BytesIO()
     d.save(buf)
     # python-docx stamps the save time into docProps/core.xml: rewrite the package with fixed times
-    path.write_bytes(_fixed_zip(buf.getvalue()))
-
-
-def _fixed_zip(data: bytes) -> bytes:
-    src = zipfile.ZipFile(io.BytesIO(data))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for info in src.infolist():
-            raw = src.read(info.filename)
-            if info.filename == "docProps/core.xml":
-                raw = re.sub(rb"(<dcterms:(created|modified)[^>]*>)[^<]*", rb"\g<1>2024-01-01T00:00:00Z", raw)
-            z.writestr(zipfile.ZipInfo(info.filename, date_time=(2024, 1, 1, 0, 0, 0)), raw,
-                       compress_type=zipfile.ZIP_DEFLATED)
-    return out.getvalue()
+    path.write_bytes(fixed_zip(buf.getvalue()))
 
 
 def write_epub(path: Path, title: str, part: str | None, body: str, ident: str) -> None:

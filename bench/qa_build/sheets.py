@@ -26,9 +26,10 @@ import io
 import json
 import re
 import subprocess
-import zipfile
 from collections import defaultdict
 from pathlib import Path
+
+from qa_build import fixed_zip
 
 PINS = {
     "NExTplusplus/TAT-QA": "870accc41953dcde885aabeb963d94aabdc0fbc3",
@@ -48,20 +49,6 @@ def git_show(mirrors: Path, repo: str, path: str) -> bytes:
         raise FileNotFoundError(f"{repo} is not fetched ({gd}); fetch github:{repo} first")
     return subprocess.run(["git", "--git-dir", str(gd), "show", f"{PINS[repo]}:{path}"], check=True,
                           capture_output=True).stdout
-
-
-def _fixed_zip(data: bytes) -> bytes:
-    """openpyxl / python-pptx stamp the save time into docProps/core.xml: rewrite the package with fixed times."""
-    src = zipfile.ZipFile(io.BytesIO(data))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for info in src.infolist():
-            raw = src.read(info.filename)
-            if info.filename == "docProps/core.xml":
-                raw = re.sub(rb"(<dcterms:(created|modified)[^>]*>)[^<]*", rb"\g<1>" + FIXED_TIME.encode(), raw)
-            z.writestr(zipfile.ZipInfo(info.filename, date_time=(2024, 1, 1, 0, 0, 0)), raw,
-                       compress_type=zipfile.ZIP_DEFLATED)
-    return out.getvalue()
 
 
 # -- cells -------------------------------------------------------------------------------------------------------------
@@ -310,7 +297,7 @@ def _save_xlsx(wb, path: Path) -> None:
     wb.properties.lastModifiedBy = None
     buf = io.BytesIO()
     wb.save(buf)
-    path.write_bytes(_fixed_zip(buf.getvalue()))
+    path.write_bytes(fixed_zip(buf.getvalue()))
 
 
 def build_tat(out: Path, mirrors: Path) -> None:
@@ -975,7 +962,7 @@ def write_deck(path: Path, slides: list, subject: str) -> None:
             s.notes_slide.notes_text_frame.text = notes
     buf = io.BytesIO()
     prs.save(buf)
-    path.write_bytes(_fixed_zip(buf.getvalue()))
+    path.write_bytes(fixed_zip(buf.getvalue()))
 
 
 def build_decks(out: Path, mirrors: Path) -> None:

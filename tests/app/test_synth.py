@@ -308,3 +308,21 @@ def test_extractive_backend_is_one_per_context(make_ctx):
     assert make_synthesizer("extractive", ctx) is make_synthesizer("extractive", ctx)
     assert make_synthesizer("extractive", make_ctx(data_dir=ctx.settings.data_dir.parent / "other")) is not \
         make_synthesizer("extractive", ctx)
+
+
+def test_copies_of_one_file_do_not_make_its_sentences_boilerplate(fake_embedder):
+    """A sentence the passages of two documents print word for word is boilerplate (a certification); two copies of
+    one file (the same content hash under two names: an upload made twice) are one document, so their sentences
+    are not."""
+    text = "They mainly specialize in domestic SUVs and motorcycles, and they open at eight."
+
+    def src(rank, doc_id, doc_hash):
+        s = Source(rank, doc_id, f"p{rank}", 0, len(text), text, 1.0, 0, 0, len(text), text)
+        s.doc_hash = doc_hash
+        return s
+
+    synth = ExtractiveSynthesizer(fake_embedder)
+    copies = synth.signals([src(1, "sample.docx", "h1"), src(2, "sample (2).docx", "h1")])
+    assert not copies.recurring(text)
+    two = synth.signals([src(1, "sample.docx", "h1"), src(2, "other.docx", "h2")])
+    assert two.recurring(text)
