@@ -96,19 +96,25 @@ class Signals:
     recurring: Callable[[str], bool] = lambda text: False
 
 
-def _idf(terms: Sequence[str], stem_sets: Sequence[set[str]]) -> dict[str, float]:
+# the half added to a term's document frequency: the Robertson–Spärck Jones smoothing BM25 uses (a term in every
+# text still weighs a little, one in none does not divide by zero)
+IDF_SMOOTHING = 0.5
+
+
+def idf(terms: Sequence[str], stem_sets: Sequence[set[str]]) -> dict[str, float]:
+    """Each term's inverse document frequency over ``stem_sets`` (the candidates, or the rows of a lookup)."""
     n = max(len(stem_sets), 1)
     out: dict[str, float] = {}
     for t in terms:
         st = stem(t)
         df = sum(1 for s in stem_sets if st in s)
-        out[t] = math.log(1 + (n + 1) / (df + 0.5))
+        out[t] = math.log(1 + (n + 1) / (df + IDF_SMOOTHING))
     return out
 
 
-def _coverage(terms: Sequence[str], idf: dict[str, float], have: set[str]) -> float:
-    total = sum(idf[t] for t in terms)
-    return sum(idf[t] for t in terms if stem(t) in have) / total if total else 1.0
+def coverage(terms: Sequence[str], weights: dict[str, float], have: set[str]) -> float:
+    total = sum(weights[t] for t in terms)
+    return sum(weights[t] for t in terms if stem(t) in have) / total if total else 1.0
 
 
 def acronym_in(token: str, text: str) -> bool:
@@ -206,7 +212,7 @@ def featurize(q: Question, cands: Sequence[Candidate], sources: Sequence, sig: S
     terms = list(q.terms)
     focus = [t for t in q.focus if t in terms]
     cand_stems = [stems(f"{c.text} {c.context}") for c in cands]
-    idf = _idf(terms, cand_stems)
+    idf_of = idf(terms, cand_stems)
     qv, V = sig.embed(q.query or q.text, [c.about for c in cands])
     sims = (V @ qv).astype(np.float32) if len(V) else np.zeros(len(cands), np.float32)
     windows = _window_sims(cands, V, qv)
@@ -214,7 +220,7 @@ def featurize(q: Question, cands: Sequence[Candidate], sources: Sequence, sig: S
     q_stems = {stem(w) for w in (*content_words(q.text), *q.terms)} | {stem(w) for e in q.entities
                                                                          for w in WORD.findall(e)}
     q_numbers = set(re.findall(r"\d[\d,.]*", q.text))
-    soft = _soft_coverage(terms, idf, cands, cand_stems, sig.words)
+    soft = _soft_coverage(terms, idf_of, cands, cand_stems, sig.words)
     passage_stems = {r: stems(f"{getattr(s, 'text', '')} {' '.join(getattr(s, 'headings', None) or [])}")
                      for r, s in by_rank.items()}
     doc_low: dict[int, str] = {}
@@ -242,10 +248,10 @@ def featurize(q: Question, cands: Sequence[Candidate], sources: Sequence, sig: S
         f = {
             "sim": float(sim),
             "sim_window": float(win),
-            "cov": _coverage(terms, idf, st),
+            "cov": coverage(terms, idf_of, st),
             "cov_soft": sc,
-            "cov_focus": _coverage(focus, idf, st) if focus else _coverage(terms, idf, st),
-            "cov_passage": _coverage(terms, idf, passage_stems.get(c.source, set()) | st),
+            "cov_focus": coverage(focus, idf_of, st) if focus else coverage(terms, idf_of, st),
+            "cov_passage": coverage(terms, idf_of, passage_stems.get(c.source, set()) | st),
             "bigram_cov": _bigram_cov(q_pairs, where),
             "ent_cand": (sum(name_in(e, where) for e in q.entities) / len(q.entities)) if q.entities else 1.0,
             "ent_doc": ent_doc[c.source],
@@ -258,7 +264,7 @@ def featurize(q: Question, cands: Sequence[Candidate], sources: Sequence, sig: S
             "is_cell": float(c.cell is not None),
             "cell_numeric_q": float(c.cell is not None and q.numeric),
             "label_prec": _label_precision(c, asked_stems),
-            "row_cov": _coverage(terms, idf, stems(c.cell.row)) if c.cell is not None else 0.0,
+            "row_cov": coverage(terms, idf_of, stems(c.cell.row)) if c.cell is not None else 0.0,
             "first_col": float(c.cell is not None and first_cols.get((c.source, c.start)) is c.cell),
             "src_rank": 1.0 / (1 + order.get(c.source, len(sources))),
             "src_score": float(getattr(src, "score", 0.0) or 0.0) / top_score if src is not None else 0.0,
@@ -352,19 +358,19 @@ def _label_precision(c: Candidate, asked: set[str]) -> float:
     return sum(1 for w in words if stem(w) in asked) / len(words) if words else 0.0
 
 
-def _soft_coverage(terms: Sequence[str], idf: dict[str, float], cands: Sequence[Candidate],
+def _soft_coverage(terms: Sequence[str], weights: dict[str, float], cands: Sequence[Candidate],
                    cand_stems: Sequence[set[str]], words: WordVectors | None) -> list[float]:
     """``cov_soft`` of each candidate: a term it holds by stem counts 1, one it does not, the cosine of the closest
     of its words (never below 0)."""
-    total = sum(idf[t] for t in terms)
+    total = sum(weights[t] for t in terms)
     if not terms or not total:
         return [1.0] * len(cands)
     if words is None:
-        return [_coverage(terms, idf, st) for st in cand_stems]
+        return [coverage(terms, weights, st) for st in cand_stems]
     cand_words = [content_words(f"{c.text} {c.context}")[:200] for c in cands]
     vocab = sorted({w for ws in cand_words for w in ws})
     if not vocab:
-        return [_coverage(terms, idf, st) for st in cand_stems]
+        return [coverage(terms, weights, st) for st in cand_stems]
     index = {w: i for i, w in enumerate(vocab)}
     tv = words.of(terms)
     wv = words.of(vocab)
@@ -373,6 +379,6 @@ def _soft_coverage(terms: Sequence[str], idf: dict[str, float], cands: Sequence[
     for ws, st in zip(cand_words, cand_stems):
         idx = [index[w] for w in ws]
         best = sim[:, idx].max(axis=1) if idx else np.zeros(len(terms))
-        got = sum(idf[t] * (1.0 if stem(t) in st else float(b)) for t, b in zip(terms, best))
+        got = sum(weights[t] * (1.0 if stem(t) in st else float(b)) for t, b in zip(terms, best))
         out.append(got / total)
     return out

@@ -14,7 +14,6 @@ once and kept for the next question (the 16 latest documents).
 """
 from __future__ import annotations
 
-import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -22,7 +21,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 from app.cells import Cell, cells_of
-from app.features import stem, stems
+from app.features import coverage, idf, stems
 from app.question import Question
 
 MAX_DOCS = 2  # documents read: those of the first retrieved passages
@@ -79,14 +78,14 @@ def rows_for(q: Question, sources: Sequence, index: RowIndex) -> list[tuple[Cell
     if not rows:
         return []
     labels = {k: stems(f"{cs[0].row} {cs[0].title}") for k, cs in rows.items()}
-    n = len(labels)
-    idf = {t: math.log(1 + (n + 1) / (sum(stem(t) in s for s in labels.values()) + 0.5)) for t in q.terms}
-    total = sum(idf.values())
+    weights = idf(q.terms, list(labels.values()))
+    if not sum(weights.values()):
+        return []
 
-    def coverage(k) -> float:
-        return sum(w for t, w in idf.items() if stem(t) in labels[k]) / total
+    def covered(k) -> float:
+        return coverage(q.terms, weights, labels[k])
 
-    best = sorted((k for k in rows if coverage(k) > 0), key=lambda k: (-coverage(k), k[1]))[:MAX_ROWS]
+    best = sorted((k for k in rows if covered(k) > 0), key=lambda k: (-covered(k), k[1]))[:MAX_ROWS]
     out: list[tuple[Cell, object]] = []
     for i, (doc_hash, start) in enumerate(best):
         cells = rows[(doc_hash, start)]

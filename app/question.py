@@ -125,6 +125,20 @@ class Question:
         return self.kind in ("amount", "percent", "count", "measure")
 
 
+def _kind_rules() -> list[tuple[str, Callable, re.Pattern, re.Pattern | None]]:
+    """The question-kind rules of ``app/data/language.json`` (``question_kinds``), compiled once."""
+    out = []
+    for r in lexicon()["question_kinds"]:
+        how = re.Pattern.match if "match" in r else re.Pattern.search
+        out.append((r["kind"], how, re.compile(r.get("match") or r["search"]),
+                    re.compile(r["unless"]) if r.get("unless") else None))
+    return out
+
+
+_KIND_RULES = _kind_rules()
+_QUESTION_LEAD = re.compile(lexicon()["question_lead"]["pattern"])
+
+
 def kind_of(question: str) -> str:
     """The kind of answer ``question`` wants, from its grammar.
 
@@ -133,29 +147,10 @@ def kind_of(question: str) -> str:
     ['count', 'date', 'name', 'explain', 'yesno', 'amount']
     """
     ql = " ".join(question.lower().split())
-    ql = re.sub(r"^(and|so|also|then|ok|okay|now|but)\b[\s,]*", "", ql)
-    if re.search(r"\b(percent|percentage|%|share of|proportion)\b", ql) or re.search(r"\brate\b", ql) \
-            and not re.search(r"exchange rate|interest rate swap", ql):
-        return "percent"
-    if re.match(r"((by )?how many|what (is|was|were) the (total )?number of|(the )?number of|how often)\b", ql):
-        return "count"
-    if re.match(r"how (old|long|far|tall|high|fast|big|large|deep|wide|heavy|soon)\b", ql):
-        return "measure"
-    if re.match(r"((on|in|at|by|since|until) )?(when|what (date|day|year|time|month))\b", ql):
-        return "date"
-    if re.match(r"(why|how (does|did|do|is|was|has|have|will|can|could|should|are|were)\b|explain|describe|what "
-                r"(led|caused|drove|explains|are the reasons|were the reasons|was the reason|is the reason|is the "
-                r"purpose|was the purpose|happens|happened))", ql):
-        return "explain"
-    if re.match(r"(who|whom|whose|which (company|person|firm|agency|organization|organisation|aircraft|airport|"
-                r"country|city|state|university|bank)|what (is|was) the name)\b", ql):
-        return "name"
-    if re.match(r"(is|are|was|were|does|did|do|has|have|had|can|could|will|would|should|must|may)\b", ql):
-        return "yesno"
-    if re.search(r"\b(how much|amount|total|revenues?|sales|income|cost|costs|expenses?|cash|margin|earnings|profit|"
-                 r"loss|assets|liabilities|debt|price|spend|spending|spent|budget|dividends?|eps|value|worth|paid|"
-                 r"fees?|balance|proceeds|capex|ebitda|guidance|outlook)\b", ql):
-        return "amount"
+    ql = _QUESTION_LEAD.sub("", ql)
+    for kind, how, pattern, unless in _KIND_RULES:
+        if how(pattern, ql) and not (unless is not None and unless.search(ql)):
+            return kind
     return "other"
 
 
