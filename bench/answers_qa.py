@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 import common as B  # noqa: F401  (project root on sys.path, offline flags)
-from answers_real import gives, verdict
+from answers_real import gives, history_for, verdict
 from qa_set import CORPUS, DATA, KINDS, load
 
 OUT = "bench/results/answers_qa.json"
@@ -64,11 +64,7 @@ def run(ctx, rows: list[dict], backend: str, progress=print, dump: list | None =
     out = []
     for r in rows:
         scope = [r["doc"]] if r["scope"] == "doc" else docs[r["kind"]]
-        history = []
-        if r.get("followup_of") and r["followup_of"] in given:
-            first = given[r["followup_of"]]
-            history = [{"role": "user", "content": first.question, "query": first.query},
-                       {"role": "assistant", "content": first.text}]
+        history = history_for(r, given)
         t = time.perf_counter()
         ans = answer(ctx, r["question"], backend=backend, doc_ids=scope, history=history, **(options or {}))
         dt = time.perf_counter() - t

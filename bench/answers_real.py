@@ -92,6 +92,14 @@ def verdict(row: dict, ans) -> dict:
 OUT = "bench/results/answers_real.json"
 
 
+def history_for(row: dict, given: dict) -> list[dict]:
+    """The conversation a follow-up row is asked after: its first question and the answer this run gave to it."""
+    first = given.get(row.get("followup_of") or "")
+    if first is None:
+        return []
+    return [{"role": "user", "content": first.question, "query": first.query},
+            {"role": "assistant", "content": first.text}]
+
 def run(ctx, rows: list[dict], root: Path, backend: str, progress=print, dump: list | None = None) -> dict:
     from app.answer import answer
 
@@ -113,11 +121,7 @@ def run(ctx, rows: list[dict], root: Path, backend: str, progress=print, dump: l
     for r in rows:
         coll = r.get("collection", TENQ)
         scope = [r["doc"]] if r.get("scope", "doc") == "doc" else [d for d in docs[coll] if d in have]
-        history = []
-        if r.get("followup_of") and r["followup_of"] in given:
-            first = given[r["followup_of"]]
-            history = [{"role": "user", "content": first.question, "query": first.query},
-                       {"role": "assistant", "content": first.text}]
+        history = history_for(r, given)
         t = time.perf_counter()
         ans = answer(ctx, r["question"], backend=backend, doc_ids=scope, history=history)
         dt = time.perf_counter() - t
