@@ -445,9 +445,10 @@ class Runner:
         by = dataclasses.replace(plan, first_pass=True) if lm else plan
         known = self._known_vectors(gen, job)
         rep = self._reporter(job, "refine")
-        rep.begin([("reading", (job.pages or 1) / rep.rates["pdf_pages_s"])])
         data = ctx.store.original(job.hash)
         so_far = LoadedDoc(job.name, data, ctx.store.text(job.hash), "pdf", "", ctx.store.layout(job.hash))
+        pages = ((so_far.layout or {}).get("read") or {}).get("of") or job.pages or 1  # as the reader counted them
+        rep.begin([("reading", pages / rep.rates["pdf_pages_s"])])
         t0 = time.time()
         for doc, c in self.executor.ranges(job, data, so_far, by, rep, known):
             read = (doc.layout or {}).get("read")

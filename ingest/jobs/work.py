@@ -308,11 +308,18 @@ def extract(name: str, data: bytes, limits: Limits, rep: Reporter | None = None)
 def extract_ranges(name: str, data: bytes, limits: Limits, rep: Reporter | None = None,
                    resume: LoadedDoc | None = None) -> Iterator[LoadedDoc]:
     """A PDF read range of pages by range (:func:`ingest.readers.loaders.load_pdf_ranges`): the document so far after
-    each range, reporting pages read; ``resume``: go on after the pages of this one."""
+    each range, reporting pages read; ``resume``: go on after the pages of this one. A first pass's estimate, made
+    from the page count the file states (:func:`first_pass_stages`), follows the count the reader found as soon as
+    the first page is read: the pages of the first range and their words."""
     rep = rep or Reporter()
+    first: list[int] = []  # a first pass's pages to read (its first range), once the reader has counted them
 
     def pages(done: int, n: int) -> None:
-        rep.update("reading", done / max(n, 1), f"reading pages {done} of {n}")
+        if not first and resume is None and rep.stages and rep.stages[0][0] == "reading":
+            first.append(min(n, max(1, limits.pdf_pages_per_range)))
+            rep.stages = [("reading", first[0] / rep.rates["pdf_pages_s"]),
+                          *cut_stages(rep.rates, first[0] * WORDS_PER_PAGE, lm=False)]
+        rep.update("reading", done / max(first[0] if first else n, 1), f"reading pages {done} of {n}")
 
     rep.update("reading", 0.0)
     yield from loaders.load_pdf_ranges(name, data, limits, on_progress=pages, resume=resume)

@@ -40,7 +40,7 @@ class LoadedDoc:
 @dataclass(frozen=True)
 class Limits:
     """What one file may cost to read (settings: ``max_file_mb``, ``max_unpacked_mb``, ``max_words_per_file``,
-    ``extract_timeout_s``, ``extract_memory_mb``)."""
+    ``extract_timeout_s``, ``extract_memory_mb``, ``max_pdf_pages``, ``doc_cpu_budget_s``)."""
 
     max_bytes: int | None = None
     max_unpacked_bytes: int = 200 * 2**20
@@ -52,6 +52,8 @@ class Limits:
     ocr_engine: str = "auto"  # pages without a text layer and images: ingest/readers/ocr.py
     pdf_reader: str = "auto"  # auto: pdfium for every page with a text layer, tables too (readers/pdfium_page.py)
     max_rows: int = 200_000  # rows of one spreadsheet or CSV file
+    max_pdf_pages: int = 2000  # a PDF of more pages is refused before any page is read
+    doc_cpu_budget_s: float = 3600.0  # CPU-seconds all the ranges of one PDF may use together
 
     @classmethod
     def of(cls, settings) -> "Limits":
@@ -59,7 +61,8 @@ class Limits:
                    max_unpacked_bytes=int(settings.max_unpacked_mb * 2**20),
                    max_words=settings.max_words_per_file, timeout_s=settings.extract_timeout_s,
                    memory_mb=settings.extract_memory_mb, pdf_pages_per_range=settings.pdf_pages_per_range,
-                   ocr_engine=settings.ocr_engine, max_rows=settings.max_rows, pdf_reader=settings.pdf_reader)
+                   ocr_engine=settings.ocr_engine, max_rows=settings.max_rows, pdf_reader=settings.pdf_reader,
+                   max_pdf_pages=settings.max_pdf_pages, doc_cpu_budget_s=settings.doc_cpu_budget_s)
 
 
 def _too_big(size: int, max_bytes: int) -> str:

@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,17 +52,17 @@ IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".tif", ".tiff"}
 SUPPORTED = TEXT_SUFFIXES | IMAGE_SUFFIXES | {".pdf", ".docx", ".html", ".htm", ".pptx", ".xlsx", ".csv", ".tsv",
                                               ".epub"}
 def _pdf_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine: str | None = None,
-               reader: str = "auto"):
+               reader: str = "auto", max_pages: int | None = None):
     """``(page count, page data of pages first..last-1, outline)`` of a PDF (:func:`ingest.readers.pdf.read_pages`; the
-    outline only when ``first`` is 0). One call reads one page range, so a large PDF is read range by range, each in a
-    fresh child with its own memory cap (:func:`pdf_text`)."""
+    outline only when ``first`` is 0; more than ``max_pages`` pages refused). One call reads one page range, so a
+    large PDF is read range by range, each in a fresh child with its own memory cap (:func:`pdf_text`)."""
     try:
         from pypdf.errors import PdfReadError
     except ImportError as e:  # pragma: no cover
         raise IngestError(name, "reading PDF needs `pip install pypdf[crypto]`") from e
 
     try:
-        return read_pages(name, data, first, last, ocr_engine, reader)
+        return read_pages(name, data, first, last, ocr_engine, reader, max_pages)
     except IngestError:
         raise
     except MemoryError:
@@ -70,10 +71,22 @@ def _pdf_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine:
         raise IngestError(name, f"is not a readable PDF ({e.__class__.__name__}: {str(e)[:120]})") from e
 
 
-def _pdf_text(name: str, data: bytes, ocr_engine: str | None = None, reader: str = "auto") -> tuple[str, dict]:
+def _pdf_range(*args):
+    """In the extraction child: :func:`_pdf_pages` of one range, and the CPU-seconds the child has used (its start,
+    imports and pages), which the parent adds up against the document's budget (:func:`pdf_ranges`)."""
+    return (*_pdf_pages(*args), time.process_time())
+
+
+def _pdf_text(name: str, data: bytes, ocr_engine: str | None = None, reader: str = "auto",
+              max_pages: int | None = None) -> tuple[str, dict]:
     """The text and layout of a whole PDF in this process."""
-    _, pages, outline = _pdf_pages(name, data, 0, None, ocr_engine, reader)
+    _, pages, outline = _pdf_pages(name, data, 0, None, ocr_engine, reader, max_pages)
     return assemble(name, pages, outline)
+
+
+def _over_budget(done: int, n: int, used: float, budget: float) -> str:
+    return (f"reading stopped after page {done:,} of {n:,}: its ranges used {used:,.0f} CPU-seconds, more than "
+            f"doc_cpu_budget_s ({budget:,g}); split it or raise MGRAG_DOC_CPU_BUDGET_S")
 
 
 def pdf_ranges(name: str, data: bytes, limits: "Limits", on_progress=None,
@@ -83,39 +96,48 @@ def pdf_ranges(name: str, data: bytes, limits: "Limits", on_progress=None,
     of the whole parse, and the limit applies per range (plus an allowance per page read by OCR). After each range
     that leaves some text: ``(text, layout, pages read, pages)``, the text of the pages read so far (each a prefix
     of the next, :class:`ingest.readers.pdf.Assembler`; the layout of all but the last says in ``read`` how many
-    pages it holds, and what the assembler learnt). ``resume``: the text and layout of such a range, to go on after
-    it without reading its pages again. ``on_progress(pages_done, pages)`` after each page."""
+    pages it holds, what the assembler learnt and the CPU-seconds spent so far). ``resume``: the text and layout of
+    such a range, to go on after it without reading its pages again. ``on_progress(pages_done, pages)`` after each
+    page.
+
+    The ranges of one PDF share ``limits.doc_cpu_budget_s``: before each range after the first, a PDF that has used
+    it stops with an :class:`IngestError` (the ranges yielded before it are whole documents, kept by the queue;
+    across a resume too, since the CPU-seconds travel in ``read``), so no PDF holds a worker for days."""
     step = max(1, limits.pdf_pages_per_range)
     asm: Assembler | None = None
-    n, first = None, 0
+    n, first, used = None, 0, 0.0
     if resume is not None:
         text, layout = resume
         read = layout["read"]
         asm = Assembler.resume(name, text, layout, read["state"])
-        n, first = int(read["of"]), int(read["pages"])
+        n, first, used = int(read["of"]), int(read["pages"]), float(read.get("cpu_s", 0.0))
 
     def page_done(payload) -> None:
         if on_progress is not None and payload:
             on_progress(*payload)
 
     while n is None or first < n:
+        if n is not None and used >= limits.doc_cpu_budget_s:
+            raise IngestError(name, _over_budget(first, n, used, limits.doc_cpu_budget_s))
         try:
-            n, part, ol = run_limited("ingest.readers.loaders:_pdf_pages", (name, data, first, first + step,
-                                                                            limits.ocr_engine, limits.pdf_reader),
-                                      name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb,
-                                      ocr_pages=step, on_progress=page_done)
+            n, part, ol, cpu_s = run_limited("ingest.readers.loaders:_pdf_range",
+                                             (name, data, first, first + step, limits.ocr_engine, limits.pdf_reader,
+                                              limits.max_pdf_pages),
+                                             name=name, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb,
+                                             ocr_pages=step, on_progress=page_done)
         except SandboxError as e:
             where = f" (pages {first + 1}–{min(first + step, n)})" if n is not None and n > step else ""
             raise IngestError(name, e.problem + where) from e
         asm = asm or Assembler(name, ol)
         asm.add(part)
         first += step
+        used += cpu_s
         if on_progress is not None:
             on_progress(min(first, n), n)
         if asm.has_text() or first >= n:
             text, layout = asm.result()
             if first < n:
-                layout["read"] = {"pages": first, "of": n, "state": asm.state()}
+                layout["read"] = {"pages": first, "of": n, "state": asm.state(), "cpu_s": round(used, 3)}
             yield text, layout, min(first, n), n
 
 
@@ -127,22 +149,35 @@ def pdf_text(name: str, data: bytes, limits: "Limits", on_progress=None) -> tupl
     return last
 
 
-def pdf_pages_hint(data: bytes) -> int | None:
-    """A PDF's page count as its page tree states it (the largest ``/Count`` of a ``/Type /Pages`` object), read
-    without parsing the file: for estimates only (None when the tree sits in a compressed object stream).
+_PAGES_NODE = re.compile(rb"/Type\s*/Pages\b")
+_COUNT = re.compile(rb"/Count\s+(\d+)")
+_KIDS = re.compile(rb"/Kids\s*\[([^\[\]]*)\]")  # no bracket inside: each byte scanned once, whatever the file
 
-    >>> pdf_pages_hint(b"1 0 obj << /Type /Pages /Kids [3 0 R] /Count 61 >> endobj 4 0 obj << /Count 3 >> endobj")
-    61
+
+def pdf_pages_hint(data: bytes) -> int | None:
+    """A PDF's page count for estimates, read without parsing the file: the largest ``/Count`` of a ``/Type /Pages``
+    object, but no more than the references in the ``/Kids`` arrays of those objects (a ``/Count`` is only a claim: a
+    one-page file may state 100,000); None when the tree sits in a compressed object stream or has no ``/Kids``
+    array to check it by. One pass over the file, split at ``endobj`` (the page tree of a 20 MB upload is read in
+    the web app's thread).
+
+    >>> pdf_pages_hint(b"1 0 obj << /Type /Pages /Kids [3 0 R 4 0 R] /Count 2 >> endobj 4 0 obj << /Count 3 >> endobj")
+    2
+    >>> pdf_pages_hint(b"2 0 obj << /Type /Pages /Kids [3 0 R] /Count 100000 >> endobj")
+    1
     """
-    counts = []
-    for m in re.finditer(rb"/Count\s+(\d+)", data[: 64 * 2**20]):
-        start = data.rfind(b"obj", max(0, m.start() - 200_000), m.start())
-        end = data.find(b"endobj", m.end(), m.end() + 200_000)
-        if start >= 0 and re.search(rb"/Type\s*/Pages\b", data[start:end if end >= 0 else m.end()]):
+    counts, kids = [], 0
+    for piece in data[: 64 * 2**20].split(b"endobj"):
+        if b"/Pages" not in piece:
+            continue
+        body = piece[piece.rfind(b" obj") + 1:]  # the object this ``endobj`` ends, from its header
+        if not _PAGES_NODE.search(body):
+            continue
+        m = _COUNT.search(body)
+        if m:
             counts.append(int(m.group(1)))
-        if len(counts) >= 1000:
-            break
-    return max(counts) if counts else None
+        kids += sum(k.group(1).count(b"R") for k in _KIDS.finditer(body))
+    return min(max(counts), kids) if counts and kids else None
 
 
 _OCR_FRAMES = 200  # the most frames of an image file read by OCR (ingest.readers.ocr.image_pages)
@@ -176,10 +211,11 @@ def _html_text(name: str, data: bytes) -> tuple[str, dict]:
 
 
 def _extract(suffix: str, name: str, data: bytes, max_unpacked: int, max_rows: int = 200_000,
-             ocr_engine: str | None = None, pdf_reader: str = "auto") -> tuple[str, dict]:
+             ocr_engine: str | None = None, pdf_reader: str = "auto", max_pdf_pages: int | None = None
+             ) -> tuple[str, dict]:
     """The text and layout of a file that is not plain text (the sandbox child's entry point)."""
     if suffix == ".pdf":
-        return _pdf_text(name, data, ocr_engine, pdf_reader)
+        return _pdf_text(name, data, ocr_engine, pdf_reader, max_pdf_pages)
     if suffix == ".docx":
         return _docx_text(name, data, max_unpacked)
     if suffix == ".pptx":
@@ -239,7 +275,7 @@ def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: 
                 raise IngestError(name, e.problem) from e
         else:
             text, layout = _extract(suffix, name, data, limits.max_unpacked_bytes, limits.max_rows,
-                                    limits.ocr_engine, limits.pdf_reader)
+                                    limits.ocr_engine, limits.pdf_reader, limits.max_pdf_pages)
     else:
         text, warning = decode_text(name, data)
         kind = "text"

@@ -55,6 +55,12 @@ def test_reading_resumes_after_a_range_without_reading_its_pages_again(monkeypat
     monkeypatch.setattr(L, "run_limited", counted)
     resumed = list(load_pdf_ranges("log.pdf", data, limits, resume=whole[0]))
     assert ranges == [(3, 6), (6, 9)]
+
+    def spent(d) -> float:  # the CPU-seconds read so far (issue 47's budget): measured, so never equal run to run
+        return d.layout.get("read", {}).pop("cpu_s", 0.0)
+
+    assert spent(resumed[0]) > spent(whole[0]) > 0  # carried on from the range resumed after
+    spent(whole[1])
     assert [(d.text, d.layout) for d in resumed] == [(d.text, d.layout) for d in whole[1:]]
 
 
