@@ -169,7 +169,7 @@ def _caller(service, limit: RateLimit, inflight: InFlight):
             raise ApiError(401, "a valid API key is needed: send 'Authorization: Bearer mgrag-…' (an admin makes "
                                 "one with `mgrag keys add NAME --user USER` or on the Admin tab)",
                            "invalid_api_key", {"WWW-Authenticate": "Bearer"})
-        if service.users and found.user not in service.users.names():
+        if service.users and service.users.name_of(found.user_id) is None:  # its account (by id) is gone
             raise ApiError(401, f"the user of key {found.name!r} no longer exists", "invalid_api_key")
         wait = limit.take(found.name)
         if wait:
@@ -188,7 +188,8 @@ def _caller(service, limit: RateLimit, inflight: InFlight):
 
 
 def build_api(service, *, requests_per_minute: int | None = None):
-    """The ``/v1`` FastAPI app for ``service`` (a :class:`services.service.AppService`); mount it with
+    """The ``/v1`` FastAPI app for ``service`` (a :class:`services.service.AppService`), its bodies not capped: the
+    web server puts :class:`BodyLimit` in front of it (:func:`ui.app.own_routes`); elsewhere mount it with
     :func:`mount_api`."""
     s = service.ctx.settings
     limit = RateLimit(requests_per_minute or s.api_requests_per_minute)
@@ -274,29 +275,43 @@ def build_api(service, *, requests_per_minute: int | None = None):
 
 
 MAX_FILES_PER_UPLOAD = 16
+UPLOAD_ROUTE = "/documents"  # POST: the API's one upload route (``/v1/documents`` on the web server)
+
+
+def upload_limit(settings) -> int:
+    """The largest upload request: :data:`MAX_FILES_PER_UPLOAD` files of ``max_file_mb`` each and 1 MB of multipart
+    overhead."""
+    return int(settings.max_file_mb * 2**20) * MAX_FILES_PER_UPLOAD + 2**20
 
 
 class BodyLimit:
-    """ASGI middleware: a request body is refused (413) before it is read when it declares more than its route's
-    limit, or while it streams past it without declaring its length: uploads (``POST …/documents``) up to
-    ``limit``, so one request cannot fill the disk with the multipart parser's temporary files; every other
-    route (chat, search) up to ``json_limit`` — a hostile run froze the server with an 80 MB ``messages`` array
-    (JSON parsing holds ~36× the body in memory)."""
+    """ASGI middleware in front of every route of the web server (:func:`ui.app.launch` puts it there, before
+    Gradio's routes, its login and its auth): a request body is refused (413, a short JSON error) before it is read
+    when it declares more than its route's limit, or while it streams past it without declaring its length. Uploads
+    (``POST`` to one of ``uploads``: ``/v1/documents``, Gradio's upload route) may be up to ``limit``, so one request
+    cannot fill the disk with the multipart parser's temporary files; every other route (Gradio's queue, run and call
+    routes, its login, the viewer, /v1's chat and search) up to ``json_limit``: a hostile run froze the server with
+    an 80 MB ``messages`` array (JSON parsing holds ~36× the body in memory), and three 150 MB bodies to Gradio's
+    ``/gradio_api/queue/join`` held 2 GB. Websockets pass untouched; answers streamed over SSE are plain GETs."""
 
-    def __init__(self, app, limit: int, json_limit: int = MAX_JSON_BODY):
+    def __init__(self, app, limit: int, uploads: tuple[str, ...], json_limit: int = MAX_JSON_BODY):
         self.app, self.upload_limit, self.json_limit = app, limit, json_limit
+        self.uploads = frozenset(u.rstrip("/") for u in uploads)
 
-    def limit_of(self, scope) -> int:
-        upload = scope.get("method") == "POST" and scope.get("path", "").rstrip("/").endswith("/documents")
-        return self.upload_limit if upload else self.json_limit
+    def is_upload(self, scope) -> bool:
+        path, root = scope.get("path", ""), scope.get("root_path", "")
+        if root and path.startswith(root + "/"):  # served under a prefix: the route is what follows it
+            path = path[len(root):]
+        return scope.get("method") == "POST" and path.rstrip("/") in self.uploads
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        limit = self.limit_of(scope)
+        upload = self.is_upload(scope)
+        limit = self.upload_limit if upload else self.json_limit
         declared = dict(scope.get("headers") or ()).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            return await _too_large(send, limit, limit == self.upload_limit)
+            return await _too_large(send, limit, upload)
         state = {"seen": 0, "refused": False}
 
         async def counted():
@@ -307,7 +322,7 @@ class BodyLimit:
                 state["seen"] += len(message.get("body", b""))
                 if state["seen"] > limit:  # answer now; the app reads a disconnect and its reply is dropped
                     state["refused"] = True
-                    await _too_large(send, limit, limit == self.upload_limit)
+                    await _too_large(send, limit, upload)
                     return {"type": "http.disconnect"}
             return message
 
@@ -324,7 +339,8 @@ class BodyLimit:
 
 async def _too_large(send, limit: int, upload: bool = True) -> None:
     why = (f"at most {MAX_FILES_PER_UPLOAD} files of max_file_mb each); send fewer or smaller files" if upload else
-           "for a chat or search request); send a shorter conversation")
+           "for a chat or search request, a question or any other request but an upload); send a shorter "
+           "conversation")
     body = json.dumps({"error": {"message": f"the request is larger than {limit / 2**20:.1f} MB ({why}",
                                  "type": "invalid_request_error", "code": "request_too_large"}}).encode()
     await send({"type": "http.response.start", "status": 413,
@@ -333,9 +349,10 @@ async def _too_large(send, limit: int, upload: bool = True) -> None:
 
 
 def api_app(service):
-    """:func:`build_api` with its request bodies capped: the app the web server mounts at ``/v1``."""
-    limit = int(service.ctx.settings.max_file_mb * 2**20) * MAX_FILES_PER_UPLOAD + 2**20
-    return BodyLimit(build_api(service), limit)
+    """:func:`build_api` with its request bodies capped (:class:`BodyLimit`), for a server that has no cap of its own.
+    The web server (:func:`ui.app.launch`) mounts :func:`build_api` itself at ``/v1``: its one BodyLimit in front of
+    every route covers ``/v1`` too."""
+    return BodyLimit(build_api(service), upload_limit(service.ctx.settings), (UPLOAD_ROUTE,))
 
 
 def mount_api(app, service) -> None:

@@ -294,6 +294,15 @@ tr.mg-passage {background: @PASSAGE;} tr.mg-child {background: @CHILD;} tr.mg-su
     "@CHILD", HIGHLIGHT["child"]).replace("@PASSAGE", HIGHLIGHT["passage"])
 
 
+SCROLL_JS = 'document.getElementById("mg-first")?.scrollIntoView({block: "center"});'  # the page's one script
+# The viewer page's Content-Security-Policy (sent by ui.app's SecurityHeaders with every /mgrag/ response): its own
+# inline style, that one script (by its hash), the page image from this server; nothing else, so a passage that got
+# past the escaping still could neither run nor load anything.
+_SCROLL_HASH = base64.b64encode(hashlib.sha256(SCROLL_JS.encode()).digest()).decode()
+VIEWER_CSP = (f"default-src 'none'; script-src 'sha256-{_SCROLL_HASH}'; style-src 'unsafe-inline'; img-src 'self'; "
+              "base-uri 'none'; form-action 'none'; frame-ancestors 'self'")
+
+
 def view_page(view: View, text: str, kind: str, n_pages: int | None, page_url: str | None, original_url: str,
               label: str = "") -> str:
     """The viewer's HTML: header, the rendered page (PDF) and the marked text."""
@@ -313,4 +322,4 @@ def view_page(view: View, text: str, kind: str, n_pages: int | None, page_url: s
 <span class="mg-child">the chunk that matched the question</span><span class="mg-passage">cited source</span></div>\
 </header>
 <main>{pages}<div class="mg-text">{marked_text(text, view)}</div></main>
-<script>document.getElementById("mg-first")?.scrollIntoView({{block: "center"}});</script></body></html>"""
+<script>{SCROLL_JS}</script></body></html>"""

@@ -8,6 +8,7 @@ the session's admin token server side, so hiding the admin panel is only cosmeti
 login gets "admin login required".
 """
 
+import functools
 import logging
 import os
 from pathlib import Path
@@ -16,6 +17,7 @@ from app.context import AppContext
 from services import render
 from services.auth import throttled_login
 from services.service import AppService, stored_admin_password
+from ui.rooms.context import LoginClient, end_sessions
 from ui.rooms.viewer import add_viewer_routes
 
 # Imported where they are used, on purpose (heavy, optional or not needed by every caller): gradio, fastapi, starlette
@@ -95,7 +97,8 @@ def _wire_page_load(demo, c, chat) -> None:
 def launch(service: AppService, *, host: str | None = None, port: int | None = None, block: bool = True):
     """Serve the app. Gradio's upload cache goes under the data dir (``data_dir/tmp/gradio``) unless
     ``GRADIO_TEMP_DIR`` is set, so uploads write nothing outside it; uploads over ``max_file_mb`` are cut off by
-    Gradio itself and refused again by the service."""
+    Gradio itself and refused again by the service. Every request first passes :func:`own_middleware` (the body
+    limit, the security headers), which Gradio's app takes as it is made, so no route is ever served without it."""
     s = service.ctx.settings
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     tmp = (s.data_dir / "tmp" / "gradio").resolve()
@@ -113,13 +116,15 @@ def launch(service: AppService, *, host: str | None = None, port: int | None = N
     demo.queue(default_concurrency_limit=8, max_size=256)
 
     # accounts made by the admin: everyone logs in, and guessing a password is slowed down like the admin's
-    auth = throttled_login(service.users.check) if service.users else None
+    # (per account and client address: LoginClient hands the login each request's address, see own_middleware)
+    auth = throttled_login(service.users.check).gradio if service.users else None
+    service.end_sessions = functools.partial(end_sessions, demo)  # a removed user's logins end with the account
     service.logins_required = auth is not None
     app, url, _ = demo.launch(server_name=host or s.ui_host, server_port=port or s.ui_port, prevent_thread_lock=True,
                               max_file_size=int(s.max_file_mb * 2**20), quiet=True, show_error=True,
                               footer_links=["api"], css=render_css(), max_threads=64, auth=auth,
                               auth_message="MGRAG: log in with the account your admin gave you.",
-                              app_kwargs={"routes": own_routes(service)})
+                              app_kwargs={"routes": own_routes(service), "middleware": own_middleware(service)})
     if block:
         try:
             demo.block_thread()
@@ -135,11 +140,77 @@ def own_routes(service: AppService) -> list:
     from fastapi import APIRouter
     from starlette.routing import Mount
 
-    from api.v1 import api_app
+    from api.v1 import build_api
 
     viewer = APIRouter()
     add_viewer_routes(viewer, service)
-    return [*viewer.routes, Mount("/v1", app=api_app(service))]
+    return [*viewer.routes, Mount("/v1", app=build_api(service))]  # its bodies capped by own_middleware's BodyLimit
+
+
+# Gradio's routes that take files: the upload the page makes of dropped files (all of them in one request) and a
+# microphone recording. Every other route of the server, Gradio's or ours, takes a body of at most MAX_JSON_BODY.
+GRADIO_UPLOADS = ("/gradio_api/upload", "/gradio_api/process_recording")
+# The Content-Security-Policy of the Gradio page and of every response but the viewer's (services.viewer.VIEWER_CSP)
+# and the API explorer's: the page runs Gradio's inline scripts and styles and shows plots and images as data: or
+# blob: URLs; everything else it loads or calls is on this server, so a passage that got past the escaping could
+# not load a tracker, post a form elsewhere or frame the page.
+APP_CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; "
+           "img-src 'self' data: blob:; media-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; "
+           "worker-src 'self' blob:; frame-src 'self' blob: data:; object-src 'none'; base-uri 'self'; "
+           "form-action 'self'; frame-ancestors 'self'")
+# /v1/docs is FastAPI's Swagger UI, which loads its script and style from cdn.jsdelivr.net and its icon elsewhere
+DOCS_CSP = ("default-src 'none'; script-src 'unsafe-inline' https://cdn.jsdelivr.net; style-src 'unsafe-inline' "
+            "https://cdn.jsdelivr.net; img-src 'self' data: https://fastapi.tiangolo.com; connect-src 'self'; "
+            "base-uri 'none'; form-action 'none'; frame-ancestors 'self'")
+
+
+def own_middleware(service: AppService) -> list:
+    """What wraps every route of the server, Gradio's included (its login, its upload, its queue, before its auth
+    checks), handed to the app Gradio makes: the security headers (outermost, so a refusal carries them too), then
+    one :class:`api.v1.BodyLimit` (uploads up to ``max_file_mb`` times the file count, everything else up to
+    2 MB)."""
+    from starlette.middleware import Middleware
+
+    from api.v1 import UPLOAD_ROUTE, BodyLimit, upload_limit
+
+    uploads = (*GRADIO_UPLOADS, "/v1" + UPLOAD_ROUTE)
+    return [Middleware(SecurityHeaders), Middleware(BodyLimit, limit=upload_limit(service.ctx.settings),
+                                                    uploads=uploads), Middleware(LoginClient)]
+
+
+class SecurityHeaders:
+    """ASGI middleware: every response gets ``X-Content-Type-Options: nosniff`` (a browser never guesses a type
+    the server did not send), ``Referrer-Policy: same-origin`` (a viewer link's token never leaves in a Referer)
+    and a Content-Security-Policy: the viewer's strict one under ``/mgrag/``, the API explorer's at ``/v1/docs``,
+    :data:`APP_CSP` elsewhere. A header the route set itself is kept."""
+
+    def __init__(self, app):
+        self.app = app
+
+    @staticmethod
+    def policy(path: str) -> str:
+        from services.viewer import VIEWER_CSP
+
+        if path.startswith("/mgrag/"):
+            return VIEWER_CSP
+        return DOCS_CSP if path.rstrip("/") == "/v1/docs" else APP_CSP
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        path, root = scope.get("path", ""), scope.get("root_path", "")
+        added = {b"x-content-type-options": b"nosniff", b"referrer-policy": b"same-origin",
+                 b"content-security-policy": self.policy(path[len(root):] if root and path.startswith(root) else
+                                                         path).encode()}
+
+        async def with_headers(message):
+            if message["type"] == "http.response.start":
+                have = {k.lower() for k, _ in message.get("headers") or ()}
+                message = {**message, "headers": [*(message.get("headers") or ()),
+                                                  *((k, v) for k, v in added.items() if k not in have)]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 def render_css() -> str:
