@@ -18,7 +18,7 @@ from core import components
 from core.datalock import DataDirBusy
 from core.models import QWEN_LM, resolve_lm_path, resolve_qwen_path
 from core.questions import QuestionsFileError
-from ingest.jobs.remote import run_worker
+from ingest.jobs.remote import QueueSecretError, run_worker
 from ingest.jobs.state import ACTIVE, ENDED_BADLY, FIRST_PASS, FOUND, JobError, JobState
 from ingest.readers.layout import source_place
 from ingest.readers.loaders import load_file, read_inputs
@@ -633,11 +633,7 @@ def cmd_users(args) -> int:
         if args.action == "list":
             print("\n".join(users.names()) or "(no users: the web app needs no login)")
         elif args.action == "remove":
-            from services.keys import Keys
-
-            users.remove(args.name)
-            n = Keys(settings.data_dir / ".secrets" / "keys.sqlite").revoke_user(args.name)
-            print(f"removed {args.name}" + (f" and revoked their {n} API key{'s' * (n != 1)}" if n else ""))
+            print(_remove_user(args, users))
         else:
             pw = (sys.stdin.readline().rstrip("\n") if args.password_stdin
                   else getpass.getpass(f"password for {args.name}: "))
@@ -648,6 +644,22 @@ def cmd_users(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0
+
+
+def _remove_user(args, users: Users) -> str:
+    """`mgrag users remove NAME [--documents delete|keep|to:OTHER]` (:meth:`services.admin.AdminPart.remove_account`):
+    deleting or handing over documents writes to the index, so it takes the data dir's writer lock (a running
+    `mgrag serve` holds it: use its Admin tab)."""
+    from services.admin import removal_mode
+    from services.service import AppService
+
+    if users.id_of(args.name) is None:
+        raise ValueError(f"no user {args.name!r}")
+    mode, _ = removal_mode(args.documents)
+    ctx = _ctx(args)
+    if mode in ("delete", "to"):
+        _writer(ctx)
+    return AppService(ctx).remove_account(args.name, args.documents)
 
 
 def cmd_admin(args) -> int:
@@ -824,6 +836,9 @@ def _add_web_commands(sub) -> None:
     s.add_argument("action", choices=("add", "remove", "list"))
     s.add_argument("name", nargs="?", default="")
     s.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    s.add_argument("--documents", metavar="delete|keep|to:OTHER",
+                   help="remove: what becomes of the user's documents and conversations: deleted, kept (nobody but "
+                        "the admin sees them) or handed to user OTHER; needed when the user owns any")
     s.set_defaults(func=cmd_users)
 
     s = sub.add_parser("admin", help="the Admin tab's password, when MGRAG_ADMIN_PASSWORD is not set",
@@ -852,6 +867,9 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(e, DataDirBusy):
             print(f"error: {e}", file=sys.stderr)
             return 5
+        if isinstance(e, QueueSecretError):  # `mgrag worker`/`serve` with MGRAG_QUEUE_URL: one line, how to make one
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # a full disk before any document was written
             print(f"error: {e.strerror or e}", file=sys.stderr)
             return 6

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 
 from app.evaluation.bench import BENCH_DIR
 from app.inspect import inspect_text, render_html, render_png
-from ingest.jobs.state import ACTIVE
+from ingest.jobs.state import ACTIVE, FIRST_PASS
 from ingest.text.sentences import count_words
 from services.base import Progress
 from services.keys import Keys
 from services.part import ServicePart
-from services.users import Users
+from services.users import Users, account_owner
 
 # Imported where they are used, on purpose (heavy, optional or not needed by every caller): ingest.jobs.queue,
 # router.pipeline
@@ -21,6 +22,9 @@ from services.users import Users
 
 class AdminPart(ServicePart):
     """Admin actions (every one checks the token first)."""
+
+    # ends the web app's logins of a user name (set by ui.app.launch): a removed user's open page loses access at once
+    end_sessions: Callable[[str], None] | None = None
 
     def login(self, user: str, password: str, client: str = "", token: str | None = None) -> str:
         return self.auth.login(user, password, client, token)
@@ -35,6 +39,7 @@ class AdminPart(ServicePart):
         self.auth.check(token)
         live = self.ctx.catalog.live_generation()
         rows = document_states(self.ctx)
+        accounts = self.users.accounts()
         params = {"chunker": live.chunker, "theta": live.theta, **live.params} if live else {}
         out = [{"document": r["doc_id"], "state": r["detail"], "size (KB)": round((r["size"] or 0) / 1024, 1),
                 "version": r["version"] or "",
@@ -42,7 +47,7 @@ class AdminPart(ServicePart):
                 "ingest s": round(r["seconds"] or 0.0, 2),
                 "indexed": time.strftime("%Y-%m-%d %H:%M", time.localtime(r["indexed_at"])) if r["indexed_at"] else "",
                 "parameters": json.dumps(_own_params(r["chunking"]) or params, ensure_ascii=False, sort_keys=True),
-                "owner": _owner_label(r["owner"])}
+                "owner": _owner_label(r["owner"], accounts)}
                for r in rows]
         return ({"gen": live.gen, **params} if live else None), out
 
@@ -76,7 +81,8 @@ class AdminPart(ServicePart):
         self.auth.check(token)
         active = self.ctx.jobs.jobs(ACTIVE)
         done = [j for j in self.ctx.jobs.jobs(limit=50) if j.state not in ACTIVE][-20:]
-        return [{"job": j.job_id, "document": j.doc_id, "owner": _owner_label(j.owner), "state": j.state,
+        accounts = self.users.accounts()
+        return [{"job": j.job_id, "document": j.doc_id, "owner": _owner_label(j.owner, accounts), "state": j.state,
                  "detail": j.describe(), "attempts": j.attempts,
                  "queued": time.strftime("%H:%M:%S", time.localtime(j.created)) if j.created else ""}
                 for j in active + done]
@@ -94,21 +100,85 @@ class AdminPart(ServicePart):
 
     def add_user(self, token: str, name: str, password: str) -> list[str]:
         self.auth.check(token)
-        self.users.add((name or "").strip(), password or "")
+        name = (name or "").strip()
+        new = self.users.id_of(name) is None
+        self.users.add(name, password or "")
+        if new and self.end_sessions is not None:  # logins left by a removed account of that name (say, removed
+            self.end_sessions(name)  # with `mgrag users` while serving) never reach the new one
         return self.users.names()
 
-    def remove_user(self, token: str, name: str) -> list[str]:
+    def remove_user(self, token: str, name: str, documents: str | None = None) -> list[str]:
+        """Remove a user (``documents``: what becomes of theirs, see :meth:`remove_account`); the users left."""
         self.auth.check(token)
-        self.users.remove(name)
-        self.api_keys.revoke_user(name)  # a removed user's keys stop working with the user
+        self.remove_account((name or "").strip(), documents)
         return self.users.names()
+
+    def remove_account(self, name: str, documents: str | None = None) -> str:
+        """Remove the account ``name`` and revoke its API keys; what it owns (documents, conversations) is
+        ``documents``: ``delete`` (through the deletion path: store, catalog, files), ``keep`` (kept under the
+        removed account's id: nobody but the admin sees them, the Admin tab says "removed account"), or
+        ``to:OTHER`` (handed over to user OTHER). None refuses while the account owns any: the removal cannot be
+        undone (a new account of that name is someone else), so the admin says what becomes of them. Refused too
+        while an upload of theirs is not searchable yet (it would land after the choice). Returns what was done."""
+        account_id = self.users.id_of(name)
+        if account_id is None:
+            raise ValueError(f"no user {name!r}")
+        mode, other = removal_mode(documents)
+        owner = account_owner(account_id)
+        pending = self.ctx.jobs.jobs(FIRST_PASS, owner=owner, all_owners=False)
+        if pending:
+            raise ValueError(f"{name} has {len(pending)} upload(s) not searchable yet; wait for them or cancel them "
+                             "(the Admin tab's queue, `mgrag cancel`), then remove the user; nothing changed")
+        docs = [r["doc_id"] for r in self.ctx.catalog.documents(None) if r["owner"] == owner]
+        convs = self.conversations.list(owner, limit=1_000_000)
+        if mode is None and (docs or convs):
+            raise ValueError(f"{name} owns {len(docs)} document(s) and {len(convs)} conversation(s); say what becomes "
+                             "of them: delete, keep or to:OTHER (deleted, kept where nobody but the admin sees them, "
+                             "or handed to user OTHER); nothing changed")
+        to_owner = None
+        if mode == "to":
+            other_id = self.users.id_of(other)
+            if other_id is None or other_id == account_id:
+                raise ValueError(f"cannot hand {name}'s documents to {other!r}: name another user "
+                                 f"({', '.join(n for n in self.users.names() if n != name) or 'there is none'})")
+            to_owner = account_owner(other_id)
+        if mode == "delete":
+            for c in convs:
+                self.conversations.delete(owner, c["id"])
+            if docs:
+                self._delete(docs)
+        elif to_owner is not None:
+            self._hand_over(owner, to_owner, docs)
+        self.users.remove(name)
+        n = self.api_keys.revoke_user(account_id)  # a removed user's keys stop working with the user
+        if self.end_sessions is not None:  # and their logins: a page still open would reach a new account of the name
+            self.end_sessions(name)
+        did = {"delete": "deleted", "keep": "kept", "to": f"handed to {other}"}.get(mode or "", "")
+        return (f"removed {name}" + (f" and revoked their {n} API key{'s' * (n != 1)}" if n else "")
+                + (f"; their {len(docs)} document(s) and {len(convs)} conversation(s) {did}" if docs or convs else ""))
+
+    def _hand_over(self, owner: str, to_owner: str, docs: list[str]) -> None:
+        """``owner``'s documents and conversations become ``to_owner``'s: the index points' owner (what dense
+        searches filter on) first, then the catalog's (what the rest reads), a document at a time, under the write
+        lock; a failure leaves each document whole with one of the two, and repeating finishes the rest."""
+        cat = self.ctx.catalog
+        with self._writing("hand over"):
+            live = cat.live_generation()
+            for d in docs:
+                if live is not None:
+                    self.ctx.index.set_owner(live.gen, d, to_owner)
+                with cat.transaction() as db:
+                    db.execute("UPDATE documents SET owner=? WHERE doc_id=? AND owner=?", (to_owner, d, owner))
+            if live is not None and docs:
+                self.ctx.index.flush(live.gen)
+        self.conversations.hand_over(owner, to_owner)
 
     # -- the HTTP API's keys (api.v1) ------------------------------------------------------------------------------
     @property
     def api_keys(self):
         """The HTTP API's keys (:class:`services.keys.Keys`)."""
         if getattr(self, "_api_keys", None) is None:
-            self._api_keys = Keys(self.ctx.settings.data_dir / ".secrets" / "keys.sqlite")
+            self._api_keys = Keys(self.ctx.settings.data_dir / ".secrets" / "keys.sqlite", self.users)
         return self._api_keys
 
     def key_rows(self, token: str) -> list[dict]:
@@ -187,14 +257,32 @@ def _own_params(chunking: dict | None) -> dict | None:
     return {**(chunking.get("params") or {}), "chunker": chunking["chunker"], "theta": chunking["theta"]}
 
 
-def _owner_label(owner: str | None) -> str:
-    """``library``, a user account by its name (``user bob``), or another owner's kind and the end of its id (a
-    browser's hashed id: ``browser 3f9a1c``), for the admin's tables.
+def _owner_label(owner: str | None, accounts: dict[str, str] | None = None) -> str:
+    """``library``, a user account by its current name (``user bob``; ``accounts``: ``{account id: name}``, see
+    :meth:`services.users.Users.accounts`; an id with no account: ``removed account``), or another owner's kind and
+    the end of its id (a browser's hashed id: ``browser 3f9a1c``), for the admin's tables.
 
     >>> _owner_label("user:bob"), _owner_label("browser:" + "ab" * 16), _owner_label(None)
     ('user bob', 'browser ababab', 'library')
+    >>> _owner_label("user:_5f0c", {"_5f0c": "solo"}), _owner_label("user:_77aa", {"_5f0c": "solo"})
+    ('user solo', 'removed account')
     """
     if owner is None:
         return "library"
     kind, _, ident = owner.partition(":")
+    if kind == "user" and accounts is not None:
+        return f"user {accounts[ident]}" if ident in accounts else "removed account"
     return f"{kind} {ident if kind == 'user' else ident[-6:]}"
+
+
+def removal_mode(documents: str | None) -> tuple[str | None, str]:
+    """``(mode, other user)`` of a removal's ``documents`` choice (None, delete, keep or to:OTHER)."""
+    choice = (documents or "").strip()
+    if not choice:
+        return None, ""
+    if choice in ("delete", "keep"):
+        return choice, ""
+    if choice.startswith("to:") and choice[3:].strip():
+        return "to", choice[3:].strip()
+    raise ValueError(f"what becomes of the user's documents is one of delete, keep or to:OTHER (another user), not "
+                     f"{choice[:40]!r}")

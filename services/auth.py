@@ -1,8 +1,10 @@
 """The admin's login: credentials from the settings, a session token per login (:class:`AdminAuth`), failed
-logins slowed down per client (:class:`LoginThrottle`), and the password kept in the data dir when none is set
+logins slowed down per client (:class:`LoginThrottle`), the user accounts' login slowed down per account and client
+(:class:`ThrottledLogin`), and the password kept in the data dir when none is set
 (:func:`stored_admin_password`)."""
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import hmac
 import logging
@@ -13,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, cast
 
 from core.private import write_secret
 from services.base import AdminRequired
@@ -55,34 +56,75 @@ class LoginThrottle:
             self._fails.pop(client, None)
 
 
-class ThrottledLogin(Protocol):
-    """What :func:`throttled_login` returns: the login function, its throttle kept as its ``throttle``."""
+# The address of the client a login comes from: Gradio's /login calls its ``auth`` with the name and password only,
+# so an ASGI middleware (:class:`ui.rooms.context.LoginClient`) sets it for each request, and the login reads it.
+LOGIN_CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar("mgrag_login_client", default="")
 
-    throttle: LoginThrottle
 
-    def __call__(self, name: str, password: str) -> bool: ...
+class ThrottledLogin:
+    """A user accounts' login (``check(name, password)``) slowed down per account *and* client address: after 5
+    failures of one name from one address, each further attempt from there waits 2, 4, 8 … s (at most 15 min), and
+    one made earlier is refused without checking the password (a hostile run guessed 30 passwords in 5.2 s). Another
+    address is not held back by them: counted per name alone, anyone who knew a user's name could keep them locked out
+    for 15 minutes at a time, the right password refused. Across addresses, a name with many failures gets a short
+    wait before each check (:meth:`delay_s`, at most ``name_max_s``), never a refusal: spreading guesses over many
+    addresses costs time, and the real user still gets in, a few seconds late at worst."""
+
+    def __init__(self, check: Callable[[str, str], bool], throttle: LoginThrottle | None = None,
+                 per_name: LoginThrottle | None = None, name_max_s: float = 3.0):
+        self.check = check
+        self.throttle = throttle or LoginThrottle()  # per (name, address): refuses while the address must wait
+        self.per_name = per_name or LoginThrottle(free=10, base_s=0.25, max_s=name_max_s,
+                                                  clock=self.throttle.clock)  # per name: a bounded wait
+
+    @staticmethod
+    def _key(name: str, client: str) -> str:
+        return f"account:{name}|{client}"
+
+    def delay_s(self, name: str) -> float:
+        """How long an attempt at ``name`` waits before its password is checked, from any address (0 until the name
+        has 10 failures in 15 minutes, then up to ``name_max_s``)."""
+        return self.per_name.wait_s(name or "")
+
+    def wait_s(self, name: str, client: str = "") -> float:
+        """Seconds ``client`` must wait before its next attempt at ``name`` (0: go ahead)."""
+        return self.throttle.wait_s(self._key(name or "", client or ""))
+
+    def __call__(self, name: str, password: str, client: str | None = None) -> bool:
+        """Whether ``password`` is ``name``'s, checked now unless ``client`` (default: the request's,
+        :data:`LOGIN_CLIENT`) must wait, which refuses it unchecked."""
+        name, client = name or "", LOGIN_CLIENT.get() if client is None else client
+        key = self._key(name, client)
+        wait = self.throttle.wait_s(key)
+        if wait > 0:
+            log.warning("login for %r from %s refused: too many failed attempts, wait %.0f s", name[:64],
+                        client or "(unknown client)", wait)
+            return False
+        ok = bool(self.check(name, password))
+        if ok:
+            self.throttle.succeeded(key)
+        else:
+            self.throttle.failed(key)
+            self.per_name.failed(name)
+        return ok
+
+    async def gradio(self, name: str, password: str) -> bool:
+        """What Gradio's /login awaits as ``auth``, for the address the request came from: refused at once while
+        that address must wait, else the name's bounded wait (asleep, holding no thread), then the check in a worker
+        thread (the hash takes a while; the event loop serves others meanwhile)."""
+        import anyio
+
+        client = LOGIN_CLIENT.get()
+        if self.wait_s(name, client) == 0:  # it will be checked (one that must wait is refused at once, no sleep)
+            wait = self.delay_s(name)
+            if wait > 0:
+                await anyio.sleep(wait)
+        return await anyio.to_thread.run_sync(self.__call__, name, password, client)
 
 
 def throttled_login(check: Callable[[str, str], bool], throttle: LoginThrottle | None = None) -> ThrottledLogin:
-    """A user accounts' login (``check(name, password)``, what Gradio's ``auth`` calls) slowed down per account as
-    the admin's is per client: after 5 failures each further attempt waits 2, 4, 8 … s, and one made earlier is
-    refused without checking the password, the right one included (a hostile run guessed 30 passwords in 5.2 s, then
-    logged in). Gradio's ``auth`` gets no client address, so the count is per account name."""
-    throttle = throttle or LoginThrottle()
-
-    def login(name: str, password: str) -> bool:
-        key = "account:" + (name or "")
-        if throttle.wait_s(key) > 0:
-            log.warning("login for %r refused: too many failed attempts, wait %.0f s", (name or "")[:64],
-                        throttle.wait_s(key))
-            return False
-        ok = bool(check(name, password))
-        (throttle.succeeded if ok else throttle.failed)(key)
-        return ok
-
-    out = cast(ThrottledLogin, login)  # a function with an attribute, which the checker cannot express otherwise
-    out.throttle = throttle
-    return out
+    """The user accounts' login: ``check`` throttled per account and address (:class:`ThrottledLogin`)."""
+    return ThrottledLogin(check, throttle)
 
 
 _ADMIN_TOKEN = re.compile(r"^[A-Za-z0-9_-]{32,128}$")

@@ -155,6 +155,17 @@ class ConversationStore:
             self._own(owner, conv_id)
             self.db.execute("DELETE FROM conversations WHERE id=?", (conv_id,))
 
+    def hand_over(self, owner: str, to_owner: str) -> int:
+        """Every conversation of ``owner`` becomes ``to_owner``'s (a removed user's, handed to another), a title the
+        new owner already has numbered as :meth:`_free_title` does. Returns how many."""
+        with self._lock:
+            rows = self.db.execute("SELECT id, title FROM conversations WHERE owner=? ORDER BY created",
+                                   (owner,)).fetchall()
+            for conv_id, title in rows:
+                self.db.execute("UPDATE conversations SET owner=?, title=? WHERE id=?",
+                                (to_owner, self._free_title(to_owner, conv_id, title) if title else "", conv_id))
+        return len(rows)
+
     def forget_document(self, doc_id: str) -> None:
         """A deleted document leaves every conversation's scope."""
         with self._lock:

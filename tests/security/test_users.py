@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.security.conftest import serve
+from tests.security.conftest import ADMIN_PASSWORD, serve
 
 PASSWORDS = {"ines": "harbour-master-1", "jonas": "bakery-owner-22"}
 
@@ -44,7 +44,7 @@ def test_uploads_and_conversations_belong_to_the_user(users_server, tmp_path):
     table, *_ = ines_1.predict([handle_file(str(doc))], None, api_name="/upload")
     assert "ready" in str(table)
     owner = {r["doc_id"]: r["owner"] for r in users_server.service.ctx.catalog.documents(None)}["roster.md"]
-    assert owner == "user:ines"
+    assert owner == users_server.service.users.owner("ines")  # the account's, by its id (test_account_ids.py)
 
     def ask(c):
         history, *_ = c.predict("Who is on the night watch on Fridays?", [], 5, 800, "dense", "extractive", None,
@@ -53,3 +53,20 @@ def test_uploads_and_conversations_belong_to_the_user(users_server, tmp_path):
 
     assert "roster.md" in ask(ines_2)  # the same user on another browser
     assert "roster.md" not in ask(jonas)
+
+
+def test_a_removed_user_s_open_page_is_logged_out_and_never_reaches_the_name_s_next_account(users_server):
+    """A page still open after its user was removed must not keep working, nor become the page of a new account the
+    admin later gives the same name (Gradio keeps the login by name)."""
+    from gradio_client import Client
+
+    service = users_server.service
+    service.users.add("kim", "kim-first-pw-1")
+    kim = Client(users_server.url, auth=("kim", "kim-first-pw-1"), verbose=False)
+    kim.predict("Who is on the night watch?", [], 5, 800, "dense", "extractive", None, None, [], api_name="/ask")
+    token = service.login("admin", ADMIN_PASSWORD, token="u" * 40)
+    service.remove_user(token, "kim", "delete")  # their conversation of the question above goes with them
+    service.users.add("kim", "kim-second-pw-2")  # someone else now
+    with pytest.raises(httpx.HTTPStatusError, match="401"):  # the login has ended
+        kim.predict("Who is on the night watch?", [], 5, 800, "dense", "extractive", None, None, [], api_name="/ask")
+    service.remove_user(token, "kim", "delete")

@@ -81,6 +81,9 @@ class AdminRoom:
                                              elem_id="user-password")
                 self.user_add_btn = gr.Button("Add / set password", scale=0, elem_id="user-add")
                 self.user_remove_btn = gr.Button("Remove", variant="stop", scale=0, elem_id="user-remove")
+            self.user_docs_in = gr.Textbox(label="removing a user who owns documents or conversations: delete them, "
+                                           "keep them (nobody but the admin sees them) or hand them to:OTHER",
+                                           placeholder="delete, keep or to:OTHER", elem_id="user-documents")
 
     def layout_keys(self) -> None:
         """The HTTP API's keys (/v1; docs/api.md): made for a user, shown once, revoked."""
@@ -216,8 +219,8 @@ class AdminRoom:
         return self.users_text(token), gr.update(value="")
 
     @admin
-    def on_user_remove(self, token, name):
-        self.service.remove_user(token, (name or "").strip())
+    def on_user_remove(self, token, name, documents=None):
+        self.service.remove_user(token, (name or "").strip(), documents)
         return self.users_text(token), gr.update(value="")
 
     def keys_table(self, token):
@@ -293,7 +296,7 @@ class AdminRoom:
                                                                  self.login_row], api_visibility="private")
         self.user_add_btn.click(self.on_user_add, [c.token_state, self.user_name_in, self.user_pw_in],
                                 [self.users_md, self.user_pw_in], api_name="admin_user_add")
-        self.user_remove_btn.click(self.on_user_remove, [c.token_state, self.user_name_in],
+        self.user_remove_btn.click(self.on_user_remove, [c.token_state, self.user_name_in, self.user_docs_in],
                                    [self.users_md, self.user_pw_in], api_name="admin_user_remove")
         self.key_list_btn.click(self.on_key_list, [c.token_state], [self.keys_df, self.key_out],
                                 api_name="admin_keys")

@@ -9,6 +9,7 @@ import html
 import gradio as gr
 
 from services import render
+from services.auth import LOGIN_CLIENT
 from services.service import AdminRequired, AppService, browser_owner
 
 # Secrets the page makes itself, in the browser (``crypto.getRandomValues``): they reach the server only in request
@@ -32,6 +33,34 @@ def client_host(request) -> str:
         return request.client.host or ""
     except AttributeError:
         return ""
+
+
+class LoginClient:
+    """ASGI middleware: each request's client address (:func:`client_host`'s, the peer or what a trusted proxy
+    forwarded) for the user accounts' login to read (:data:`services.auth.LOGIN_CLIENT`), which Gradio's /login
+    calls with the name and password alone. The login's slow-down counts per name and address with it."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        peer = scope.get("client")
+        token = LOGIN_CLIENT.set(str(peer[0]) if peer else "")
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            LOGIN_CLIENT.reset(token)
+
+
+def end_sessions(demo, name: str) -> None:
+    """End every Gradio login of user ``name`` (its session tokens): a removed user's open page is refused from
+    then on, and cannot reach an account given the name later."""
+    tokens = getattr(getattr(demo, "server_app", None), "tokens", None) or {}
+    for token, user in list(tokens.items()):
+        if user == name:
+            tokens.pop(token, None)
 
 
 def admin(fn):
@@ -86,11 +115,15 @@ class RoomContext:
         return browser_id
 
     def owner_of(self, browser_id, request=None):
-        """Who owns what this visitor uploads and asks: the logged-in user when the admin has configured users,
-        else the browser."""
+        """Who owns what this visitor uploads and asks: the logged-in user's account (by its id, never its name:
+        :meth:`services.users.Users.owner`) when the admin has configured users, else the browser. A login whose
+        account was removed since is refused."""
         user = getattr(request, "username", None)
         if user:
-            return "user:" + user
+            owner = self.service.users.owner(user)
+            if owner is None:
+                raise error(ValueError(f"the account {user!r} no longer exists; log in again"))
+            return owner
         try:
             return browser_owner(self.browser_id_of(browser_id, request))
         except ValueError as e:
