@@ -25,9 +25,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from ingest.jobs.queue import document_states, reached
-from ingest.jobs.state import JobState
-from retrieval.search import EmptyIndexError, retrieve
+from services.chat import EmptyIndexError
 
 log = logging.getLogger(__name__)
 
@@ -191,8 +189,7 @@ def build_api(service, *, requests_per_minute: int | None = None):
     """The ``/v1`` FastAPI app for ``service`` (a :class:`services.service.AppService`), its bodies not capped: the
     web server puts :class:`BodyLimit` in front of it (:func:`ui.app.own_routes`); elsewhere mount it with
     :func:`mount_api`."""
-    s = service.ctx.settings
-    limit = RateLimit(requests_per_minute or s.api_requests_per_minute)
+    limit = RateLimit(requests_per_minute or service.settings.api_requests_per_minute)
     inflight = InFlight()
     api = FastAPI(title="MGRAG API", version="1", docs_url="/docs", openapi_url="/openapi.json",
                   description=__doc__)
@@ -352,7 +349,7 @@ def api_app(service):
     """:func:`build_api` with its request bodies capped (:class:`BodyLimit`), for a server that has no cap of its own.
     The web server (:func:`ui.app.launch`) mounts :func:`build_api` itself at ``/v1``: its one BodyLimit in front of
     every route covers ``/v1`` too."""
-    return BodyLimit(build_api(service), upload_limit(service.ctx.settings), (UPLOAD_ROUTE,))
+    return BodyLimit(build_api(service), upload_limit(service.settings), (UPLOAD_ROUTE,))
 
 
 def mount_api(app, service) -> None:
@@ -447,12 +444,9 @@ def _stream(service, events, cid: str, created: int, model: str) -> Iterator[str
 
 
 def _visible(service, owner: str) -> list[dict]:
-    """The documents ``owner`` may see, each with ``label``: its API id, the name the user sees (a private upload
-    keeps its file's name even when another user's file of that name gave it an internal id ``name (2).ext``)."""
-    rows = document_states(service.ctx, owner, everyone=False)
-    labels = service.document_labels(owner)
-    cat = service.ctx.catalog
-    return [{**r, "label": labels.get(r["doc_id"]) or cat.label_of(r["doc_id"], r["name"], owner)} for r in rows]
+    """The documents ``owner`` may see, each with ``label``: its API id, the name the user sees
+    (:meth:`AppService.document_states`)."""
+    return service.document_states(owner)
 
 
 def _one(service, owner: str, doc_id: str) -> dict:
@@ -475,8 +469,7 @@ async def wait_searchable(service, ids: list[str], timeout_s: float, poll_s: flo
     """Until each job of ``ids`` is searchable or has failed (or ``timeout_s``), polling without holding a thread."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        jobs = await run_in_threadpool(lambda: [service.ctx.jobs.get(i) for i in ids])
-        if all(reached(j, JobState.SEARCHABLE) for j in jobs):
+        if await run_in_threadpool(service.all_searchable, ids):
             return
         await asyncio.sleep(poll_s)
 
@@ -487,7 +480,7 @@ def _enqueue_upload(service, files, owner: str) -> tuple[list[dict], list[str]]:
         raise ApiError(400, "no files: send them as multipart form field 'files'")
     if len(files) > MAX_FILES_PER_UPLOAD:
         raise ApiError(400, f"{len(files)} files in one request; send at most {MAX_FILES_PER_UPLOAD} at a time")
-    limit = int(service.ctx.settings.max_file_mb * 2**20)
+    limit = int(service.settings.max_file_mb * 2**20)
     spool = Path(service.upload_root) / f"api-{secrets.token_hex(8)}"
     spool.mkdir(parents=True, mode=0o700)
     try:
@@ -503,7 +496,7 @@ def _enqueue_upload(service, files, owner: str) -> tuple[list[dict], list[str]]:
             paths.append(path)
             names.append(f.filename or "")
         if too_big:
-            raise ApiError(413, f"{too_big[0]}: the file is larger than the {service.ctx.settings.max_file_mb:g} MB "
+            raise ApiError(413, f"{too_big[0]}: the file is larger than the {service.settings.max_file_mb:g} MB "
                                 "limit (setting max_file_mb); nothing was uploaded", "file_too_large")
         return service.enqueue_files(paths, names=names, owner=owner)
     finally:
@@ -517,9 +510,8 @@ def _upload_rows(service, rows: list[dict], owner: str) -> list[dict]:
 
 
 def _doc_id(service, row: dict, owner: str) -> str | None:
-    """The API id of an upload's document: the name its user sees (:func:`_visible`)."""
-    job = service.ctx.jobs.get(row["job_id"]) if row.get("job_id") else None
-    return service.ctx.catalog.label_of(job.doc_id, job.name, owner) if job else None
+    """The API id of an upload's document: the name its user sees (:meth:`AppService.upload_label`)."""
+    return service.upload_label(row, owner)
 
 
 def _spool(f, path: Path, limit: int) -> int:
@@ -534,11 +526,11 @@ def _spool(f, path: Path, limit: int) -> int:
 
 
 def _search(service, body: SearchRequest, owner: str) -> dict:
-
+    """The passages of a search (:meth:`AppService.search`: retried as the chat's is when it raced a re-ingestion) and
+    the hits per level, among the documents ``owner`` may search."""
     scope = _scope(service, owner, body.documents)
     try:
-        got = retrieve(service.ctx, body.query, k=body.k, retriever=body.retriever, doc_ids=scope,
-                       visible_to=owner)
+        got = service.search(body.query, k=body.k, retriever=body.retriever, owner=owner, scope=scope)
     except (ValueError, EmptyIndexError) as e:
         raise ApiError(400, str(e)) from e
     passages = []

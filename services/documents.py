@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 
+from ingest.jobs.queue import document_states as queue_states
 from ingest.store.catalog import live_chunks
 from services.base import ADMIN, JobState, Progress
 from services.part import ServicePart
@@ -77,6 +78,16 @@ class DocumentsPart(ServicePart):
         a private upload is shown by its file's name even when another user's file of that name made its id
         ``name (2).ext``."""
         return self.ctx.catalog.labels(self.reader(owner))
+
+    def document_states(self, owner: str) -> list[dict]:
+        """The documents ``owner`` may see (the shared library and its own uploads) with their state
+        (:func:`ingest.jobs.queue.document_states`), each with ``label``: the name ``owner`` knows it by (a private
+        upload keeps its file's name even when another user's file of that name gave it an internal id
+        ``name (2).ext``)."""
+        rows = queue_states(self.ctx, owner, everyone=False)
+        labels = self.document_labels(owner)
+        cat = self.ctx.catalog
+        return [{**r, "label": labels.get(r["doc_id"]) or cat.label_of(r["doc_id"], r["name"], owner)} for r in rows]
 
     def searchable_choices(self, owner) -> list[tuple[str, str]]:
         """(name shown, doc id) of every document ``owner`` may search, by name."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import re
 
+from ingest.readers.layout import place_label as place_label  # a source's place, for the doors
 from ingest.readers.layout import source_place
 from ingest.text.tables import split_cells, table_groups, table_lines
 

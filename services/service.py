@@ -8,18 +8,21 @@ live index, so chat keeps answering meanwhile. Admin actions check a session tok
 
 
 The service is put together from parts, one module each under ``services/``: ``uploads`` (names, the upload
-cache, the ingestion queue), ``documents`` (the write lock, ownership, deletion), ``chat`` (asking, conversations,
-viewer links), ``evaluation`` (evaluations, benchmarks), ``admin`` (the Admin tab's actions), ``llm`` (the LLM
-endpoint), and ``auth`` (the admin's login and its throttle). This module is the entry point: :class:`AppService`
-and the names callers import from here.
+cache, the ingestion queue), ``documents`` (the write lock, ownership, deletion), ``chat`` (searching, asking,
+conversations, the viewer), ``evaluation`` (evaluations, benchmarks), ``admin`` (the Admin tab's actions), ``llm``
+(the LLM endpoint), and ``auth`` (the admin's login and its throttle). This module is the entry point: the doors
+(``ui/``, ``api/``) reach the stages only through :class:`AppService`, :func:`start_service`, the names callers
+import from here and those the parts re-export (``tests/test_layers.py`` holds them to it).
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from pathlib import Path
 
 from app.context import AppContext
+from core.settings import Settings
 from services.admin import AdminPart
 from services.auth import AdminAuth, LoginThrottle, stored_admin_password
 from services.base import ADMIN, AdminRequired, JobState, Progress, browser_owner, new_browser_id
@@ -43,7 +46,10 @@ from services.uploads import (
 
 __all__ = ["ADMIN", "BENCH_INTERVAL_S", "MY_EVALUATIONS", "SAMPLES_QUESTIONS", "SAMPLES_SET", "UPLOAD_EMPTY_S",
            "UPLOAD_MAX_AGE_S", "AdminAuth", "AdminRequired", "JobState", "LoginThrottle", "Progress", "AppService",
-           "UploadRefused", "browser_owner", "check_upload_name", "new_browser_id", "stored_admin_password"]
+           "UploadRefused", "browser_owner", "check_upload_name", "new_browser_id", "start_service",
+           "stored_admin_password"]
+
+log = logging.getLogger("ui.app")  # the name the start's messages always had (log filters, tests)
 
 
 class AppService(UploadsPart, DocumentsPart, ChatPart, EvaluationPart, AdminPart, LlmPart):
@@ -73,3 +79,27 @@ class AppService(UploadsPart, DocumentsPart, ChatPart, EvaluationPart, AdminPart
         self._bench_lock = threading.Lock()  # one benchmark at a time: it embeds every passage of its documents
         self._bench_last: dict[str, float] = {}  # when each client last started one (see run_benchmark)
         self._renderer_lock = threading.Lock()
+
+    @property
+    def settings(self) -> Settings:
+        """The context's settings (what the doors read: limits, defaults, the server's address)."""
+        return self.ctx.settings
+
+
+def start_service(settings: Settings | None = None) -> AppService:
+    """The web app's service on a context of its own (``mgrag serve``; :meth:`AppService.close` with ``context=True``
+    closes both). The admin password is the ``admin_password`` setting, else the one kept in the data dir
+    (:func:`stored_admin_password`), logged only when it is made."""
+    ctx = AppContext(settings)
+    s = ctx.settings
+    password = s.admin_password.get_secret_value() if s.admin_password else None
+    if not password:
+        password, made = stored_admin_password(s.data_dir)
+        where = s.data_dir / ".secrets" / "admin_password"
+        if made:
+            log.warning("MGRAG_ADMIN_PASSWORD is not set; the Admin tab's password (user %s) is: %s (kept in %s; "
+                        "`mgrag admin password` shows it, `--reset` changes it)", s.admin_user, password, where)
+        else:
+            log.info("the Admin tab's password (user %s) is the one kept in %s (`mgrag admin password` shows it)",
+                     s.admin_user, where)
+    return AppService(ctx, admin_password=password)

@@ -7,13 +7,20 @@ import logging
 import os
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from ingest.jobs.queue import Runner, enqueue, queued_text, wait
+from ingest.jobs.queue import Runner, enqueue, queued_text, reached, wait, watch
+from ingest.jobs.state import ACTIVE as ACTIVE
 from ingest.jobs.state import ENDED_BADLY, JobError, JobState
+from ingest.jobs.state import FOUND as FOUND
+from ingest.jobs.state import reading_rest as reading_rest
 from ingest.readers.loaders import SUPPORTED, IngestError, clean_name, read_regular_file
 from services.base import ADMIN
 from services.part import ServicePart
+
+# the doors (ui/, api/) read an upload's rows with these too: ACTIVE (queued or running), FOUND (searchable or
+# further), reading_rest (a long PDF's rest being read), JobState (each state) and SUPPORTED (the file types)
 
 log = logging.getLogger("services.service")  # the name it always had (log filters, tests)
 
@@ -107,11 +114,16 @@ class UploadsPart(ServicePart):
                 self.runner = Runner(self.ctx).start()
             return self.runner
 
-    def close(self) -> None:
+    def close(self, context: bool = False) -> None:
+        """Stop the queue's runner (a refinement in flight goes back to the queue; the next start resumes it);
+        ``context``: close the context's stores too (a service that made its context:
+        :func:`services.service.start_service`)."""
         with self._runner_lock:
             if self.runner is not None:
                 self.runner.stop()
                 self.runner = None
+        if context:
+            self.ctx.close()
 
     def enqueue_files(self, paths: list[str | Path], names: list[str] | None = None, owner: str | None = None
                       ) -> tuple[list[dict], list[int]]:
@@ -174,6 +186,23 @@ class UploadsPart(ServicePart):
         if ids:
             wait(self.ctx.jobs, ids, until, timeout_s=timeout_s)
         return self.upload_rows(rows)
+
+    def watch_searchable(self, job_ids: list[int], poll_s: float = 0.5) -> Iterator[int]:
+        """How many of the jobs ``job_ids`` are searchable (or ended), again whenever one of them moves, until every
+        one is (:func:`ingest.jobs.queue.watch`): the Chat tab's upload panel shows each file as it gets there."""
+        for jobs in watch(self.ctx.jobs, job_ids, JobState.SEARCHABLE, poll_s=poll_s) if job_ids else ():
+            yield sum(reached(j, JobState.SEARCHABLE) for j in jobs)
+
+    def all_searchable(self, job_ids: list[int]) -> bool:
+        """Whether every job of ``job_ids`` is searchable or has ended (:func:`ingest.jobs.queue.reached`)."""
+        return all(reached(self.ctx.jobs.get(i), JobState.SEARCHABLE) for i in job_ids)
+
+    def upload_label(self, row: dict, owner) -> str | None:
+        """The name ``owner`` knows the document of an upload's row (:meth:`enqueue_files`) by (the API's id of it:
+        a private upload keeps its file's name even when another user's file of that name gave it an internal id);
+        None for a file that made no job."""
+        job = self.ctx.jobs.get(row["job_id"]) if row.get("job_id") else None
+        return self.ctx.catalog.label_of(job.doc_id, job.name, owner) if job else None
 
     def cancel_jobs(self, owner, job_ids: list[int]) -> list[str]:
         """Cancel queued or running ingestion jobs: ``owner``'s own (the admin: any). What happened, per job."""

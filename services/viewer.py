@@ -51,6 +51,11 @@ class InvalidViewToken(ValueError):
     """A viewer token that is malformed, not signed by this server, or expired (the routes answer 403)."""
 
 
+class ViewNotFound(ValueError):
+    """A valid viewer token whose document is gone, or a page image asked of a document that is not a PDF; the
+    caller answers 404."""
+
+
 class ViewTokens:
     """Signs and checks viewer tokens with a server secret; a token lives ``ttl_s`` seconds."""
 
@@ -209,6 +214,11 @@ def render_pdf_page(data: bytes, page: int, highlights: list[tuple[str, str]], s
 
 class RenderBusy(Exception):
     """Every render slot stayed taken while the request waited; the caller answers 503 (try again shortly)."""
+
+
+class RenderFailed(Exception):
+    """A page could not be rendered within the renderer's memory and time limits (its message says so to the
+    reader); the caller answers 422."""
 
 
 class PageRenderer:

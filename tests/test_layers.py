@@ -3,6 +3,11 @@
 core → ingest → retrieval → router → app (answering) → services → api (/v1, MCP) → ui (Gradio) → cli: a floor
 imports the floors below it, never one above; ``core`` imports no stage at all. No module imports itself back
 through others (no import circle), inside a floor or across floors.
+
+One door: the ways in (``ui/``, ``api/``) reach the stages only through the service layer (:class:`AppService` and
+the names ``services/`` re-exports): they import ``services`` and ``core``, never a stage (``ingest``, ``retrieval``,
+``router``, ``app``), so /v1, MCP and Gradio behave the same because they run the same code. (``cli/`` is not held
+to it yet.)
 """
 import ast
 from pathlib import Path
@@ -60,8 +65,7 @@ def graph() -> dict[str, set[str]]:
     known = modules()
     out = {}
     for name, path in known.items():
-        pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        targets = {t for i in project_imports(path, pkg) if (t := resolve(i, known)) and t != name}
+        targets = {t for i in project_imports(path, package_of(path)) if (t := resolve(i, known)) and t != name}
         out[name] = targets | {p for t in targets for p in packages_run(t, name, known)}
     return out
 
@@ -74,6 +78,36 @@ def test_no_floor_imports_one_above_it(floor):
     bad = [f"{f.relative_to(ROOT)} imports {imp}" for f in files for imp in sorted(project_imports(f))
            if imp.split(".")[0] not in below]
     assert not bad, "\n".join(bad)
+
+
+DOORS = ("api", "ui")  # the ways in held to the one door (cli/ not yet)
+STAGES = ("ingest", "retrieval", "router", "app")  # what a door reaches only through services/
+
+
+def package_of(path: Path) -> str:
+    """The package a relative import in ``path`` starts from ("" outside the project)."""
+    if not path.is_relative_to(ROOT):
+        return ""
+    name = module_name(path)
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def door_violations(files: list[Path]) -> list[str]:
+    """``path imports module`` for each stage module a door file imports (anywhere in it, inside functions too;
+    ``from m import name`` counts as importing ``m``)."""
+    known, out = modules(), []
+    for f in files:
+        imps = {resolve(i, known) or i for i in project_imports(f, package_of(f)) if i.split(".")[0] in STAGES}
+        out += [f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f} imports {i}" for i in sorted(imps)]
+    return out
+
+
+def test_the_doors_go_through_the_services():
+    files = [p for door in DOORS for p in sorted((ROOT / door).rglob("*.py"))]
+    assert files
+    bad = door_violations(files)
+    assert not bad, ("ui/ and api/ import only services and core (one door: what they need of a stage, a services "
+                     "module re-exports or an AppService method does):\n" + "\n".join(bad))
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -134,3 +168,25 @@ def test_the_checker_sees_an_import_that_points_up(tmp_path):
     known = {"app.x": Path("x"), "app.pkg": Path("p"), "app.pkg.mod": Path("m")}
     assert packages_run("app.pkg.mod", "app.x", known) == {"app.pkg"}
     assert packages_run("app.pkg.mod", "app.pkg.other", known) == set()
+
+
+def test_the_door_check_sees_a_stage_imported_from_a_door(tmp_path):
+    f = tmp_path / "door.py"
+    f.write_text("from services.service import AppService\nfrom core import components\n\n"
+                 "def f():\n    from retrieval.search import retrieve\n    import ingest.jobs.queue\n")
+    assert door_violations([f]) == [f"{f} imports ingest.jobs.queue", f"{f} imports retrieval.search"]
+    ok = tmp_path / "ok.py"
+    ok.write_text("from services.chat import EmptyIndexError\nfrom core.settings import Settings\n")
+    assert door_violations([ok]) == []
+
+
+def joined_pairs() -> set[tuple[str, str]]:
+    """The pairs of floors (importer, imported) that some import joins, a floor with itself included: of the 45 the
+    nine floors allow (a floor imports itself and those below it), fewer is a narrower house (issue 48)."""
+    return {(a.split(".")[0], b.split(".")[0]) for a, targets in graph().items() for b in targets}
+
+
+def test_contributing_states_the_joined_pairs():
+    n = len(joined_pairs())
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    assert f"{n} of the 45" in text, f"CONTRIBUTING.md must say the imports join {n} of the 45 pairs of floors"

@@ -13,10 +13,9 @@ import logging
 import os
 from pathlib import Path
 
-from app.context import AppContext
 from services import render
 from services.auth import throttled_login
-from services.service import AppService, stored_admin_password
+from services.service import AppService, start_service
 from ui.rooms.context import LoginClient, end_sessions
 from ui.rooms.viewer import add_viewer_routes
 
@@ -99,7 +98,7 @@ def launch(service: AppService, *, host: str | None = None, port: int | None = N
     ``GRADIO_TEMP_DIR`` is set, so uploads write nothing outside it; uploads over ``max_file_mb`` are cut off by
     Gradio itself and refused again by the service. Every request first passes :func:`own_middleware` (the body
     limit, the security headers), which Gradio's app takes as it is made, so no route is ever served without it."""
-    s = service.ctx.settings
+    s = service.settings
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     tmp = (s.data_dir / "tmp" / "gradio").resolve()
     tmp.mkdir(parents=True, exist_ok=True)
@@ -174,7 +173,7 @@ def own_middleware(service: AppService) -> list:
     from api.v1 import UPLOAD_ROUTE, BodyLimit, upload_limit
 
     uploads = (*GRADIO_UPLOADS, "/v1" + UPLOAD_ROUTE)
-    return [Middleware(SecurityHeaders), Middleware(BodyLimit, limit=upload_limit(service.ctx.settings),
+    return [Middleware(SecurityHeaders), Middleware(BodyLimit, limit=upload_limit(service.settings),
                                                     uploads=uploads), Middleware(LoginClient)]
 
 
@@ -217,28 +216,9 @@ def render_css() -> str:
     return CSS
 
 
-def start_service(settings=None) -> AppService:
-    """The web app's service on a context of its own. The admin password is the ``admin_password`` setting, else
-    the one kept in the data dir (:func:`services.service.stored_admin_password`), logged only when it is made."""
-    ctx = AppContext(settings)
-    s = ctx.settings
-    password = s.admin_password.get_secret_value() if s.admin_password else None
-    if not password:
-        password, made = stored_admin_password(s.data_dir)
-        where = s.data_dir / ".secrets" / "admin_password"
-        if made:
-            log.warning("MGRAG_ADMIN_PASSWORD is not set; the Admin tab's password (user %s) is: %s (kept in %s; "
-                        "`mgrag admin password` shows it, `--reset` changes it)", s.admin_user, password, where)
-        else:
-            log.info("the Admin tab's password (user %s) is the one kept in %s (`mgrag admin password` shows it)",
-                     s.admin_user, where)
-    return AppService(ctx, admin_password=password)
-
-
 def serve(settings=None, *, host: str | None = None, port: int | None = None) -> int:
-    """``mgrag serve``: one context and one service for the process (:func:`start_service`)."""
+    """``mgrag serve``: one context and one service for the process (:func:`services.service.start_service`)."""
     service = start_service(settings)
-    ctx = service.ctx
     service.ensure_runner()  # jobs a stopped server (or `mgrag ingest --no-wait`) left queued resume now
     _, url = launch(service, host=host, port=port, block=False)
     log.info("MGRAG is serving on %s", url)
@@ -251,5 +231,4 @@ def serve(settings=None, *, host: str | None = None, port: int | None = None) ->
     except KeyboardInterrupt:
         return 0
     finally:
-        service.close()  # a refinement in flight goes back to the queue; the next start resumes it
-        ctx.close()
+        service.close(context=True)  # a refinement in flight goes back to the queue; the next start resumes it

@@ -298,3 +298,42 @@ def test_one_key_cannot_take_every_thread(api, monkeypatch):
         for t in threads:
             t.join(60)
     assert sorted(codes) == [200] * 4 + [429] * 6, codes
+
+
+def _first_search_fails(monkeypatch) -> list[str]:
+    """Every retrieval (the API's search and the answer's) fails once, as one that raced a re-ingestion fails (the
+    generation it read dropped under it), then runs; returns the calls, "failed" or "ran"."""
+    import app.evidence
+    import services.chat
+
+    real, calls = services.chat.retrieve, []
+
+    def flaky(*a, **kw):
+        if not calls:
+            calls.append("failed")
+            raise RuntimeError("Collection mgrag_g1_l0 not found")
+        calls.append("ran")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(services.chat, "retrieve", flaky)
+    monkeypatch.setattr(app.evidence, "retrieve", flaky)
+    return calls
+
+
+@pytest.mark.parametrize("route", ["search", "chat/completions"])
+def test_a_search_that_raced_a_reingestion_is_retried_as_the_chat_s_is(api, monkeypatch, route):
+    """/v1 runs the chat's search (AppService.search, AppService.ask): a retrieval that failed while a re-ingestion
+    held the index is tried once more, and the answer comes back; a failure with no re-ingestion is not retried."""
+    body = ({"query": "How long has the keeper tended the light?"} if route == "search" else
+            {"model": "mgrag", "messages": [{"role": "user", "content": "How long has the keeper tended the light?"}]})
+    calls = _first_search_fails(monkeypatch)
+    with api.service._writing("reingest"):  # a re-ingestion is running: the search may have raced it
+        r = httpx.post(f"{api.base}/{route}", headers=auth(api.alice), json=body, timeout=120)
+    assert r.status_code == 200, r.text
+    assert calls == ["failed", "ran"]
+    assert "twenty-two years" in (r.json()["passages"][0]["text"] if route == "search"
+                                  else r.json()["choices"][0]["message"]["content"])
+
+    calls = _first_search_fails(monkeypatch)  # no re-ingestion: the failure is the answer's
+    r = httpx.post(f"{api.base}/{route}", headers=auth(api.alice), json=body, timeout=120)
+    assert r.status_code == 500 and calls == ["failed"], r.text

@@ -266,7 +266,7 @@ class AdminRoom:
         return (render.loss_figure(h["train"], h.get("val")),
                 f"Trained on {rep['n_questions']} question(s): validation loss {h['best_val']:.4f} at epoch "
                 f"{h['best_epoch']} of {len(h['train'])}; saved to the data dir's router folder. "
-                + ("The chat now uses it." if service.ctx.settings.router == "default" else
+                + ("The chat now uses it." if service.settings.router == "default" else
                    "The chat uses it with MGRAG_ROUTER=default (the default is none, uniform weights: no router "
                    "beat them on held-out questions, see the README)."))
 

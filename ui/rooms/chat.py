@@ -8,14 +8,13 @@ import logging
 import gradio as gr
 
 from core import components
-from retrieval.search import RETRIEVERS
 from services import render
+from services.chat import RETRIEVERS, EmptyIndexError
 from ui.rooms.context import RoomContext, pick_choices
 from ui.rooms.conversations import ConversationsPanel, memory_of
 from ui.rooms.uploads import UploadPanel
 
-# Imported where they are used, on purpose (heavy, optional or not needed by every caller): retrieval.search,
-# services.conversations
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): services.conversations
 
 log = logging.getLogger("ui.app")  # the name it always had (log filters, tests)
 
@@ -74,7 +73,7 @@ class ChatRoom:
                     if a.get("rewrite", "none") != "none" else "")
         body = (searched + ("" if render.is_uniform(a["weights"]) else render.weight_bars(a["weights"]))
                 + render.sources_html(a["sources"], cited, links, abstained=a.get("abstained", False),
-                                      floor=service.ctx.settings.source_floor if a["retriever"] == "dense" else 0.0)
+                                      floor=service.settings.source_floor if a["retriever"] == "dense" else 0.0)
                 + f'<div class="mg-scores">{a["backend"]} via {a["retriever"]}: retrieval '
                   f'{t["retrieval_s"] * 1000:.0f} ms, total {t["total_s"]:.2f} s</div>')
         title = (f"Closest passages ({len(a['sources'])})" if a.get("abstained")
@@ -106,7 +105,7 @@ class ChatRoom:
         same = gr.update()
         yield history, answers, conversation, same, same, "", conv_id, same
         text = ""
-        grounded = service.ctx.settings.grounding
+        grounded = service.settings.grounding
         try:
             owner = self.c.reader_of(browser_id, request)
             for kind, value in service.ask(question, k=int(k), budget_words=int(budget), retriever=retriever,
@@ -134,8 +133,6 @@ class ChatRoom:
                     yield (history, answers, conversation, render.weight_bars(a["weights"]),
                            gr.update(choices=choices, value=len(answers) - 1), "", conv_id, listing)
         except Exception as e:  # question refused, empty index, …: say so in the chat
-            from retrieval.search import EmptyIndexError
-
             if not isinstance(e, (ValueError, EmptyIndexError)):
                 log.exception("answering failed")
             history[-1] = {"role": "assistant", "content": "⚠️ " + render.plain_text_markdown(str(e))}

@@ -88,7 +88,7 @@ class RoomContext:
 
     def __init__(self, service: AppService):
         self.service = service
-        self.settings = service.ctx.settings
+        self.settings = service.settings
         self.allow_links = getattr(self.settings, "answer_links", False)
         self.scope_in = self.backend_in = self.backend_note = self.answer_pick = None
 
@@ -145,7 +145,7 @@ class RoomContext:
         service = self.service
         status = service.backends()
         ok = [b for b, why in status.items() if why is None]
-        default = service.ctx.settings.synth_backend
+        default = service.settings.synth_backend
         value = current if current in ok else default if default in ok else ok[0]
         note = "\n".join(f"- **{b}** cannot run: {render.plain_text_markdown(why)}" for b, why in status.items() if why)
         return gr.update(choices=ok, value=value), note

@@ -4,9 +4,8 @@ It makes the shared ``answer_pick`` (the Chat tab fills it)."""
 import gradio as gr
 import pandas as pd
 
-from app.evaluation.metrics import qa_f1_score
-from ingest.readers.layout import place_label
 from services import render
+from services.evaluation import qa_f1_score
 from ui.rooms.context import RoomContext, client_host, error
 
 
@@ -73,7 +72,7 @@ class EvaluateRoom:
         df = pd.DataFrame(hits, columns=["retriever", "level", "rank", "score", "document", "chars", "text"])
 
         choices = [(" · ".join(filter(None, (f"[{x['number']}] {x.get('name') or x['doc_id']}",
-                                             place_label(x.get("pages"), [], x.get("unit"))))), x["number"])
+                                             render.place_label(x.get("pages"), [], x.get("unit"))))), x["number"])
                    for x in a["sources"]]  # with the page: six sources of one file are told apart
         cited = [c["number"] for c in a["citations"]]
         md = (f"**Q:** {render.plain_text_markdown(a['question'])}\n\n"

@@ -7,10 +7,8 @@ from pathlib import Path
 import gradio as gr
 import pandas as pd
 
-from ingest.jobs.queue import reached, watch
-from ingest.jobs.state import ACTIVE, FOUND, JobState, reading_rest
-from ingest.readers.loaders import SUPPORTED
 from services.service import AppService
+from services.uploads import ACTIVE, FOUND, SUPPORTED, JobState, reading_rest
 from ui.rooms.context import RoomContext, error
 
 log = logging.getLogger("ui.app")  # the name it always had (log filters, tests)
@@ -107,8 +105,7 @@ class UploadPanel:
             remove_uploads(paths, service.upload_root)
         yield upload_table(rows), None, keep(), rows, gr.Timer(active=False), keep()
         shown = 0
-        for jobs in watch(service.ctx.jobs, ids, JobState.SEARCHABLE, poll_s=0.5) if ids else ():
-            ready = sum(reached(j, JobState.SEARCHABLE) for j in jobs)
+        for ready in service.watch_searchable(ids, poll_s=0.5):
             # each file joins "Search in" and "Your uploads" as soon as it is searchable, not when the batch is
             grew = ready > shown
             shown = ready
