@@ -217,8 +217,8 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
     if retrieval.sources and (kind == "extractive" or (grounded and s.reader_check)) and no_retrieval_doc is None:
         reading = reading_of(ctx, q, retrieval.sources, extra,
                         opts.context_floor if opts.context_floor is not None else s.context_floor)
-        if reading is not None and reading.best is not None and reading.best.looked_up and not reading.abstained:
-            retrieval.sources.append(next(src for c, src in extra if src.rank == reading.best.source))
+        if reading is not None and not reading.abstained:
+            reading = quoted_rows(reading, retrieval.sources, extra)
     t1 = time.perf_counter()
     yield "sources", retrieval
     if synth_budget_words is None and backend == "offline":
@@ -301,6 +301,32 @@ def _generate(synth, question: str, read: list, history: list, backend: str, pie
 
 
 UNSAID_DRAFT = "I cannot find an answer in the documents."
+
+
+def quoted_rows(reading, sources: list, extra: Sequence) -> object:
+    """The looked-up table rows the reply quotes (its answer, support and further quotes) appended to ``sources``
+    and numbered after them in the order quoted, and ``reading`` with its candidates renumbered to match: a row is
+    numbered after the retrieved passages when it is looked up, but only the quoted ones become sources, so the
+    third row looked up may be the first one cited (a follow-up that cited row 2 of 3 looked up raised IndexError)."""
+    by_rank = {src.rank: src for _, src in extra}
+    renumber: dict[int, int] = {}
+    for c in [reading.best, *reading.support, *reading.more]:
+        if c is not None and c.looked_up and c.source in by_rank and c.source not in renumber:
+            renumber[c.source] = len(sources) + 1
+            src = by_rank[c.source]
+            try:
+                src = dataclasses.replace(src, rank=renumber[c.source])
+            except TypeError:  # not a dataclass (a test's stand-in)
+                src.rank = renumber[c.source]
+            sources.append(src)
+    if not renumber:
+        return reading
+
+    def moved(c):
+        return dataclasses.replace(c, source=renumber[c.source]) if c is not None and c.source in renumber else c
+
+    return dataclasses.replace(reading, best=moved(reading.best), support=[moved(c) for c in reading.support],
+                               more=[moved(c) for c in reading.more])
 
 
 def _load_synth(ctx: AppContext, backend: str):

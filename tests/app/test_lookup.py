@@ -74,3 +74,35 @@ def test_a_failing_lookup_costs_the_answer_nothing(make_ctx, write, monkeypatch)
     monkeypatch.setattr(app.evidence, "rows_for", broken)
     a = answer(c, "What was Northwind's net income for the three months ended June 30, 2024?")
     assert a.error is None and a.sources
+
+
+def test_the_rows_a_reply_quotes_become_sources_numbered_in_the_order_quoted():
+    """Rows are numbered after the retrieved passages as they are looked up (n+1, n+2, …), but only the quoted ones
+    become sources: a reply whose answer is the second row looked up and whose further quote is the first cites
+    them as n+1 and n+2 (a newcomer's follow-up over a 10-Q raised IndexError at the citation before)."""
+    from dataclasses import replace
+
+    from app.answer import quoted_rows
+    from app.candidates import Candidate
+    from app.reader import Reading
+
+    narrative = _source(FILING, 0, len(FILING) - len(STATEMENT))
+    got = rows_for(read_question(Q), [narrative], RowIndex({"h1": FILING}.get))
+    by_rank: dict[int, object] = {}
+    for _, src in got:
+        by_rank.setdefault(src.rank, src)
+    assert len(by_rank) >= 2  # two rows looked up: ranks 2 and 3
+    first, second = sorted(by_rank)[:2]
+
+    def cand(rank):
+        return Candidate("cell", rank, "northwind.md", by_rank[rank].start, by_rank[rank].end,
+                         by_rank[rank].text, looked_up=True)
+
+    reading = Reading(read_question(Q), "Net cash …: 95", cand(second), [], [cand(first)], 0.9, 0.3)
+    sources = [narrative]
+    out = quoted_rows(reading, sources, got)
+    assert [s.rank for s in sources] == [1, 2, 3]
+    assert out.best.source == 2 and sources[1].text == by_rank[second].text  # the answer's row is cited as [2]
+    assert out.more[0].source == 3 and sources[2].text == by_rank[first].text
+    plain = replace(reading, best=Candidate("sentence", 1, "northwind.md", 0, 10, "Northwind"), more=[])
+    assert quoted_rows(plain, [narrative], got) is plain  # no row quoted: nothing appended
