@@ -317,7 +317,7 @@ def check_samples(rows: list[dict], lm: dict, model, top_k: int) -> list[dict]:
         top = [int(j) for j in np.argsort(-logits)[:top_k]]
         if not all(str(j) in margins for j in top):
             continue
-        out.append({"answerable": r["answerable"], "s": [float(logits[j]) for j in top],
+        out.append({"id": r["id"], "top": top, "answerable": r["answerable"], "s": [float(logits[j]) for j in top],
                     "m": [margins[str(j)] for j in top], "y": [r["y"][j] for j in top],
                     "conf1": float(model.probabilities(np.asarray(r["X"]))[top[0]])})
     return out
@@ -364,10 +364,25 @@ def cmd_fit_check(a) -> None:
     Path(a.out).write_text(model.to_json() + "\n")
 
 
+def _per_candidate(got: dict, key: str) -> dict:
+    """A row's ``key`` values (seconds, tokens, evaluated) keyed by candidate index, from either file format."""
+    if "top" in got:
+        return dict(zip(map(str, got["top"]), got.get(key, [])))
+    return got.get(key, {})
+
+
+def _p50_p95(xs: list[float]) -> dict:
+    xs = sorted(xs)
+    return {"n": len(xs), "p50": round(xs[len(xs) // 2], 2), "p95": round(xs[int(len(xs) * 0.95)], 2)} if xs else {}
+
+
 def cmd_lm_summary(a) -> None:
     """What the LM check does to the shipped scorer's choice on dev: for each row whose top ``k`` candidates (k = 1,
     2, 3, 5) all have a margin, the share of answerable rows whose first candidate answers, by the scorer alone and
-    by the highest yes-minus-no margin among the k; and the seconds per check (p50, p95) the margins took."""
+    by the highest yes-minus-no margin among the k; and the seconds per check (p50, p95) the margins took. Each k
+    also gets the seconds per question (the k checks of a row together, p50, p95) and the prompt tokens per check
+    (and, where the file has them, the tokens evaluated after a reused prefix: ``lm_check.py --prefix-cache``).
+    ``--lm-label`` names the LM in the output (default: the 1.5B the first margins came from)."""
     model_path = a.model or str(MODEL_OUT)
     from app.scorer import ReaderModel
 
@@ -376,17 +391,27 @@ def cmd_lm_summary(a) -> None:
     for p in a.lm.split(","):
         lm.update(json.loads(Path(p).read_text()))
     dev = load_sets(a.dev)
-    out = {"command": "python bench/fit_reader.py lm-summary --lm " + a.lm + " --dev " + a.dev, "model": model.card,
-           "lm": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama-cpp-python, CPU without AVX-512, 2 threads)", "by_k": {}}
+    command = "python bench/fit_reader.py lm-summary --lm " + a.lm + " --dev " + a.dev
+    command += (" --model " + a.model if a.model else "") + (f" --lm-label '{a.lm_label}'" if a.lm_label else "")
+    out = {"command": command, "model": model.card,
+           "lm": a.lm_label or "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama-cpp-python, CPU without AVX-512, 2 threads)",
+           "by_k": {}}
     for k in (1, 2, 3, 5):
         rows = [x for x in check_samples(dev, lm, model, k) if x["answerable"]]
         out["by_k"][str(k)] = {
             "answerable_rows": len(rows),
             "scorer_top1_right": round(float(np.mean([x["y"][0] for x in rows])), 3) if rows else None,
             "lm_pick_right": round(float(np.mean([x["y"][int(np.argmax(x["m"]))] for x in rows])), 3) if rows else None}
+        per = [{key: [_per_candidate(lm[x["id"]], key).get(str(j)) for j in x["top"]]
+                for key in ("seconds", "tokens", "evaluated")} for x in rows]
+        out["by_k"][str(k)]["seconds_per_question"] = _p50_p95([sum(p["seconds"]) for p in per
+                                                                if None not in p["seconds"]])
+        out["by_k"][str(k)]["tokens_per_check"] = _p50_p95([t for p in per for t in p["tokens"] if t is not None])
+        evaluated = [t for p in per for t in p["evaluated"] if t is not None]
+        if evaluated:
+            out["by_k"][str(k)]["evaluated_tokens_per_check"] = _p50_p95(evaluated)
     secs = sorted(v for r in lm.values() for v in r.get("seconds", {}).values())
-    out["seconds_per_check"] = {"n": len(secs), "p50": round(secs[len(secs) // 2], 2),
-                                "p95": round(secs[int(len(secs) * 0.95)], 2)} if secs else {}
+    out["seconds_per_check"] = _p50_p95(secs)
     Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out["by_k"]), out["seconds_per_check"])
 
@@ -405,6 +430,7 @@ def main() -> None:
     ap.add_argument("--target", type=float, default=TARGET_PRECISION)
     ap.add_argument("--lm", default="", help="fit-check: LM margins of the train and dev rows (bench/lm_check.py)")
     ap.add_argument("--top-k", type=int, default=3, help="fit-check: the candidates the LM checks")
+    ap.add_argument("--lm-label", default="", help="lm-summary: the LM's name in the output")
     ap.add_argument("--budget-words", type=int, default=None,
                     help="collect: a context of this many words instead of the setting's (a short one stands for a "
                          "short document: few candidates)")

@@ -13,6 +13,16 @@ an endpoint instead, through the product's own client.
 
 Each row's margins, seconds and prompt tokens are keyed by candidate index; a second run with another model or
 ``--top-k`` computes only the candidates not checked yet.
+
+Cheaper variants, for measuring only (the product's prompt is the default): ``--context-words N`` keeps the
+candidate's sentence (a passage's last line) and at most N words of the lines before it (its heading, a table's
+title), the words nearest the sentence; ``--question-first`` asks with the question before the passage
+(:data:`QUESTION_FIRST_USER`), so that a question's candidates share a longer prompt prefix; ``--prefix-cache``
+keeps the evaluated tokens the next prompt starts with (llama.cpp's own prompt reuse, as ``llama-server`` does with
+``cache_prompt``) and records per check the tokens evaluated (``evaluated``); ``--answerable-only`` skips the rows
+with no right answer (``lm-summary`` reads only the answerable); ``--same-rows FILE`` checks only the rows whose top
+``--top-k`` all have margins in another run's FILE (to compare with it on the same rows); ``--limit N`` stops after N
+rows (timing).
 """
 from __future__ import annotations
 
@@ -30,6 +40,32 @@ checker = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(checker)
 
 
+QUESTION_FIRST_USER = ("Question: {question}\n\nPassage: {passage}\n\n"
+                       "Does the passage answer the question? Reply yes or no.")
+
+
+def clip_context(passage: str, words: int | None) -> str:
+    r"""The passage's last line (the candidate) with at most ``words`` words of the lines before it, the nearest kept.
+
+    >>> clip_context("Title one two\nthe sentence", 2)
+    'one two\nthe sentence'
+    >>> clip_context("Title\nthe sentence", 0)
+    'the sentence'
+    """
+    if words is None or "\n" not in passage:
+        return passage
+    head, _, last = passage.rpartition("\n")
+    kept = head.split()[-words:] if words > 0 else []
+    return f"{' '.join(kept)}\n{last}" if kept else last
+
+
+def messages_for(question: str, passage: str, question_first: bool = False) -> list[dict]:
+    if not question_first:
+        return checker.check_messages(question, passage)
+    return [{"role": "system", "content": checker.CHECK_SYSTEM},
+            {"role": "user", "content": QUESTION_FIRST_USER.format(question=question, passage=passage)}]
+
+
 def qwen_prompt(messages: list[dict]) -> str:
     """Qwen2.5's chat template for a system and a user message, ready for the assistant's first token."""
     out = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
@@ -37,16 +73,26 @@ def qwen_prompt(messages: list[dict]) -> str:
 
 
 class LocalLlama:
-    def __init__(self, gguf: str, threads: int):
+    def __init__(self, gguf: str, threads: int, prefix_cache: bool = False, question_first: bool = False):
         from llama_cpp import Llama
 
         self.llm = Llama(model_path=gguf, n_ctx=2048, n_threads=threads, logits_all=False, verbose=False)
+        self.prefix_cache = prefix_cache
+        self.question_first = question_first
+        self.evaluated = 0  # the tokens the last check evaluated (fewer than its prompt's with the prefix cache)
 
     def margin(self, question: str, passage: str) -> tuple[float, int]:
-        toks = self.llm.tokenize(qwen_prompt(checker.check_messages(question, passage)).encode(), add_bos=False,
-                                 special=True)[:2000]
+        toks = self.llm.tokenize(qwen_prompt(messages_for(question, passage, self.question_first)).encode(),
+                                 add_bos=False, special=True)[:2000]
+        keep = 0
+        if self.prefix_cache:
+            done = self.llm.input_ids[: self.llm.n_tokens]
+            while keep < min(len(done), len(toks) - 1) and done[keep] == toks[keep]:
+                keep += 1
         self.llm.reset()
-        self.llm.eval(toks)
+        self.llm.n_tokens = keep  # eval drops the cache past n_tokens
+        self.llm.eval(toks[keep:])
+        self.evaluated = len(toks) - keep
         logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm._n_vocab,)).astype(np.float64)
         lp = logits - np.logaddexp.reduce(logits)
         top = np.argsort(-lp)[:20]
@@ -72,32 +118,52 @@ def main() -> None:
     ap.add_argument("--gguf", default="/work/lm/qwen1.5b.gguf")
     ap.add_argument("--url", default="", help="an OpenAI-compatible endpoint instead of the local binding")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--context-words", type=int, default=None,
+                    help="the candidate's sentence and at most this many words before it (default: the passage)")
+    ap.add_argument("--question-first", action="store_true", help="the question before the passage in the prompt")
+    ap.add_argument("--prefix-cache", action="store_true", help="reuse the evaluated prefix the next prompt shares")
+    ap.add_argument("--answerable-only", action="store_true", help="skip the rows with no right answer")
+    ap.add_argument("--same-rows", default="", help="only the rows whose top-k all have margins in this LM file")
+    ap.add_argument("--limit", type=int, default=0, help="stop after this many rows (0: all)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    if a.url and (a.question_first or a.prefix_cache):
+        ap.error("--question-first and --prefix-cache apply to the local binding only")
     m = json.loads(Path(a.model).read_text())
     mean, scale, coef = (np.asarray(m[k]) for k in ("mean", "scale", "coef"))
     rows = json.loads(Path(a.rows).read_text())["rows"]
     done = {k: _by_index(v) for k, v in json.loads(Path(a.out).read_text()).items()} if Path(a.out).is_file() else {}
-    llm = None if a.url else LocalLlama(a.gguf, a.threads)
+    same = {k: _by_index(v)["margins"] for k, v in json.loads(Path(a.same_rows).read_text()).items()} \
+        if a.same_rows else None
+    llm = None if a.url else LocalLlama(a.gguf, a.threads, a.prefix_cache, a.question_first)
     client = checker.LMChecker(a.url) if a.url else None
     t0 = time.time()
+    n_rows = 0
     for i, r in enumerate(rows):
-        if not r["X"]:
+        if not r["X"] or (a.answerable_only and not r.get("answerable")):
             continue
         s = ((np.asarray(r["X"]) - mean) / scale) @ coef
         top = [int(j) for j in np.argsort(-s)[: a.top_k]]
+        if same is not None and not all(str(j) in same.get(r["id"], {}) for j in top):
+            continue
+        if a.limit and n_rows >= a.limit:
+            break
+        n_rows += 1
         got = done.setdefault(r["id"], {"margins": {}, "seconds": {}, "tokens": {}})
         for j in top:
             if str(j) in got["margins"]:
                 continue
+            passage = clip_context(r["passages"][j], a.context_words)
             t = time.perf_counter()
             if client is not None:
-                mg, n = client.margin(r["question"], r["passages"][j]), 0
+                mg, n = client.margin(r["question"], passage), 0
             else:
-                mg, n = llm.margin(r["question"], r["passages"][j])
+                mg, n = llm.margin(r["question"], passage)
             got["seconds"][str(j)] = round(time.perf_counter() - t, 3)
             got["margins"][str(j)] = round(mg, 4)
             got["tokens"][str(j)] = n
+            if a.prefix_cache:
+                got.setdefault("evaluated", {})[str(j)] = llm.evaluated
         if i % 10 == 0:
             Path(a.out).write_text(json.dumps(done))
             print(f"{i}/{len(rows)} {time.time() - t0:.0f}s", flush=True)
