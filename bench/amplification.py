@@ -55,6 +55,8 @@ import numpy as np
 from common import ROOT, LoadMonitor, machine_info, write_json  # (common puts the project on sys.path)
 from load_test import _free_port, _wait_up
 
+from tests.pdfgen import pdf_from_objects  # the project's PDF writer (the tests' too)
+
 # a real 95 KB PDF (an NTSB report, docugami/KG-RAG-datasets), where this machine keeps it
 DOC = next((p for p in (ROOT.parent / "devdata" / "newcomer" / "ntsb-20071229X02007.pdf",
                         ROOT.parent / "devdata" / "kgrag" / "ntsb-aviation-incident-accident-reports" / "data" / "v1"
@@ -337,7 +339,7 @@ def pdf_pages(n: int, count: int | None = None) -> bytes:
             b"<< /Type /Pages /Count %d /Kids [" % count + b" ".join(b"%d 0 R" % (5 + i) for i in range(n)) + b"] >>",
             b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
             b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream"] + [page] * n
-    return _pdf(objs)
+    return pdf_from_objects(objs)
 
 
 def ligature_pdf(run: int = 150_000) -> bytes:
@@ -353,26 +355,12 @@ def ligature_pdf(run: int = 150_000) -> bytes:
             b"1 begincodespacerange <00> <FF> endcodespacerange "
             b"2 beginbfrange <20> <59> <0020> <5B> <7E> <005B> endbfrange "
             b"1 beginbfchar <5A> <0000> endbfchar endcmap CMapName currentdict /CMap defineresource pop end end")
-    return _pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Count 1 /Kids [3 0 R] >>",
+    return pdf_from_objects([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Count 1 /Kids [3 0 R] >>",
                  b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Rotate 90 /Contents 4 0 R "
                  b"/Resources << /Font << /F1 5 0 R >> >> >>",
                  b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(content) + content + b"\nendstream",
                  b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode 6 0 R >>",
                  b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"\nendstream"])
-
-
-def _pdf(objs: list[bytes]) -> bytes:
-    """A PDF file of these objects (numbered from 1, the first the catalog) with its cross-reference table."""
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for i, body in enumerate(objs, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % i + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-    return bytes(out)
 
 
 def concurrent_posts(port: int, path: str, key: str | None, body: bytes, n: int = 3) -> dict:

@@ -8,28 +8,28 @@ import json
 import logging
 import sys
 import time
-import uuid
 from pathlib import Path
 
-from app.evaluation.cli import add_bench_parser
-from app.inspect import inspect_text, render_html, render_png
 from cli.api import add_api_parsers
 from core import components
-from core.datalock import DataDirBusy
 from core.models import QWEN_LM, resolve_lm_path, resolve_qwen_path
 from core.questions import QuestionsFileError
-from ingest.jobs.remote import QueueSecretError, run_worker
-from ingest.jobs.state import ACTIVE, ENDED_BADLY, FIRST_PASS, FOUND, JobError, JobState
-from ingest.readers.layout import source_place
-from ingest.readers.loaders import load_file, read_inputs
-from ingest.store.export import export_live, state_path
-from ingest.store.index import ClientIndex, make_client
-from ingest.types import LEVEL_NAMES
+from services.commands import (
+    ENDED_BADLY,
+    FIRST_PASS,
+    LEVEL_NAMES,
+    JobState,
+    QueueSecretError,
+    add_bench_parser,
+    reading_rest,
+    source_place,
+)
 from services.users import Users
 
-# Imported where they are used, on purpose (heavy, optional or not needed by every caller): pydantic and core.settings,
-# app.context, ingest.jobs.queue, ingest.pipeline, app.answer, retrieval.search, router.model, router.pipeline,
-# router.train, ui.app, services.service, core.datalock, core.models, app.evaluation.harness, services.keys
+# The commands reach the stages (ingest, retrieval, router, app) only through the service layer, as the web app and
+# the API do: an AppService on the command's context (:func:`_service`) and the names services/ re-exports
+# (tests/test_layers.py). Imported where they are used, on purpose (heavy, optional or not needed by every caller):
+# pydantic and core.settings, services.service, services.chat, services.uploads, ui.app, core.datalock, core.models
 
 log = logging.getLogger("mgrag")
 
@@ -54,7 +54,7 @@ _opened: list = []  # contexts a command opened; main() closes them (the store a
 
 
 def _ctx(args):
-    from app.context import AppContext
+    from services.service import AppContext
 
     s = _settings(args)
     logging.basicConfig(level=getattr(logging, s.log_level.upper(), logging.INFO),
@@ -66,11 +66,17 @@ def _ctx(args):
     return ctx
 
 
-def _writer(ctx):
-    """Take the data dir's writer lock now, before any model loads: a second writer stops at once with a one-line
-    message (:mod:`core.datalock`); the store is opened and checked (:mod:`ingest.store.consistency`)."""
-    ctx.writer_lock()
-    return ctx
+def _service(args, writer: bool = False):
+    """The service (:class:`services.service.AppService`) on this command's context (:func:`_ctx`), answering with
+    the settings' LLM endpoint (not one set on the Admin tab). ``writer``: take the data dir's writer lock now, before
+    any model loads: a second writer stops at once with a one-line message (:mod:`core.datalock`); the store is
+    opened and checked (:mod:`ingest.store.consistency`)."""
+    from services.service import AppService
+
+    ctx = _ctx(args)
+    if writer:
+        ctx.writer_lock()
+    return AppService(ctx, saved_llm=False)
 
 
 def _print_report(report, out=None) -> None:
@@ -90,123 +96,82 @@ def _print_report(report, out=None) -> None:
           file=out)
 
 
-def _take_queue(ctx, quiet: bool, said: list):
-    """Start this process's runner on the data dir if no other process runs the queue; None when one does (or the
-    data dir is held by a process that does not: then we wait for it, saying so once)."""
-    from ingest.jobs.queue import Runner, runner_alive
-
-    if runner_alive(ctx.jobs) is not None:
-        return None
-    try:
-        ctx.writer_lock()
-    except DataDirBusy as e:
-        if not said:
-            said.append(True)
-            print(f"waiting: {e}", file=sys.stderr)
-        return None
-    return Runner(ctx).start()
-
-
 def cmd_ingest(args) -> int:
-    """Queue the files; by default wait until each is searchable (its first pass committed), printing when each
-    became searchable and ready. The queue is run by the process that holds the data dir: a running ``mgrag serve``
-    or ``mgrag worker`` takes the jobs; when none runs, this command runs them itself while it waits."""
-    from ingest.jobs.queue import enqueue, runner_alive, watch
-
+    """Queue the files and wait, by default until each is complete: read to the end and refined (``ready``; a long
+    PDF's every page searchable) or failed; ``--wait searchable`` only until each is searchable (its first pass: a
+    long PDF's first range of pages), ``--no-wait`` not at all. Prints when each became searchable and ready, then
+    which are complete and which searchable only. The queue is run by the process that holds the data dir
+    (:meth:`services.commands.CommandsPart.ingest`): a running ``mgrag serve`` or ``mgrag worker`` takes the jobs;
+    when none runs, this command runs them itself while it waits."""
     t0 = time.monotonic()
-    ctx = _ctx(args)
+    service = _service(args)
     until = JobState.QUEUED if args.no_wait else args.wait
-    items = read_inputs(args.paths, int(ctx.settings.max_file_mb * 2**20))
-    named = [(n, d) for n, d in items if isinstance(d, bytes)]
-    refused = [(n, d) for n, d in items if isinstance(d, str)]
-    said: list = []
-    queued = enqueue(ctx, named, None, batch=uuid.uuid4().hex, source="cli")  # queued (durably) before any wait
-    runner = None if args.no_wait else _take_queue(ctx, args.quiet, said)
-    try:
-        rows = {q.name: {"name": q.name, "status": q.status, "message": q.message, "job_id": q.job.job_id if q.job
-                         else None, "doc_id": q.job.doc_id if q.job else None, "searchable_s": None, "ready_s": None}
-                for q in queued}
-        rows.update({n: {"name": n, "status": "refused", "message": m, "job_id": None, "doc_id": None,
-                         "searchable_s": None, "ready_s": None} for n, m in refused})
-        ids = [q.job.job_id for q in queued if q.job]
-        tty = sys.stderr.isatty() and not args.quiet and not args.json
-        for current in watch(ctx.jobs, ids, until, every_s=1.0) if ids and until != JobState.QUEUED else ():
-            for j in current:
-                _note(rows[j.name], j, time.monotonic() - t0, args, tty)
-            if runner is None and runner_alive(ctx.jobs) is None:  # the server stopped meanwhile: take over
-                runner = _take_queue(ctx, args.quiet, said)
-        if tty:
-            print("\r\033[K", end="", file=sys.stderr)
-    finally:
-        if runner is not None:
-            runner.stop()  # a refinement in flight goes back to the queue (resumed by the next runner)
-    return _ingest_summary(ctx, rows, args, until, runner_alive(ctx.jobs) is not None)
+    tty = sys.stderr.isatty() and not args.quiet and not args.json
+    res = service.ingest(args.paths, None, wait=until, started=t0,
+                         on_busy=lambda e: print(f"waiting: {e}", file=sys.stderr),
+                         on_move=lambda row, job, new: _note(row, job, new, args, tty))
+    if tty:
+        print("\r\033[K", end="", file=sys.stderr)
+    return _ingest_summary(res, args)
 
 
-def _note(row: dict, job, elapsed: float, args, tty: bool) -> None:
-    """Record (and print, unless --json or --quiet) a job's moves: searchable, ready, failed; a status line on a
-    terminal meanwhile."""
-    if job.state in FOUND and row["searchable_s"] is None and job.searchable:
-        row["searchable_s"] = round(elapsed, 2)
-        if not args.json and not args.quiet:
-            print(f"\r\033[K  searchable {job.name}  after {elapsed:.1f} s" if tty else
-                  f"  searchable {job.name}  after {elapsed:.1f} s", flush=True)
-    if job.state == JobState.READY and row["ready_s"] is None:
-        row["ready_s"] = round(elapsed, 2)
-        if not args.json and not args.quiet and job.two_phase and job.searchable_at != job.ready_at:
-            print(f"\r\033[K  ready      {job.name}  after {elapsed:.1f} s (refined)" if tty else
-                  f"  ready      {job.name}  after {elapsed:.1f} s (refined)", flush=True)
-    row.update(status=job.state, message=job.error or job.message or "", doc_id=job.doc_id)
+def _note(row: dict, job, new: tuple[str, ...], args, tty: bool) -> None:
+    """Print (unless --json or --quiet) a job's moves: searchable, ready (``new``: where it just got to); a status
+    line on a terminal meanwhile."""
+    clear = "\r\033[K" if tty else ""
+    if not args.json and not args.quiet:
+        if "searchable" in new:
+            print(f"{clear}  searchable {job.name}  after {row['searchable_s']:.1f} s", flush=True)
+        if "ready" in new and job.two_phase and job.searchable_at != job.ready_at:
+            print(f"{clear}  ready      {job.name}  after {row['ready_s']:.1f} s (refined)", flush=True)
     if tty and job.state in (*FIRST_PASS, JobState.REFINING):
         print(f"\r\033[K{job.name[:40]}: {job.describe()}"[:150], end="", file=sys.stderr, flush=True)
 
 
-def _ingest_summary(ctx, rows: dict, args, until: str, served: bool) -> int:
-    for row in rows.values():  # as they are now (a refinement this process stopped went back to the queue)
-        job = ctx.jobs.get(row["job_id"]) if row["job_id"] else None
-        if job is not None:
-            row.update(status=job.state, message=job.error or job.message or "")
-    live = ctx.catalog.live_generation()
-    counts = {r["doc_id"]: r for r in ctx.catalog.documents(live.gen)} if live else {}
-    for row in rows.values():
-        d = counts.get(row["doc_id"])
-        row["chunks"] = [d["n_l0"], d["n_l1"], d["n_l2"]][:live.n_levels] if d and d["n_l0"] is not None else None
-    failed = [r for r in rows.values() if r["status"] in ("refused", *ENDED_BADLY)]
+def _ingest_summary(res: dict, args) -> int:
+    """The files as they are now (a refinement this process stopped went back to the queue): one line each, the
+    counts, and which documents are complete (read to the end) and which searchable only so far."""
+    rows, gen = res["files"], res["generation"]
+    failed = [r for r in rows if r["status"] in ("refused", *ENDED_BADLY)]
     if args.json:
-        print(json.dumps({"files": list(rows.values()), "generation": live.gen if live else None}, indent=2))
+        print(json.dumps({"files": rows, "generation": gen}, indent=2))
         return 1 if failed else 0
-    for r in rows.values():
+    for r in rows:
         if r["status"] in ("refused", *ENDED_BADLY):
             print(f"  FAILED     {r['name']}: {r['message'] or r['status']}")
         else:
             counts_s = f"  chunks {'/'.join(str(c) for c in r['chunks'])}" if r.get("chunks") else ""
             extra = f" ({r['message']})" if r["message"] else ""
             print(f"  {r['status']:<10} {r['name']}{counts_s}{extra}")
-    n = {k: sum(r["status"] == k for r in rows.values()) for k in ("queued", "searchable", "refining", "ready",
-                                                                     "duplicate")}
+    n = {k: sum(r["status"] == k for r in rows) for k in ("queued", "searchable", "refining", "ready", "duplicate")}
     pending = n["searchable"] + n["refining"]
     print(f"{n['ready']} ready, {pending} searchable (refinement pending), {n['queued']} queued, "
-          f"{n['duplicate']} unchanged/duplicate, {len(failed)} failed; index generation {live.gen if live else '-'}")
+          f"{n['duplicate']} unchanged/duplicate, {len(failed)} failed; index generation "
+          f"{gen if gen is not None else '-'}")
+    complete = [r["name"] for r in rows if r["status"] == JobState.READY]
+    partly = [r["name"] + (f" ({r['message'].removeprefix('searchable ').strip('()')} only)"
+                           if reading_rest(r["message"]) else " (refinement pending)")
+              for r in rows if r["status"] in (JobState.SEARCHABLE, JobState.REFINING)]
+    if complete:
+        print(f"complete (read to the end): {', '.join(complete)}")
+    if partly:
+        print(f"searchable, not complete yet: {', '.join(partly)}")
     if n["queued"] or pending:
         print(("the running `mgrag serve`/`mgrag worker` goes on with them in the background; `mgrag docs` shows "
-               "their state" if served else
-               "they go on when `mgrag serve` or `mgrag worker` runs on this data dir (or `mgrag ingest --wait "
-               "ready`); `mgrag docs` shows their state"))
+               "their state" if res["served"] else
+               "they go on when `mgrag serve` or `mgrag worker` runs on this data dir (`mgrag worker --until-idle`: "
+               "now, then it exits); `mgrag docs` shows their state"))
     return 1 if failed else 0  # a script can tell that some file did not make it
 
 
 def cmd_jobs(args) -> int:
     """The ingestion queue: active jobs (and, with --all, finished ones)."""
-    from ingest.jobs.queue import runner_alive
-
-    ctx = _ctx(args)
+    service = _service(args)
     if args.clear:
-        with ctx.catalog.transaction() as db:
-            n = db.execute("DELETE FROM jobs WHERE state IN ('ready','failed','cancelled','duplicate')").rowcount
-        print(f"removed {n} finished job(s)")
+        print(f"removed {service.clear_finished_jobs()} finished job(s)")
         return 0
-    rows = ctx.jobs.jobs(None if args.all else ACTIVE)
-    beat = runner_alive(ctx.jobs)
+    rows = service.queue_jobs(finished=args.all)
+    beat = service.queue_runner()
     if args.json:
         print(json.dumps({"runner": beat, "jobs": [j.to_dict() for j in rows]}, indent=2, default=str))
         return 0
@@ -221,19 +186,13 @@ def cmd_jobs(args) -> int:
 
 def cmd_cancel(args) -> int:
     """Cancel jobs by id, or the active job of a document (id or name)."""
-    ctx = _ctx(args)
+    service = _service(args)
     rc = 0
     for ref in args.refs:
         try:
-            if ref.isdigit():
-                job_id = int(ref)
-            else:
-                active = [j for j in ctx.jobs.jobs(ACTIVE) if ref in (j.doc_id, j.name)]
-                if not active:
-                    raise JobError(f"no queued or running job for {ref!r}; see `mgrag jobs`")
-                job_id = active[-1].job_id
-            print(f"job {job_id}: {ctx.jobs.request_cancel(job_id)}")
-        except JobError as e:
+            job_id, what = service.cancel_job(ref)
+            print(f"job {job_id}: {what}")
+        except ValueError as e:  # JobError
             print(f"error: {e}", file=sys.stderr)
             rc = 2
     return rc
@@ -243,34 +202,22 @@ def cmd_worker(args) -> int:
     """Run the ingestion queue. With ``queue_url`` (Redis): a compute worker for the data dir's holder, on any
     machine. Without: this process takes the data dir and runs its queue (as `mgrag serve` does, without the web
     app), until interrupted or, with --until-idle, until nothing is left to do."""
-    ctx = _ctx(args)
-    if ctx.settings.queue_url:
-        return run_worker(ctx, burst=args.until_idle)
-    from ingest.jobs.queue import Runner
+    service = _service(args)
 
-    runner = Runner(ctx).start()
-    print(f"running the ingestion queue of {ctx.settings.data_dir} ({runner.n_first} first-pass and {runner.n_refine} "
-          f"refinement lane(s)); Ctrl-C stops", file=sys.stderr)
-    try:
-        while not (args.until_idle and runner.idle()):
-            time.sleep(1.0)
-    finally:
-        runner.stop()
-    return 0
+    def started(runner) -> None:
+        print(f"running the ingestion queue of {service.settings.data_dir} ({runner.n_first} first-pass and "
+              f"{runner.n_refine} refinement lane(s)); Ctrl-C stops", file=sys.stderr)
+
+    return service.run_queue(until_idle=args.until_idle, on_start=started)
 
 
 def cmd_reingest(args) -> int:
-    from ingest.pipeline import Ingestor
-
-    ctx = _writer(_ctx(args))
-    ing = Ingestor(ctx, progress=not args.quiet)
+    """Re-ingest every document, or those named (:meth:`services.commands.CommandsPart.reingest_library`)."""
+    service = _service(args, writer=True)
     if args.docs:  # some documents re-chunked (with their own chunker/θ if given), the rest copied; atomic switch
-        ids = [ctx.catalog.find_document(ref) for ref in args.docs]
         try:
-            unknown = [ref for ref, d in zip(args.docs, ids) if d is None]
-            if unknown:
-                raise ValueError(f"no document matches {', '.join(map(repr, unknown))}; see `mgrag docs`")
-            report = ing.reingest(args.chunker, args.theta, allow_partial=args.allow_partial, only=ids)
+            report = service.reingest_library(args.docs, args.chunker, args.theta, allow_partial=args.allow_partial,
+                                              progress=not args.quiet)
         except ValueError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
@@ -279,9 +226,10 @@ def cmd_reingest(args) -> int:
             print("re-ingestion failed; the live index is unchanged", file=sys.stderr)
             return 1
         return 0
-    report = ing.reingest(args.chunker, args.theta, allow_partial=args.allow_partial)
+    report = service.reingest_library(None, args.chunker, args.theta, allow_partial=args.allow_partial,
+                                      progress=not args.quiet)
     _print_report(report)
-    live = ctx.catalog.live_generation()
+    live = service.ctx.catalog.live_generation()
     if report.failed and not args.allow_partial:
         print(f"re-ingestion failed; the live index (generation {live.gen if live else '-'}) is unchanged",
               file=sys.stderr)
@@ -292,11 +240,7 @@ def cmd_reingest(args) -> int:
 def cmd_docs(args) -> int:
     """Reads the catalog only (SQLite, safe beside a running writer such as `mgrag serve`); no store, no lock. Each
     document's ``state``: queued, extracting, searchable, refining, ready, failed (with the reason) or cancelled."""
-    from ingest.jobs.queue import document_states
-
-    ctx = _ctx(args)
-    live = ctx.catalog.live_generation()
-    rows = document_states(ctx)
+    live, rows = _service(args).library_states()
     if args.json:
         print(json.dumps({"generation": live.__dict__ if live else None, "documents": rows}, indent=2, default=str))
         return 0
@@ -314,11 +258,10 @@ def cmd_docs(args) -> int:
 
 
 def cmd_delete(args) -> int:
-    from ingest.pipeline import Ingestor
-
-    ctx = _writer(_ctx(args))
+    """Delete a document as the web app does (its evaluations' evidence and conversations' mentions go too)."""
+    service = _service(args, writer=True)
     try:
-        doc_id = Ingestor(ctx).delete(args.doc)
+        doc_id = service.delete_document(args.doc)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -341,29 +284,17 @@ def _print_sources(final, out=None) -> None:
                   f"{' '.join(x['text'].split())[:160]}", file=out)
 
 
-def _scope(ctx, refs: list[str] | None) -> list[str] | None:
-    """The documents named by ``--doc`` (id, name or hash prefix), or None for all; ValueError for an unknown one."""
-    if not refs:
-        return None
-    ids = [ctx.catalog.find_document(r) for r in refs]
-    unknown = [r for r, d in zip(refs, ids) if d is None]
-    if unknown:
-        raise ValueError(f"no document matches {', '.join(map(repr, unknown))}; see `mgrag docs`")
-    return ids
-
-
-def _run_turn(ctx, question: str, args, history=None):
-    """One question: with grounding on (the default) the reply once checked against the sources, with what is
-    happening meanwhile on stderr (a terminal only); with grounding off the draft streamed to stdout. Returns the
-    final Answer."""
-    from app.answer import AskOptions, ask
-
+def _run_turn(service, question: str, args, history=None):
+    """One question, through the chat's own :meth:`services.chat.ChatPart.ask` (every document, or those of
+    ``--doc``): with grounding on (the default) the reply once checked against the sources, with what is happening
+    meanwhile on stderr (a terminal only); with grounding off the draft streamed to stdout. Returns the final
+    Answer."""
     final, streamed = None, False
-    live = not args.json and not ctx.settings.grounding  # nothing unchecked is printed
-    opts = AskOptions(backend=args.backend, k=args.k, budget_words=args.budget, retriever=args.retriever,
-                      no_retrieval_doc=getattr(args, "no_retrieval", None),
-                      doc_ids=_scope(ctx, getattr(args, "doc", None)))
-    for kind, value in ask(ctx, question, opts, history=history):
+    live = not args.json and not service.settings.grounding  # nothing unchecked is printed
+    events = service.ask(question, k=args.k, budget_words=args.budget, retriever=args.retriever, backend=args.backend,
+                         scope=service.find_documents(getattr(args, "doc", None)), history=history,
+                         no_retrieval=getattr(args, "no_retrieval", None))
+    for kind, value in events:
         if kind == "status" and not args.json and sys.stderr.isatty():
             print(f"[{value}]", file=sys.stderr)
         elif kind == "token" and live:
@@ -395,13 +326,13 @@ def _report_turn(final, args) -> None:
 
 
 def cmd_ask(args) -> int:
-    from retrieval.search import EmptyIndexError
+    from services.chat import EmptyIndexError
 
-    ctx = _ctx(args)
-    if ctx.embedded:  # an embedded store opens in one process at a time: say so before loading any model
-        ctx.writer_lock()
+    service = _service(args)
+    if service.ctx.embedded:  # an embedded store opens in one process at a time: say so before loading any model
+        service.ctx.writer_lock()
     try:
-        final = _run_turn(ctx, args.question, args)
+        final = _run_turn(service, args.question, args)
     except (ValueError, EmptyIndexError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -417,11 +348,11 @@ def cmd_chat(args) -> int:
     """An interactive conversation over the same code as ``ask``: each line is a question; a follow-up is
     rewritten to a standalone query from the earlier turns. ``/reset`` starts a new conversation; EOF or
     ``/quit`` ends. With ``--json``, one JSON answer object per line per turn."""
-    from retrieval.search import EmptyIndexError
+    from services.chat import EmptyIndexError
 
-    ctx = _ctx(args)
-    if ctx.embedded:  # as `ask`: one process at a time opens an embedded store
-        ctx.writer_lock()
+    service = _service(args)
+    if service.ctx.embedded:  # as `ask`: one process at a time opens an embedded store
+        service.ctx.writer_lock()
     args.jsonl = True
     history: list[dict] = []
     interactive = sys.stdin.isatty()
@@ -443,7 +374,7 @@ def cmd_chat(args) -> int:
                 print("(new conversation)")
             continue
         try:
-            final = _run_turn(ctx, q, args, history)
+            final = _run_turn(service, q, args, history)
         except (ValueError, EmptyIndexError) as e:
             print(f"error: {e}", file=sys.stderr)
             failed = True
@@ -473,18 +404,14 @@ def format_weights(weights, note: str = "") -> str:
 
 def cmd_train_router(args) -> int:
     """Soft labels from the ingested corpus, a trained MoG router, its loss curves (see router/pipeline.py)."""
-    from router.model import RouterError
-    from router.pipeline import train_from_index
-    from router.train import TrainConfig
-
-    ctx = _writer(_ctx(args))
-    out = args.out or str(ctx.settings.data_dir / "router")
+    service = _service(args, writer=True)
+    out = args.out or str(service.settings.data_dir / "router")
     try:
-        tc = TrainConfig(lr=args.lr, max_epochs=args.epochs, patience=args.patience, seed=args.seed)
-        rep = train_from_index(ctx, args.questions, out, similarity=args.similarity, encoder=args.encoder,
-                               hidden=tuple(args.hidden), train_config=tc, progress=not args.quiet,
-                               labels=args.labels, inputs=args.inputs)
-    except (QuestionsFileError, RouterError, ValueError) as e:
+        rep = service.train_router_on(args.questions, out, lr=args.lr, epochs=args.epochs, patience=args.patience,
+                                      seed=args.seed, progress=not args.quiet, similarity=args.similarity,
+                                      encoder=args.encoder, hidden=tuple(args.hidden), labels=args.labels,
+                                      inputs=args.inputs)
+    except (QuestionsFileError, ValueError) as e:  # router.model's RouterError is a ValueError
         print(f"error: {e}", file=sys.stderr)
         return 2
     h, lab = rep["history"], rep["labels"]
@@ -503,21 +430,13 @@ def cmd_train_router(args) -> int:
 
 def cmd_export_index(args, client=None) -> int:
     """Copy the live generation to a Qdrant server (``ingest/store/export.py``); ``client`` injects a qdrant-client."""
-    ctx = _writer(_ctx(args))
-    s = ctx.settings
-    if s.qdrant_url and s.qdrant_url == args.to:
-        print("error: the index already lives on that server (MGRAG_QDRANT_URL)", file=sys.stderr)
-        return 2
-    target = ClientIndex(client or make_client(args.to, args.api_key, s.qdrant_path), ctx.catalog.live_gen,
-                         s.collection_prefix, owns_client=client is None)
+    service = _service(args, writer=True)
+    s = service.settings
     try:
-        rep = export_live(ctx.catalog, ctx.index, target, state_path(s.data_dir, args.to), batch=args.batch,
-                          progress=not args.quiet)
+        rep = service.export_index(args.to, args.api_key, batch=args.batch, progress=not args.quiet, client=client)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    finally:
-        target.close()
     per = ", ".join(f"L{lv} {n}" for lv, n in rep.points.items())
     print(f"exported generation {rep.gen} to {args.to}: {per} points ({rep.sent} sent by this run"
           f"{', resumed' if rep.resumed else ''}); aliases {s.collection_prefix}_L* point at it. "
@@ -583,41 +502,23 @@ def _int_at_least(lo: int):
     return parse
 
 
-def document_text(ctx, ref: str) -> tuple[str, str]:
-    """``(name, text)`` of an ingested document (id, name or hash prefix) or, failing that, of a readable file."""
-    doc_id = ctx.catalog.find_document(ref) if ctx.settings.catalog_path.exists() else None
-    if doc_id is not None:
-        row = next(r for r in ctx.catalog.documents(None) if r["doc_id"] == doc_id)
-        return row["name"], ctx.store.text(row["hash"])
-    if Path(ref).is_file():
-        doc = load_file(ref, max_bytes=int(ctx.settings.max_file_mb * 2**20))
-        return Path(ref).name, doc.text
-    raise ValueError(f"{ref}: no ingested document has this id, name or hash prefix (see `mgrag docs`), and it is "
-                     "not a readable file")
-
-
 def cmd_inspect(args) -> int:
-
-    ctx = _ctx(args)
+    """The chunk inspector's PNG and HTML page for a document or file
+    (:meth:`services.commands.CommandsPart.inspect_to`), and its summary."""
+    service = _service(args)
     try:
-        name, text = document_text(ctx, args.doc)
         words = None
         if args.words:
             a, _, b = args.words.partition(":")
             if not (a.isdigit() and b.isdigit() and int(a) < int(b)):
                 raise ValueError(f"--words takes FROM:TO in words, e.g. 0:2000, got {args.words!r}")
             words = (int(a), int(b))
-        ins = inspect_text(ctx, text, name, theta=args.theta, question=args.question)
+        summary, png, page = service.inspect_to(args.doc, Path(args.out), theta=args.theta, question=args.question,
+                                                words=words)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = "inspect-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).stem)[:80]
-    png, page = out / f"{stem}.png", out / f"{stem}.html"
-    render_png(ins, png, words=words)
-    page.write_text(render_html(ins), encoding="utf-8")
-    print(json.dumps(ins.summary(), indent=1, ensure_ascii=False, default=str))
+    print(json.dumps(summary, indent=1, ensure_ascii=False, default=str))
     print(f"wrote {png} and {page}")
     return 0
 
@@ -651,15 +552,11 @@ def _remove_user(args, users: Users) -> str:
     deleting or handing over documents writes to the index, so it takes the data dir's writer lock (a running
     `mgrag serve` holds it: use its Admin tab)."""
     from services.admin import removal_mode
-    from services.service import AppService
 
     if users.id_of(args.name) is None:
         raise ValueError(f"no user {args.name!r}")
     mode, _ = removal_mode(args.documents)
-    ctx = _ctx(args)
-    if mode in ("delete", "to"):
-        _writer(ctx)
-    return AppService(ctx).remove_account(args.name, args.documents)
+    return _service(args, writer=mode in ("delete", "to")).remove_account(args.name, args.documents)
 
 
 def cmd_admin(args) -> int:
@@ -700,12 +597,17 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_ingest_commands(sub) -> None:
     """`mgrag` subcommands: the ingestion queue: ingest, jobs, cancel, worker."""
     s = sub.add_parser("ingest", help="ingest files and folders (queued; searchable in seconds, refined after)",
-                       description="Queue files and folders for ingestion and wait until each is searchable (its quick "
-                                   "first pass committed). A running `mgrag serve` or `mgrag worker` on the same data "
-                                   "dir takes the jobs; otherwise this command runs them while it waits.")
+                       description="Queue files and folders for ingestion and wait until each is complete: read to "
+                                   "the end and refined (a long PDF's every page searchable), or failed; with --wait "
+                                   "searchable only until its quick first pass is committed (a long PDF's first "
+                                   "pages). A running `mgrag serve` or `mgrag worker` on the same data dir takes the "
+                                   "jobs; otherwise this command runs them while it waits. At the end it says which "
+                                   "documents are complete and which searchable only so far.")
     s.add_argument("paths", nargs="+")
-    s.add_argument("--wait", choices=("searchable", "ready"), default="searchable",
-                   help="wait until searchable (default) or until refined (ready)")
+    s.add_argument("--wait", choices=("searchable", "ready"), default="ready",
+                   help="wait until each file is complete: read to the end and refined (ready, the default), or only "
+                        "until searchable (its first pass: a long PDF's first range of pages; the rest is read when "
+                        "`mgrag serve` or `mgrag worker` runs)")
     s.add_argument("--no-wait", action="store_true", help="only queue the files and return")
     s.add_argument("--json", action="store_true", help="per file: state, searchable_s and ready_s (seconds from the "
                                                         "start of the command), chunks")
@@ -885,7 +787,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(e, ModelNotAvailable):
             print(f"error: {e}", file=sys.stderr)
             return 3
-        from app.evaluation.harness import BenchError
+        from services.commands import BenchError
 
         if isinstance(e, (BenchError, FileNotFoundError)) and args.cmd == "bench":
             print(f"error: {e}", file=sys.stderr)

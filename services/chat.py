@@ -73,9 +73,11 @@ class ChatPart(ServicePart):
 
     def ask(self, question: str, *, k: int | None = None, budget_words: int | None = None,
             retriever: str | None = None, backend: str | None = None, owner=ADMIN,
-            scope: list[str] | None = None, history: list[dict] | None = None) -> Iterator[tuple[str, object]]:
+            scope: list[str] | None = None, history: list[dict] | None = None, no_retrieval: str | None = None
+            ) -> Iterator[tuple[str, object]]:
         """:func:`app.answer.ask` over the documents ``owner`` may search (within ``scope`` if given; ``history``:
-        the conversation's earlier turns), retried once if retrieval failed because a re-ingestion switched the
+        the conversation's earlier turns; ``no_retrieval``: the baseline of `mgrag ask --no-retrieval`, that
+        document's start instead of a search), retried once if retrieval failed because a re-ingestion switched the
         index under it (:meth:`_raced`)."""
         from app.answer import AskOptions, ask
 
@@ -84,7 +86,7 @@ class ChatPart(ServicePart):
         for attempt in (1, 2):
             gen = self.ctx.catalog.live_generation()
             opts = AskOptions(k=k, budget_words=budget_words, retriever=retriever, backend=backend,
-                              doc_ids=scope or None, visible_to=visible_to)
+                              doc_ids=scope or None, visible_to=visible_to, no_retrieval_doc=no_retrieval)
             events = ask(self.ctx, question, opts, history=history)
             first: list = []
             try:  # up to the retrieval: the status events before it are passed on after it succeeded

@@ -49,6 +49,10 @@ class ServicePart:
 
         def _delete(self, doc_ids: list[str]) -> list[str]: ...  # documents
 
+        def ensure_runner(self, on_busy: Callable[[Exception], None] | None = None) -> Runner | None: ...  # uploads
+
+        def close(self, context: bool = False) -> None: ...  # uploads
+
         @staticmethod
         def reader(owner: object) -> str | None: ...  # documents
 

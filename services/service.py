@@ -11,8 +11,9 @@ The service is put together from parts, one module each under ``services/``: ``u
 cache, the ingestion queue), ``documents`` (the write lock, ownership, deletion), ``chat`` (searching, asking,
 conversations, the viewer), ``evaluation`` (evaluations, benchmarks), ``admin`` (the Admin tab's actions), ``llm``
 (the LLM endpoint), and ``auth`` (the admin's login and its throttle). This module is the entry point: the doors
-(``ui/``, ``api/``) reach the stages only through :class:`AppService`, :func:`start_service`, the names callers
-import from here and those the parts re-export (``tests/test_layers.py`` holds them to it).
+(``ui/``, ``api/``, ``cli/``) reach the stages only through :class:`AppService`, :func:`start_service`, the names
+callers import from here and those the parts re-export (``tests/test_layers.py`` holds them to it); ``commands``
+holds what only the command line does (ingesting paths and waiting, the queue's worker, re-ingestion, the export).
 """
 from __future__ import annotations
 
@@ -21,12 +22,13 @@ import os
 import threading
 from pathlib import Path
 
-from app.context import AppContext
+from app.context import AppContext as AppContext  # the command line opens one per command (cli/main.py)
 from core.settings import Settings
 from services.admin import AdminPart
 from services.auth import AdminAuth, LoginThrottle, stored_admin_password
 from services.base import ADMIN, AdminRequired, JobState, Progress, browser_owner, new_browser_id
 from services.chat import ChatPart
+from services.commands import CommandsPart
 from services.documents import DocumentsPart
 from services.evaluation import (
     BENCH_INTERVAL_S,
@@ -44,21 +46,24 @@ from services.uploads import (
     check_upload_name,
 )
 
-__all__ = ["ADMIN", "BENCH_INTERVAL_S", "MY_EVALUATIONS", "SAMPLES_QUESTIONS", "SAMPLES_SET", "UPLOAD_EMPTY_S",
-           "UPLOAD_MAX_AGE_S", "AdminAuth", "AdminRequired", "JobState", "LoginThrottle", "Progress", "AppService",
-           "UploadRefused", "browser_owner", "check_upload_name", "new_browser_id", "start_service",
+__all__ = ["ADMIN", "AppContext", "BENCH_INTERVAL_S", "MY_EVALUATIONS", "SAMPLES_QUESTIONS", "SAMPLES_SET",
+           "UPLOAD_EMPTY_S", "UPLOAD_MAX_AGE_S", "AdminAuth", "AdminRequired", "JobState", "LoginThrottle", "Progress",
+           "AppService", "UploadRefused", "browser_owner", "check_upload_name", "new_browser_id", "start_service",
            "stored_admin_password"]
 
 log = logging.getLogger("ui.app")  # the name the start's messages always had (log filters, tests)
 
 
-class AppService(UploadsPart, DocumentsPart, ChatPart, EvaluationPart, AdminPart, LlmPart):
+class AppService(UploadsPart, DocumentsPart, ChatPart, EvaluationPart, AdminPart, LlmPart, CommandsPart):
     """The web app's one service per process: the parts share ``ctx``, ``auth`` (the admin's sessions), the upload
     folder, the write lock with the job it guards, and the locks made here."""
 
-    def __init__(self, ctx: AppContext, admin_password: str | None = None, upload_root: str | Path | None = None):
+    def __init__(self, ctx: AppContext, admin_password: str | None = None, upload_root: str | Path | None = None,
+                 saved_llm: bool = True):
         """``upload_root``: the only folder uploads are read from (Gradio's upload cache; default ``GRADIO_TEMP_DIR``
-        or ``data_dir/tmp/gradio``, where :func:`ui.app.launch` puts it)."""
+        or ``data_dir/tmp/gradio``, where :func:`ui.app.launch` puts it). ``saved_llm``: answer through the LLM
+        endpoint set on the Admin tab, which wins over mgrag.toml and the environment (the web app); False: the
+        settings' own (a command line's, which says what it uses with its flags and settings)."""
         self.ctx = ctx
         s = ctx.settings
         pw = admin_password if admin_password is not None else (
@@ -66,7 +71,7 @@ class AppService(UploadsPart, DocumentsPart, ChatPart, EvaluationPart, AdminPart
         self.auth = AdminAuth(s.admin_user, pw, idle_s=s.admin_idle_s, max_s=s.admin_session_s)
         root = upload_root or os.environ.get("GRADIO_TEMP_DIR") or s.data_dir / "tmp" / "gradio"
         self.upload_root = Path(root).resolve()
-        saved = self._read_llm()
+        saved = self._read_llm() if saved_llm else None
         if saved:  # the endpoint the admin set on the Admin tab wins over mgrag.toml and the environment
             self._apply_llm(saved)
         self.write_lock = ctx.write_lock  # the context's: the ingestion queue's commits take it too

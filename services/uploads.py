@@ -7,10 +7,11 @@ import logging
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ingest.jobs.queue import Runner, enqueue, queued_text, reached, wait, watch
+from core.datalock import DataDirBusy
+from ingest.jobs.queue import Runner, enqueue, queued_text, reached, runner_alive, wait, watch
 from ingest.jobs.state import ACTIVE as ACTIVE
 from ingest.jobs.state import ENDED_BADLY, JobError, JobState
 from ingest.jobs.state import FOUND as FOUND
@@ -107,10 +108,24 @@ class UploadsPart(ServicePart):
                 continue
         return removed
 
-    def ensure_runner(self):
-        """The queue's runner in this process (started once; it resumes what a stopped server left queued)."""
+    def ensure_runner(self, on_busy: Callable[[Exception], None] | None = None):
+        """The queue's runner in this process, started once (it resumes what a stopped process left queued). The one
+        rule of who runs a data dir's queue, for the server and the command line alike: the process that holds the
+        data dir's writer lock (``mgrag serve`` holds it from its start; ``mgrag ingest`` takes it when it is free,
+        and takes over when the holder stops). While another process holds it: with ``on_busy`` (a command waiting
+        for its files) None, as that one runs the queue or will (``on_busy(DataDirBusy)`` hears it when no runner
+        beats there now: the holder is a command that runs none); without, :class:`~core.datalock.DataDirBusy` (a
+        server must hold its data dir, and says so at once when it cannot)."""
         with self._runner_lock:
             if self.runner is None:  # with MGRAG_QUEUE_URL, its jobs are computed by `mgrag worker` processes
+                try:
+                    self.ctx.writer_lock()
+                except DataDirBusy as e:
+                    if on_busy is None:
+                        raise
+                    if runner_alive(self.ctx.jobs) is None:
+                        on_busy(e)
+                    return None
                 self.runner = Runner(self.ctx).start()
             return self.runner
 

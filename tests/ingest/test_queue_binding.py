@@ -15,19 +15,11 @@ import pytest
 from app.context import AppContext
 from core.settings import Settings
 from ingest.jobs.queue import Runner, enqueue
-from tests.ingest.test_remote import SECRET, start_redis
+from tests.ingest.test_remote import SECRET
 from tests.sync import eventually
 
 ALICE = ("Alice's private note. The biopsy result is benign; tell nobody at work about the zebrafinch plan.\n\n" * 8)
 BOB = "Bob's shopping list. Apples, bread and lamp oil for the cabin by the lake.\n\n" * 8
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    proc, url = start_redis(tmp_path_factory.mktemp("redis"))
-    yield url
-    proc.terminate()
-    proc.wait(10)
 
 
 @pytest.fixture

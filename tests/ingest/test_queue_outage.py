@@ -13,8 +13,9 @@ from types import SimpleNamespace
 
 from app.context import AppContext
 from core.settings import Settings
+from tests.ingest.conftest import start_redis
 from tests.ingest.test_durability import ROOT
-from tests.ingest.test_remote import SECRET, start_redis
+from tests.ingest.test_remote import SECRET
 from tests.sync import eventually
 
 SLOW_S = 2.0  # the worker's reading of a file takes this long, so that Redis can stop in the middle of a job

@@ -105,11 +105,13 @@ def test_cli_default_chunker_is_one_phase(tmp_path, capsys):
 
 
 def test_cli_ingest_docs_ask_json(tmp_path, capsys, monkeypatch):
-    """LGMGC (opt-in, the shipped Gemma) in two phases: `mgrag ingest` returns once the document is searchable
-    (its MG first pass), an answer cites it as a first pass; `--wait ready` runs the refinements."""
+    """LGMGC (opt-in, the shipped Gemma) in two phases: `mgrag ingest --wait searchable` returns once the document
+    is searchable (its MG first pass), an answer cites it as a first pass; `--wait ready` (the default) runs the
+    refinements."""
     monkeypatch.setenv("MGRAG_CHUNKER", "lgmgc")
     data = str(tmp_path / "d")
-    assert main(["--data-dir", data, "ingest", "--quiet", str(SAMPLES / "mgrag_overview.md")]) == 0
+    assert main(["--data-dir", data, "ingest", "--quiet", "--wait", "searchable",
+                 str(SAMPLES / "mgrag_overview.md")]) == 0
     assert "0 ready, 1 searchable (refinement pending)" in capsys.readouterr().out
     assert main(["--data-dir", data, "docs", "--json"]) == 0
     docs = json.loads(capsys.readouterr().out)["documents"]
