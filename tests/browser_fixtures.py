@@ -53,3 +53,15 @@ def page(browser):
     pg.set_default_timeout(30_000)
     yield pg
     ctx.close()
+
+
+def ask_and_open_sources(page, url: str, question: str) -> None:
+    """Open the app at ``url``, ask ``question`` in the Chat tab, wait for the answer's "Sources (k)" and open them."""
+    from playwright.sync_api import expect
+
+    page.goto(url)
+    page.get_by_role("tab", name="Chat").click()
+    page.locator("#question textarea").fill(question)
+    page.locator("#ask").click()
+    expect(page.locator("#chatbot").get_by_text("Sources (")).to_have_count(1, timeout=30_000)
+    page.locator("#chatbot").get_by_text("Sources (").click()

@@ -12,6 +12,8 @@ import re
 import httpx
 import pytest
 
+from tests.browser_fixtures import ask_and_open_sources
+
 # A violation of the page's policy, as the browser reports it to the page (a script added before any of the page's)
 REPORT_VIOLATIONS = ("window.__csp = []; document.addEventListener('securitypolicyviolation', "
                      "e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));")
@@ -82,12 +84,7 @@ def test_the_app_and_the_viewer_work_under_their_policies(sec_server, page, view
     from playwright.sync_api import expect
 
     page.add_init_script(REPORT_VIOLATIONS)
-    page.goto(sec_server.url)
-    page.get_by_role("tab", name="Chat").click()
-    page.locator("#question textarea").fill("Who opens the lock gates every morning?")
-    page.locator("#ask").click()
-    expect(page.locator("#chatbot").get_by_text("Sources (")).to_have_count(1, timeout=30_000)
-    page.locator("#chatbot").get_by_text("Sources (").click()
+    ask_and_open_sources(page, sec_server.url, "Who opens the lock gates every morning?")
     expect(page.locator("#chatbot")).to_contain_text("Captain Ines Varga", timeout=30_000)
     for tab in ("Admin", "Evaluate", "Chat"):
         page.get_by_role("tab", name=tab).click()

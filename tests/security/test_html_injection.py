@@ -8,6 +8,7 @@ import pytest
 
 from ingest.jobs.queue import ingest_files
 from services.render import answer_markdown, plain_text_markdown, sources_html
+from tests.browser_fixtures import ask_and_open_sources
 
 HOSTILE = [
     '<img src="http://tracker.example/pixel.png">',
@@ -55,12 +56,7 @@ def test_a_hostile_document_cannot_make_a_readers_browser_fetch_anything(sec_ser
         f"The beacon keeper signs at {t}/autolink and at [the office]({t}/link).\n\n"
         "The beacon keeper signs <script>window.__pwned = 1</script> twice.\n", encoding="utf-8")
     assert ingest_files(sec_server.service.ctx, [doc]).results[0].status == "ingested"
-    page.goto(sec_server.url)
-    page.get_by_role("tab", name="Chat").click()
-    page.locator("#question textarea").fill("What does the beacon keeper sign every night?")
-    page.locator("#ask").click()
-    expect(page.locator("#chatbot").get_by_text("Sources (")).to_have_count(1, timeout=30_000)
-    page.locator("#chatbot").get_by_text("Sources (").click()
+    ask_and_open_sources(page, sec_server.url, "What does the beacon keeper sign every night?")
     page.locator("#chatbot .title.expanded").first.wait_for()
     chat = page.locator("#chatbot")
     expect(chat).to_contain_text("window.__pwned = 1", timeout=30_000)  # the passages are there, as text
