@@ -362,10 +362,15 @@ class Catalog:
         ``chunking`` (``{"chunker", "theta", "params"}``) is recorded when the document was cut with other parameters
         than its generation's. ``owner`` is set when the document is new and never changed afterwards. ``phase``
         ``"first"`` marks the quick first-pass chunks of a document whose refinement is pending; ``on_commit(db)``
-        runs inside the same transaction (the ingestion queue marks its job there)."""
+        runs inside the same transaction (the ingestion queue marks its job there). ``seconds`` is this write's work;
+        what is recorded is the document's whole ingest time: a later write of the same content in the same generation
+        (the next range of a long PDF, the refinement) adds its seconds to those before it."""
         chunks = list(chunks)
         now = time.time()
         with self.transaction() as db:
+            before = db.execute("SELECT seconds FROM indexed WHERE gen=? AND doc_id=? AND hash=?",
+                                (gen, doc_id, h)).fetchone()
+            seconds = (seconds or 0.0) + ((before[0] or 0.0) if before else 0.0)
             version = self.version_for(doc_id, h)
             db.execute("INSERT OR IGNORE INTO versions VALUES (?,?,?,?,?,?)", (doc_id, version, h, size, kind, now))
             db.execute(

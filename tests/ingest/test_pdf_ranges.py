@@ -130,3 +130,23 @@ def test_a_re_ingestion_while_a_long_pdf_is_read_keeps_it_to_be_read_on(make_ctx
     Runner(ctx).drain("ready")
     assert ctx.jobs.get(q.job.job_id).state == "ready" and _pages_found(ctx, "log.pdf") == set(range(1, 8))
     assert ctx.catalog.phase(ctx.catalog.live_generation().gen, "log.pdf")[1] is None
+
+
+def test_a_long_pdf_s_ingest_time_is_the_sum_of_its_ranges(make_ctx, monkeypatch):
+    """`mgrag docs` and the Admin tab show a document's whole ingest time: each range's write adds its seconds to
+    those before it (3cd4e12 showed the last range's alone: 14 s for ~127 s of work)."""
+    ctx = make_ctx(chunker="mg", theta=40, pdf_pages_per_range=3)
+    written: list[float] = []
+    real = ctx.catalog.record_indexed
+
+    def record(gen, doc_id, name, h, size, kind, chunks, seconds, *a, **k):
+        written.append(seconds)
+        return real(gen, doc_id, name, h, size, kind, chunks, seconds, *a, **k)
+
+    monkeypatch.setattr(ctx.catalog, "record_indexed", record)
+    [q] = enqueue(ctx, [("log.pdf", _pdf())])
+    Runner(ctx).drain("ready")
+    assert len(written) == 3  # pages 1–3, 4–6, 7
+    [row] = document_states(ctx)
+    assert row["seconds"] == pytest.approx(sum(written))
+    assert row["seconds"] > max(written)
