@@ -40,7 +40,7 @@ import numpy as np
 
 from app.candidates import Candidate, has_kind, numbers_in, words_number
 from app.grounding import SentenceVectors
-from app.question import DATE_RE, WORD, YEAR_RE, Question, content_words, lexicon, read_period
+from app.question import DATE_RE, MONTH_NAMES, WORD, YEAR_RE, Question, content_words, lexicon, read_period
 
 FEATURES = ("sim", "sim_gap", "sim_top", "sim_window", "cov", "cov_gap", "cov_soft", "cov_focus", "cov_passage",
             "bigram_cov", "ent_cand", "ent_doc", "kind_fit", "period_hit", "period_other", "period_unasked",
@@ -145,9 +145,6 @@ def name_in(name: str, text: str, low: str | None = None) -> bool:
     return bool(re.fullmatch(r"[A-Z][A-Z&.]{1,7}", name)) and acronym_in(name, text)
 
 
-_MONTHS = "january february march april may june july august september october november december".split()
-
-
 def _period_of(text: str) -> tuple[set[int], set[int], str]:
     p = read_period(text)
     return set(p.years), set(p.quarters), text.lower()
@@ -191,7 +188,7 @@ def period_fit(q: Question, text: str, header: bool = False) -> tuple[float, flo
     if p.months:
         parts += 1
         near = "" if header else r"(?=\s*,?\s*\d)"
-        named = {i + 1 for i, m in enumerate(_MONTHS) if re.search(rf"\b{m[:3]}(?:{m[3:]}|\.)?\b{near}", low)}
+        named = {i + 1 for i, m in enumerate(MONTH_NAMES) if re.search(rf"\b{m[:3]}(?:{m[3:]}|\.)?\b{near}", low)}
         hit += bool(named & set(p.months))
         other = max(other, float(bool(named) and not named & set(p.months)))
     return hit / parts, other

@@ -56,9 +56,9 @@ def function_words() -> frozenset[str]:
 
 
 WORD = re.compile(r"[A-Za-z][A-Za-z'’&.-]*[A-Za-z]|[A-Za-z]|\d[\d,.]*%?")
-_MONTH_NAMES = ("january february march april may june july august september october november december").split()
-_MONTH_RE = "|".join(m.capitalize() for m in _MONTH_NAMES) + "|" + "|".join(m[:3].capitalize() + r"\.?"
-                                                                         for m in _MONTH_NAMES)
+MONTH_NAMES = ("january february march april may june july august september october november december").split()
+_MONTH_RE = "|".join(m.capitalize() for m in MONTH_NAMES) + "|" + "|".join(m[:3].capitalize() + r"\.?"
+                                                                         for m in MONTH_NAMES)
 DATE_RE = re.compile(rf"\b({_MONTH_RE})\s+(\d{{1,2}}),?\s+((?:19|20)\d\d)\b")
 YEAR_RE = re.compile(r"(?<![\d,.$])((?:19|20)\d\d)(?!\d|,\d)")
 _FY_RE = re.compile(r"\b(?:fy|fiscal(?:\s+year)?)\s*'?((?:19|20)?\d\d)\b", re.I)
@@ -168,7 +168,7 @@ def read_period(question: str) -> Period:
     """
     dates = []
     for m in DATE_RE.finditer(question):
-        month = next(x for x in _MONTH_NAMES if x.startswith(m.group(1).lower()[:3]))
+        month = next(x for x in MONTH_NAMES if x.startswith(m.group(1).lower()[:3]))
         dates.append(f"{month} {int(m.group(2))} {m.group(3)}")
     years = {int(y) for y in YEAR_RE.findall(question)} | {_fy_year(y) for y in _FY_RE.findall(question)}
     quarters = set()
@@ -191,7 +191,7 @@ def read_period(question: str) -> Period:
     if _PERIOD_BACK.search(question) and not (shift_y or shift_q):
         shift_y = -1
     undated = DATE_RE.sub(" ", question)
-    months = {i + 1 for i, m in enumerate(_MONTH_NAMES) for _ in re.finditer(rf"\b{m.capitalize()}\b", undated)}
+    months = {i + 1 for i, m in enumerate(MONTH_NAMES) for _ in re.finditer(rf"\b{m.capitalize()}\b", undated)}
     return Period(tuple(sorted(years)), tuple(sorted(quarters)), tuple(dates), span, shift_y, shift_q,
                   tuple(sorted(months)))
 
@@ -214,7 +214,7 @@ def is_name(run: str) -> bool:
     if not words:
         return False
     if all(_PERIOD_TOKEN.match(w) or _FORM.match(w) or w.lower() in lx["currency_codes"]
-           or w.lower() in lx["scale_words"] or w.lower() in _MONTH_NAMES or w.lower() in lx["period_words"]
+           or w.lower() in lx["scale_words"] or w.lower() in MONTH_NAMES or w.lower() in lx["period_words"]
            for w in words):
         return False
     if len(words) == 1 and _AMP_ABBREVIATION.match(words[0]) and all(len(p) <= 2 for p in words[0].split("&")[:-1]) \
@@ -235,7 +235,7 @@ def _names(question: str) -> list[str]:
         run = run.replace("AMPERSAND", "&").replace(" Ampersand ", " & ")
         for part in re.split(r"['’]s\b\s*", run):
             words = [w for w in part.split() if not (_PERIOD_TOKEN.match(w.strip(".,")) or _FORM.match(w.strip(".,"))
-                                                      or w.strip(".,").lower() in _MONTH_NAMES)]
+                                                      or w.strip(".,").lower() in MONTH_NAMES)]
             name = " ".join(words).strip(" ,.")
             if name and is_name(name) and not all(len(w) == 1 for w in name.split()) and name not in out:
                 out.append(name)
@@ -252,7 +252,7 @@ _ASKED_THE = re.compile(r"^(?:what|which|who)\s+(?:is|are|was|were)\s+(?:the\s+)
 def content_words(text: str) -> list[str]:
     """Lower-case content words: no function, question or period words, numbers, months or single letters."""
     lx = lexicon()
-    skip = function_words() | lx["period_words"] | frozenset(_MONTH_NAMES) | lx["scale_words"] | set(lx["number_words"])
+    skip = function_words() | lx["period_words"] | frozenset(MONTH_NAMES) | lx["scale_words"] | set(lx["number_words"])
     out = []
     for w in (m.group().lower().strip("'’.") for m in WORD.finditer(DATE_RE.sub(" ", text))):
         w = re.sub(r"['’]s$", "", w)

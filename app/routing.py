@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from app.conversation import entities
 from app.question import DATE_RE as _DATE_RE
+from app.question import YEAR_RE as _YEAR
 from app.question import Question, is_name, lexicon, read_question
 
 _NAME_NOISE = frozenset(
@@ -31,7 +32,6 @@ _NAME_NOISE = frozenset(
     "national office department agency federal".split())
 _COVER_PERIOD = re.compile(r"\b(?:period|quarter|year)\s+ended\s+([A-Z][a-z]+\.?\s+\d{1,2},?\s+(?:19|20)\d\d)", re.I)
 _COVER_NAME = re.compile(r"\b(?:[A-Z][a-z]+|[A-Z0-9]*\d[A-Z0-9]*(?:-[A-Z0-9]+)*|[A-Z]{2,}(?:-\w+)*)\b")
-_YEAR = re.compile(r"(?<![\d,.$])((?:19|20)\d\d)(?!\d|,\d)")
 
 
 @dataclass
