@@ -13,7 +13,7 @@ COPY ui ui
 COPY cli cli
 # CPU torch; on a GPU host replace the constraint with the CUDA build you want.
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
- && pip install -c constraints.txt . \
+ && pip install -c constraints.txt '.[plots]' \
  && mgrag setup-models
 # the web app on every interface of the container (publish the port on the host's loopback, docker-compose.yml)
 ENV MGRAG_UI_HOST=0.0.0.0

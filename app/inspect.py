@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 # the registered chunkers (core/components.py) it compares, built by the registry with the settings' LG rule
 CHUNKERS = ("lgmgc", "recursive", "mg")
 LEVEL_NAMES = ("parent", "θ/2", "θ/4")
+PLOTS_MISSING = "The plots need matplotlib, which comes with the plots extra: pip install 'mgrag[plots]'."
 COLORS = {"lgmgc": "#c0392b", "recursive": "#2471a3", "mg": "#7d3c98"}
 
 
@@ -200,8 +201,12 @@ def _word_index(text: str) -> np.ndarray:
 def render_png(ins: Inspection, path: str | Path | None = None, *, words: tuple[int, int] | None = None) -> bytes:
     """The inspector's figure: p(boundary) after each sentence (log scale, coloured by the layout break), the
     cuts of each chunker, their parents and children as bands, and the question's matches. ``words`` limits the
-    x axis to a word range (default: the first 3,000 words). Returns the PNG bytes (and writes ``path``)."""
-    import matplotlib
+    x axis to a word range (default: the first 3,000 words). Returns the PNG bytes (and writes ``path``); without
+    matplotlib (the plots extra) an ImportError saying what to install."""
+    try:
+        import matplotlib
+    except ImportError as e:
+        raise ImportError(PLOTS_MISSING) from e
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -787,6 +787,9 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(e, ModelNotAvailable):
             print(f"error: {e}", file=sys.stderr)
             return 3
+        if isinstance(e, ImportError) and "mgrag[" in str(e):  # an extra not installed: the message names it
+            print(f"error: {e}", file=sys.stderr)
+            return 3
         from services.commands import BenchError
 
         if isinstance(e, (BenchError, FileNotFoundError)) and args.cmd == "bench":

@@ -1,7 +1,8 @@
 """``mgrag train-router``: questions files + the ingested corpus -> soft labels -> a trained, saved router.
 
-Writes ``config.json`` + ``model.safetensors`` (the router), ``loss.png`` (loss curves) and ``training.json``
-(data, splits, label statistics, loss history) into the output folder.
+Writes ``config.json`` + ``model.safetensors`` (the router), ``loss.png`` (loss curves; not without matplotlib, the
+plots extra, which a warning says) and ``training.json`` (data, splits, label statistics, loss history) into the
+output folder.
 """
 from __future__ import annotations
 
@@ -30,6 +31,14 @@ from router.model import DEFAULT_LEVELS, RouterConfig
 from router.train import TrainConfig, fit_retrieval_router, plot_history, retrieval_targets, train_router
 
 log = logging.getLogger(__name__)
+
+
+def _plot_loss(hist, path: Path, title: str) -> None:
+    """``loss.png``, or without matplotlib (the plots extra) a warning saying what to install: the router is saved."""
+    try:
+        plot_history(hist, path, title=title)
+    except ImportError as e:
+        log.warning("%s not written: %s", path, e)
 
 
 def level_names(n_levels: int) -> tuple[str, ...]:
@@ -117,7 +126,7 @@ def train_from_index(ctx, question_files: Sequence[str | Path], out: str | Path,
                                train_config=train_config, progress=progress)
     out = Path(out)
     model.save(out)
-    plot_history(hist, out / "loss.png", title=f"MoG router ({', '.join(sets)}; {similarity} labels)")
+    _plot_loss(hist, out / "loss.png", f"MoG router ({', '.join(sets)}; {similarity} labels)")
     report = {
         "command": " ".join(["mgrag", *sys.argv[1:]]) if sys.argv and sys.argv[0].endswith("mgrag") else None,
         "index": {"generation": live.gen, "chunker": live.chunker, "theta": live.theta, "embedder": live.embedder,
@@ -182,8 +191,7 @@ def _train_retrieval(ctx, live, corpus, questions, question_files, out: Path, *,
     model, hist = fit_retrieval_router(base, train, val, labels=y, val_labels=yv, train_config=train_config,
                                        progress=progress)
     model.save(out)
-    plot_history(hist, out / "loss.png", title=f"router ({', '.join(sets)}; {labels} labels, inputs "
-                                               f"{'+'.join(inputs)})")
+    _plot_loss(hist, out / "loss.png", f"router ({', '.join(sets)}; {labels} labels, inputs {'+'.join(inputs)})")
 
     yt = y if y is not None else retrieval_targets(train, live.n_levels)
     yvv = yv if yv is not None else (retrieval_targets(val, live.n_levels) if val else np.zeros((0, live.n_levels)))

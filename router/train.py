@@ -15,7 +15,8 @@ from torch import nn
 from router.features import choice_labels, level_labels, profile_dim, profile_features, weighting_gains
 from router.model import MoGRouter, RouterConfig, router_inputs
 
-# Imported where they are used, on purpose (heavy, optional or not needed by every caller): matplotlib, tqdm
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): matplotlib (the plots
+# extra), tqdm
 
 log = logging.getLogger(__name__)
 
@@ -121,9 +122,16 @@ def train_router(config: RouterConfig, x_train, y_train, x_val=None, y_val=None,
     return model.eval(), hist
 
 
+PLOTS_MISSING = "The plots need matplotlib, which comes with the plots extra: pip install 'mgrag[plots]'."
+
+
 def plot_history(history: History, path: str | Path, title: str = "MoG router: BCE loss") -> Path:
-    """PNG of the training and validation loss curves, the kept epoch marked."""
-    import matplotlib
+    """PNG of the training and validation loss curves, the kept epoch marked (ImportError saying what to install
+    without matplotlib)."""
+    try:
+        import matplotlib
+    except ImportError as e:
+        raise ImportError(PLOTS_MISSING) from e
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

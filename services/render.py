@@ -9,7 +9,8 @@ from ingest.readers.layout import place_label as place_label  # a source's place
 from ingest.readers.layout import source_place
 from ingest.text.tables import split_cells, table_groups, table_lines
 
-# Imported where they are used, on purpose (heavy, optional or not needed by every caller): matplotlib
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): matplotlib (the plots
+# extra: the product serves without it, and a plot asked for without it says what to install)
 
 LEVEL_NAMES = {0: "θ", 1: "θ/2", 2: "θ/4"}
 # one palette for the chat's sources, the viewer's text and its page images: the sentence that supports the answer
@@ -196,12 +197,35 @@ def answer_label(i: int, answer: dict) -> str:
     return f"#{i + 1}: {q[:70]}{'…' if len(q) > 70 else ''}"
 
 
+PLOTS_MISSING = "The plots need matplotlib, which comes with the plots extra: pip install 'mgrag[plots]'."
+
+
+class PlotsMissing(ImportError):
+    """A plot asked for where matplotlib is not installed (``mgrag`` without its ``plots`` extra)."""
+
+
+def figure(**kw):
+    """A matplotlib ``Figure`` (no pyplot, no backend state), or :class:`PlotsMissing` saying what to install."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as e:
+        raise PlotsMissing(PLOTS_MISSING) from e
+    return Figure(**kw)
+
+
+def plot_or_note(make, *args) -> tuple[object | None, str]:
+    """(the figure ``make(*args)`` draws, "") or, without matplotlib, (None, the sentence saying what to install): the
+    numbers a plot stands beside are shown either way."""
+    try:
+        return make(*args), ""
+    except PlotsMissing as e:
+        return None, str(e)
+
+
 def histogram_figure(lengths: dict[int, list[int]]):
     """Chunk length histograms (words), one panel per level."""
-    from matplotlib.figure import Figure
-
     levels = sorted(lengths) or [0]
-    fig = Figure(figsize=(3.2 * len(levels), 2.6), layout="constrained")
+    fig = figure(figsize=(3.2 * len(levels), 2.6), layout="constrained")
     for i, lv in enumerate(levels):
         ax = fig.add_subplot(1, len(levels), i + 1)
         data = lengths.get(lv, [])
@@ -214,9 +238,7 @@ def histogram_figure(lengths: dict[int, list[int]]):
 
 
 def loss_figure(loss: list[float], val_loss: list[float] | None = None):
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(5, 2.6), layout="constrained")
+    fig = figure(figsize=(5, 2.6), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
     ax.plot(range(1, len(loss) + 1), loss, label="train")
     if val_loss:
@@ -240,10 +262,8 @@ def bench_table(res: dict) -> list[list]:
 
 
 def bench_figure(res: dict):
-    from matplotlib.figure import Figure
-
     ks = [k for k in (1, 2, 5, 10, 20) if f"dcg@{k}" in res]
-    fig = Figure(figsize=(5, 2.6), layout="constrained")
+    fig = figure(figsize=(5, 2.6), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
     ax.plot(ks, [res[f"dcg@{k}"] for k in ks], marker="o", label="DCG@k")
     ax.plot(ks, [res[f"recall@{k}"] for k in ks], marker="o", label="Recall@k")

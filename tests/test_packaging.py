@@ -13,9 +13,47 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = sorted(p.parent.name for p in ROOT.glob("*/__init__.py"))  # the project's top-level packages
+# issue 48: the product apart from the lab. Each extra and the distributions it installs (the part that needs them
+# says which extra to install when they are missing: tests/test_without_extras.py); none is a core dependency.
+EXTRAS = {"plots": {"matplotlib"}, "llamaindex": {"llama-index-core"}, "langchain": {"langchain-text-splitters"},
+          "bench": {"matplotlib", "llama-index-core", "langchain-text-splitters", "chonkie"}}
+
+
+def _project() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _names(lines) -> dict[str, Requirement]:
+    return {canonicalize_name(r.name): r for r in map(Requirement, lines)}
+
+
+def test_the_lab_and_the_adapters_libraries_are_extras_not_core_dependencies():
+    project = _project()
+    core = _names(project["dependencies"])
+    extras = project["optional-dependencies"]
+    for extra, dists in EXTRAS.items():
+        assert set(_names(extras[extra])) == dists, extra
+        assert not dists & set(core), f"{sorted(dists & set(core))} should be in the {extra} extra, not a dependency"
+    # the bench extra holds the plots, llamaindex and langchain extras written out: the same specifiers
+    bench = _names(extras["bench"])
+    for extra in ("plots", "llamaindex", "langchain"):
+        for name, req in _names(extras[extra]).items():
+            assert bench[name].specifier == req.specifier, (extra, str(req), str(bench[name]))
+
+
+def test_the_setup_installs_every_extra_the_suite_needs():
+    """`make setup` (which `make test` runs) installs the extras that hold what the tests import: all but cuda."""
+    extras = _project()["optional-dependencies"]
+    (line,) = [x for x in (ROOT / "Makefile").read_text().splitlines() if "pip install" in x and " -e " in x]
+    named = line.split('".[')[1].split("]")[0].split(",")
+    installed = set().union(*(_names(extras[e]) for e in named))
+    for extra in set(extras) - {"cuda"}:
+        assert set(_names(extras[extra])) <= installed, f"make setup does not install the {extra} extra"
 
 
 def test_every_package_is_declared_and_copied_into_the_image():
@@ -44,6 +82,13 @@ def test_the_wheel_holds_the_shipped_router_and_the_evaluation_sets(tmp_path):
     assert {"router/default/config.json", "router/default/model.safetensors"} <= names
     assert any(n.startswith("app/evaluation/sets/") and n.endswith(".jsonl") for n in names)
     assert "cli/main.py" in names and "api/v1.py" in names
+    # `pip install mgrag` (no extras) installs none of the extras' libraries: they are Requires-Dist with an extra
+    meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    reqs = [Requirement(x.split(":", 1)[1]) for x in meta.splitlines() if x.startswith("Requires-Dist:")]
+    core = {canonicalize_name(r.name) for r in reqs if r.marker is None}
+    assert "torch" in core and not core & set().union(*EXTRAS.values()), sorted(core)
+    for extra, dists in EXTRAS.items():
+        assert dists <= {canonicalize_name(r.name) for r in reqs if r.marker and r.marker.evaluate({"extra": extra})}
     # installed from the wheel (not the working tree): the shipped router is found and loads with MGRAG_ROUTER=default
     site = tmp_path / "site"
     out = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],

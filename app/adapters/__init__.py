@@ -5,17 +5,21 @@
   parents with their scores per level).
 * :mod:`app.adapters.langchain`: ``MGRAGTextSplitter`` (a ``TextSplitter``: the chunks of one level).
 
-Those libraries are the ``bench`` extra, which the app does not need: this package imports neither, and each module
-raises an ImportError that names the extra when its library is missing.
+Those libraries are the ``llamaindex`` and ``langchain`` extras (both inside ``bench``), which the app does not
+need: this package imports neither, and each module raises an ImportError that names its extra when its library is
+missing.
 """
 from __future__ import annotations
 
-BENCH_EXTRA = "pip install 'mgrag[bench]'"
+
+def install(extra: str) -> str:
+    """The command that installs an extra: ``pip install 'mgrag[llamaindex]'``."""
+    return f"pip install 'mgrag[{extra}]'"
 
 
-def missing(module: str, dist: str) -> ImportError:
+def missing(module: str, dist: str, extra: str) -> ImportError:
     """The ImportError of an adapter module whose library is not installed."""
-    return ImportError(f"{module} needs {dist}, which comes with the bench extra: {BENCH_EXTRA}")
+    return ImportError(f"{module} needs {dist}, which comes with the {extra} extra: {install(extra)}")
 
 
 def chunker_theta(chunker, default: int) -> int:

@@ -4,8 +4,8 @@
 θ/2 or θ/4 children of a multi-level chunker. The pieces of one level do not overlap and cover the text up to
 whitespace; ``add_start_index=True`` puts each piece's exact offset in its Document's metadata.
 
-LangChain's text splitters are the ``bench`` extra (``pip install 'mgrag[bench]'``); without them this module does
-not import.
+LangChain's text splitters are the ``langchain`` extra (``pip install 'mgrag[langchain]'``, also in ``bench``);
+without them this module does not import.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ try:
     from langchain_core.documents import Document
     from langchain_text_splitters import TextSplitter
 except ImportError as e:
-    raise missing("app.adapters.langchain", "langchain-text-splitters") from e
+    raise missing("app.adapters.langchain", "langchain-text-splitters", "langchain") from e
 
 
 class MGRAGTextSplitter(TextSplitter):

@@ -10,7 +10,8 @@ it (``PARENT``, and ``CHILD`` back), as LlamaIndex's ``HierarchicalNodeParser`` 
 :func:`retrieval.search.retrieve` and returns its sources: the top parents, best first, with the document id, name,
 pages and the best score of each level in their metadata.
 
-LlamaIndex is the ``bench`` extra (``pip install 'mgrag[bench]'``); without it this module does not import.
+LlamaIndex is the ``llamaindex`` extra (``pip install 'mgrag[llamaindex]'``, also in ``bench``); without it this
+module does not import.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ try:
     )
     from llama_index.core.utils import get_tqdm_iterable
 except ImportError as e:
-    raise missing("app.adapters.llamaindex", "llama-index-core") from e
+    raise missing("app.adapters.llamaindex", "llama-index-core", "llamaindex") from e
 
 # metadata a parsed node carries for programs, kept out of the text embedded and shown to the LLM
 NODE_KEYS = ("level", "level_name", "chunker")

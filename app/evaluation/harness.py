@@ -60,6 +60,10 @@ CACHE_VERSION = 3  # bump when chunkers' output changes for the same settings (2
 CHUNKER_VERSION = {"ppl": 2, "llamachunk": 2}  # ... or one chunker's (2: θ-independent sentence cap)
 
 
+PLOTS_MISSING = ("The plots need matplotlib, which comes with the plots extra (and the bench extra): "
+                 "pip install 'mgrag[plots]'.")
+
+
 class BenchError(RuntimeError):
     pass
 
@@ -402,8 +406,13 @@ def retrieval_tables(res: dict) -> str:
 
 
 def retrieval_plots(res: dict, out_dir: Path) -> list[Path]:
-    """PNG plots: DCG@k and Recall@k vs k per chunker (mean over θ); evidence recall vs θ per chunker."""
-    import matplotlib
+    """PNG plots: DCG@k and Recall@k vs k per chunker (mean over θ); evidence recall vs θ per chunker. Without
+    matplotlib (the plots extra, in bench) a :class:`BenchError` saying what to install (the results are written
+    before)."""
+    try:
+        import matplotlib
+    except ImportError as e:
+        raise BenchError(PLOTS_MISSING) from e
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

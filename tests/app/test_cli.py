@@ -63,3 +63,21 @@ def test_two_files_with_the_same_name_are_both_kept(tmp_path, capsys, monkeypatc
     assert texts == {"notes.md": "The ferry leaves at noon from the east pier.",
                      "b/notes.md": "The bakery opens at five."}
     ctx.close()
+
+
+def test_a_missing_extra_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
+    """`mgrag inspect` where matplotlib (the plots extra) is not installed: one line saying what to install, exit 3,
+    no traceback."""
+    from services import render
+    from services.commands import CommandsPart
+
+    def no_plots(self, *a, **kw):
+        return render.figure()
+
+    monkeypatch.setenv("MGRAG_EMBEDDER", "hashing")
+    monkeypatch.setattr(render, "figure", lambda **kw: (_ for _ in ()).throw(render.PlotsMissing(render.PLOTS_MISSING)))
+    monkeypatch.setattr(CommandsPart, "inspect_to", no_plots)
+    rc = main(["--data-dir", str(tmp_path / "data"), "inspect", "any.md", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 3 and err.strip() == f"error: {render.PLOTS_MISSING}"
+    assert render.plot_or_note(render.loss_figure, [1.0]) == (None, render.PLOTS_MISSING)

@@ -249,7 +249,10 @@ class AdminRoom:
     # -- statistics, router training, the chunk inspector ------------------------------------------------------------
     @admin
     def on_stats(self, token):
-        return render.histogram_figure(self.service.chunk_lengths(token))
+        fig, missing = render.plot_or_note(render.histogram_figure, self.service.chunk_lengths(token))
+        if missing:
+            gr.Warning(missing)
+        return fig
 
     @admin
     def on_train(self, token, sets, progress=gr.Progress()):
@@ -263,8 +266,10 @@ class AdminRoom:
         except Exception as e:  # the router's own errors (no labels, wrong encoder, …) carry their message
             raise gr.Error(f"router training failed: {e}") from e
         h = rep["history"]
-        return (render.loss_figure(h["train"], h.get("val")),
-                f"Trained on {rep['n_questions']} question(s): validation loss {h['best_val']:.4f} at epoch "
+        fig, missing = render.plot_or_note(render.loss_figure, h["train"], h.get("val"))
+        lead = f"{missing} " if missing else ""
+        return (fig,
+                lead + f"Trained on {rep['n_questions']} question(s): validation loss {h['best_val']:.4f} at epoch "
                 f"{h['best_epoch']} of {len(h['train'])}; saved to the data dir's router folder. "
                 + ("The chat now uses it." if service.settings.router == "default" else
                    "The chat uses it with MGRAG_ROUTER=default (the default is none, uniform weights: no router "

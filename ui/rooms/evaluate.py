@@ -117,8 +117,9 @@ class EvaluateRoom:
             note += f"; skipped (not in the index): {', '.join(res['skipped_docs'][:8])}"
         if res.get("mismatched_docs"):
             note += f"; skipped (text differs from the set's): {', '.join(res['mismatched_docs'][:8])}"
-        note = render.plain_text_markdown(note)
-        return pd.DataFrame(render.bench_table(res), columns=["metric", "value"]), render.bench_figure(res), note
+        fig, missing = render.plot_or_note(render.bench_figure, res)
+        note = render.plain_text_markdown(note + (f". {missing}" if missing else ""))
+        return pd.DataFrame(render.bench_table(res), columns=["metric", "value"]), fig, note
 
     # -- events --------------------------------------------------------------------------------------------------
     def wire(self) -> None:
