@@ -26,9 +26,11 @@ from app.scorer import ReaderModel, answer_key, answer_mass
 log = logging.getLogger(__name__)
 
 MORE_QUOTES = 2  # further quotes shown under the answer, at most
-# the candidates the LM check judges when the model has no fitted check stage: on dev, the LM's pick among the
-# scorer's top 3 answers 62% of the answerable rows against the scorer's first 54% (bench/results/lm_check_dev.json)
-LM_TOP_K = 3
+# the candidates the LM check judges when the model has no fitted check stage, chosen on dev for the latency goal:
+# with the question-first prompt and llama-server's prompt cache, the LM's pick among the scorer's top 2 answers 59%
+# of the answerable rows against the scorer's first 54%, 2.9 s a question on 2 cores (the top 3 with the passage
+# first: 62%, 19 s; bench/results/lm_check_dev_variants.json, variants 7 and 0)
+LM_TOP_K = 2
 # a further quote is shown when the scorer gives it at least this share of the answer's probability: nearly as good,
 # so the reader sees the alternatives the scorer hesitated between
 MORE_SHARE = 0.5

@@ -14,10 +14,14 @@ an endpoint instead, through the product's own client.
 Each row's margins, seconds and prompt tokens are keyed by candidate index; a second run with another model or
 ``--top-k`` computes only the candidates not checked yet.
 
-Cheaper variants, for measuring only (the product's prompt is the default): ``--context-words N`` keeps the
+The passage-first prompt (:data:`PASSAGE_FIRST_USER`, the product's until the variants were measured) is the
+default here so that the results files stay reproducible; ``--question-first`` is the product's prompt now.
+
+Cheaper variants: ``--context-words N`` keeps the
 candidate's sentence (a passage's last line) and at most N words of the lines before it (its heading, a table's
 title), the words nearest the sentence; ``--question-first`` asks with the question before the passage
-(:data:`QUESTION_FIRST_USER`), so that a question's candidates share a longer prompt prefix; ``--prefix-cache``
+(:data:`QUESTION_FIRST_USER`, the product's :data:`app.checker.CHECK_USER`), so that a question's candidates share a
+longer prompt prefix; ``--prefix-cache``
 keeps the evaluated tokens the next prompt starts with (llama.cpp's own prompt reuse, as ``llama-server`` does with
 ``cache_prompt``) and records per check the tokens evaluated (``evaluated``); ``--answerable-only`` skips the rows
 with no right answer (``lm-summary`` reads only the answerable); ``--same-rows FILE`` checks only the rows whose top
@@ -40,8 +44,9 @@ checker = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(checker)
 
 
-QUESTION_FIRST_USER = ("Question: {question}\n\nPassage: {passage}\n\n"
-                       "Does the passage answer the question? Reply yes or no.")
+QUESTION_FIRST_USER = checker.CHECK_USER  # the product's prompt since the variants below were measured
+PASSAGE_FIRST_USER = ("Passage: {passage}\n\nQuestion: {question}\n\n"
+                      "Does the passage answer the question? Reply yes or no.")  # the product's prompt before
 
 
 def clip_context(passage: str, words: int | None) -> str:
@@ -60,10 +65,10 @@ def clip_context(passage: str, words: int | None) -> str:
 
 
 def messages_for(question: str, passage: str, question_first: bool = False) -> list[dict]:
-    if not question_first:
+    if question_first:
         return checker.check_messages(question, passage)
     return [{"role": "system", "content": checker.CHECK_SYSTEM},
-            {"role": "user", "content": QUESTION_FIRST_USER.format(question=question, passage=passage)}]
+            {"role": "user", "content": PASSAGE_FIRST_USER.format(question=question, passage=passage)}]
 
 
 def qwen_prompt(messages: list[dict]) -> str:

@@ -11,6 +11,7 @@ import logging
 
 import pytest
 
+from app import reader
 from app.answer import answer
 from ingest.jobs.queue import ingest_files
 
@@ -136,8 +137,8 @@ def test_without_avx512_the_lm_check_is_skipped_with_a_log_line_and_answers_stil
     assert a.error is None and not a.abstained and "1,240" in _line(a)
 
 
-def test_the_lm_check_picks_among_the_scorer_top_three_and_leaves_abstention_to_the_scorer(ctx, monkeypatch):
-    """With no fitted check stage the LM's yes/no margins choose among the scorer's top three candidates; whether
+def test_the_lm_check_picks_among_the_scorer_top_two_and_leaves_abstention_to_the_scorer(ctx, monkeypatch):
+    """With no fitted check stage the LM's yes/no margins choose among the scorer's top two candidates; whether
     to answer stays the scorer's decision (its confidence against its threshold)."""
     import app.evidence as evidence
 
@@ -153,7 +154,7 @@ def test_the_lm_check_picks_among_the_scorer_top_three_and_leaves_abstention_to_
 
     monkeypatch.setattr(evidence, "checker", lambda ctx: Judge())
     checked = answer(ctx, q, doc_ids=["harbour.md"])
-    assert len(Judge.seen) == 3 and Judge.seen[0].split(" [")[0] in _line(alone)
+    assert len(Judge.seen) == reader.LM_TOP_K == 2 and Judge.seen[0].split(" [")[0] in _line(alone)
     assert not checked.abstained and Judge.seen[1].split(" [")[0] in _line(checked)
     assert checked.grounding["reader"]["confidence"] == alone.grounding["reader"]["confidence"]
-    assert checked.grounding["reader"]["check"]["margins"] == [-4.0, 4.0, -4.0]
+    assert checked.grounding["reader"]["check"]["margins"] == [-4.0, 4.0]

@@ -1,0 +1,27 @@
+"""The LM check's request (app/checker.py): the question before the passage, so that one question's candidates share
+the prompt up to the passage (a server's prompt cache evaluates it once); one token, its top log-probabilities."""
+from __future__ import annotations
+
+import httpx
+
+from app import checker
+
+
+def test_the_check_asks_with_the_question_first_and_reads_yes_minus_no(monkeypatch):
+    sent: list[dict] = []
+
+    def post(url, json, headers, timeout):
+        sent.append(json)
+        body = {"choices": [{"logprobs": {"content": [{"top_logprobs": [
+            {"token": "Yes", "logprob": -0.2}, {"token": "No", "logprob": -1.7}]}]}}]}
+        return httpx.Response(200, json=body, request=httpx.Request("POST", url))
+
+    monkeypatch.setattr(httpx, "post", post)
+    c = checker.LMChecker("http://127.0.0.1:1/v1")
+    m1 = c.margin("How many staff?", "We employ 240 people.")
+    c.margin("How many staff?", "The office is in Leeds.")
+    assert round(m1, 3) == 1.5
+    users = [b["messages"][1]["content"] for b in sent]
+    assert all(u.startswith("Question: How many staff?\n\nPassage: ") for u in users)
+    prefix = len("Question: How many staff?\n\nPassage: ")
+    assert users[0][:prefix] == users[1][:prefix] and sent[0]["max_tokens"] == 1 and sent[0]["logprobs"] is True
