@@ -18,7 +18,6 @@ from ingest.store.catalog import Catalog, DocumentStore
 from ingest.store.consistency import ORPHAN_AGE_S, check
 from ingest.store.index import open_index
 from ingest.text.lm import LogitsScorer, choose_threads
-from retrieval.bm25 import Bm25Store
 
 # Imported where they are used, on purpose (heavy, optional or not needed by every caller): torch and router.runtime
 
@@ -95,7 +94,7 @@ class AppContext:
             # the first opener since this process took the lock removes every unreferenced original; a later one
             # shares the lock with contexts that may be storing an upload right now: only old ones
             age = 0.0 if first_open(self.settings.data_dir) else ORPHAN_AGE_S
-            self.check_report = check(self.catalog, idx, self.bm25, self.settings.data_dir, own_store=self.embedded,
+            self.check_report = check(self.catalog, idx, self.settings.data_dir, own_store=self.embedded,
                                       orphan_min_age_s=age)
         return idx
 
@@ -123,10 +122,6 @@ class AppContext:
         """Documents' table rows, for looking up a figure's statement row the search did not bring
         (:mod:`app.lookup`)."""
         return RowIndex(self.store.text)
-
-    @cached_property
-    def bm25(self) -> Bm25Store:
-        return Bm25Store(self.settings.data_dir / "bm25", doc_of=self.catalog.docs_of_chunks)
 
     @cached_property
     def embedder(self) -> Embedder:

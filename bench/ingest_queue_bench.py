@@ -253,7 +253,7 @@ def load(args) -> dict:
     t_all_ready = time.monotonic() - t0
     svc.close()
     live = ctx.catalog.live_generation()
-    rep = check(ctx.catalog, ctx.index, ctx.bm25, d)  # the consistency check: finds nothing to repair
+    rep = check(ctx.catalog, ctx.index, d)  # the consistency check: finds nothing to repair
     same = all(set(ctx.catalog.level_chunk_ids(live.gen, lv)) == ctx.index.ids(live.gen, lv)
                for lv in range(live.n_levels))
     from ingest.jobs.queue import document_states

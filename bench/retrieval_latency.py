@@ -52,11 +52,11 @@ def chroma_ctx(data_dir: Path):
 
 
 def synthetic_ctx(data_dir: Path, n_chunks: int, dim: int):
-    """An index of ``n_chunks`` random unit vectors split 1:2:4 over three levels, with text payloads."""
+    """An index of ``n_chunks`` random unit vectors split 1:2:4 over three levels, with text payloads (their keywords
+    written with them by the store)."""
     from app.context import AppContext
     from core.settings import Settings
     from ingest.store.index import StoredPoint
-    from retrieval.bm25 import Bm25Store
 
     ctx = AppContext(Settings(data_dir=data_dir, chunker="mg"))
     cat, index = ctx.catalog, ctx.index
@@ -69,15 +69,11 @@ def synthetic_ctx(data_dir: Path, n_chunks: int, dim: int):
         n_par = n_chunks // 7
         sizes = [n_par, 2 * n_par, n_chunks - 3 * n_par]
 
-        class C:  # what Bm25Store.update needs
-            def __init__(self, id, level, text, parent_id):
-                self.id, self.level, self.text, self.parent_id = id, level, text, parent_id
-
         rows: list[tuple] = []
         parent_ids = [str(uuid.uuid5(uuid.NAMESPACE_URL, f"p{i}")) for i in range(n_par)]
         for level, n in enumerate(sizes):
             words = 300 >> level
-            batch, bm = [], []
+            batch = []
             vecs = rng.standard_normal((n, emb.dim)).astype(np.float32)
             vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
             for i in range(n):
@@ -87,7 +83,6 @@ def synthetic_ctx(data_dir: Path, n_chunks: int, dim: int):
                 batch.append(StoredPoint(cid, {
                     "doc_id": f"doc{i // 500}", "doc_hash": "x", "doc_version": 1, "level": level, "parent_id": pid,
                     "start": 0, "end": len(text), "text": text}, vector=vecs[i]))
-                bm.append(C(cid, level, text, pid))
                 if len(batch) == 1000:
                     index.upsert_points(gen, level, batch)
                     rows += [(gen, p.id, p.payload["doc_id"], level, 0, p.payload["end"], p.payload["parent_id"])
@@ -97,7 +92,6 @@ def synthetic_ctx(data_dir: Path, n_chunks: int, dim: int):
                 index.upsert_points(gen, level, batch)
                 rows += [(gen, p.id, p.payload["doc_id"], level, 0, p.payload["end"], p.payload["parent_id"])
                          for p in batch]
-            Bm25Store.update(ctx.bm25, gen, bm)
         with cat.transaction() as db:  # the catalog owns the points (the consistency check on open keeps them)
             db.executemany("INSERT OR REPLACE INTO chunks VALUES (?,?,?,?,?,?,?)", rows)
         index.flush(gen)

@@ -4,85 +4,23 @@ The stages (``ingest``, ``retrieval``, ``router``) annotate their ``ctx`` with :
 the wiring that builds them (``app.context.AppContext``, which satisfies this protocol, as do the tests' fakes).
 Each resource is built on first use by whoever implements the protocol.
 
-The foundation imports no stage, not even for the type checker (tests/test_layers.py), so the resources with a small
-interface are typed by protocols here, which the stages' classes satisfy: :class:`Embedder`, :class:`VectorStore`
-(with its :class:`Point`). The others (the catalog's nearly forty methods, the document store, BM25, the queue, the
-boundary LM) stay ``Any``, their class named beside them.
+The foundation imports no stage, not even for the type checker (tests/test_layers.py), so every resource is typed by
+a protocol of :mod:`core.protocols` that says what the stages ask of it, and which the stages' classes satisfy (the
+class is named beside each member).
 """
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from core.protocols import BoundaryLM, ChatLM, DocumentCatalog, JobQueue, OriginalStore, Router
+from core.protocols import Embedder as Embedder
+from core.protocols import Point as Point
+from core.protocols import VectorStore as VectorStore
 from core.settings import Settings
 
 if TYPE_CHECKING:
     import numpy as np
-
-
-class Embedder(Protocol):
-    """Texts to unit vectors (``ingest.embed``: the sentence-transformers models, the hashing embedder of the
-    tests)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def dim(self) -> int: ...
-
-    def embed_passages(self, texts: Sequence[str]) -> np.ndarray: ...
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-class Point(Protocol):
-    """A point of the vector store (``ingest.store.index.StoredPoint``): a chunk's id, payload, score, vector."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def payload(self) -> dict: ...
-
-    @property
-    def score(self) -> float: ...
-
-    @property
-    def vector(self) -> np.ndarray | None: ...
-
-
-class VectorStore(Protocol):
-    """What the stages ask of the vector index (``ingest.store.index.VectorIndex``: Qdrant Edge, local or a server):
-    one collection per generation and level; searches read the live generation."""
-
-    def create_generation(self, gen: int, dim: int, n_levels: int) -> None: ...
-
-    def drop_generation(self, gen: int, n_levels: int = 3) -> None: ...
-
-    def generations(self) -> set[int]: ...
-
-    def switch(self, gen: int, n_levels: int, old_levels: int = 3) -> None: ...
-
-    def flush(self, gen: int | None = None) -> None: ...
-
-    def optimize(self, gen: int) -> None: ...
-
-    # chunks: ingest.types.Chunk, one per vector
-    def upsert(self, gen: int, chunks: Sequence[Any], vectors: np.ndarray, doc_version: int,
-               owner: str | None = None) -> None: ...
-
-    def delete(self, gen: int, ids_by_level: dict[int, list[str]]) -> None: ...
-
-    def count(self, gen: int, level: int, doc_ids: Sequence[str] | None = None) -> int: ...
-
-    def search(self, level: int, vector: np.ndarray, limit: int, doc_ids: Sequence[str] | None = None,
-               visible_to: str | None = None) -> Sequence[Point]: ...
-
-    def retrieve(self, level: int, ids: Sequence[str], *, gen: int | None = None, with_vectors: bool = False
-                 ) -> Sequence[Point]: ...
-
-    def points(self, gen: int, level: int, with_vectors: bool = False, limit: int = 2048) -> Iterator[Point]: ...
 
 
 class Resources(Protocol):
@@ -90,33 +28,31 @@ class Resources(Protocol):
     write_lock: threading.Lock  # one index write at a time in this process
 
     @property
-    def jobs(self) -> Any: ...  # ingest.jobs.state.JobStore: the ingestion queue
+    def jobs(self) -> JobQueue: ...  # ingest.jobs.state.JobStore: the ingestion queue
 
     @property
-    def catalog(self) -> Any: ...  # ingest.store.catalog.Catalog: documents, versions, generations
+    def catalog(self) -> DocumentCatalog: ...  # ingest.store.catalog.Catalog: documents, versions, generations
 
     @property
-    def store(self) -> Any: ...  # ingest.store.catalog.DocumentStore: the stored originals
+    def store(self) -> OriginalStore: ...  # ingest.store.catalog.DocumentStore: the stored originals
 
     @property
-    def index(self) -> VectorStore: ...  # the Qdrant store (Edge, local or a server)
+    def index(self) -> VectorStore: ...  # ingest.store.index.VectorIndex: the Qdrant store (Edge, local or a server)
 
     @property
-    def bm25(self) -> Any: ...  # retrieval.bm25.Bm25Store
+    def embedder(self) -> Embedder: ...  # ingest.embed: a sentence-transformers model or the hashing embedder
 
     @property
-    def embedder(self) -> Embedder: ...
+    def scorer(self) -> BoundaryLM: ...  # ingest.text.lm.LogitsScorer: the boundary LM of the LG chunkers
 
     @property
-    def scorer(self) -> Any: ...  # ingest.text.lm.LogitsScorer: the boundary LM of the LG chunkers
+    def router(self) -> tuple[Router | None, str]: ...  # (router.runtime.RouterRuntime or None: uniform weights, why)
+
+    # (level weights, why, seconds) for one question; hits: the dense search's (retrieval.scoring.Hit) per level
+    def route(self, *, embedder_name: str, n_levels: int, question: str, query_vector: np.ndarray | None = None,
+              hits: Any = None) -> tuple[list[float], str, float]: ...
 
     @property
-    def router(self) -> Any: ...  # router.runtime.RouterRuntime or None (uniform weights)
-
-    def route(self, *, embedder_name: str, n_levels: int, question: str, query_vector=None,
-              hits=None) -> tuple[list[float], str, float]: ...  # (level weights, why, seconds) for one question
-
-    @property
-    def chunking_llm(self) -> Any: ...  # the OpenAI-compatible client of the lumber chunker, or None
+    def chunking_llm(self) -> ChatLM | None: ...  # the lumber chunker's OpenAI-compatible client, or None
 
     def loaded(self, name: str) -> bool: ...  # whether the resource ``name`` is built already (not building it)

@@ -1,49 +1,34 @@
-"""BM25 over each granularity level, persisted per index generation and updated on ingest.
+"""BM25 in memory over one level's chunks: the reference the store's keywords are checked against, and what the
+lab (router labels, the retrieval benchmarks) scores texts with that are not in an index.
+
+The product's keyword search runs inside the vector store (:mod:`ingest.text.keywords`: each point's BM25 term
+weights as a sparse vector the store weighs by idf); its scores equal these when the reference length equals the
+collection's mean (``tests/ingest/test_keywords_in_store.py``).
 
 Scoring is ``rank_bm25.BM25Okapi``'s (same k1/b saturation, same treatment of repeated query terms) with
-one deliberate change: the idf is Lucene's ``log(1 + (N - df + .5) / (df + .5))``, always positive. rank_bm25's
-``log((N - df + .5) / (df + .5))`` is 0 for a term in exactly half of the chunks and negative above, which on a
-small collection (one short document: every term in every chunk) makes BM25 return nothing at all. Scores
-are precomputed into a sparse doc × term matrix, so a query costs one sparse mat-vec instead of a Python loop
-over every document per query term. The tests compare against rank_bm25's ``get_scores`` with that idf.
-
-Each level's state (chunk ids and term counts) is pickled to ``data/bm25/g{gen}_L{level}.pkl`` with an
-atomic rename; the matrix is built when the level is first searched in a process and rebuilt only after an
-ingest changes that file — never per query.
+one deliberate change: the idf is Lucene's ``log(1 + (N - df + .5) / (df + .5))``, always positive (Qdrant's too).
+rank_bm25's ``log((N - df + .5) / (df + .5))`` is 0 for a term in exactly half of the chunks and negative above,
+which on a small collection (one short document: every term in every chunk) makes BM25 return nothing at all.
+Scores are precomputed into a sparse doc × term matrix, so a query costs one sparse mat-vec instead of a Python
+loop over every document per query term. The tests compare against rank_bm25's ``get_scores`` with that idf.
 """
 from __future__ import annotations
 
 import math
-import os
-import pickle
-import re
-import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from ingest.text.chunk_context import indexed_text
+from ingest.text.keywords import STOPWORDS as STOPWORDS
+from ingest.text.keywords import tokenize
 
 # Imported where they are used, on purpose (heavy, optional or not needed by every caller): scipy
-
-_TOKEN_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+", re.UNICODE)
-STOPWORDS = frozenset(
-    "a an and are as at be but by for from has have he her his i in is it its of on or she that the their them "
-    "there they this to was were what when where which who whom why will with you your".split()
-)
-
 
 def lucene_idf(n_docs: int, df: int) -> float:
     """Always-positive idf: ``log(1 + (N - df + 0.5) / (df + 0.5))``."""
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercased word tokens (CJK characters one by one), English stopwords removed."""
-    return [t for t in _TOKEN_RE.findall(text.lower()) if t not in STOPWORDS]
 
 
 @dataclass
@@ -115,89 +100,3 @@ class Bm25Level:
         idx = np.argpartition(-s, k - 1)[:k]
         idx = idx[np.argsort(-s[idx], kind="stable")]
         return [(int(i), float(s[i])) for i in idx if s[i] > 0]
-
-
-class Bm25Store:
-    """Per-generation, per-level BM25 state on disk with an in-process cache of built indexes."""
-
-    def __init__(self, root: Path, doc_of=None):
-        """``doc_of(gen, chunk_ids) -> {chunk id: doc id}`` fills in the documents of chunks stored without one."""
-        self.root = Path(root)
-        self.doc_of = doc_of
-        self._cache: dict[tuple[int, int], tuple[float, Bm25Level]] = {}
-        self._lock = threading.Lock()
-
-    def path(self, gen: int, level: int) -> Path:
-        return self.root / f"g{gen}_L{level}.pkl"
-
-    def _read(self, gen: int, level: int) -> dict[str, tuple[str, Counter]]:
-        p = self.path(gen, level)
-        if not p.exists():
-            return {}
-        with p.open("rb") as f:
-            return pickle.load(f)
-
-    def _write(self, gen: int, level: int, state: dict[str, tuple[str, Counter]]) -> None:
-        p = self.path(gen, level)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_suffix(f".{os.getpid()}.tmp")
-        try:
-            with tmp.open("wb") as f:
-                pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, p)
-        finally:
-            tmp.unlink(missing_ok=True)
-
-    def update(self, gen: int, add: Iterable, remove: dict[int, list[str]] | None = None) -> None:
-        """Add chunks (with id, level, text, parent_id) and remove ids, level by level; one write per level."""
-        by_level: dict[int, list] = {}
-        for c in add:
-            by_level.setdefault(c.level, []).append(c)
-        levels = set(by_level) | set((remove or {}).keys())
-        with self._lock:
-            for level in levels:
-                state = self._read(gen, level)
-                for cid in (remove or {}).get(level, []):
-                    state.pop(cid, None)
-                for c in by_level.get(level, []):
-                    text = indexed_text((getattr(c, "meta", None) or {}).get("context", ""), c.text)
-                    state[c.id] = (c.parent_id, Counter(tokenize(text)), getattr(c, "doc_id", None))
-                self._write(gen, level, state)
-
-    def retain(self, gen: int, keep: dict[int, set[str]]) -> int:
-        """Remove every chunk of ``gen`` whose id is not in ``keep[level]`` (the consistency check); how many."""
-        removed = 0
-        with self._lock:
-            for level, ids in keep.items():
-                state = self._read(gen, level)
-                stale = [cid for cid in state if cid not in ids]
-                for cid in stale:
-                    del state[cid]
-                if stale:
-                    self._write(gen, level, state)
-                    removed += len(stale)
-        return removed
-
-    def level(self, gen: int, level: int) -> Bm25Level:
-        p = self.path(gen, level)
-        mtime = p.stat().st_mtime_ns if p.exists() else -1
-        with self._lock:
-            hit = self._cache.get((gen, level))
-            if hit and hit[0] == mtime:
-                return hit[1]
-        state = self._read(gen, level)
-        docs = [v[2] if len(v) > 2 else None for v in state.values()]
-        if self.doc_of is not None and any(d is None for d in docs):  # written before documents were recorded
-            found = self.doc_of(gen, [k for k, d in zip(state, docs) if d is None])
-            docs = [d if d is not None else found.get(k) for k, d in zip(state, docs)]
-        built = Bm25Level(list(state.keys()), [v[1] for v in state.values()], [v[0] for v in state.values()], docs)
-        with self._lock:
-            self._cache[(gen, level)] = (mtime, built)
-        return built
-
-    def drop(self, gen: int) -> None:
-        for p in self.root.glob(f"g{gen}_L*.pkl"):
-            p.unlink(missing_ok=True)
-        with self._lock:
-            for key in [k for k in self._cache if k[0] == gen]:
-                del self._cache[key]

@@ -135,27 +135,13 @@ def dense_search(ctx: Resources, n_levels: int, query_vector, k: int, doc_ids=No
 def bm25_search(ctx: Resources, live, tokens: list[str], k: int, doc_ids=None, visible_to: str | None = None
                 ) -> list[tuple[int, str, str, float]]:
     """``(level, chunk id, parent id, score)``: the ``k`` best BM25 chunks of every level of ``live``, best first per
-    level, within the same limits as :func:`dense_search`."""
-    allowed = bm25_allowed(ctx, doc_ids, visible_to)
+    level, within the same limits as :func:`dense_search`: the keywords live in the store beside the dense vectors
+    (:mod:`ingest.text.keywords`), so the documents and the reader's visibility are the same payload conditions."""
     out = []
     for level in range(live.n_levels):
-        lv = ctx.bm25.level(live.gen, level)
-        for i, score in lv.top_indices(tokens, k, allowed=allowed):
-            out.append((level, lv.ids[i], lv.parents[i] if lv.parents else lv.ids[i], score))
+        for p in ctx.index.keyword_search(level, tokens, k, doc_ids=doc_ids, visible_to=visible_to):
+            out.append((level, p.id, p.payload.get("parent_id") or p.id, p.score))
     return out
-
-
-def bm25_allowed(ctx: Resources, doc_ids, visible_to: str | None):
-    """The documents a BM25 search may return (None: all): BM25 runs in this process over every chunk of a level,
-    so a reader's restriction is the catalog's list of its visible documents, asked only when some document is
-    hidden from it."""
-    if visible_to is None or not ctx.catalog.has_hidden_docs(visible_to):
-        return doc_ids
-    visible = ctx.catalog.visible_doc_ids(visible_to)
-    if doc_ids is None:
-        return visible
-    seen = set(visible)
-    return [d for d in doc_ids if d in seen]
 
 
 @dataclass

@@ -71,10 +71,9 @@ class AdminPart(ServicePart):
             raise ValueError(f"θ must be between 4 and 100000 words, got {theta}")
         theta = int(theta) if theta else None
         with self._writing("reingest"):
-            ing = self._ingestor(progress, on_step)
             if doc_ids:
-                return ing.reingest(chunker or None, theta, only=doc_ids)
-            return ing.reingest(chunker, theta)
+                return self._reingest(progress, on_step, chunker=chunker or None, theta=theta, only=doc_ids)
+            return self._reingest(progress, on_step, chunker=chunker, theta=theta)
 
     def queue_rows(self, token: str) -> list[dict]:
         """The Admin tab's view of the queue: every active job and the last finished ones."""
@@ -251,7 +250,8 @@ class AdminPart(ServicePart):
 
 
 def _own_params(chunking: dict | None) -> dict | None:
-    """A document's own chunking parameters (see ``Ingestor.reingest(only=...)``) as the documents table shows them."""
+    """A document's own chunking parameters (see ``reingest(only=...)``, ingest.pipeline) as the documents table shows
+    them."""
     if not chunking:
         return None
     return {**(chunking.get("params") or {}), "chunker": chunking["chunker"], "theta": chunking["theta"]}

@@ -166,18 +166,16 @@ class CommandsPart(ServicePart):
 
     def reingest_library(self, refs: list[str] | None = None, chunker: str | None = None, theta: int | None = None,
                          allow_partial: bool = False, progress: bool = False):
-        """Re-ingest under the data dir's writer lock (:meth:`ingest.pipeline.Ingestor.reingest`): every document
+        """Re-ingest under the data dir's writer lock (:func:`ingest.pipeline.reingest`): every document
         into a new generation, switched atomically; or, ``refs`` naming documents, only those re-chunked (with
         ``chunker``/``theta`` for them only if given) and the rest copied. ``progress``: bars on the terminal. The
         report; ValueError for an unknown document or a refused request."""
-        from ingest.pipeline import Ingestor
+        from ingest.pipeline import reingest
 
         self.ctx.writer_lock()
         with self._writing("reingest"):
-            ing = Ingestor(self.ctx, progress=progress)
-            if refs:
-                return ing.reingest(chunker, theta, allow_partial=allow_partial, only=self.find_documents(refs))
-            return ing.reingest(chunker, theta, allow_partial=allow_partial)
+            only = self.find_documents(refs) if refs else None
+            return reingest(self.ctx, chunker, theta, allow_partial=allow_partial, only=only, progress=progress)
 
     def delete_document(self, ref: str) -> str:
         """Delete one document (id, name or hash prefix) under the data dir's writer lock, the way the web app does

@@ -11,7 +11,8 @@ from ingest.store.catalog import live_chunks
 from services.base import ADMIN, JobState, Progress
 from services.part import ServicePart
 
-# Imported where they are used, on purpose (heavy, optional or not needed by every caller): ingest.pipeline
+# Imported where they are used, on purpose (heavy, optional or not needed by every caller): ingest.pipeline,
+# ingest.store.write
 
 log = logging.getLogger("services.service")  # the name it always had (log filters, tests)
 
@@ -19,10 +20,11 @@ log = logging.getLogger("services.service")  # the name it always had (log filte
 class DocumentsPart(ServicePart):
     """Writing to the index and the ownership of documents."""
 
-    def _ingestor(self, progress: Progress | None, on_step=None):
-        """An Ingestor reporting per document to ``progress(done, total, name)`` and within each file to
-        ``on_step(step)`` (:class:`ingest.pipeline.Step`), and to :attr:`job` for the admin's displays."""
-        from ingest.pipeline import Ingestor
+    def _reingest(self, progress: Progress | None, on_step=None, **kw):
+        """:func:`ingest.pipeline.reingest` with ``kw`` (chunker, theta, only, allow_partial), reporting per document to
+        ``progress(done, total, name)`` and within each file to ``on_step(step)`` (:class:`ingest.pipeline.Step`),
+        and to :attr:`job` for the admin's displays. The caller holds the write lock (:meth:`_writing`)."""
+        from ingest.pipeline import reingest
 
         def on(done: int, total: int, name: str) -> None:
             self.job.done, self.job.total, self.job.name = done, total, name
@@ -34,7 +36,7 @@ class DocumentsPart(ServicePart):
             if on_step is not None:
                 on_step(st)
 
-        return Ingestor(self.ctx, on_progress=on, on_step=step)
+        return reingest(self.ctx, on_progress=on, on_step=step, **kw)
 
     def _writing(self, kind: str):
         service = self
@@ -120,10 +122,10 @@ class DocumentsPart(ServicePart):
     def _delete(self, doc_ids: list[str]) -> list[str]:
         """Delete documents everywhere they are kept: points, BM25, catalog rows and versions, originals no other
         document shares, and the evidence quoted from them in evaluations."""
-        from ingest.pipeline import Ingestor
+        from ingest.store.write import delete_document
 
         with self._writing("delete"):
-            deleted = [Ingestor(self.ctx).delete(d) for d in doc_ids]
+            deleted = [delete_document(self.ctx, d) for d in doc_ids]
         for d in deleted:
             self.feedback.forget_document(d)
             self.conversations.forget_document(d)

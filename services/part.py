@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from app.context import AppContext
     from ingest.jobs.queue import Runner
-    from ingest.pipeline import Ingestor
+    from ingest.pipeline import IngestReport
     from services.auth import AdminAuth
     from services.conversations import ConversationStore
     from services.feedback import FeedbackStore
@@ -45,7 +45,8 @@ class ServicePart:
     if TYPE_CHECKING:  # defined by one part (named), called by others
         def _writing(self, kind: str) -> AbstractContextManager[JobState]: ...  # documents
 
-        def _ingestor(self, progress: Progress | None, on_step: Callable | None = None) -> Ingestor: ...  # documents
+        def _reingest(self, progress: Progress | None, on_step: Callable | None = None,
+                      **kw: object) -> IngestReport: ...  # documents
 
         def _delete(self, doc_ids: list[str]) -> list[str]: ...  # documents
 

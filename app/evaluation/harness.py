@@ -181,11 +181,9 @@ def chunk_documents(bench: B.BenchSet, name: str, theta: int, ctx, *, cache_dir:
                     use_cache: bool = True, progress: Callable[[str], None] | None = None) -> ChunkRun:
     """Chunk every document of ``bench`` with chunker ``name`` at ``theta`` (cached on disk, see module doc).
 
-    The chunkers are configured exactly as ingestion configures them (``Ingestor._chunker_for``). ``lg`` is the
+    The chunkers are configured exactly as ingestion configures them (``chunker_for``). ``lg`` is the
     level 0 of ``lgmgc`` (the same LM pass), so asking for both costs one pass.
     """
-    from ingest.pipeline import Ingestor
-
     if name not in ALL_CHUNKERS:
         raise BenchError(f"unknown chunker {name!r}; choose from {', '.join(ALL_CHUNKERS)}")
     if name == "lumber" and (why := lumber_available(ctx)):
@@ -216,7 +214,7 @@ def chunk_documents(bench: B.BenchSet, name: str, theta: int, ctx, *, cache_dir:
     if name in EARLIER:
         chunker = EARLIER[name](theta)
     elif name not in PEERS:
-        chunker = Ingestor(ctx)._chunker_for(name, theta)
+        chunker = chunker_for(ctx, name, theta)
     sentences_mod.clear_caches()  # each chunker pays its own sentence segmentation
     chunks: dict[str, list[Chunk]] = {}
     tok0 = scorer.tokens_processed if scorer else 0

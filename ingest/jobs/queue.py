@@ -47,12 +47,14 @@ from ingest.jobs.work import (
     extract_ranges,
     first_pass_stages,
     needs_refinement,
+    plan_for,
     updated_rates,
 )
-from ingest.pipeline import FileResult, Ingestor, IngestReport
+from ingest.pipeline import FileResult, IngestReport, live_generation
 from ingest.readers.loaders import IngestError, Limits, LoadedDoc, check_input, clean_name, read_inputs
 from ingest.readers.sandbox import public_problem
-from ingest.text.chunk_context import chunker_params, indexed_text, uses_context
+from ingest.store.write import commit_document
+from ingest.text.chunk_context import indexed_text
 from ingest.types import content_hash
 
 log = logging.getLogger(__name__)
@@ -156,16 +158,6 @@ class LocalExecutor:
 
     def close(self) -> None:
         pass
-
-
-def plan_for(ctx, gen, own: dict | None, first_pass: bool) -> Plan:
-    """The plan of a document in generation ``gen``: its own chunker and θ if it has them, else the generation's."""
-    context, late = uses_context(gen.params), ctx.settings.late_quarters
-    if own:
-        return Plan(own["chunker"], own["theta"], chunker_params(own.get("params")), gen.n_levels, gen.embedder,
-                    gen.dim, first_pass, context, late)
-    return Plan(gen.chunker, gen.theta, chunker_params(gen.params), gen.n_levels, gen.embedder, gen.dim, first_pass,
-                context, late)
 
 
 class Runner:
@@ -398,9 +390,8 @@ class Runner:
         if spool is None or not spool.exists():
             raise IngestError(job.name, "the queued file is gone from the spool (removed by hand?); upload it again")
         data = spool.read_bytes()
-        ing = Ingestor(ctx)
         with ctx.write_lock:
-            gen = ing.live_generation()
+            gen = live_generation(ctx)
         prev = cat.indexed_doc(gen.gen, job.doc_id)
         own = cat.chunking(gen.gen, job.doc_id) if prev else None
         two = bool(job.two_phase) and needs_refinement(own["chunker"] if own else gen.chunker)
@@ -425,10 +416,10 @@ class Runner:
             msg = "; ".join(x for x in (pages_read(read), version, doc.warning,
                                         f"stored as {job.doc_id!r}" if renamed else "") if x)
             words = c.timings.get("words")
-            ing._write(gen, LoadedDoc(job.name, data, doc.text, doc.kind), job.doc_id, job.hash, chunks, c.vectors, t0,
-                       own, owner=job.owner, phase="first" if two else None,
-                       on_commit=lambda db: self.jobs.first_done_sql(db, job.job_id, state=state, words=words,
-                                                                     message=msg))
+            commit_document(ctx, gen, LoadedDoc(job.name, data, doc.text, doc.kind), job.doc_id, job.hash, chunks,
+                            c.vectors, t0, own, owner=job.owner, phase="first" if two else None,
+                            on_commit=lambda db: self.jobs.first_done_sql(db, job.job_id, state=state, words=words,
+                                                                          message=msg))
         if spool is not None:
             spool.unlink(missing_ok=True)
         log.info("%s: %s in %.1f s (%s)", job.name, state, time.time() - t0, plan.cut_by)
@@ -466,10 +457,9 @@ class Runner:
                 v = cat.version_of(job.doc_id, job.hash) or {}
                 msg = pages_read(read) or f"read in full ({len(doc.layout.get('pages') or ())} pages)"
                 done_sql = self.jobs.message_sql if phase else self.jobs.ready_sql
-                Ingestor(ctx)._write(gen, LoadedDoc(v.get("name", job.name), b"", doc.text, v.get("kind", "pdf")),
-                                     job.doc_id, job.hash, chunks, c.vectors, t0, own, size=job.size,
-                                     owner=job.owner, phase=phase,
-                                     on_commit=lambda db, f=done_sql, m=msg: f(db, job.job_id, m))
+                commit_document(ctx, gen, LoadedDoc(v.get("name", job.name), b"", doc.text, v.get("kind", "pdf")),
+                                job.doc_id, job.hash, chunks, c.vectors, t0, own, size=job.size, owner=job.owner,
+                                phase=phase, on_commit=lambda db, f=done_sql, m=msg: f(db, job.job_id, m))
             log.info("%s: %s in %.1f s", job.name, msg, time.time() - t0)
             t0 = time.time()
         return not lm
@@ -498,10 +488,9 @@ class Runner:
                 return
             v = cat.version_of(job.doc_id, job.hash) or {}
             chunks = c.chunks(text, job.doc_id, job.hash, layout, first_pass=False, context=plan.context)
-            ing = Ingestor(ctx)
-            ing._write(gen, LoadedDoc(v.get("name", job.name), b"", text, v.get("kind", "text")), job.doc_id, job.hash,
-                       chunks, c.vectors, t0, own, size=job.size, owner=job.owner, phase=None,
-                       on_commit=lambda db: self.jobs.ready_sql(db, job.job_id))
+            commit_document(ctx, gen, LoadedDoc(v.get("name", job.name), b"", text, v.get("kind", "text")),
+                            job.doc_id, job.hash, chunks, c.vectors, t0, own, size=job.size, owner=job.owner,
+                            phase=None, on_commit=lambda db: self.jobs.ready_sql(db, job.job_id))
         log.info("%s: refined in %.1f s (%s)", job.name, time.time() - t0, plan.cut_by)
         self._learn(c.timings)
 

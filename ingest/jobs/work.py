@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ingest.chunkers import CHUNKERS, NEEDS_LM, NEEDS_MODEL, build_chunker
+from ingest.chunkers import CHUNKERS, NEEDS_LM, NEEDS_MODEL, build_chunker, chunker_class, from_description
 from ingest.chunkers.logits import LGConfig
 from ingest.readers import loaders
 from ingest.readers.layout import Layout, chunk_meta
 from ingest.readers.loaders import IngestError, Limits, LoadedDoc
-from ingest.text.chunk_context import chunk_contexts, indexed_text
+from ingest.text.chunk_context import chunk_contexts, chunker_params, indexed_text, uses_context
 from ingest.text.sentences import count_words
 from ingest.types import Chunk
 
@@ -196,24 +196,41 @@ class _SettingsScorer:
 
 def chunker_for(models, chunker: str, theta: int, params: dict | None = None, on_window=None, on_fraction=None,
                 describe_only: bool = False):
-    """A chunker by name at ``theta``; ``params`` (an index generation's or a document's recorded parameters) win
-    over the settings, so that a document is cut with the rule its index was built with. ``models`` gives the
+    """A chunker by name at ``theta``. With ``params`` (the ``describe()`` an index generation or a document recorded,
+    as the catalog keeps it) the chunker is rebuilt from that description (:func:`ingest.chunkers.from_description`,
+    θ set to ``theta``), so that a document is cut with the rule its index was built with, whatever the settings say
+    now; without them, the settings' chunker (an LM chunker's rule from the ``lg_*`` settings). ``models`` gives the
     settings, the boundary LM (``scorer``), the embedder and the lumber chunker's LLM. ``describe_only``: a chunker
-    for its ``describe()`` alone (the LM is not loaded for it unless it already is)."""
+    for its ``describe()`` alone (the LM is not loaded for it unless it already is). ``on_window``/``on_fraction``:
+    the LM pass's progress, for the chunkers that report it."""
     s = models.settings
-    params = params or {}
-    if chunker in NEEDS_LM:
-        cfg = LGConfig.from_settings(s, theta, params)
-        loaded = models.loaded("scorer")
-        scorer = (_SettingsScorer(s.lg_prompt, tuple(s.lg_boundary_tokens)) if describe_only and not loaded
-                  else models.scorer)
-        ch = build_chunker(chunker, theta, scorer=scorer, lg_config=cfg)
-        hooks = {k: v for k, v in (("on_window", on_window), ("on_fraction", on_fraction))
-                 if v is not None and k in {f.name for f in dataclasses.fields(ch)}}
-        return dataclasses.replace(ch, **hooks) if hooks else ch
     needs = CHUNKERS[chunker].needs if chunker in CHUNKERS else frozenset()
+    scorer = None
+    if "lm" in needs:
+        scorer = (_SettingsScorer(s.lg_prompt, tuple(s.lg_boundary_tokens))
+                  if describe_only and not models.loaded("scorer") else models.scorer)
+    embedder = models.embedder if "embedder" in needs else None
     llm = models.chunking_llm if "llm" in needs else None
-    return build_chunker(chunker, theta, embedder=models.embedder if "embedder" in needs else None, llm=llm)
+    recorded = chunker_params(params)
+    if recorded and recorded.get("chunker", chunker) == chunker:
+        desc = {**recorded, "chunker": chunker, chunker_class(chunker).size_field: theta}
+        ch = from_description(desc, scorer=scorer, embedder=embedder, llm=llm)
+    else:
+        cfg = LGConfig.from_settings(s, theta) if "lm" in needs else None
+        ch = build_chunker(chunker, theta, scorer=scorer, embedder=embedder, lg_config=cfg, llm=llm)
+    hooks = {k: v for k, v in (("on_window", on_window), ("on_fraction", on_fraction))
+             if v is not None and dataclasses.is_dataclass(ch) and k in {f.name for f in dataclasses.fields(ch)}}
+    return dataclasses.replace(ch, **hooks) if hooks else ch
+
+
+def plan_for(models, gen, own: dict | None, first_pass: bool) -> Plan:
+    """The plan of a document in generation ``gen``: its own chunker and θ if it has them, else the generation's."""
+    context, late = uses_context(gen.params), models.settings.late_quarters
+    if own:
+        return Plan(own["chunker"], own["theta"], chunker_params(own.get("params")), gen.n_levels, gen.embedder,
+                    gen.dim, first_pass, context, late)
+    return Plan(gen.chunker, gen.theta, chunker_params(gen.params), gen.n_levels, gen.embedder, gen.dim, first_pass,
+                context, late)
 
 
 def check_models(models, plan: Plan) -> None:

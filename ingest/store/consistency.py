@@ -4,11 +4,15 @@ The catalog is the one truth (documents, their chunks, the live generation). A p
 an ingestion, a deletion or a re-ingestion leaves at most:
 
 * ``pending`` rows: documents whose points were being written or deleted. Their points that no catalog row
-  owns are deleted (and their BM25 entries), whether the crash came before or after the catalog recorded them;
-* generations still ``building`` (a re-ingestion that never switched): dropped, store, BM25 and rows;
+  owns are deleted (their keywords with them: both live in the point), whether the crash came before or after
+  the catalog recorded them;
+* generations still ``building`` (a re-ingestion that never switched): dropped, store and rows;
 * store generations the catalog does not call live (a retired generation not yet dropped): dropped;
 * on a server, aliases naming another generation than the catalog: pointed back at the live one;
 * ``*.tmp`` files of interrupted atomic writes (a full disk): removed;
+* the ``bm25/`` pickles of a data dir written before keywords moved into the store: removed once the live
+  generation has its keywords in the store (until ``mgrag reingest`` rebuilds an older one, its keyword search is
+  off and says so);
 * originals, texts and layouts in the document store that no catalog row refers to (no version of any document,
   no indexed row of any generation, no unfinished ingestion job): a deletion killed after the catalog forgot the
   document, an ingestion killed after storing the upload but before recording it. Removed when older than
@@ -26,6 +30,7 @@ the writer lock runs this, so nothing else is writing meanwhile.
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from dataclasses import dataclass, field
 
@@ -53,14 +58,14 @@ class CheckReport:
                     or self.removed_tmp or self.removed_orphans or self.aliases_fixed)
 
 
-def check(catalog, index, bm25, data_dir=None, own_store: bool = True,
+def check(catalog, index, data_dir=None, own_store: bool = True,
           orphan_min_age_s: float = ORPHAN_AGE_S) -> CheckReport:
     """``own_store``: the store belongs to this data dir alone (embedded), so any generation the catalog does not
     call live is dropped; on a server, only the generations this catalog made are (others may be another's).
     ``orphan_min_age_s``: unreferenced stored files younger than this stay (see the module doc)."""
     rep = CheckReport()
     if data_dir is not None:
-        for tmp in list(data_dir.glob("originals/*/*.tmp")) + list(data_dir.glob("bm25/*.tmp")):
+        for tmp in data_dir.glob("originals/*/*.tmp"):
             tmp.unlink(missing_ok=True)
             rep.removed_tmp += 1
         rep.removed_orphans = remove_orphans(catalog, data_dir / "originals", orphan_min_age_s)
@@ -68,7 +73,6 @@ def check(catalog, index, bm25, data_dir=None, own_store: bool = True,
     for g in catalog.generations("building"):
         rep.dropped_generations.append(g.gen)
         index.drop_generation(g.gen, g.n_levels)
-        bm25.drop(g.gen)
         catalog.drop_generation_rows(g.gen)
         catalog.set_generation_status(g.gen, "failed")
     known = {g.gen for g in catalog.generations()}
@@ -76,10 +80,12 @@ def check(catalog, index, bm25, data_dir=None, own_store: bool = True,
         if (live is None or g != live.gen) and (own_store or g in known):
             rep.dropped_generations.append(g)
             index.drop_generation(g)
-    for path in bm25.root.glob("g*_L*.pkl") if bm25.root.exists() else ():
-        g = path.name[1:].split("_")[0]
-        if g.isdigit() and (live is None or int(g) != live.gen):
-            path.unlink(missing_ok=True)
+    old_keywords = None if data_dir is None else data_dir / "bm25"
+    if old_keywords is not None and old_keywords.is_dir() and (live is None or index.has_keywords(live.gen, 0)):
+        # BM25 kept in pickles beside the store, before keywords moved into it: nothing reads them once the live
+        # generation has its keywords in the store (a generation written before keeps them until re-ingested)
+        shutil.rmtree(old_keywords, ignore_errors=True)
+        log.info("removed %s: the keywords live in the index now", old_keywords)
     rep.pending = catalog.pending()
     if live is None:
         for gen, _ in rep.pending:
@@ -98,11 +104,9 @@ def check(catalog, index, bm25, data_dir=None, own_store: bool = True,
         catalog.end_pending(gen, doc_id)
     index.flush(live.gen)
     recorded = catalog.chunk_counts(live.gen)
-    stale_bm25 = bool(rep.pending)
     for lv in range(live.n_levels):
         if index.count(live.gen, lv) == recorded.get(lv, 0):
             continue
-        stale_bm25 = True
         owners = catalog.level_chunk_ids(live.gen, lv)
         stored = index.ids(live.gen, lv)
         extra = [i for i in stored if i not in owners]
@@ -112,8 +116,6 @@ def check(catalog, index, bm25, data_dir=None, own_store: bool = True,
         for i, doc in owners.items():
             if i not in stored:
                 rep.missing[doc] = rep.missing.get(doc, 0) + 1
-    if stale_bm25:
-        bm25.retain(live.gen, {lv: set(catalog.level_chunk_ids(live.gen, lv)) for lv in range(live.n_levels)})
     rep.owners_backfilled = index.backfill_owners(live.gen, catalog.owners())
     index.flush(live.gen)
     if hasattr(index, "live_collections"):

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ingest.text.chunk_context import indexed_text
+from ingest.text.keywords import KEYWORDS, avg_len, document_weights, query_weights
 from ingest.types import Chunk
 
 # Imported where they are used, on purpose (heavy, optional or not needed by every caller): qdrant_client, qdrant_edge
@@ -85,6 +87,11 @@ def _group_by_owner(owners: dict[str, str | None]) -> dict[str, list[str]]:
     return out
 
 
+def _dense(vector) -> np.ndarray:
+    """A stored point's dense vector (a store with keywords returns its named vectors: the dense one is "")."""
+    return np.asarray(vector[""] if isinstance(vector, dict) else vector, dtype=np.float32)
+
+
 def _by_level(chunks: Sequence[Chunk], vectors: np.ndarray) -> dict[int, list[tuple[Chunk, np.ndarray]]]:
     out: dict[int, list[tuple[Chunk, np.ndarray]]] = {}
     for c, v in zip(chunks, vectors):
@@ -94,12 +101,44 @@ def _by_level(chunks: Sequence[Chunk], vectors: np.ndarray) -> dict[int, list[tu
 
 class VectorIndex:
     """What the pipeline, retrieval and the export need from a store. Levels are searched in the live
-    generation (``live()``, read from the catalog); everything else names its generation."""
+    generation (``live()``, read from the catalog); everything else names its generation.
+
+    Each point holds its dense vector and its keywords (:mod:`ingest.text.keywords`: BM25 as a sparse vector the
+    store weighs by idf), computed here from the chunk's indexed text, so that every write, copy and import carries
+    both. A level created before keywords lived in the store has none (:meth:`has_keywords`): its keyword search
+    returns nothing and says once to run ``mgrag reingest``, which builds a generation that has them."""
 
     batch = 256
 
-    def __init__(self, live: LiveGen):
+    def __init__(self, live: LiveGen, theta: int = 300):
         self.live = live
+        self.theta = theta  # the chunk bound the keywords' length normalisation refers to (keywords.avg_len)
+        self._warned_no_keywords = False
+
+    def _keywords(self, level: int, text: str, context: str = "") -> tuple[list[int], list[float]]:
+        from ingest.text.keywords import tokenize
+
+        return document_weights(tokenize(indexed_text(context, text)), avg_len(self.theta, level))
+
+    def _keywords_of(self, level: int, payload: dict) -> tuple[list[int], list[float]]:
+        return self._keywords(level, payload.get("text", ""), payload.get("context", ""))
+
+    def has_keywords(self, gen: int, level: int) -> bool:
+        """Whether ``gen``'s ``level`` stores keywords (a level created before they moved into the store does not)."""
+        raise NotImplementedError
+
+    def _no_keywords(self, gen: int) -> list[StoredPoint]:
+        if not self._warned_no_keywords:
+            self._warned_no_keywords = True
+            log.warning("generation %d was written before keywords were stored in the index: keyword search is off "
+                        "(dense search alone) until `mgrag reingest` rebuilds it", gen)
+        return []
+
+    def keyword_search(self, level: int, tokens: Sequence[str], limit: int, doc_ids: Sequence[str] | None = None,
+                       visible_to: str | None = None) -> list[StoredPoint]:
+        """The ``limit`` best points of one level of the live generation by BM25 over ``tokens`` (score > 0), within
+        the same limits as :meth:`search`."""
+        raise NotImplementedError
 
     # lifecycle
     def create_generation(self, gen: int, dim: int, n_levels: int) -> None:
@@ -238,13 +277,15 @@ class EdgeIndex(VectorIndex):
     than ``hnsw_min_points`` points; :meth:`optimize` then builds an HNSW graph for it, searched with
     ``hnsw_ef`` (chosen by measuring recall on MiniLM embeddings, see BENCHMARKS.md)."""
 
-    def __init__(self, root: Path, live: LiveGen, hnsw_min_points: int = 250_000, hnsw_ef: int = 256):
-        super().__init__(live)
+    def __init__(self, root: Path, live: LiveGen, hnsw_min_points: int = 250_000, hnsw_ef: int = 256,
+                 theta: int = 300):
+        super().__init__(live, theta)
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.hnsw_min_points = hnsw_min_points
         self.hnsw_ef = hnsw_ef
         self._shards: dict[tuple[int, int], object] = {}
+        self._keyword_levels: dict[tuple[int, int], bool] = {}
         self._lock = _RWLock()
         self._open_lock = threading.Lock()
 
@@ -257,7 +298,10 @@ class EdgeIndex(VectorIndex):
 
         # optimize() leaves about default_segment_number (2) segments; each above this many KB of vectors gets HNSW
         kb = max(1, self.hnsw_min_points * dim * 4 // 1024 // 2)
+        from qdrant_edge import EdgeSparseVectorParams, Modifier
+
         return EdgeConfig(vectors=EdgeVectorParams(size=dim, distance=Distance.Cosine),
+                          sparse_vectors={KEYWORDS: EdgeSparseVectorParams(modifier=Modifier.Idf)},
                           hnsw_config=HnswIndexConfig(m=16, ef_construct=128, full_scan_threshold=10_000),
                           optimizers=EdgeOptimizersConfig(indexing_threshold=kb, default_segment_number=2))
 
@@ -285,6 +329,7 @@ class EdgeIndex(VectorIndex):
 
         p = self.path(gen, level)
         shutil.rmtree(p, ignore_errors=True)
+        self._keyword_levels.pop((gen, level), None)
         self._check_space(0)
         p.parent.mkdir(parents=True, exist_ok=True)
         sh = EdgeShard.create(str(p), self._config(dim))
@@ -297,6 +342,8 @@ class EdgeIndex(VectorIndex):
         with self._lock.write():
             for key in [k for k in self._shards if k[0] == gen]:
                 self._shards.pop(key).close()
+            for key in [k for k in self._keyword_levels if k[0] == gen]:
+                del self._keyword_levels[key]
             shutil.rmtree(self.root / f"g{gen}", ignore_errors=True)
 
     def generations(self) -> set[int]:
@@ -356,19 +403,30 @@ class EdgeIndex(VectorIndex):
         self._check_space(size)
         super().upsert(gen, chunks, vectors, doc_version, owner)
 
+    def _vectors(self, gen: int, level: int, dense, payload: dict):
+        from qdrant_edge import SparseVector
+
+        v = _dense(dense).tolist()
+        if not self.has_keywords(gen, level):
+            return v
+        idx, val = self._keywords_of(level, payload)
+        return {"": v, KEYWORDS: SparseVector(indices=idx, values=val)}
+
     def _upsert_level(self, gen, level, items, doc_version, owner) -> None:
         from qdrant_edge import Point, UpdateOperation
 
-        pts = [Point(c.id, np.asarray(v, dtype=np.float32).tolist(), _payload(c, doc_version, owner))
-               for c, v in items]
+        pts = []
+        for c, v in items:
+            payload = _payload(c, doc_version, owner)
+            pts.append(Point(c.id, self._vectors(gen, level, v, payload), payload))
         self._shard(gen, level).update(UpdateOperation.upsert_points(pts))
 
     def upsert_points(self, gen, level, points) -> None:
         from qdrant_edge import Point, UpdateOperation
 
-        pts = [Point(p.id, np.asarray(p.vector, dtype=np.float32).tolist(), p.payload) for p in points]
+        pts = [Point(p.id, self._vectors(gen, level, p.vector, p.payload), p.payload) for p in points]
         if pts:
-            self._check_space(sum(len(json.dumps(p.payload)) + 4 * len(p.vector) for p in points))
+            self._check_space(sum(len(json.dumps(p.payload)) + 4 * len(_dense(p.vector)) for p in points))
             self._shard(gen, level).update(UpdateOperation.upsert_points(pts))
 
     def delete(self, gen, ids_by_level) -> None:
@@ -445,6 +503,35 @@ class EdgeIndex(VectorIndex):
                 params=SearchParams(hnsw_ef=self.hnsw_ef)))
         return [StoredPoint(str(p.id), p.payload, float(p.score)) for p in res]
 
+    def has_keywords(self, gen, level) -> bool:
+        key = (gen, level)
+        if key not in self._keyword_levels:
+            try:
+                config = json.loads((self.path(gen, level) / "edge_config.json").read_text())
+            except (OSError, ValueError):
+                return False
+            self._keyword_levels[key] = KEYWORDS in (config.get("sparse_vectors") or {})
+        return self._keyword_levels[key]
+
+    def keyword_search(self, level, tokens, limit, doc_ids=None, visible_to=None) -> list[StoredPoint]:
+        from qdrant_edge import Query, QueryRequest, SparseVector
+
+        gen = self.live()
+        if gen is None or not tokens or (doc_ids is not None and not doc_ids):
+            return []
+        if not self.has_keywords(gen, level):
+            return self._no_keywords(gen)
+        idx, val = query_weights(tokens)
+        with self._lock.read():
+            sh = self._shard(gen, level, must_exist=False)
+            if sh is None:
+                return []
+            res = sh.query(QueryRequest(limit=limit, query=Query.Nearest(SparseVector(indices=idx, values=val),
+                                                                         using=KEYWORDS),
+                                        with_payload=True, with_vector=False,
+                                        filter=self._doc_filter(doc_ids, visible_to)))
+        return [StoredPoint(str(p.id), p.payload, float(p.score)) for p in res if p.score > 0]
+
     def retrieve(self, level, ids, *, gen=None, with_vectors=False) -> list[StoredPoint]:
         gen = self.live() if gen is None else gen
         if gen is None or not ids:
@@ -452,8 +539,7 @@ class EdgeIndex(VectorIndex):
         with self._lock.read():
             sh = self._shard(gen, level, must_exist=False)
             recs = [] if sh is None else sh.retrieve(list(ids), with_payload=True, with_vector=with_vectors)
-        return [StoredPoint(str(r.id), r.payload, 0.0, np.asarray(r.vector, dtype=np.float32) if with_vectors else None)
-                for r in recs]
+        return [StoredPoint(str(r.id), r.payload, 0.0, _dense(r.vector) if with_vectors else None) for r in recs]
 
     def page(self, gen, level, offset=None, limit=1024, with_vectors=False):
         from qdrant_edge import ScrollRequest
@@ -462,8 +548,7 @@ class EdgeIndex(VectorIndex):
         if sh is None:
             return [], None
         recs, nxt = sh.scroll(ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=with_vectors))
-        pts = [StoredPoint(str(r.id), r.payload, 0.0, np.asarray(r.vector, dtype=np.float32) if with_vectors else None)
-               for r in recs]
+        pts = [StoredPoint(str(r.id), r.payload, 0.0, _dense(r.vector) if with_vectors else None) for r in recs]
         return pts, (str(nxt) if nxt is not None else None)
 
     def ids(self, gen, level) -> set[str]:
@@ -496,8 +581,10 @@ def make_client(url: str | None, api_key: str | None, path: Path, timeout: int =
 
 
 class ClientIndex(VectorIndex):
-    def __init__(self, client, live: LiveGen, prefix: str = "mgrag", batch: int = 256, owns_client: bool = True):
-        super().__init__(live)
+    def __init__(self, client, live: LiveGen, prefix: str = "mgrag", batch: int = 256, owns_client: bool = True,
+                 theta: int = 300):
+        super().__init__(live, theta)
+        self._keyword_levels: dict[str, bool] = {}
         self.client = client
         self.prefix = prefix
         self.batch = batch
@@ -520,8 +607,9 @@ class ClientIndex(VectorIndex):
         name = self.collection(gen, level)
         if self._exists(name):
             return
-        self.client.create_collection(name,
-                                      vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE))
+        self.client.create_collection(
+            name, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE),
+            sparse_vectors_config={KEYWORDS: models.SparseVectorParams(modifier=models.Modifier.IDF)})
         with warnings.catch_warnings():  # local mode: "payload indexes have no effect" is expected
             warnings.simplefilter("ignore")
             for key in ("doc_id", "owner"):
@@ -529,6 +617,7 @@ class ClientIndex(VectorIndex):
 
     def drop_generation(self, gen: int, n_levels: int = 3) -> None:
         for level in self.levels(gen):
+            self._keyword_levels.pop(self.collection(gen, level), None)
             self.client.delete_collection(self.collection(gen, level))
 
     def _names(self) -> list[str]:
@@ -577,18 +666,37 @@ class ClientIndex(VectorIndex):
                 pass
 
     # -- points -------------------------------------------------------------------------------------------------
+    def has_keywords(self, gen, level) -> bool:
+        name = self.collection(gen, level)
+        if name not in self._keyword_levels:
+            if not self._exists(name):
+                return False
+            sparse = self.client.get_collection(name).config.params.sparse_vectors or {}
+            self._keyword_levels[name] = KEYWORDS in sparse
+        return self._keyword_levels[name]
+
+    def _vectors(self, gen: int, level: int, dense, payload: dict):
+        from qdrant_client import models
+
+        v = _dense(dense).tolist()
+        if not self.has_keywords(gen, level):
+            return v
+        idx, val = self._keywords_of(level, payload)
+        return {"": v, KEYWORDS: models.SparseVector(indices=idx, values=val)}
+
     def _upsert_level(self, gen, level, items, doc_version, owner) -> None:
         from qdrant_client import models
 
-        pts = [models.PointStruct(id=c.id, vector=np.asarray(v, dtype=np.float32).tolist(),
-                                  payload=_payload(c, doc_version, owner))
-               for c, v in items]
+        pts = []
+        for c, v in items:
+            payload = _payload(c, doc_version, owner)
+            pts.append(models.PointStruct(id=c.id, vector=self._vectors(gen, level, v, payload), payload=payload))
         self.client.upsert(self.collection(gen, level), points=pts, wait=True)
 
     def upsert_points(self, gen, level, points) -> None:
         from qdrant_client import models
 
-        pts = [models.PointStruct(id=p.id, vector=np.asarray(p.vector, dtype=np.float32).tolist(), payload=p.payload)
+        pts = [models.PointStruct(id=p.id, vector=self._vectors(gen, level, p.vector, p.payload), payload=p.payload)
                for p in points]
         if pts:
             self.client.upsert(self.collection(gen, level), points=pts, wait=True)
@@ -663,22 +771,34 @@ class ClientIndex(VectorIndex):
                                        query_filter=self._doc_filter(doc_ids, visible_to)).points
         return [StoredPoint(str(p.id), p.payload, float(p.score)) for p in res]
 
+    def keyword_search(self, level, tokens, limit, doc_ids=None, visible_to=None) -> list[StoredPoint]:
+        from qdrant_client import models
+
+        gen = self.live()
+        if gen is None or not tokens or (doc_ids is not None and not doc_ids):
+            return []
+        if not self.has_keywords(gen, level):
+            return self._no_keywords(gen) if self._exists(self.collection(gen, level)) else []
+        idx, val = query_weights(tokens)
+        res = self.client.query_points(self.collection(gen, level), query=models.SparseVector(indices=idx, values=val),
+                                       using=KEYWORDS, limit=limit, with_payload=True,
+                                       query_filter=self._doc_filter(doc_ids, visible_to)).points
+        return [StoredPoint(str(p.id), p.payload, float(p.score)) for p in res if p.score > 0]
+
     def retrieve(self, level, ids, *, gen=None, with_vectors=False) -> list[StoredPoint]:
         gen = self.live() if gen is None else gen
         if gen is None or not ids:
             return []
         recs = self.client.retrieve(self.collection(gen, level), ids=list(ids), with_payload=True,
                                     with_vectors=with_vectors)
-        return [StoredPoint(str(r.id), r.payload, 0.0, np.asarray(r.vector, dtype=np.float32) if with_vectors else None)
-                for r in recs]
+        return [StoredPoint(str(r.id), r.payload, 0.0, _dense(r.vector) if with_vectors else None) for r in recs]
 
     def page(self, gen, level, offset=None, limit=1024, with_vectors=False):
         name = self.collection(gen, level)
         if not self._exists(name):
             return [], None
         recs, nxt = self.client.scroll(name, offset=offset, limit=limit, with_payload=True, with_vectors=with_vectors)
-        pts = [StoredPoint(str(r.id), r.payload, 0.0, np.asarray(r.vector, dtype=np.float32) if with_vectors else None)
-               for r in recs]
+        pts = [StoredPoint(str(r.id), r.payload, 0.0, _dense(r.vector) if with_vectors else None) for r in recs]
         return pts, (str(nxt) if nxt is not None else None)
 
 
@@ -687,9 +807,10 @@ def open_index(settings, live: LiveGen, client=None) -> VectorIndex:
     (``qdrant_engine``: ``edge``, the default, or ``local``). ``client`` injects a qdrant-client instance."""
     s = settings
     if client is not None:
-        return ClientIndex(client, live, s.collection_prefix, owns_client=False)
+        return ClientIndex(client, live, s.collection_prefix, owns_client=False, theta=s.theta)
     if s.qdrant_url:
-        return ClientIndex(make_client(s.qdrant_url, s.qdrant_api_key, s.qdrant_path), live, s.collection_prefix)
+        return ClientIndex(make_client(s.qdrant_url, s.qdrant_api_key, s.qdrant_path), live, s.collection_prefix,
+                           theta=s.theta)
     if s.qdrant_engine == "local":
-        return ClientIndex(make_client(None, None, s.qdrant_path), live, s.collection_prefix)
-    return EdgeIndex(s.edge_path, live, hnsw_min_points=s.hnsw_min_points, hnsw_ef=s.hnsw_ef)
+        return ClientIndex(make_client(None, None, s.qdrant_path), live, s.collection_prefix, theta=s.theta)
+    return EdgeIndex(s.edge_path, live, hnsw_min_points=s.hnsw_min_points, hnsw_ef=s.hnsw_ef, theta=s.theta)

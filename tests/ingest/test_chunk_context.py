@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ingest.jobs.queue import Runner, enqueue, ingest_files, wait
-from ingest.pipeline import Ingestor
+from ingest.pipeline import reingest
 from ingest.text.chunk_context import CONTEXT_KEY, chunk_contexts, context_line, indexed_text, text_headings, title_of
 
 FILING = ("Acme Corp\n\nForm 10-Q\n\nPART I — FINANCIAL INFORMATION\n\nItem 1. Financial Statements\n\n"
@@ -105,7 +105,7 @@ def test_an_index_built_without_context_keeps_working_and_its_rule_until_reinges
     ingest_files(new, [write("notes.md", "Item 1. Notes\n\n" + "A second document about birds. " * 20)])
     live, points = _points(new)
     assert live.gen == old.catalog.live_generation().gen and not any("context" in p.payload for p in points)
-    Ingestor(new).reingest()
+    reingest(new)
     live, points = _points(new)
     assert live.params[CONTEXT_KEY] and {p.payload["doc_id"] for p in points if p.payload.get("context")} == \
         {"acme_10q.md", "notes.md"}

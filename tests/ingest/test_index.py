@@ -298,13 +298,14 @@ def test_edge_builds_hnsw_only_above_hnsw_min_points(tmp_path):
     chunks, vecs = [chunks[k] for k in keep], vecs[keep]
     idx.upsert(1, chunks, vecs, 1)
     idx.optimize(1)
-    assert idx._shard(1, 0).info().indexed_vectors_count == 0
-    assert idx._shard(1, 1).info().indexed_vectors_count == 0  # 240 <= 300
+    # indexed_vectors_count counts the keywords' sparse vectors too (always in an inverted index): one per point
+    assert idx._shard(1, 0).info().indexed_vectors_count == 120
+    assert idx._shard(1, 1).info().indexed_vectors_count == 240  # 240 <= 300: no dense graph
     more, mv = make_chunks("late.txt", n_parents=40, seed=7)  # 80 more at level 1
     two = [(c, v) for c, v in zip(more, mv) if c.level == 1]
     idx.upsert(1, [c for c, _ in two], np.array([v for _, v in two]), 1)
     idx.optimize(1)
-    assert idx._shard(1, 1).info().indexed_vectors_count == 320
+    assert idx._shard(1, 1).info().indexed_vectors_count == 2 * 320  # the dense graph and the keywords
     allc, allv = chunks + [c for c, _ in two], np.vstack([vecs, [v for _, v in two]])
     for q in allv[:5]:
         assert [h.id for h in idx.search(1, q, 5)] == [r[0] for r in reference(allc, allv, 1, q, 5)]

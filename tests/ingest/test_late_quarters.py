@@ -133,7 +133,7 @@ def test_the_queue_and_a_reingest_pool_the_quarters_when_set(tmp_path):
     from core.settings import Settings
     from ingest.embed import HashingEmbedder
     from ingest.jobs.queue import ingest_now
-    from ingest.pipeline import Ingestor
+    from ingest.pipeline import reingest
 
     @dataclass
     class SpanHashing(HashingEmbedder):
@@ -154,7 +154,7 @@ def test_the_queue_and_a_reingest_pool_the_quarters_when_set(tmp_path):
             assert [r.status for r in report.results] == ["ingested"]
             assert bool(emb.passes) is late
             emb.passes.clear()
-            Ingestor(ctx).reingest()
+            reingest(ctx)
             assert bool(emb.passes) is late
         finally:
             ctx.close()

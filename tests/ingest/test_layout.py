@@ -95,7 +95,7 @@ def test_html_and_docx_headings():
 
 def test_chunks_carry_pages_and_headings_in_their_payload(make_ctx, write):
     from app.answer import answer
-    from ingest.pipeline import Ingestor
+    from ingest.pipeline import reingest
 
     ctx = make_ctx(chunker="mg", theta=24, synth_backend="extractive")
     ingest_files(ctx, [write("report.pdf", _pdf(outline=[("Meetings", 0), ("Fees", 1), ("Operations", 2)]))])
@@ -107,7 +107,7 @@ def test_chunks_carry_pages_and_headings_in_their_payload(make_ctx, write):
     src = next(s for s in a.sources if "Visiting yachts" in s.parent_text)
     assert src.pages[0] <= 2 <= src.pages[1] and "p. " in src.label
     # a re-ingestion keeps them (from the stored layout)
-    Ingestor(ctx).reingest(theta=30)
+    reingest(ctx, theta=30)
     again = [p.payload for p in ctx.index.points(ctx.catalog.live_gen(), 2) if "Visiting yachts" in p.payload["text"]]
     assert again[0]["pages"] == [2, 2]
 

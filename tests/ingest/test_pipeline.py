@@ -5,7 +5,8 @@ import io
 import pytest
 
 from ingest.jobs.queue import ingest_files, ingest_now
-from ingest.pipeline import Ingestor
+from ingest.pipeline import reingest
+from ingest.store.write import delete_document
 from tests.pdfgen import pdf_from_objects
 
 GOOD = ("The cat sat on the mat. It was a sunny day.\n\nDogs bark at night. Birds sing in the morning! "
@@ -57,23 +58,23 @@ def test_changed_file_becomes_new_version_and_replaces_chunks(make_ctx, write):
 def test_delete_document(make_ctx, write):
     ctx = make_ctx(theta=40)
     ingest_files(ctx, [write("a.txt", GOOD), write("b.txt", "Just one sentence here.")])
-    assert Ingestor(ctx).delete("a.txt") == "a.txt"
+    assert delete_document(ctx, "a.txt") == "a.txt"
     assert counts(ctx) == [1, 1, 1]
     with pytest.raises(ValueError, match="no document matches 'zzz'"):
-        Ingestor(ctx).delete("zzz")
+        delete_document(ctx, "zzz")
 
 
 def test_reingest_switches_atomically(make_ctx, write):
     ctx = make_ctx(theta=40)
     ingest_files(ctx, [write("a.txt", GOOD)])
     g1 = ctx.catalog.live_generation()
-    r = Ingestor(ctx).reingest(chunker="recursive", theta=20)
+    r = reingest(ctx, chunker="recursive", theta=20)
     assert not r.failed
     g2 = ctx.catalog.live_generation()
     assert g2.gen == g1.gen + 1 and g2.chunker == "recursive" and g2.n_levels == 1
     assert ctx.index.generations() == {g2.gen} and ctx.index.levels(g2.gen) == [0]  # old generation dropped
     # and back to three levels
-    Ingestor(ctx).reingest(chunker="mg", theta=40)
+    reingest(ctx, chunker="mg", theta=40)
     assert len(counts(ctx)) == 3
 
 
@@ -86,7 +87,7 @@ def test_failed_reingest_leaves_live_index_whole_and_searchable(make_ctx, write)
         if doc_id == "b.txt":
             raise RuntimeError("disk on fire")
 
-    r = Ingestor(ctx).reingest(chunker="recursive", theta=20, _fail_hook=boom)
+    r = reingest(ctx, chunker="recursive", theta=20, _fail_hook=boom)
     assert [x.status for x in r.results] == ["ingested", "failed"]
     assert ctx.catalog.live_generation().gen == g1.gen
     assert counts(ctx) == before
@@ -241,10 +242,9 @@ def test_missing_path(make_ctx, tmp_path):
 
 def test_document_with_its_own_theta_keeps_it_through_an_update(make_ctx, write):
     ctx = make_ctx(chunker="mg", theta=40)
-    ing = Ingestor(ctx)
     ingest_files(ctx, [write("a.txt", GOOD),
                        write("b.txt", GOOD + "\n\nAnd one more paragraph, so that the content differs.")])
-    r = ing.reingest(chunker="recursive", theta=12, only=["a.txt"])  # one level in a three-level index is allowed
+    r = reingest(ctx, chunker="recursive", theta=12, only=["a.txt"])  # one level in a three-level index is allowed
     assert {x.name: x.status for x in r.results} == {"a.txt": "ingested", "b.txt": "copied"}
     gen = ctx.catalog.live_generation().gen
     own = ctx.catalog.chunking(gen, "a.txt")
@@ -267,12 +267,12 @@ def test_failed_selected_reingest_leaves_live_index_whole(make_ctx, write):
         if doc_id == "b.txt":  # b is only being copied: a failure there must not switch either
             raise RuntimeError("disk on fire")
 
-    r = Ingestor(ctx).reingest(theta=12, only=["a.txt"], _fail_hook=boom)
+    r = reingest(ctx, theta=12, only=["a.txt"], _fail_hook=boom)
     assert {x.name: x.status for x in r.results} == {"a.txt": "ingested", "b.txt": "failed"}
     assert ctx.catalog.live_generation().gen == g1.gen and counts(ctx) == before
     assert {d: ctx.catalog.chunk_ids(g1.gen, d) for d in ("a.txt", "b.txt")} == ids_before
     assert ctx.catalog.chunking(g1.gen, "a.txt") is None
     assert ctx.index.generations() == {g1.gen}
     with pytest.raises(ValueError, match="no such documents: zzz"):
-        Ingestor(ctx).reingest(theta=12, only=["zzz"])
+        reingest(ctx, theta=12, only=["zzz"])
     assert ctx.catalog.live_generation().gen == g1.gen

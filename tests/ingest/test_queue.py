@@ -12,7 +12,7 @@ import pytest
 from ingest.jobs.queue import LocalExecutor, Runner, document_states, enqueue, ingest_files, ingest_now, wait
 from ingest.jobs.state import JobError
 from ingest.jobs.work import QueueUnavailable, Reporter, Stopped
-from ingest.pipeline import Ingestor
+from ingest.pipeline import live_generation
 from tests.ingest.test_durability import assert_one_truth
 from tests.sync import eventually
 
@@ -281,7 +281,7 @@ def test_progress_moves_during_the_lm_pass_and_a_stop_interrupts_it(make_ctx):
     ctx = make_ctx(chunker="lgmgc", theta=40, lg_mode="streaming")
     ctx.scorer.block_tokens, ctx.scorer.context_tokens, ctx.scorer.batch_size = 64, 8, 1
     with ctx.write_lock:
-        gen = Ingestor(ctx).live_generation()
+        gen = live_generation(ctx)
     plan = plan_for(ctx, gen, None, first_pass=False)
     seen = []
     rep = Reporter(lambda label, share, eta: seen.append((label, share, eta)) or False, interval_s=0)
@@ -308,7 +308,7 @@ def test_a_refinement_embeds_only_the_chunks_the_first_pass_did_not(make_ctx):
 
     ctx = make_ctx(chunker="lgmgc", theta=40)
     with ctx.write_lock:
-        gen = Ingestor(ctx).live_generation()
+        gen = live_generation(ctx)
     first = cut(ctx, TEXT, "a.md", "h" * 64, plan_for(ctx, gen, None, first_pass=True))
     # by the text that was embedded: the chunk's context line (the index's default) and its text, as the queue keys it
     lines = chunk_contexts(TEXT, "a.md", None, [s for s, *_ in first.spans])
@@ -339,7 +339,7 @@ def test_the_estimate_counts_only_the_words_to_embed_when_most_are_known(make_ct
 
     ctx = make_ctx(chunker="mg", theta=40)
     with ctx.write_lock:
-        gen = Ingestor(ctx).live_generation()
+        gen = live_generation(ctx)
     plan = plan_for(ctx, gen, None, first_pass=True)
     first = cut(ctx, TEXT, "a.md", "h" * 64, plan)
     lines = chunk_contexts(TEXT, "a.md", None, [s for s, *_ in first.spans])
@@ -363,7 +363,7 @@ def test_a_text_that_several_levels_share_is_embedded_once(make_ctx):
 
     ctx = make_ctx(chunker="mg", theta=40)
     with ctx.write_lock:
-        gen = Ingestor(ctx).live_generation()
+        gen = live_generation(ctx)
     # the next section opens with a sentence too long to share a span with the short one
     text = ("# Revenue\n\nNet sales rose nine percent.\n\n# Risks\n\n"
             + "The first risk, which the board has discussed at every meeting since the harbour reopened, is that "

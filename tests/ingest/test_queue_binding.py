@@ -142,12 +142,12 @@ def test_a_finished_result_copied_onto_another_job_is_refused_by_the_holder(tmp_
     from ingest.jobs.queue import plan_for
     from ingest.jobs.remote import ForgedPayload, RedisExecutor
     from ingest.jobs.work import Reporter
-    from ingest.pipeline import Ingestor
+    from ingest.pipeline import live_generation
 
     holder = _holder(tmp_path, redis_url)
     worker = AppContext(_settings(tmp_path / "worker", redis_url))
     ex = RedisExecutor(holder, poll_s=0.05)
-    plan = plan_for(holder, Ingestor(holder).live_generation(), None, first_pass=False)
+    plan = plan_for(holder, live_generation(holder), None, first_pass=False)
 
     def job(job_id, name, owner, text):
         return SimpleNamespace(job_id=job_id, name=name, doc_id=name, owner=owner, two_phase=0,

@@ -56,13 +56,13 @@ def test_a_worker_waits_through_a_redis_outage_and_serves_again(tmp_path):
     from ingest.jobs.queue import plan_for
     from ingest.jobs.remote import RedisExecutor
     from ingest.jobs.work import QueueUnavailable, Reporter
-    from ingest.pipeline import Ingestor
+    from ingest.pipeline import live_generation
 
     redis, url = start_redis(tmp_path)
     port = int(url.rsplit(":", 1)[1].split("/")[0])
     holder = AppContext(Settings(data_dir=tmp_path / "holder", queue_url=url, queue_secret=SECRET, embedder="hashing"),
                         client=QdrantClient(":memory:"))
-    plan = plan_for(holder, Ingestor(holder).live_generation(), None, first_pass=False)
+    plan = plan_for(holder, live_generation(holder), None, first_pass=False)
     worker = _worker(tmp_path, url)
     log = (tmp_path / "worker.log").read_text
 

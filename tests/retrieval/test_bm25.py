@@ -3,7 +3,7 @@ from collections import Counter
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from retrieval.bm25 import Bm25Level, Bm25Store, lucene_idf, tokenize
+from retrieval.bm25 import Bm25Level, lucene_idf, tokenize
 
 
 class LuceneIdfBM25(BM25Okapi):
@@ -40,25 +40,6 @@ def test_single_chunk_collection_still_matches():
     # rank_bm25's own idf is negative for a term in every chunk, so it scores a one-chunk corpus <= 0
     assert BM25Okapi([["owl"]]).get_scores(["owl"])[0] <= 0
     assert Bm25Level(["a"], [Counter(["owl"])]).top("owl", 3)[0][0] == "a"
-
-
-class C:
-    def __init__(self, id, level, text):
-        self.id, self.level, self.text, self.parent_id = id, level, text, "p-" + id
-
-
-def test_store_persists_updates_and_rebuilds_only_on_change(tmp_path):
-    store = Bm25Store(tmp_path)
-    filler = [C(f"f{i}", 0, f"filler text number {i}") for i in range(5)]
-    store.update(1, [C("a", 0, "owl forest"), C("b", 0, "fox river"), C("c", 1, "owl")] + filler)
-    lv = store.level(1, 0)
-    assert len(lv.ids) == 7 and store.level(1, 0) is lv  # cached: not rebuilt per query
-    assert lv.top("owl", 5)[0][0] == "a" and lv.parents[lv.ids.index("a")] == "p-a"
-    store.update(1, [C("d", 0, "stock owl")], remove={0: ["a"]})
-    lv2 = Bm25Store(tmp_path).level(1, 0)  # a fresh process reads the persisted state
-    assert "a" not in lv2.ids and lv2.top("owl", 5)[0][0] == "d"
-    store.drop(1)
-    assert Bm25Store(tmp_path).level(1, 0).top("owl", 5) == []
 
 
 def test_tokenize():

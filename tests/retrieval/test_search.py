@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from ingest.jobs.queue import ingest_files
-from ingest.pipeline import Ingestor
+from ingest.pipeline import reingest
+from ingest.store.write import delete_document
 from retrieval.scoring import Hit, assemble_context, rank_parents, weights_or_uniform
 from retrieval.search import EmptyIndexError, retrieve
 
@@ -87,13 +88,13 @@ def test_bm25_follows_updates_and_deletes(make_ctx, write):
     p = write("t.txt", DOC)
     ingest_files(ctx, [p, write("u.txt", "Zebras graze on the savanna. Lions watch them.")])
     assert retrieve(ctx, "zebras savanna", retriever="bm25").sources[0].doc_id == "u.txt"
-    Ingestor(ctx).delete("u.txt")
+    delete_document(ctx, "u.txt")
     assert all(s.doc_id != "u.txt" for s in retrieve(ctx, "zebras savanna", retriever="bm25").sources)
     p.write_text("Quokkas smile on the island. " * 3, encoding="utf-8")
     ingest_files(ctx, [p])
     res = retrieve(ctx, "quokkas island topic alpha", retriever="bm25")
     assert [s.doc_id for s in res.sources] == ["t.txt"] and "Quokkas" in res.sources[0].text
-    Ingestor(ctx).reingest(chunker="recursive", theta=20)
+    reingest(ctx, chunker="recursive", theta=20)
     assert "Quokkas" in retrieve(ctx, "quokkas", retriever="bm25").sources[0].text
 
 

@@ -4,7 +4,7 @@ store written before the owner was in the payload is given it on open."""
 import pytest
 
 from ingest.jobs.queue import ingest_files
-from ingest.pipeline import Ingestor
+from ingest.pipeline import reingest
 from retrieval.search import retrieve
 
 DOC = "\n\n".join(
@@ -88,7 +88,7 @@ def test_points_of_an_index_made_before_get_their_owners_on_open(make_ctx, write
 def test_a_reingestion_keeps_each_documents_owner(make_ctx, write):
     ctx = make_ctx(theta=40)
     _three_owners(ctx, write)
-    Ingestor(ctx).reingest(theta=30)
+    reingest(ctx, theta=30)
     live = ctx.catalog.live_generation()
     owners = {p.payload["doc_id"]: p.payload["owner"] for p in ctx.index.points(live.gen, 0)}
     assert owners == {"lib.txt": "*", "mine.txt": "browser:me", "theirs.txt": "browser:them"}

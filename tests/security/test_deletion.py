@@ -7,7 +7,8 @@ import os
 import time
 
 from ingest.jobs.queue import ingest_files, ingest_now
-from ingest.pipeline import Ingestor
+from ingest.store.write import delete_document
+from ingest.text.keywords import tokenize
 from services.service import AppService, browser_owner
 
 SECRET = "The night code for the boathouse is 7734. Only the keeper may use it. The code changes on Fridays.\n"
@@ -33,7 +34,7 @@ def test_deleted_upload_leaves_no_trace(make_ctx, tmp_path):
     assert ctx.catalog.db.execute("SELECT COUNT(*) FROM versions").fetchone()[0] == 0
     assert not ctx.store.has(h) and not any(f.is_file() for f in ctx.settings.store_path.rglob("*"))
     assert all(ctx.index.count(gen, lv) == 0 for lv in range(1))
-    assert ctx.bm25.level(gen, 0).n == 0
+    assert ctx.index.keyword_search(0, tokenize("night code boathouse"), 10) == []  # its keywords went too
     ev = svc.feedback.rows()[0]
     assert ev["evidence"] == [] and ev["doc_id"] == "" and ev["rating"] == "good"
 
@@ -44,7 +45,7 @@ def test_shared_content_stays_for_the_other_document(make_ctx, tmp_path, write):
     r = ingest_now(ctx, [("b.md", SECRET.encode())], owner="browser:two")  # same bytes, another owner
     assert r.results[0].status == "ingested"
     h = ctx.catalog.documents(None)[0]["hash"]
-    Ingestor(ctx).delete("b.md")
+    delete_document(ctx, "b.md")
     assert ctx.store.has(h) and ctx.catalog.find_document("a.md") == "a.md"
 
 

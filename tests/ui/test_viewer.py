@@ -66,7 +66,7 @@ def test_pdf_page_is_scaled_down_to_the_pixel_cap():
 
 
 def test_viewer_routes(ui_server, tmp_path):
-    from ingest.pipeline import Ingestor
+    from ingest.store.write import delete_document
 
     svc = ui_server.service
     p = tmp_path / "viewer-report.pdf"
@@ -83,7 +83,7 @@ def test_viewer_routes(ui_server, tmp_path):
     assert orig.content == p.read_bytes() and "attachment" in orig.headers["content-disposition"]
     bad = httpx.get(f"{ui_server.url}/{link[:-3]}abc")
     assert bad.status_code == 403 and "not valid" in bad.text
-    Ingestor(svc.ctx).delete("viewer-report.pdf")
+    delete_document(svc.ctx, "viewer-report.pdf")
     gone = httpx.get(f"{ui_server.url}/{link}")
     assert gone.status_code == 404 and "no longer in the library" in gone.text  # the link was valid, the doc is gone
 
@@ -92,7 +92,7 @@ def test_the_original_of_a_document_with_a_non_latin1_name_downloads(ui_server, 
     """RFC 6266/5987: ``filename*=UTF-8''…`` carries the name, ``filename="…"`` an ASCII stand-in for old clients."""
     from urllib.parse import unquote
 
-    from ingest.pipeline import Ingestor
+    from ingest.store.write import delete_document
 
     svc = ui_server.service
     name = "naïve–résumé_日本.md"
@@ -113,7 +113,7 @@ def test_the_original_of_a_document_with_a_non_latin1_name_downloads(ui_server, 
         assert fallback.startswith('"') and fallback.endswith('"') and fallback.endswith('.md"')
         assert '"' not in fallback[1:-1] and "\\" not in fallback
     finally:
-        Ingestor(svc.ctx).delete(name)
+        delete_document(svc.ctx, name)
 
 
 def test_a_viewer_link_with_a_non_ascii_signature_is_refused_not_an_error(ui_server):
