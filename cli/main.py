@@ -214,6 +214,17 @@ def cmd_worker(args) -> int:
 def cmd_reingest(args) -> int:
     """Re-ingest every document, or those named (:meth:`services.commands.CommandsPart.reingest_library`)."""
     service = _service(args, writer=True)
+    if args.copy:
+        if args.docs or args.chunker or args.theta or args.lg_mode:
+            print("error: --copy keeps every document's chunks: it takes no documents, --chunker, --theta or --lg-mode",
+                  file=sys.stderr)
+            return 2
+        report = service.reingest_library([], allow_partial=args.allow_partial, progress=not args.quiet)
+        _print_report(report)
+        if report.failed and not args.allow_partial:
+            print("re-ingestion failed; the live index is unchanged", file=sys.stderr)
+            return 1
+        return 0
     if args.docs:  # some documents re-chunked (with their own chunker/θ if given), the rest copied; atomic switch
         try:
             report = service.reingest_library(args.docs, args.chunker, args.theta, allow_partial=args.allow_partial,
@@ -642,6 +653,9 @@ def _add_library_commands(sub) -> None:
     s.add_argument("--theta", type=_int_at_least(4))
     s.add_argument("--lg-mode", choices=("exact", "streaming"))
     s.add_argument("--allow-partial", action="store_true", help="switch even if some documents fail")
+    s.add_argument("--copy", action="store_true",
+                   help="keep every document's chunks and vectors and rebuild the index from them (no chunking, no "
+                        "embedding): an index written by an earlier version gains its keywords in the store")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=cmd_reingest)
 

@@ -193,7 +193,8 @@ def reingest(ctx: Resources, chunker: str | None = None, theta: int | None = Non
     neither, each document keeps its own (those given to it alone) and the rest take the live index's.
     With ``only`` (document ids), just those are re-chunked, with ``chunker``/``theta`` recorded for them
     alone if given (else their own parameters); the other documents' chunks and vectors are copied into the
-    new generation unchanged, so nothing is re-embedded for them.
+    new generation unchanged, so nothing is re-embedded for them; ``only=[]`` copies every document (the store
+    computes the keywords of what it is given: an index of an earlier version gains them).
     If any document fails, the new generation is dropped and the live index is left as it was, unless
     ``allow_partial`` (then the failed documents are left out of the new index).
 
@@ -292,8 +293,8 @@ def _plans(ctx: Resources, live: Generation, doc_ids: list[str], chunker: str | 
     missing = [d for d in doc_ids if d not in rows]
     if missing:
         raise ValueError(f"no such documents: {', '.join(missing)}; see `mgrag docs`")
-    if not doc_ids:
-        raise ValueError("no documents selected")
+    if not doc_ids and (chunker is not None or theta is not None):
+        raise ValueError("no documents selected")  # none selected, none re-chunked: every document is copied
     if theta is not None and theta < 4:
         raise ValueError(f"θ must be at least 4 words, got {theta}")
     out = {}

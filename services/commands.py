@@ -168,13 +168,14 @@ class CommandsPart(ServicePart):
                          allow_partial: bool = False, progress: bool = False):
         """Re-ingest under the data dir's writer lock (:func:`ingest.pipeline.reingest`): every document
         into a new generation, switched atomically; or, ``refs`` naming documents, only those re-chunked (with
-        ``chunker``/``theta`` for them only if given) and the rest copied. ``progress``: bars on the terminal. The
-        report; ValueError for an unknown document or a refused request."""
+        ``chunker``/``theta`` for them only if given) and the rest copied; ``refs`` empty (``[]``): every document
+        copied, chunks and vectors as they are (an index of an earlier version gains its keywords in the store).
+        ``progress``: bars on the terminal. The report; ValueError for an unknown document or a refused request."""
         from ingest.pipeline import reingest
 
         self.ctx.writer_lock()
         with self._writing("reingest"):
-            only = self.find_documents(refs) if refs else None
+            only = None if refs is None else self.find_documents(refs) if refs else []
             return reingest(self.ctx, chunker, theta, allow_partial=allow_partial, only=only, progress=progress)
 
     def delete_document(self, ref: str) -> str:

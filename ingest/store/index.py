@@ -131,7 +131,8 @@ class VectorIndex:
         if not self._warned_no_keywords:
             self._warned_no_keywords = True
             log.warning("generation %d was written before keywords were stored in the index: keyword search is off "
-                        "(dense search alone) until `mgrag reingest` rebuilds it", gen)
+                        "(dense search alone) until `mgrag reingest --copy` rebuilds it (minutes: no chunking, no "
+                        "embedding)", gen)
         return []
 
     def keyword_search(self, level: int, tokens: Sequence[str], limit: int, doc_ids: Sequence[str] | None = None,

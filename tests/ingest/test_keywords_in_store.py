@@ -158,3 +158,65 @@ def test_the_pickles_of_an_older_data_dir_go_once_the_live_generation_has_keywor
         assert retrieve(again, "zebras savanna", retriever="bm25").sources[0].doc_id == "t.txt"
     finally:
         again.close()
+
+
+
+def test_reingest_copy_gives_an_older_index_its_keywords_without_embedding(tmp_path, monkeypatch, capsys):
+    """`mgrag reingest --copy` on a data dir whose live levels have no keywords (an earlier version's): every
+    document copied into a new generation, chunks and vectors as they were, the keywords computed on the way;
+    nothing is chunked or embedded again."""
+    from qdrant_edge import Distance, EdgeConfig, EdgeShard, EdgeVectorParams, PayloadSchemaType, Point, UpdateOperation
+
+    from app.context import AppContext
+    from cli.main import main
+    from core.settings import Settings
+    from ingest.embed import HashingEmbedder
+    from retrieval.search import retrieve
+
+    for k, v in (("MGRAG_EMBEDDER", "hashing"), ("MGRAG_CHUNKER", "recursive"), ("MGRAG_THETA", "40")):
+        monkeypatch.setenv(k, v)
+    doc = tmp_path / "zebras.md"
+    doc.write_text("Zebras graze on the savanna at dawn. Lions watch them from the ridge. " * 4, encoding="utf-8")
+    data = tmp_path / "data"
+    assert main(["--data-dir", str(data), "ingest", "--quiet", str(doc)]) == 0
+    settings = Settings(data_dir=data, embedder="hashing", chunker="recursive", theta=40)
+
+    ctx = AppContext(settings)
+    live = ctx.catalog.live_generation()
+    kept = {lv: list(ctx.index.points(live.gen, lv, with_vectors=True)) for lv in range(live.n_levels)}
+    ctx.index.drop_generation(live.gen)
+    for lv, pts in kept.items():  # the same points in shards of an earlier version: no sparse vectors
+        p = ctx.index.path(live.gen, lv)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        sh = EdgeShard.create(str(p), EdgeConfig(vectors=EdgeVectorParams(size=live.dim, distance=Distance.Cosine)))
+        for key in ("doc_id", "owner"):
+            sh.update(UpdateOperation.create_field_index(key, PayloadSchemaType.Keyword))
+        sh.update(UpdateOperation.upsert_points([Point(x.id, x.vector.tolist(), x.payload) for x in pts]))
+        sh.flush()
+        sh.close()
+    ctx.close()
+
+    ctx = AppContext(settings)
+    assert not ctx.index.has_keywords(live.gen, 0)
+    assert retrieve(ctx, "zebras savanna", retriever="bm25").sources == []  # keywords off until the copy
+    assert retrieve(ctx, "zebras savanna", retriever="dense").sources  # dense search goes on
+    ctx.close()
+
+    def no_embedding(self, texts):
+        raise AssertionError("reingest --copy embedded text")
+
+    monkeypatch.setattr(HashingEmbedder, "embed_passages", no_embedding)
+    assert main(["--data-dir", str(data), "reingest", "--copy", "--quiet"]) == 0
+    ctx = AppContext(settings)
+    try:
+        now = ctx.catalog.live_generation()
+        assert now.gen != live.gen and all(ctx.index.has_keywords(now.gen, lv) for lv in range(now.n_levels))
+        assert retrieve(ctx, "zebras savanna", retriever="bm25").sources[0].doc_id == "zebras.md"
+        for lv, pts in kept.items():  # the same chunks and vectors
+            copied = {x.id: x.vector for x in ctx.index.points(now.gen, lv, with_vectors=True)}
+            assert set(copied) == {x.id for x in pts}
+            assert all(np.allclose(copied[x.id], x.vector, atol=1e-6) for x in pts)
+    finally:
+        ctx.close()
+    assert main(["--data-dir", str(data), "reingest", "--copy", "--theta", "20"]) == 2
+    assert "--copy keeps every document's chunks" in capsys.readouterr().err
