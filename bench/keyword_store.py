@@ -19,7 +19,7 @@ to 60 words, random unit dense vectors of 384 dimensions) in a Qdrant Edge shard
   overlap of the two top 10s.
 
     python bench/keyword_store.py scale --chunks 100000 --out bench/results/keyword_store_100k.json
-    python bench/keyword_store.py agreement --data /work/devdata/qa_index --out bench/results/keyword_agreement.json
+    python bench/keyword_store.py agreement --data DATA --out bench/results/keyword_agreement.json
 """
 from __future__ import annotations
 
