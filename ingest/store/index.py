@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ingest.text.chunk_context import indexed_text
-from ingest.text.keywords import KEYWORDS, avg_len, document_weights, query_weights
+from ingest.text.keywords import KEYWORDS, avg_len, document_weights, query_weights, tokenize
 from ingest.types import Chunk
 
 # Imported where they are used, on purpose (heavy, optional or not needed by every caller): qdrant_client, qdrant_edge
@@ -116,12 +116,22 @@ class VectorIndex:
         self._warned_no_keywords = False
 
     def _keywords(self, level: int, text: str, context: str = "") -> tuple[list[int], list[float]]:
-        from ingest.text.keywords import tokenize
-
         return document_weights(tokenize(indexed_text(context, text)), avg_len(self.theta, level))
 
     def _keywords_of(self, level: int, payload: dict) -> tuple[list[int], list[float]]:
         return self._keywords(level, payload.get("text", ""), payload.get("context", ""))
+
+    def _sparse(self, indices: list[int], values: list[float]):
+        """The engine's sparse-vector object."""
+        raise NotImplementedError
+
+    def _vectors(self, gen: int, level: int, dense, payload: dict):
+        """A point's vectors as the engine takes them: the dense one alone on a level without keywords, else the
+        dense one (named "") and its keywords."""
+        v = _dense(dense).tolist()
+        if not self.has_keywords(gen, level):
+            return v
+        return {"": v, KEYWORDS: self._sparse(*self._keywords_of(level, payload))}
 
     def has_keywords(self, gen: int, level: int) -> bool:
         """Whether ``gen``'s ``level`` stores keywords (a level created before they moved into the store does not)."""
@@ -404,14 +414,10 @@ class EdgeIndex(VectorIndex):
         self._check_space(size)
         super().upsert(gen, chunks, vectors, doc_version, owner)
 
-    def _vectors(self, gen: int, level: int, dense, payload: dict):
+    def _sparse(self, indices, values):
         from qdrant_edge import SparseVector
 
-        v = _dense(dense).tolist()
-        if not self.has_keywords(gen, level):
-            return v
-        idx, val = self._keywords_of(level, payload)
-        return {"": v, KEYWORDS: SparseVector(indices=idx, values=val)}
+        return SparseVector(indices=indices, values=values)
 
     def _upsert_level(self, gen, level, items, doc_version, owner) -> None:
         from qdrant_edge import Point, UpdateOperation
@@ -676,14 +682,10 @@ class ClientIndex(VectorIndex):
             self._keyword_levels[name] = KEYWORDS in sparse
         return self._keyword_levels[name]
 
-    def _vectors(self, gen: int, level: int, dense, payload: dict):
+    def _sparse(self, indices, values):
         from qdrant_client import models
 
-        v = _dense(dense).tolist()
-        if not self.has_keywords(gen, level):
-            return v
-        idx, val = self._keywords_of(level, payload)
-        return {"": v, KEYWORDS: models.SparseVector(indices=idx, values=val)}
+        return models.SparseVector(indices=indices, values=values)
 
     def _upsert_level(self, gen, level, items, doc_version, owner) -> None:
         from qdrant_client import models
