@@ -35,7 +35,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.jobs.remote import RedisExecutor
-from ingest.jobs.state import ACTIVE, DONE, FIRST_PASS, FOUND, LANES, RUNNING, Job, JobState, JobStore, pages_read
+from ingest.jobs.state import (
+    ACTIVE,
+    DONE,
+    FIRST_PASS,
+    FOUND,
+    LANES,
+    RUNNING,
+    Job,
+    JobState,
+    JobStore,
+    pages_read,
+    read_in_full,
+    reading_rest,
+)
 from ingest.jobs.work import (
     Cut,
     Plan,
@@ -455,7 +468,7 @@ class Runner:
                                   context=plan.context)
                 known.update(zip((indexed_text(x.meta.get("context", ""), x.text) for x in chunks), c.vectors))
                 v = cat.version_of(job.doc_id, job.hash) or {}
-                msg = pages_read(read) or f"read in full ({len(doc.layout.get('pages') or ())} pages)"
+                msg = pages_read(read) or read_in_full(doc.layout)
                 done_sql = self.jobs.message_sql if phase else self.jobs.ready_sql
                 commit_document(ctx, gen, LoadedDoc(v.get("name", job.name), b"", doc.text, v.get("kind", "pdf")),
                                 job.doc_id, job.hash, chunks, c.vectors, t0, own, size=job.size, owner=job.owner,
@@ -478,6 +491,10 @@ class Runner:
         if (ctx.store.layout(job.hash) or {}).get("read") and self._read_rest(job, gen, own, plan):
             return
         text, layout = ctx.store.text(job.hash), ctx.store.layout(job.hash)
+        # the store holds the whole of a long PDF whose first pass read its first pages only when the same bytes were
+        # read in full before (another browser's upload; content is stored by its hash): nothing is left to read, and
+        # the job ends saying so, as one read range by range does (not at its first pass's "pages 1–40 of N")
+        whole = read_in_full(layout) if reading_rest(job.message) else ""
         c = self.executor.refine(job, text, plan, self._reporter(job, "refine"), self._known_vectors(gen, job),
                                  layout)
         with ctx.write_lock:
@@ -490,7 +507,7 @@ class Runner:
             chunks = c.chunks(text, job.doc_id, job.hash, layout, first_pass=False, context=plan.context)
             commit_document(ctx, gen, LoadedDoc(v.get("name", job.name), b"", text, v.get("kind", "text")),
                             job.doc_id, job.hash, chunks, c.vectors, t0, own, size=job.size, owner=job.owner,
-                            phase=None, on_commit=lambda db: self.jobs.ready_sql(db, job.job_id))
+                            phase=None, on_commit=lambda db: self.jobs.ready_sql(db, job.job_id, whole))
         log.info("%s: refined in %.1f s (%s)", job.name, time.time() - t0, plan.cut_by)
         self._learn(c.timings)
 

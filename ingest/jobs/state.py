@@ -151,6 +151,12 @@ def pages_read(read: dict | None) -> str:
     return f"searchable (pages 1–{read['pages']} of {read['of']})" if read else ""
 
 
+def read_in_full(layout: dict | None) -> str:
+    """What a long PDF's job says once every page of it is read (range by range, or found whole in the document
+    store): ``read in full (190 pages)``."""
+    return f"read in full ({len((layout or {}).get('pages') or ())} pages)"
+
+
 def reading_rest(message: str | None) -> bool:
     """Whether a job's message is :func:`pages_read`'s: its document is searchable in its first pages only."""
     return bool(message) and str(message).startswith("searchable (pages ")

@@ -150,3 +150,29 @@ def test_a_long_pdf_s_ingest_time_is_the_sum_of_its_ranges(make_ctx, monkeypatch
     [row] = document_states(ctx)
     assert row["seconds"] == pytest.approx(sum(written))
     assert row["seconds"] > max(written)
+
+
+def test_a_long_pdf_another_browser_had_read_ends_ready_in_full_not_at_its_first_pages(make_ctx):
+    """The same bytes uploaded from a second browser: the store already holds the whole text the first upload read,
+    so the refinement cuts that at once instead of reading the rest range by range; the job must still end as one
+    read range by range does ("read in full"), not at its first pass's "searchable (pages 1–3 of 7)"."""
+    from ui.rooms.uploads import upload_state
+
+    ctx = make_ctx(chunker="mg", theta=40, pdf_pages_per_range=3)
+    [first] = enqueue(ctx, [("log.pdf", _pdf())], owner="browser-a")
+    Runner(ctx).drain("ready")
+    before = {p.id: p.payload for lv in range(3) for p in ctx.index.points(ctx.catalog.live_generation().gen, lv)}
+    [again] = enqueue(ctx, [("log.pdf", _pdf())], owner="browser-b")
+    assert again.status == "queued"  # not a duplicate: the first copy is another browser's, out of this one's view
+    Runner(ctx).drain("ready")
+    job = ctx.jobs.get(again.job.job_id)
+    assert job.state == "ready" and job.message == "read in full (7 pages)"
+    assert upload_state({"status": job.state, "message": job.message}) == "ready: read in full (7 pages)"
+    assert job.message == ctx.jobs.get(first.job.job_id).message
+    live = ctx.catalog.live_generation()
+    assert _pages_found(ctx, job.doc_id) == _pages_found(ctx, first.job.doc_id) == set(range(1, 8))
+    assert ctx.catalog.phase(live.gen, job.doc_id)[1] is None
+    assert not any(p.payload.get("first_pass") for lv in range(3) for p in ctx.index.points(live.gen, lv))
+    after = {p.id: p.payload for lv in range(3) for p in ctx.index.points(live.gen, lv)}
+    assert {i: after[i] for i in before} == before  # the first browser's document untouched
+    assert_one_truth(ctx)
