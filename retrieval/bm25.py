@@ -41,6 +41,8 @@ class Bm25Level:
     docs: list[str | None] | None = None  # document id of each chunk (for searches limited to some documents)
     k1: float = 1.5
     b: float = 0.75
+    # each chunk's reference length (the store's fixed one per level, ingest.text.keywords.avg_len); None: the mean
+    avg_lens: Sequence[float] | None = None
     vocab: dict[str, int] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
@@ -61,9 +63,10 @@ class Bm25Level:
         self.idf = np.array([lucene_idf(n, df[t]) for t in self.vocab])
         doc_len = np.array([sum(c.values()) for c in self.counts], dtype=np.float64)
         avgdl = doc_len.sum() / n if doc_len.sum() else 1.0
+        ref = np.asarray(self.avg_lens, dtype=np.float64) if self.avg_lens is not None else np.full(n, avgdl)
         rows, cols, vals = [], [], []
         for d, c in enumerate(self.counts):
-            norm = self.k1 * (1 - self.b + self.b * doc_len[d] / avgdl)
+            norm = self.k1 * (1 - self.b + self.b * doc_len[d] / ref[d])
             for t, tf in c.items():
                 rows.append(d)
                 cols.append(self.vocab[t])

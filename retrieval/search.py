@@ -12,6 +12,7 @@ best-weighted level, not necessarily parents.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from core.resources import Point, Resources
@@ -98,11 +99,13 @@ def check_question(question: str | None, max_chars: int) -> str:
     return q
 
 
-def _rrf(rankings: list[list[str]], k: int) -> dict[str, float]:
+def _rrf(rankings: list[list[str]], k: int, weights: Sequence[float] | None = None) -> dict[str, float]:
+    """Reciprocal rank fusion: each id's sum over the rankings of ``weight / (k + rank)`` (weights 1 by default)."""
     out: dict[str, float] = {}
-    for ranking in rankings:
+    for i, ranking in enumerate(rankings):
+        w = 1.0 if weights is None else weights[i]
         for r, pid in enumerate(ranking, 1):
-            out[pid] = out.get(pid, 0.0) + 1.0 / (k + r)
+            out[pid] = out.get(pid, 0.0) + w / (k + r)
     return out
 
 
@@ -244,7 +247,8 @@ def _max_sources(ctx: Resources, live, found: _Found, w: list[float], retriever:
     elif retriever == "bm25":
         ranked = [(pid, sc) for pid, sc, _ in bm25_rank]
     else:
-        fused = _rrf([[p for p, _, _ in dense_rank], [p for p, _, _ in bm25_rank]], ctx.settings.rrf_k)
+        fused = _rrf([[p for p, _, _ in dense_rank], [p for p, _, _ in bm25_rank]], ctx.settings.rrf_k,
+                     [1.0, ctx.settings.bm25_weight])
         ranked = sorted(fused.items(), key=lambda x: (-x[1], x[0]))
     need = [pid for pid, _ in ranked if pid not in payloads]
     need += [best_hit[pid].id for pid, _ in ranked if best_hit[pid].id not in payloads]

@@ -220,3 +220,23 @@ def test_reingest_copy_gives_an_older_index_its_keywords_without_embedding(tmp_p
         ctx.close()
     assert main(["--data-dir", str(data), "reingest", "--copy", "--theta", "20"]) == 2
     assert "--copy keeps every document's chunks" in capsys.readouterr().err
+
+
+def test_the_in_memory_bm25_given_the_store_reference_lengths_scores_as_the_store(make):
+    """bench/fusion_weight.py scores BM25 in memory as the store does: each chunk against its level's fixed
+    reference length (``avg_lens``), not the running mean (which differs here: the chunks are short for θ = 300)."""
+    from ingest.text.keywords import avg_len
+
+    a, va = chunks_of("a.txt", SENTENCES)
+    idx, live = make(300)
+    idx.create_generation(1, DIM, 1)
+    live.gen = 1
+    idx.upsert(1, a, va, 1)
+    q = tokenize("When does the ferry leave the pier?")
+    counts = [Counter(tokenize(c.text)) for c in a]
+    fixed = Bm25Level([c.id for c in a], counts, avg_lens=[avg_len(300, 0)] * len(a))
+    mean = Bm25Level([c.id for c in a], counts)
+    got = {p.id: p.score for p in idx.keyword_search(0, q, 10)}
+    assert np.allclose([got[c.id] for c in a if c.id in got], [fixed.scores(q)[i] for i, c in enumerate(a)
+                                                                if c.id in got], rtol=1e-5)
+    assert not np.allclose(fixed.scores(q), mean.scores(q))

@@ -130,3 +130,17 @@ def test_doc_ids_scope_the_search_to_those_documents(make_ctx, write, retriever)
         if retriever == "dense":
             assert [s.parent_id for s in res.sources] == [s.parent_id for s in everywhere.sources if s.doc_id in scope]
     assert retrieve(ctx, q, retriever=retriever, doc_ids=["nope.txt"]).sources == []
+
+
+def test_the_keyword_weight_moves_hybrid_between_dense_and_keywords(make_ctx, write):
+    """``bm25_weight`` (chosen on dev, bench/fusion_weight.py) weighs the keyword ranking in the fusion: at 0 the
+    hybrid ranking is the dense one; at 1 both rankings count alike (plain RRF)."""
+    from retrieval.search import _rrf
+
+    assert _rrf([["a", "b"], ["b", "a"]], 60, [1.0, 0.0]) == {"a": 1 / 61, "b": 1 / 62}
+    assert _rrf([["a", "b"], ["b", "a"]], 60) == _rrf([["a", "b"], ["b", "a"]], 60, [1.0, 1.0])
+    ctx = make_ctx(theta=40, bm25_weight=0.0)
+    ingest_files(ctx, [write("t.txt", DOC)])
+    dense = retrieve(ctx, "yak of topic delta", retriever="dense", budget_words=400)
+    hybrid = retrieve(ctx, "yak of topic delta", retriever="hybrid", budget_words=400)
+    assert [s.text for s in hybrid.sources] == [s.text for s in dense.sources]
