@@ -127,7 +127,7 @@ SECTIONS: dict[str, Callable[[Path], str]] = {
     "qa-longbench_sample": _qa, "load": _load, "chroma-abstention": _chroma_abstention, "bench-extra": _bench_extra,
     "level-scoring": _level_scoring, "answers-qa": _answers_qa,
 }
-SETTINGS_HEADER = "| setting | env var | default | meaning |"
+SETTINGS_HEADER = "| concern (TOML table) | setting | env var | default | meaning |"
 
 
 def section_span(text: str, name: str) -> tuple[int, int] | None:

@@ -1,6 +1,9 @@
 """One settings object: defaults < TOML file < ``MGRAG_*`` environment variables < CLI flags.
 
-The TOML file is ``$MGRAG_CONFIG`` if set, else ``./mgrag.toml`` if it exists. Keys are the field names below.
+The TOML file is ``$MGRAG_CONFIG`` if set, else ``./mgrag.toml`` if it exists. Keys are the field names below, at
+the top level or in the table of their concern (``[retrieval]`` ``top_k = 30``): :data:`CONCERNS` groups the fields
+by what they govern, and each concern is a read-only view of the settings (``settings.retrieval.top_k``), so a part
+of the product can be handed only the settings it reads. The environment names stay flat (``MGRAG_TOP_K``).
 """
 from __future__ import annotations
 
@@ -188,8 +191,41 @@ class Settings(BaseSettings):
         if path:
             if not Path(path).exists():
                 raise FileNotFoundError(f"MGRAG_CONFIG={path}: no such settings file")
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+            sources.append(_ConcernToml(settings_cls, path))
         return tuple(sources)
+
+    # the settings by concern (CONCERNS), read-only
+    @property
+    def storage(self) -> SettingsView:
+        return SettingsView(self, "storage")
+
+    @property
+    def reading(self) -> SettingsView:
+        return SettingsView(self, "reading")
+
+    @property
+    def queue(self) -> SettingsView:
+        return SettingsView(self, "queue")
+
+    @property
+    def chunking(self) -> SettingsView:
+        return SettingsView(self, "chunking")
+
+    @property
+    def embedding(self) -> SettingsView:
+        return SettingsView(self, "embedding")
+
+    @property
+    def retrieval(self) -> SettingsView:
+        return SettingsView(self, "retrieval")
+
+    @property
+    def answering(self) -> SettingsView:
+        return SettingsView(self, "answering")
+
+    @property
+    def web(self) -> SettingsView:
+        return SettingsView(self, "web")
 
     # derived paths
     @property
@@ -213,12 +249,94 @@ class Settings(BaseSettings):
         return bool(self.qdrant_url)
 
 
+# What each setting governs: the settings are grouped by concern, in this order, each field in exactly one
+# (tests/app/test_settings.py checks it); a concern is a TOML table and a read-only view (:class:`SettingsView`).
+CONCERNS: dict[str, tuple[str, ...]] = {
+    "storage": ("data_dir", "cache_dir", "qdrant_url", "qdrant_api_key", "qdrant_engine", "hnsw_min_points", "hnsw_ef",
+                "collection_prefix"),
+    "reading": ("max_file_mb", "max_unpacked_mb", "max_words_per_file", "extract_timeout_s", "extract_memory_mb",
+                "ocr_engine", "max_rows", "pdf_reader", "pdf_pages_per_range", "max_pdf_pages", "doc_cpu_budget_s"),
+    "queue": ("first_pass", "ingest_workers", "first_pass_timeout_s", "owner_workers", "refine_workers",
+              "ingest_max_attempts", "queue_url", "queue_secret", "queue_inflight"),
+    "chunking": ("chunker", "theta", "lm_model", "lm_8bit", "lm_device", "lg_mode", "lg_prompt", "lg_boundary_tokens",
+                 "lg_min_words", "lg_structure_weight", "lg_size_prior", "lg_children", "lg_batch_size",
+                 "lg_block_tokens", "lg_context_tokens", "torch_threads"),
+    "embedding": ("embedder", "embed_query_prefix", "embed_passage_prefix", "embed_batch_size", "embed_precision",
+                  "chunk_context", "late_quarters"),
+    "retrieval": ("top_k", "retriever", "rrf_k", "bm25_weight", "no_retrieval_words", "max_question_chars",
+                  "context_words", "router", "router_selection"),
+    "answering": ("synth_backend", "synth_model", "synth_4bit", "max_new_tokens", "offline_max_new_tokens",
+                  "offline_model", "offline_context_words", "answer_style", "route_by_name", "reader_check",
+                  "lm_check", "lm_check_url", "lm_check_model", "table_lookup", "grounding", "context_floor",
+                  "support_floor", "rewrite", "openai_base_url", "openai_model", "openai_api_key",
+                  "llm_connect_timeout_s", "llm_read_timeout_s", "llm_total_timeout_s"),
+    "web": ("ui_host", "ui_port", "trusted_proxies", "admin_user", "source_floor", "answer_links", "admin_password",
+            "admin_idle_s", "api_requests_per_minute", "admin_session_s", "log_level"),
+}
+CONCERN_OF = {name: concern for concern, names in CONCERNS.items() for name in names}
+
+
+class SettingsView:
+    """One concern's settings, read-only (``settings.retrieval.top_k``); other settings are not reachable from it."""
+
+    __slots__ = ("_settings", "_concern")
+
+    def __init__(self, settings: Settings, concern: str):
+        object.__setattr__(self, "_settings", settings)
+        object.__setattr__(self, "_concern", concern)
+
+    def __getattr__(self, name: str):
+        if name not in CONCERNS[self._concern]:
+            where = CONCERN_OF.get(name)
+            raise AttributeError(f"{name!r} is not a {self._concern} setting" + (f" (it is {where}'s)" if where
+                                                                                   else ""))
+        return getattr(self._settings, name)
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"the {self._concern} settings are read-only here; set {name} on the Settings")
+
+    def as_dict(self) -> dict:
+        return {n: getattr(self._settings, n) for n in CONCERNS[self._concern]}
+
+    def __repr__(self) -> str:
+        return f"SettingsView({self._concern}: {self.as_dict()!r})"
+
+
+class _ConcernToml(PydanticBaseSettingsSource):
+    """The TOML file, its concern tables (``[retrieval]``) flattened into the field names; a key in the wrong
+    table, or a table no concern has, is an error that names the file."""
+
+    def __init__(self, settings_cls, path: str):
+        super().__init__(settings_cls)
+        self.path = path
+        self.inner = TomlConfigSettingsSource(settings_cls, toml_file=path)
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - __call__ reads the file whole
+        return None, field_name, False
+
+    def __call__(self) -> dict:
+        flat: dict = {}
+        for key, value in self.inner().items():
+            if key in CONCERNS and isinstance(value, dict):
+                for k, v in value.items():
+                    if CONCERN_OF.get(k) != key:
+                        where = CONCERN_OF.get(k)
+                        raise ValueError(f"{Path(self.path).name}: [{key}] has no setting {k!r}"
+                                         + (f"; it belongs in [{where}]" if where else ""))
+                    flat[k] = v
+            else:
+                flat[key] = value
+        return flat
+
+
 def settings_table() -> str:
-    """Markdown table of every setting with its env var and default (used to keep the README in sync)."""
-    rows = ["| setting | env var | default | meaning |", "|---|---|---|---|"]
-    for name, f in Settings.model_fields.items():
-        default = f.get_default(call_default_factory=True)
-        if name == "cache_dir":
-            default = "~/.cache/mgrag"
-        rows.append(f"| `{name}` | `MGRAG_{name.upper()}` | `{default!r}` | {f.description} |")
+    """Markdown table of every setting by concern with its env var and default (keeps the README in sync)."""
+    rows = ["| concern (TOML table) | setting | env var | default | meaning |", "|---|---|---|---|---|"]
+    for concern, names in CONCERNS.items():
+        for name in names:
+            f = Settings.model_fields[name]
+            default = f.get_default(call_default_factory=True)
+            if name == "cache_dir":
+                default = "~/.cache/mgrag"
+            rows.append(f"| {concern} | `{name}` | `MGRAG_{name.upper()}` | `{default!r}` | {f.description} |")
     return "\n".join(rows)

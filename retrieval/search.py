@@ -188,11 +188,11 @@ def retrieve(ctx: Resources, question: str, k: int | None = None, budget_words: 
              doc_ids=None, visible_to: str | None = None) -> Retrieval:
     """The sources for ``question``; ``doc_ids`` limits the search to those documents (None: all), ``visible_to`` to
     what that reader may see: its own documents and the shared library's (None: every document)."""
-    s = ctx.settings
+    s = ctx.settings.retrieval  # what retrieval reads, and nothing else
     question = check_question(question, s.max_question_chars)
     k = k or s.top_k
     budget_words = budget_words or s.context_words
-    retriever, selection = _options(s, retriever, selection)
+    retriever, selection = _options(ctx.settings, retriever, selection)
     live = ctx.catalog.live_generation()
     if live is None or ctx.index.count(live.gen, 0) == 0:
         raise EmptyIndexError("the index is empty; ingest documents first (`mgrag ingest PATH`)")
@@ -247,8 +247,8 @@ def _max_sources(ctx: Resources, live, found: _Found, w: list[float], retriever:
     elif retriever == "bm25":
         ranked = [(pid, sc) for pid, sc, _ in bm25_rank]
     else:
-        fused = _rrf([[p for p, _, _ in dense_rank], [p for p, _, _ in bm25_rank]], ctx.settings.rrf_k,
-                     [1.0, ctx.settings.bm25_weight])
+        fused = _rrf([[p for p, _, _ in dense_rank], [p for p, _, _ in bm25_rank]], ctx.settings.retrieval.rrf_k,
+                     [1.0, ctx.settings.retrieval.bm25_weight])
         ranked = sorted(fused.items(), key=lambda x: (-x[1], x[0]))
     need = [pid for pid, _ in ranked if pid not in payloads]
     need += [best_hit[pid].id for pid, _ in ranked if best_hit[pid].id not in payloads]

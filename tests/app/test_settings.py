@@ -97,3 +97,41 @@ def test_the_engine_setting_picks_the_store(tmp_path, monkeypatch):
     assert not (tmp_path / "e" / "edge").exists()
     with pytest.raises(ValueError, match="qdrant_engine"):
         Settings(qdrant_engine="chroma")
+
+
+def test_every_setting_has_one_concern_and_its_view_reads_only_it():
+    from core.settings import CONCERNS, SettingsView
+
+    names = [n for group in CONCERNS.values() for n in group]
+    assert sorted(names) == sorted(Settings.model_fields) and len(names) == len(set(names))
+    s = Settings(top_k=7)
+    assert isinstance(s.retrieval, SettingsView) and s.retrieval.top_k == 7
+    assert s.retrieval.as_dict()["rrf_k"] == s.rrf_k
+    s.top_k = 9
+    assert s.retrieval.top_k == 9  # a view, not a copy
+    with pytest.raises(AttributeError, match="'theta' is not a retrieval setting \\(it is chunking's\\)"):
+        _ = s.retrieval.theta
+    with pytest.raises(AttributeError, match="read-only"):
+        s.retrieval.top_k = 3
+
+
+def test_a_settings_file_may_group_keys_by_concern_and_the_env_names_stay_flat(tmp_path, monkeypatch):
+    toml = tmp_path / "mgrag.toml"
+    toml.write_text('theta = 200\n\n[retrieval]\ntop_k = 30\nbm25_weight = 0.5\n\n[web]\nui_port = 8123\n')
+    monkeypatch.setenv("MGRAG_CONFIG", str(toml))
+    s = Settings()
+    assert (s.theta, s.top_k, s.retrieval.bm25_weight, s.web.ui_port) == (200, 30, 0.5, 8123)
+    monkeypatch.setenv("MGRAG_TOP_K", "12")
+    assert Settings().retrieval.top_k == 12  # the environment name is the flat one and still wins
+
+
+@pytest.mark.parametrize("body,msg", [
+    ('[retrieval]\ntheta = 200\n', r"mgrag.toml: \[retrieval\] has no setting 'theta'; it belongs in \[chunking\]"),
+    ('[retrieval]\ntop_kk = 2\n', r"mgrag.toml: \[retrieval\] has no setting 'top_kk'$"),
+])
+def test_a_key_in_the_wrong_table_names_the_file_and_where_it_belongs(tmp_path, monkeypatch, body, msg):
+    toml = tmp_path / "mgrag.toml"
+    toml.write_text(body)
+    monkeypatch.setenv("MGRAG_CONFIG", str(toml))
+    with pytest.raises(ValueError, match=msg):
+        Settings()
