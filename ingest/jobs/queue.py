@@ -111,15 +111,39 @@ def enqueue(ctx, named: Iterable[tuple[str, bytes]], owner: str | None = None, *
     return out
 
 
+def starts_in(ctx, job: Job) -> float | None:
+    """About how many seconds until a waiting ``job`` starts, with this data dir's settings: the lane's workers (this
+    process's, or the jobs the scale-out queue hands out at once), the most of them one user's files may hold
+    (:meth:`Runner.owner_cap`) and the pages a first pass reads of a long PDF
+    (:meth:`ingest.jobs.state.JobStore.starts_in`)."""
+    s = ctx.settings
+    lane = "first" if job.state == JobState.QUEUED else "refine"
+    workers = s.queue_inflight if s.queue_url else s.ingest_workers if lane == "first" else s.refine_workers
+    return ctx.jobs.starts_in(job, workers, owner_cap=owner_cap(s, workers), range_pages=s.pdf_pages_per_range)
+
+
+def owner_cap(settings, workers: int) -> int:
+    """The most jobs of one user (an owner other than the shared library) running at once in a lane of ``workers``:
+    every worker but one (``owner_workers``, 0: that default), so one worker is always left for another user's
+    upload; a single worker is everyone's in turn."""
+    return max(1, min(settings.owner_workers or workers - 1, workers))
+
+
+STARTS_SHOWN_FROM_S = 5  # a queued row shows no start estimate under this: it says "next" or its place only
+STARTS_IN_MINUTES_FROM_S = 90  # from this wait on, the row says it in minutes
+
+
 def queued_text(ctx, job: Job) -> str:
     """A queued file's row for people: its place and about when it starts ("queued (2 ahead) · starts in about
-    3 min"), from the running jobs' time left and the expected seconds of those ahead of it."""
+    3 min"): when the work ahead of it is done, the running jobs' time left and the expected seconds of the files
+    ahead of it (a long PDF at the first range of pages its first pass reads), on the workers its owner may use
+    (:func:`starts_in`)."""
     ahead = ctx.jobs.position(job)
-    s = ctx.settings
-    start = ctx.jobs.starts_in(job, s.queue_inflight if s.queue_url else s.ingest_workers)
+    start = starts_in(ctx, job)
     when = ""
-    if start is not None and start >= 5:
-        when = " · starts in about " + (f"{start / 60:.0f} min" if start >= 90 else f"{start:.0f} s")
+    if start is not None and start >= STARTS_SHOWN_FROM_S:
+        when = " · starts in about " + (f"{start / 60:.0f} min" if start >= STARTS_IN_MINUTES_FROM_S
+                                       else f"{start:.0f} s")
     return f"queued ({f'{ahead} ahead' if ahead else 'next'}){when}"
 
 
@@ -286,9 +310,7 @@ class Runner:
         """The most jobs of one user (an owner other than the shared library) running at once in ``lane``: every
         worker but one (``owner_workers``, 0: that default), so one worker is always left for another user's upload;
         a single worker is everyone's in turn."""
-        n = self.n_first if lane == "first" else self.n_refine
-        cap = self.ctx.settings.owner_workers or n - 1
-        return max(1, min(cap, n))
+        return owner_cap(self.ctx.settings, self.n_first if lane == "first" else self.n_refine)
 
     def _first_pending(self) -> bool:
         """Whether first passes are running or waiting (then refinements give way to them). Read from the catalog
@@ -410,7 +432,8 @@ class Runner:
         two = bool(job.two_phase) and needs_refinement(own["chunker"] if own else gen.chunker)
         plan = plan_for(ctx, gen, own, first_pass=two)
         rep = self._reporter(job, "first")
-        rep.begin(first_pass_stages(rep.rates, job.name, len(data), job.pages))
+        rep.begin(first_pass_stages(rep.rates, job.name, len(data), job.pages,
+                                    ctx.settings.pdf_pages_per_range if job.two_phase else None))
         doc, c = self.executor.first(job, data, plan, rep)
         read = (doc.layout or {}).get("read")  # a long PDF's first pages: the rest is read in the refinement lane
         two = two or bool(read)

@@ -312,26 +312,55 @@ class JobStore:
         ids = [j for j, _, _ in order]
         return ids.index(job.job_id) if job.job_id in ids else len(ids)
 
-    def starts_in(self, job: Job, workers: int) -> float | None:
-        """About how many seconds until ``job`` starts, with ``workers`` lanes: the running jobs' time left, then
-        the jobs ahead of it at their expected seconds, each on the lane that frees first. None: not waiting."""
+    def starts_in(self, job: Job, workers: int, *, owner_cap: int | None = None,
+                  range_pages: int | None = None) -> float | None:
+        """About how many seconds until ``job`` starts: when the work ahead of it is done, at the measured rates.
+        None: it is not waiting.
+
+        The lane's ``workers`` are followed as :meth:`claim` fills them: each running job holds its worker for its
+        time left (its row's "about N s left"; a job that has not reported yet: its expected seconds less its time so
+        far); whenever a worker frees, it takes the first job of :meth:`_waiting`'s order that its owner may run,
+        for that job's expected seconds; ``job`` starts when a worker takes it. ``owner_cap``
+        (:meth:`ingest.jobs.queue.Runner.owner_cap`): the most jobs of one user running at once, so that a user's
+        own files queue on the workers they may use (one of two by default), not on all of them (:meth:`claim`'s
+        one short file more beside an owner's long ones is not followed: for it the estimate errs late).
+
+        Only the work that must finish before it counts: ``range_pages``, a first pass that reads a PDF's first
+        range of that many pages only (a job of two phases: the rest waits in the refinement lane, which yields to
+        first passes), counts those pages, not the whole file."""
         lane = "first" if job.state == JobState.QUEUED else "refine" if job.state == JobState.SEARCHABLE else None
         if lane is None:
             return None
         with self.catalog._lock:
             db = self.catalog.db
             order = self._waiting(db, lane)
-            running = db.execute("SELECT eta_s, name, size, words, pages, started FROM jobs WHERE state=?",
-                                 (LANES[lane][1],)).fetchall()
+            rows = {r[0]: r[1:] for r in db.execute(
+                "SELECT job_id, name, size, words, pages, two_phase FROM jobs WHERE state=?", (LANES[lane][0],))}
+            running = db.execute("SELECT owner, eta_s, name, size, words, pages, two_phase, started FROM jobs "
+                                 "WHERE state=?", (LANES[lane][1],)).fetchall()
+        rates = self.get_meta("rates", {})
+
+        def work(name, size, words, pages, two_phase) -> float:  # expected seconds of what the lane does of it
+            rng = range_pages if lane == "first" and two_phase else None
+            return expected_s(rates, lane, name, size, words, pages, rng)
+
         now = time.time()
-        free = sorted(eta if eta is not None else max(0.0, self.expected(lane, n, sz, w, pg) - (now - (st or now)))
-                      for eta, n, sz, w, pg, st in running)[:max(1, workers)]
-        free += [0.0] * (max(1, workers) - len(free))
-        for job_id, _, e in order:
-            free.sort()
-            if job_id == job.job_id:
-                return free[0]
-            free[0] += e
+        lanes = sorted((eta if eta is not None else max(0.0, work(*r) - (now - (st or now))), owner)
+                       for owner, eta, *r, st in running)[:max(1, workers)]  # (frees in, running whose)
+        lanes += [(0.0, None)] * (max(1, workers) - len(lanes))
+        pending = list(order)
+        while pending:
+            lanes.sort(key=lambda x: x[0])
+            t = lanes[0][0]
+            busy = [o for f, o in lanes[1:] if f > t]  # whose jobs still run when this worker frees
+            pick = next((p for p in pending if p[1] is None or not owner_cap or busy.count(p[1]) < owner_cap), None)
+            if pick is None:  # every waiting owner is at its cap: this worker idles until another frees
+                lanes[0] = (min(f for f, _ in lanes[1:] if f > t), None)
+                continue
+            if pick[0] == job.job_id:
+                return t
+            pending.remove(pick)
+            lanes[0] = (t + work(*rows[pick[0]]), pick[1])
         return None
 
     # -- adding ---------------------------------------------------------------------------------------------------

@@ -282,26 +282,35 @@ def cut_stages(rates: dict, words: float, lm: bool, levels: int = 3) -> list[tup
             ("writing", 0.5 + words / 100_000)]
 
 
-def first_pass_stages(rates: dict, name: str, size: int, pages: int | None = None) -> list[tuple[str, float]]:
+PDF_BYTES_PER_PAGE = 20_000  # a guess for a PDF's pages from its size when its page tree does not state them
+
+
+def first_pass_stages(rates: dict, name: str, size: int, pages: int | None = None,
+                      range_pages: int | None = None) -> list[tuple[str, float]]:
     """The stages of a first pass over a file of ``size`` bytes (a PDF of ``pages`` pages, when its page tree
-    says: :func:`ingest.readers.loaders.pdf_pages_hint`), guessed from its size until it is read."""
+    says: :func:`ingest.readers.loaders.pdf_pages_hint`), guessed from its size until it is read. ``range_pages``:
+    the first pass of a PDF reads only its first range of that many pages (a job of two phases; the rest is read in
+    the refinement lane), so only those are counted."""
     if name.lower().endswith(".pdf"):
-        pages = pages or max(1.0, size / 20_000)
+        pages = pages or max(1.0, size / PDF_BYTES_PER_PAGE)
+        if range_pages:
+            pages = min(pages, range_pages)
         return [("reading", pages / rates["pdf_pages_s"]), *cut_stages(rates, pages * WORDS_PER_PAGE, lm=False)]
     return [("reading", 0.3), *cut_stages(rates, size / 6, lm=False)]
 
 
 def expected_s(rates: dict | None, lane: str, name: str, size: int | None, words: int | None = None,
-               pages: int | None = None) -> float:
+               pages: int | None = None, range_pages: int | None = None) -> float:
     """The seconds a job of ``lane`` is expected to take: a first pass from the file's name and size (its words once
     read), a refinement from its words (the LM pass). What the queue schedules by (shortest first, so a small file
-    never waits behind a long one) and what a queued row's start is estimated from."""
+    never waits behind a long one) and what a queued row's start is estimated from (there with ``range_pages``: a
+    first pass that reads only a PDF's first range, :func:`first_pass_stages`)."""
     r = {**DEFAULT_RATES, **(rates or {})}
     if lane == "refine":
         return sum(s for _, s in cut_stages(r, words or (size or 0) / 6, lm=True))
     if words and not name.lower().endswith(".pdf"):
         return 0.3 + sum(s for _, s in cut_stages(r, words, lm=False))
-    return sum(s for _, s in first_pass_stages(r, name, size or 0, pages))
+    return sum(s for _, s in first_pass_stages(r, name, size or 0, pages, range_pages))
 
 
 def extract(name: str, data: bytes, limits: Limits, rep: Reporter | None = None) -> LoadedDoc:
