@@ -186,7 +186,8 @@ class JobQueue(Protocol):
 
     def position(self, job: Any) -> int: ...
 
-    def starts_in(self, job: Any, workers: int) -> float | None: ...
+    def starts_in(self, job: Any, workers: int, *, owner_cap: int | None = None,
+                  range_pages: int | None = None) -> float | None: ...
 
     def latest_by_doc(self) -> dict[str, Any]: ...  # each document's latest Job
 
