@@ -75,7 +75,9 @@ def read(q: Question, sources: Sequence, signals: Signals, model: ReaderModel,
     ranked = [cands[i] for i in order]
     threshold = model.threshold
     checked: dict = {}
-    if checker is not None:
+    # without a fitted check stage the LM only reorders what the scorer answers: when the scorer abstains the check
+    # could change nothing, so it is not asked (the time it would take is saved; the reply is the same)
+    if checker is not None and (model.check is not None or confidence >= threshold):
         stage = model.check
         k = stage.top_k if stage is not None else LM_TOP_K
         top = order[:k]

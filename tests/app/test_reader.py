@@ -158,3 +158,23 @@ def test_the_lm_check_picks_among_the_scorer_top_two_and_leaves_abstention_to_th
     assert not checked.abstained and Judge.seen[1].split(" [")[0] in _line(checked)
     assert checked.grounding["reader"]["confidence"] == alone.grounding["reader"]["confidence"]
     assert checked.grounding["reader"]["check"]["margins"] == [-4.0, 4.0]
+
+
+def test_the_lm_check_is_not_asked_when_the_scorer_abstains(ctx, monkeypatch):
+    """Without a fitted check stage the LM only reorders what the scorer answers, so a question the scorer abstains
+    on costs no check (and abstains as it would without one)."""
+    import app.evidence as evidence
+
+    class Judge:
+        asked = 0
+
+        def margins(self, question, cands):
+            Judge.asked += 1
+            return [4.0] * len(cands)
+
+    monkeypatch.setattr(evidence, "checker", lambda ctx: Judge())
+    a = answer(ctx, "How many container cranes does Harbour Widgets operate at the south pier?",
+               doc_ids=["harbour.md"])
+    assert a.abstained and Judge.asked == 0
+    b = answer(ctx, "How many people does Harbour Widgets employ?", doc_ids=["harbour.md"])
+    assert not b.abstained and Judge.asked == 1
