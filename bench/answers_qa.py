@@ -154,7 +154,8 @@ def cmd_run(a) -> None:
 # the rows of BENCHMARKS.md's section, in order: (label, results file stem); a file not there yet is left out
 ROWS = (("the reader of 3cd4e12 (baseline)", "answers_qa_baseline"),
         ("fitted scorer, first fit (train only; test run 1)", "answers_qa_reader_first"),
-        ("fitted scorer, reader alone (default)", "answers_qa_reader"),
+        ("fitted scorer, reader alone, keyword weight 1 (the default before)", "answers_qa_reader_w1"),
+        ("fitted scorer, reader alone (default: keyword weight 0.25)", "answers_qa_reader"),
         ("fitted scorer + LM check", "answers_qa_lmcheck"))
 
 

@@ -99,7 +99,7 @@ class Settings(BaseSettings):
     top_k: int = Field(10, ge=1, description="Hits per level searched for each question.")
     retriever: Literal["dense", "bm25", "hybrid"] = Field("hybrid", description="hybrid (dense and BM25 fused by reciprocal rank; the default: BENCHMARKS.md 'Finding the passage'), dense (Qdrant) or bm25. With MoG selection the default is dense (MoG weighs one retriever's scores).")
     rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant for the hybrid retriever.")
-    bm25_weight: float = Field(1.0, ge=0.0, le=1.0, description="The keyword (BM25) ranking's weight in the hybrid retriever's fusion, the dense ranking's being 1: chosen on the six dev sets as the best mean DCG@10 with no set measurably below dense alone (BENCHMARKS.md 'How much the keywords weigh', bench/fusion_weight.py).")
+    bm25_weight: float = Field(0.25, ge=0.0, le=1.0, description="The keyword (BM25) ranking's weight in the hybrid retriever's fusion, the dense ranking's being 1: chosen on the six dev sets ingested and searched by the product as the best mean DCG@10 with no set measurably below dense alone (at 0.5-1 the 10-Qs' evidence recall is; BENCHMARKS.md 'Retrieval through a running index', bench/index_retrieval.py). 1 is plain reciprocal-rank fusion.")
     no_retrieval_words: int = Field(3500, ge=50, description="No-retrieval baseline: the document truncated to this many words.")
     max_question_chars: int = Field(2000, ge=10, description="Longer questions are refused with a message.")
     context_words: int = Field(1500, ge=50, description="Context budget handed to the synthesizer, in words.")
