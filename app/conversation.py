@@ -150,7 +150,8 @@ def entities(text: str, lone_first: bool = False) -> list[str]:
             run.clear()
 
         for i, (w, _) in enumerate(words):
-            cap = w[0].isupper() or (w[0].isdigit() and run)
+            # the pronoun "I" ("I'm", "I've") is capitalised by spelling, not because it names something
+            cap = (w[0].isupper() and re.split(r"['’]", w)[0] != "I") or (w[0].isdigit() and run)
             if cap and not (i == 0 and w.lower() in _GENERIC):
                 if not run:
                     run_start[0] = i

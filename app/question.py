@@ -205,8 +205,8 @@ def is_name(run: str) -> bool:
     "10-Q"), not a currency or a scale ("USD", "Million"), not an abbreviation of words joined by "&" ("SG&A"), and
     not a run that repeats a word ("Cash & Cash").
 
-    >>> [is_name(x) for x in ("Apple", "FY2023", "USD", "SG&A", "Cash & Cash", "AT&T Inc", "Jane Fairfax")]
-    [True, False, False, False, False, True, True]
+    >>> [is_name(x) for x in ("Apple", "FY2023", "USD", "SG&A", "Cash & Cash", "AT&T Inc", "Jane Fairfax", "If I")]
+    [True, False, False, False, False, True, True, False]
     """
     lx = lexicon()
     words = [w.strip(".,'’") for w in run.split()]
@@ -223,6 +223,8 @@ def is_name(run: str) -> bool:
     lowered = [w.lower() for w in words]
     if len(set(lowered)) < len(lowered):
         return False  # "Cash & Cash": a line item's words in capitals, one repeated
+    if all(re.split(r"['’]", w)[0] in function_words() for w in lowered):
+        return False  # "If I", "I'm": capitals English spelling puts there; function words name nothing
     return True
 
 

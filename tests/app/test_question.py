@@ -22,6 +22,17 @@ def test_periods_currencies_and_abbreviations_are_never_names(question):
         assert not is_name(word)
 
 
+@pytest.mark.parametrize("question", [
+    "If I want to report something unethical anonymously, how do I do it?",
+    "Once I've picked the output voltage, what's next?",
+    "What do I click once I'm there?",
+])
+def test_the_pronoun_i_and_a_sentence_s_first_words_are_never_names(question):
+    """Capitals English puts on "I" and on a sentence's first word name nothing: such a run routed a handbook
+    question to a physics manual whose cover holds the word "if"."""
+    assert read_question(question).entities == ()
+
+
 def test_real_names_are_names():
     assert read_question("What did Apple Inc. report as net sales?").entities == ("Apple Inc",)
     assert read_question("How did Colonel Campbell come to know Jane Fairfax?").entities == (
