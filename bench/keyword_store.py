@@ -41,6 +41,7 @@ from ingest.store.index import EdgeIndex
 from ingest.text.keywords import tokenize
 from ingest.types import Chunk
 from retrieval.bm25 import Bm25Level
+from retrieval.search import _rrf
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
 DIM = 384
@@ -107,16 +108,23 @@ def cmd_scale(a) -> None:
     idx.optimize(1)
     build_s = time.perf_counter() - t0
     qs = questions(30)
-    kw, dense, found = [], [], []
+    kw, dense, hybrid, found = [], [], [], []
     for q in qs:
         toks = tokenize(q)
         t = time.perf_counter()
         found.append(len(idx.keyword_search(0, toks, 20)))
         kw.append(time.perf_counter() - t)
         qv = rng.standard_normal(DIM).astype(np.float32)
+        qv /= np.linalg.norm(qv)
         t = time.perf_counter()
-        idx.search(0, qv / np.linalg.norm(qv), 20)
+        idx.search(0, qv, 20)
         dense.append(time.perf_counter() - t)
+        # the hybrid search as one: both halves one after the other and their fusion by reciprocal rank, as
+        # retrieval.search does for a level (its parent assembly aside)
+        t = time.perf_counter()
+        rankings = [[p.id for p in idx.search(0, qv, 20)], [p.id for p in idx.keyword_search(0, toks, 20)]]
+        _rrf(rankings, 60, [1.0, 1.0])
+        hybrid.append(time.perf_counter() - t)
     store_w, pickle_w, rebuild = [], [], []
     for r in range(3):
         ch, v = make_chunks(words, 49, 10**6 + r * 5000, f"new{r}", rng)  # 7 + 14 + 28 chunks of a 2-page document
@@ -134,7 +142,7 @@ def cmd_scale(a) -> None:
         rebuild.append(time.perf_counter() - t)
         del state
     res = {"chunks": a.chunks, "dim": DIM, "build_s": build_s, "pickle_mb": pkl.stat().st_size / 2**20,
-           "keyword_search_s": p50_p95(kw), "dense_search_s": p50_p95(dense),
+           "keyword_search_s": p50_p95(kw), "dense_search_s": p50_p95(dense), "hybrid_search_s": p50_p95(hybrid),
            "write_2_pages_store_s": p50_p95(store_w), "write_2_pages_pickle_extra_s": p50_p95(pickle_w),
            "pickle_first_search_after_write_s": p50_p95(rebuild), "keyword_hits_per_question": float(np.mean(found)),
            "mean_tokens_per_chunk": float(np.mean(n_tokens)), "cores": os.cpu_count(),
