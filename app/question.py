@@ -50,6 +50,7 @@ def lexicon() -> dict:
     return out
 
 
+@functools.cache
 def function_words() -> frozenset[str]:
     lx = lexicon()
     return lx["question_words"] | lx["auxiliaries"] | lx["function_words"] | lx["request_words"]
@@ -223,7 +224,8 @@ def is_name(run: str) -> bool:
     lowered = [w.lower() for w in words]
     if len(set(lowered)) < len(lowered):
         return False  # "Cash & Cash": a line item's words in capitals, one repeated
-    if all(re.split(r"['’]", w)[0] in function_words() for w in lowered):
+    closed = function_words()
+    if all(re.split(r"['’]", w)[0] in closed for w in lowered):
         return False  # "If I", "I'm": capitals English spelling puts there; function words name nothing
     return True
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -43,8 +44,6 @@ VARIANTS = tuple(f"{r}@{k}" for k in TOP_KS for r in RETRIEVERS) + tuple(f"hybri
 
 def _file_names(b) -> dict[str, str]:
     """Each document's file: its name in the set (the title the contextual text carries), made safe."""
-    import re
-
     return {d: re.sub(r"[^A-Za-z0-9._-]+", "_", d)[:120] + ".txt" for d in sorted(b.docs)}
 
 
@@ -105,9 +104,10 @@ def search_set(name: str, b, root: Path) -> dict:
         files = _file_names(b)
         live = ctx.catalog.live_generation()
         rows = {r["doc_id"]: r for r in ctx.catalog.documents(live.gen)}
-        parents: dict[str, list] = {}
+        spans: dict[str, set] = {}
         for p in ctx.index.points(live.gen, 0):
-            parents.setdefault(p.payload["doc_id"], []).append((p.payload["start"], p.payload["end"]))
+            spans.setdefault(p.payload["doc_id"], set()).add((p.payload["start"], p.payload["end"]))
+        parents = {f: sorted(x) for f, x in spans.items()}  # each document's parents, the harness's units
         texts = {d: ctx.store.text(rows[f]["hash"]) or "" for d, f in files.items() if f in rows}
         same = sum(texts[d] == b.docs[d] for d in texts)
         per = {v: {m: [] for m in LS.METRICS} for v in VARIANTS}
@@ -117,7 +117,7 @@ def search_set(name: str, b, root: Path) -> dict:
             if q.doc_id not in texts:
                 continue
             f = files[q.doc_id]
-            units = sorted(set(parents.get(f, [])))
+            units = parents.get(f, [])
             q1, mv, ls = _relocate(q, b.docs[q.doc_id], texts[q.doc_id])
             moved, lost = moved + mv, lost + ls
             q2 = LS._relabel(q1, texts[q.doc_id], units)
