@@ -91,22 +91,29 @@ def p50_p95(xs: list[float]) -> dict:
 def cmd_scale(a) -> None:
     rng = np.random.default_rng(48)
     words = corpus_words()
-    root = Path(tempfile.mkdtemp(prefix="kwstore-"))
+    # --reuse DIR: the store and pickle an earlier run built in DIR (kept by --keep; its build is not timed again)
+    reused = bool(a.reuse) and (Path(a.reuse) / "g1_L0.pkl").exists()
+    root = Path(a.reuse) if a.reuse else Path(tempfile.mkdtemp(prefix="kwstore-"))
     live = type("Live", (), {"gen": 1, "__call__": lambda self: self.gen})()
     idx = EdgeIndex(root / "edge", live, hnsw_min_points=250_000)
-    idx.create_generation(1, DIM, 1)
     pkl = root / "g1_L0.pkl"
     t0, n_tokens, state = time.perf_counter(), [], {}
-    for i in range(0, a.chunks, 5000):
-        ch, v = make_chunks(words, min(5000, a.chunks - i), i * 40, f"doc{i // 5000}", rng)
-        idx.upsert(1, ch, v, 1)
-        n_tokens += [len(tokenize(c.text)) for c in ch]
-        state.update({c.id: (c.parent_id, Counter(tokenize(c.text)), c.doc_id) for c in ch})
-    pkl.write_bytes(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))  # the pickled level, written once here
-    del state
+    if not reused:
+        idx.create_generation(1, DIM, 1)
+        for i in range(0, a.chunks, 5000):
+            ch, v = make_chunks(words, min(5000, a.chunks - i), i * 40, f"doc{i // 5000}", rng)
+            idx.upsert(1, ch, v, 1)
+            n_tokens += [len(tokenize(c.text)) for c in ch]
+            state.update({c.id: (c.parent_id, Counter(tokenize(c.text)), c.doc_id) for c in ch})
+        pkl.write_bytes(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))  # the pickled level, written once
+        del state
+    else:
+        rng = np.random.default_rng(49)  # the questions and the new documents differ from the build's draws
     idx.flush(1)
+    t_opt = time.perf_counter()
     idx.optimize(1)
-    build_s = time.perf_counter() - t0
+    build_s = None if reused else time.perf_counter() - t0
+    optimize_s = time.perf_counter() - t_opt
     qs = questions(30)
     kw, dense, hybrid, found = [], [], [], []
     for q in qs:
@@ -141,14 +148,17 @@ def cmd_scale(a) -> None:
                   [v[2] for v in state.values()]).top_indices(tokenize(qs[r]), 20)
         rebuild.append(time.perf_counter() - t)
         del state
-    res = {"chunks": a.chunks, "dim": DIM, "build_s": build_s, "pickle_mb": pkl.stat().st_size / 2**20,
+    res = {"chunks": a.chunks, "dim": DIM, "build_s": build_s, "optimize_s": optimize_s,
+           "reused_build": str(root) if reused else None, "pickle_mb": pkl.stat().st_size / 2**20,
            "keyword_search_s": p50_p95(kw), "dense_search_s": p50_p95(dense), "hybrid_search_s": p50_p95(hybrid),
            "write_2_pages_store_s": p50_p95(store_w), "write_2_pages_pickle_extra_s": p50_p95(pickle_w),
            "pickle_first_search_after_write_s": p50_p95(rebuild), "keyword_hits_per_question": float(np.mean(found)),
-           "mean_tokens_per_chunk": float(np.mean(n_tokens)), "cores": os.cpu_count(),
-           "command": f"python bench/keyword_store.py scale --chunks {a.chunks}"}
+           "mean_tokens_per_chunk": float(np.mean(n_tokens)) if n_tokens else None, "cores": os.cpu_count(),
+           "command": f"python bench/keyword_store.py scale --chunks {a.chunks}"
+                      + (" --keep" if a.keep else "") + (f" --reuse {a.reuse}" if a.reuse else "")}
     idx.close()
-    shutil.rmtree(root, ignore_errors=True)
+    if not (a.keep or reused):
+        shutil.rmtree(root, ignore_errors=True)
     Path(a.out).write_text(json.dumps(res, indent=1))
     print(json.dumps(res, indent=1))
 
@@ -205,6 +215,8 @@ def main() -> None:
     ap.add_argument("--data", default="", help="agreement: a data dir written before keywords moved into the store")
     ap.add_argument("--theta", type=int, default=300)
     ap.add_argument("--chunks", type=int, default=100_000)
+    ap.add_argument("--keep", action="store_true", help="keep the built store (for --reuse)")
+    ap.add_argument("--reuse", default="", help="a folder an earlier --keep run built: time its searches again")
     ap.add_argument("--out", default="bench/results/keyword_store.json")
     a = ap.parse_args()
     {"scale": cmd_scale, "agreement": cmd_agreement}[a.command](a)

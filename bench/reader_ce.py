@@ -3,6 +3,8 @@ fine-tuned with low-rank adapters (issue 46: "only a model that reads question a
 better"). Its score, added to the scorer's features, made dev worse (``bench/results/reader_ce.json``).
 
     python bench/reader_ce.py data --out CE/groups.jsonl --fit FIT/filings.json
+    python bench/reader_ce.py data --out CE2/groups.jsonl --fit FIT/filings.json --genres DIR \
+        --cap conditionalqa=1300   # the second round (bench/results/reader_ce_genres.json), --epochs 1
     python bench/reader_ce.py train --groups CE/groups.jsonl --dev FIT/dev.json --out CE/reader_ce.npz --epochs 3 \
         --lr 1e-3
     python bench/reader_ce.py score --model CE/reader_ce.npz \
@@ -20,6 +22,13 @@ same context) from two sources no split of the answers corpus holds:
   sentence is positive when it holds an answer span (or, for arithmetic, one of the figures the derivation uses); a
   cell when its value is one of those.
 * ``--fit`` files of ``bench/fit_reader.py collect`` (issue 33's filings set): the product's own candidates and labels.
+* ``--genres DIR`` (the second round): two more genres no split of the corpus holds, read from files copied out of
+  their public repositories into DIR: COVID-QA (deepset-ai/COVID-QA, Apache-2.0,
+  ``data/question-answering/200423_covidQA.json``: 1,380 questions over 98 scientific papers; the sentences that the
+  answer span touches are positive, the paper's other sentences that share most words with the question negative)
+  and ConditionalQA (haitian-sun/ConditionalQA, BSD-3, ``v1_0/train.json`` and ``dev.json``: questions about UK
+  government guidance pages; the question's evidence sentences positive, the other evidence sentences of the same
+  page negative). Hard negatives matter: the product's candidates all come from passages retrieved for the question.
 
 ``train`` fine-tunes all-MiniLM-L6-v2 (the bundled embedder) as a cross-encoder: [CLS] of "question [SEP] line"
 into one linear score, LoRA adapters of rank ``--rank`` on every linear layer, a softmax over each group (the
@@ -312,9 +321,74 @@ def fit_groups(paths: str, negatives: int, rng: random.Random) -> list[dict]:
     return out
 
 
+_WORD = re.compile(r"[a-z0-9]+")
+_TAG = re.compile(r"<[^>]+>")
+
+
+def _hard(question: str, pool: Sequence[str], k: int) -> list[str]:
+    """The ``k`` lines of ``pool`` sharing most words with the question (what retrieval would have brought)."""
+    q = set(_WORD.findall(question.lower()))
+    ranked = sorted(pool, key=lambda ln: -len(q & set(_WORD.findall(ln.lower()))))
+    return ranked[:k]
+
+
+def covid_groups(path: Path, negatives: int, rng: random.Random) -> list[dict]:
+    groups = []
+    for art in json.loads(path.read_text())["data"]:
+        for par in art["paragraphs"]:
+            ctx = par["context"]
+            spans = []
+            for m in re.finditer(r"[^.!?]+(?:[.!?]+|$)", ctx):  # sentences with their offsets
+                if len(m.group().split()) >= 4:
+                    spans.append((m.start(), m.end(), " ".join(m.group().split())))
+            for qa in par["qas"]:
+                hits = set()
+                for ans in qa["answers"]:
+                    a0, a1 = ans["answer_start"], ans["answer_start"] + len(ans["text"])
+                    hits |= {i for i, (s0, s1, _) in enumerate(spans) if s0 < a1 and s1 > a0}
+                if not hits:
+                    continue
+                pos = [spans[i][2] for i in sorted(hits)][:4]
+                neg = _hard(qa["question"], [t for i, (_, _, t) in enumerate(spans) if i not in hits], negatives)
+                if neg:
+                    groups.append({"source": "covidqa", "context": art.get("title") or str(par.get("document_id")),
+                                   "question": qa["question"], "pos": pos, "neg": neg})
+    return groups
+
+
+def cqa_groups(paths: Sequence[Path], negatives: int, rng: random.Random) -> list[dict]:
+    items = [x for p in paths for x in json.loads(p.read_text())]
+    clean = lambda h: " ".join(_TAG.sub(" ", h).split())  # noqa: E731
+    pool: dict[str, set[str]] = {}
+    for x in items:
+        pool.setdefault(x["url"], set()).update(clean(e) for e in x["evidences"])
+    groups = []
+    for x in items:
+        ev = [clean(e) for e in x["evidences"] if len(clean(e).split()) >= 4]
+        if x["not_answerable"] or not ev:
+            continue
+        spans = [a[0].lower() for a in x["answers"] if a[0].lower() not in ("yes", "no")]
+        pos = [e for e in ev if any(s in e.lower() for s in spans)] or ev
+        others = [e for e in pool[x["url"]] if e not in ev and len(e.split()) >= 4]
+        neg = _hard(x["question"], sorted(others), negatives)
+        if neg:
+            groups.append({"source": "conditionalqa", "context": x["url"], "question": x["question"], "pos": pos[:4],
+                           "neg": neg})
+    return groups
+
+
 def cmd_data(a) -> None:
     rng = random.Random(46)
     groups = tat_groups(a.negatives, rng) + fit_groups(a.fit, a.negatives, rng)
+    if a.genres:
+        g = Path(a.genres)
+        groups += covid_groups(g / "covidqa_0423.json", a.negatives, rng)
+        groups += cqa_groups([g / "cqa_train.json", g / "cqa_dev.json"], a.negatives, rng)
+    for cap in filter(None, a.cap.split(",")):  # "source=N": a random N of that source's groups (seed 46), last
+        src, n = cap.split("=")
+        some = [x for x in groups if x["source"] == src]
+        random.Random(46).shuffle(some)
+        groups = [x for x in groups if x["source"] != src] + some[:int(n)]
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     with open(a.out, "w") as fh:
         for g in groups:
@@ -453,6 +527,9 @@ def main() -> None:
     d.add_argument("--out", required=True)
     d.add_argument("--fit", default="")
     d.add_argument("--negatives", type=int, default=15)
+    d.add_argument("--genres", default="", help="folder with covidqa_0423.json, cqa_train.json, cqa_dev.json")
+    d.add_argument("--cap", default="", help="source=N,...: at most N groups of that source (the second round: "
+                   "conditionalqa=1300, to keep one epoch near half an hour on 2 cores)")
     t = sub.add_parser("train")
     t.add_argument("--groups", required=True)
     t.add_argument("--dev", default="")
