@@ -44,10 +44,9 @@ def main() -> None:
     ap.add_argument("--only", default="", help="constants to sweep (comma-separated names); default all")
     ap.add_argument("--out", default=str(B.ROOT / "bench" / "results" / "reader_constants.json"))
     a = ap.parse_args()
+    import app.evidence as E
     from app.context import AppContext
     from core.settings import Settings
-
-    import app.evidence as E
 
     rows = Q.rows_of(a.split, list(Q.KINDS))
     ctx = AppContext(Settings(data_dir=Path(a.data)))
