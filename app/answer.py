@@ -247,6 +247,9 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
         yield "status", f"{len(retrieval.sources)} sources; none answers it surely enough ({reading.why})"
         pieces.append(UNSAID_DRAFT)
         gmeta["reader_check"] = reading.why
+        hedge = [{"line": c.line, "source": c.source} for c in reading.hedge if c.source <= len(retrieval.sources)]
+        if hedge:  # unsure, not silent: the likeliest lines, marked as such (app.reader.HEDGE_FLOOR)
+            gmeta["hedge"] = hedge
     elif kind == "extractive" and reading is not None:
         yield "status", f"{len(retrieval.sources)} sources; quoting the answer"
         for piece in extractive_lines(reading, getattr(synth, "max_sentences", 3)):
@@ -265,7 +268,7 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
         text, cited, abstained = _grounded_reply(grounder, draft, len(read), style, kind, sources, gmeta)
         _support_pages(ctx, [sources[n - 1] for n in cited])
     elif gmeta.get("reader_check"):
-        text, cited, abstained = G.ABSTAIN_TEXT, [], True
+        text, cited, abstained = abstain_text(gmeta), [], True
     else:
         text, abstained = draft, bool(draft) and G.is_abstention(draft)
         cited = cited_numbers(text, len(sources))
@@ -340,12 +343,28 @@ def _load_synth(ctx: AppContext, backend: str):
         return None, f"{e.__class__.__name__}: {e}"
 
 
+HEDGE_TEXT = "The documents do not say it surely. The closest they come, which may not answer it:"
+
+
+def abstain_text(meta: dict) -> str:
+    """An abstention's reply: the plain one, or, when the reader was unsure rather than empty-handed
+    (``meta["hedge"]``), the likeliest lines quoted with their passage numbers after :data:`HEDGE_TEXT`.
+
+    >>> abstain_text({"hedge": [{"line": "Fees rose 5%.", "source": 2}]})
+    'The documents do not say it surely. The closest they come, which may not answer it: “Fees rose 5%.” [2]'
+    """
+    hedge = meta.get("hedge") or []
+    if not hedge:
+        return G.ABSTAIN_TEXT
+    return HEDGE_TEXT + " " + " · ".join(f"“{h['line']}” [{h['source']}]" for h in hedge)
+
+
 def _grounded_reply(g: Grounder, draft: str, n_read: int, style: str, backend: str,
                     sources: list[Citation], meta: dict) -> tuple[str, list[int], bool]:
     """The reply text, the cited source numbers, and whether it abstains; fills each cited source's support."""
-    if meta.get("reader_check"):  # the passages never say what is asked: no quotes in its place either
+    if meta.get("reader_check"):  # the passages never say what is asked surely: no claim in its place
         meta["reason"] = f"the reader: {meta['reader_check']}"
-        return G.ABSTAIN_TEXT, [], True
+        return abstain_text(meta), [], True
     if backend == "extractive":  # its sentences are their own support
         v = _extractive_verdict(g, draft, n_read)
     else:

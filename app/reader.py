@@ -34,6 +34,12 @@ LM_TOP_K = 2
 # a further quote is shown when the scorer gives it at least this share of the answer's probability: nearly as good,
 # so the reader sees the alternatives the scorer hesitated between
 MORE_SHARE = 0.5
+# Below the threshold the reply abstains; from HEDGE_FLOOR up to it, it also shows the HEDGE_LINES likeliest answer
+# lines as "the closest the documents come" (no claim, no citation of support). Chosen on the train split by the rule
+# stated in bench/hedge_band.py (bench/results/hedge_band.json): the lowest of the edges 0.05, 0.10, 0.20 above which
+# the two likeliest lines hold the answer for at least half of the answerable questions the scorer abstains on.
+HEDGE_FLOOR = 0.10
+HEDGE_LINES = 2
 
 
 @dataclass
@@ -52,6 +58,7 @@ class Reading:
     why: str = ""
     ranked: list[Candidate] = field(default_factory=list, repr=False)
     checked: dict = field(default_factory=dict)  # the LM check's margins, when it ran
+    hedge: list[Candidate] = field(default_factory=list)  # an abstention's likeliest lines (HEDGE_FLOOR)
 
     @property
     def abstained(self) -> bool:
@@ -95,13 +102,25 @@ def read(q: Question, sources: Sequence, signals: Signals, model: ReaderModel,
     more = _more(ranked, best)
     if confidence < threshold:
         return Reading(q, None, None, [], more[:0], confidence, threshold,
-                       f"confidence {confidence:.2f} below {threshold:.2f}", ranked, checked)
+                       f"confidence {confidence:.2f} below {threshold:.2f}", ranked, checked,
+                       hedge_of(ranked) if confidence >= HEDGE_FLOOR else [])
     line = best.line
     if q.change and best.cell is not None:
         pair = change_pair(best.cell, [c.cell for c in cands if c.cell is not None], q.period.years)
         if pair is not None:
             line = change_line(*pair)
     return Reading(q, line, best, [best], more, confidence, threshold, best.kind, ranked, checked)
+
+
+def hedge_of(ranked: Sequence[Candidate]) -> list[Candidate]:
+    """The :data:`HEDGE_LINES` likeliest candidates that say different things (their answer lines differ)."""
+    out: list[Candidate] = []
+    for c in ranked:
+        if len(out) >= HEDGE_LINES:
+            break
+        if all(answer_key(c.line) != answer_key(o.line) for o in out):
+            out.append(c)
+    return out
 
 
 def _more(ranked: Sequence[Candidate], best: Candidate) -> list[Candidate]:

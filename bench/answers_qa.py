@@ -76,6 +76,10 @@ def run(ctx, rows: list[dict], backend: str, progress=print, dump: list | None =
                                           name=c.name, score=c.score) for c in ans.sources]})
         v = verdict(r, ans)
         v["in_context"] = bool(r["answers"]) and gives(" ".join(c.parent_text for c in ans.sources), r["answers"])
+        hedge = (ans.grounding or {}).get("hedge") or []  # an unsure abstention's likeliest lines (app.reader)
+        v["hedged"] = bool(hedge)
+        v["hedge_holds_answer"] = bool(hedge) and bool(r["answers"]) and gives(" ".join(h["line"] for h in hedge),
+                                                                                r["answers"])
         out.append({"id": r["id"], "kind": r["kind"], "split": r.get("split", ""), "doc": r["doc"],
                     "scope": r["scope"], "type": r.get("type"), "followup": bool(r.get("followup_of")),
                     "seconds": round(dt, 3), "reply": ans.text[:700],
@@ -101,6 +105,9 @@ def block(rs: list[dict]) -> dict:
             "answers_given": given,
             "precision": round(n["right"] / given, 3) if given else None,
             "cited_non_answer_share": round(cited / given, 3) if given else None,
+            "abstained_hedged": sum(bool(r.get("hedged")) for r in ans if r["verdict"] == "abstained"),
+            "hedge_holds_answer": sum(bool(r.get("hedge_holds_answer")) for r in ans if r["verdict"] == "abstained"),
+            "unanswerable_hedged": sum(bool(r.get("hedged")) for r in una),
             "answer_in_context": sum(bool(r.get("in_context")) for r in ans),
             "right_when_in_context": sum(r["verdict"] == "right" for r in ans if r.get("in_context")),
             "p50_s": round(statistics.median(secs), 2) if secs else None,

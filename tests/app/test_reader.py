@@ -178,3 +178,30 @@ def test_the_lm_check_is_not_asked_when_the_scorer_abstains(ctx, monkeypatch):
     assert a.abstained and Judge.asked == 0
     b = answer(ctx, "How many people does Harbour Widgets employ?", doc_ids=["harbour.md"])
     assert not b.abstained and Judge.asked == 1
+
+
+def test_an_unsure_abstention_quotes_its_likeliest_lines_marked_as_unsure_and_uncited(ctx, monkeypatch):
+    """Between the hedge floor and the threshold the reply still abstains (no claim, no citation) but quotes the
+    two likeliest different lines with their passage numbers; below the floor it is the plain abstention."""
+    from app.answer import HEDGE_TEXT
+    from app.grounding import ABSTAIN_TEXT
+
+    q = "How many container cranes does Harbour Widgets operate at the south pier?"
+    monkeypatch.setattr(reader, "HEDGE_FLOOR", 0.0)  # every abstention is "unsure"
+    a = answer(ctx, q, doc_ids=["harbour.md"])
+    hedge = a.grounding["hedge"]
+    assert a.abstained and a.citations == []
+    assert 1 <= len(hedge) <= reader.HEDGE_LINES and len({h["line"] for h in hedge}) == len(hedge)
+    assert a.text.startswith(HEDGE_TEXT)
+    assert all(f"“{h['line']}” [{h['source']}]" in a.text and 1 <= h["source"] <= len(a.sources) for h in hedge)
+    monkeypatch.setattr(reader, "HEDGE_FLOOR", 1.01)  # above any confidence
+    b = answer(ctx, q, doc_ids=["harbour.md"])
+    assert b.abstained and "hedge" not in b.grounding and b.text == ABSTAIN_TEXT
+
+
+def test_the_hedge_floor_is_the_one_bench_hedge_band_chose_on_train():
+    import json
+    from pathlib import Path
+
+    res = json.loads((Path(__file__).resolve().parents[2] / "bench" / "results" / "hedge_band.json").read_text())
+    assert reader.HEDGE_FLOOR == res["chosen_floor"]
