@@ -61,6 +61,30 @@ def at(rows: list[tuple[float, bool, bool]], floor: float) -> dict:
                                                                                              if not x[1])}
 
 
+def by_phrasing(model, paths: list[str]) -> dict:
+    """The median confidence of a right first line, plain questions against paraphrased or synonym ones (the
+    corpus's ``phrasing`` field): how much a wording the document does not use costs the confidence."""
+    from app.scorer import answer_key, answer_mass
+
+    phr = {}
+    for split in ("train", "dev", "test"):
+        for x in (B.ROOT / "bench" / "data" / "qa" / f"{split}.jsonl").read_text().splitlines():
+            r = json.loads(x)
+            phr[r["id"]] = r.get("phrasing") or ""
+    got: dict[str, list[float]] = {"plain": [], "paraphrase or synonym": []}
+    for path in paths:
+        for r in json.loads(Path(path).read_text())["rows"]:
+            g = {"plain": "plain", "paraphrase": "paraphrase or synonym",
+                 "synonym": "paraphrase or synonym"}.get(phr.get(r["id"], ""))
+            if not r["X"] or not r["answerable"] or g is None:
+                continue
+            top, conf = answer_mass(model.probabilities(np.asarray(r["X"])), [answer_key(ln) for ln in r["lines"]])
+            if r["y"][top]:
+                got[g].append(conf)
+    return {g: {"right_first_lines": len(v), "median_confidence": round(float(np.median(v)), 3) if v else None}
+            for g, v in got.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--train", required=True)
@@ -76,7 +100,7 @@ def main() -> None:
     table = {k: {f"{e:.2f}": at(v, e) for e in EDGES} for k, v in rows.items()}
     ok = [e for e in EDGES if (table["train"][f"{e:.2f}"]["share"] or 0) >= MIN_SHARE]
     chosen = min(ok) if ok else None
-    out = {"rule": f"the lowest edge of {list(EDGES)} where the two likeliest lines hold the answer for >= "
+    out = {"by_phrasing": by_phrasing(model, [a.train, a.dev]), "rule": f"the lowest edge of {list(EDGES)} where the two likeliest lines hold the answer for >= "
                    f"{MIN_SHARE:.0%} of the answerable train questions abstained on at or above it",
            "threshold": model.threshold, "chosen_floor": chosen, "bands": table,
            "command": " ".join(["python bench/hedge_band.py", *sys.argv[1:]]), "date": time.strftime("%Y-%m-%d")}
