@@ -100,7 +100,8 @@ def main() -> None:
     table = {k: {f"{e:.2f}": at(v, e) for e in EDGES} for k, v in rows.items()}
     ok = [e for e in EDGES if (table["train"][f"{e:.2f}"]["share"] or 0) >= MIN_SHARE]
     chosen = min(ok) if ok else None
-    out = {"by_phrasing": by_phrasing(model, [a.train, a.dev]), "rule": f"the lowest edge of {list(EDGES)} where the two likeliest lines hold the answer for >= "
+    out = {"by_phrasing": by_phrasing(model, [a.train, a.dev]),
+           "rule": f"the lowest edge of {list(EDGES)} where the two likeliest lines hold the answer for >= "
                    f"{MIN_SHARE:.0%} of the answerable train questions abstained on at or above it",
            "threshold": model.threshold, "chosen_floor": chosen, "bands": table,
            "command": " ".join(["python bench/hedge_band.py", *sys.argv[1:]]), "date": time.strftime("%Y-%m-%d")}
