@@ -247,9 +247,8 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
         yield "status", f"{len(retrieval.sources)} sources; none answers it surely enough ({reading.why})"
         pieces.append(UNSAID_DRAFT)
         gmeta["reader_check"] = reading.why
-        hedge = [{"line": c.line, "source": c.source} for c in reading.hedge if c.source <= len(retrieval.sources)]
-        if hedge:  # unsure, not silent: the likeliest lines, marked as such (app.reader.HEDGE_FLOOR)
-            gmeta["hedge"] = hedge
+        if reading.hedge:  # unsure, not silent: the likeliest lines, marked as such (app.reader.HEDGE_FLOOR)
+            gmeta["hedge"] = [{"line": c.line, "source": c.source} for c in reading.hedge]
     elif kind == "extractive" and reading is not None:
         yield "status", f"{len(retrieval.sources)} sources; quoting the answer"
         for piece in extractive_lines(reading, getattr(synth, "max_sentences", 3)):

@@ -112,15 +112,28 @@ def read(q: Question, sources: Sequence, signals: Signals, model: ReaderModel,
     return Reading(q, line, best, [best], more, confidence, threshold, best.kind, ranked, checked)
 
 
-def hedge_of(ranked: Sequence[Candidate]) -> list[Candidate]:
-    """The :data:`HEDGE_LINES` likeliest candidates that say different things (their answer lines differ)."""
-    out: list[Candidate] = []
-    for c in ranked:
-        if len(out) >= HEDGE_LINES:
+def first_distinct(lines: Sequence[str], k: int = HEDGE_LINES) -> list[int]:
+    """The positions of the first ``k`` of ``lines`` (likeliest first) that say different things (answer keys).
+
+    >>> first_distinct(["Fees rose.", "fees  rose.", "Costs fell."])
+    [0, 2]
+    """
+    out: list[int] = []
+    seen: set[str] = set()
+    for i, line in enumerate(lines):
+        if len(out) >= k:
             break
-        if all(answer_key(c.line) != answer_key(o.line) for o in out):
-            out.append(c)
+        if answer_key(line) not in seen:
+            seen.add(answer_key(line))
+            out.append(i)
     return out
+
+
+def hedge_of(ranked: Sequence[Candidate]) -> list[Candidate]:
+    """The :data:`HEDGE_LINES` likeliest candidates from the numbered passages that say different things (a looked-up
+    row's source is not one of the passages the reply lists)."""
+    shown = [c for c in ranked if not c.looked_up]
+    return [shown[i] for i in first_distinct([c.line for c in shown])]
 
 
 def _more(ranked: Sequence[Candidate], best: Candidate) -> list[Candidate]:

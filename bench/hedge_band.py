@@ -29,6 +29,7 @@ MIN_SHARE = 0.5  # the two likeliest lines hold the answer for at least this sha
 
 def band_rows(path: str, model) -> list[tuple[float, bool, bool]]:
     """(confidence, answerable, the two likeliest distinct lines hold the answer) of each abstained row."""
+    from app.reader import first_distinct
     from app.scorer import answer_key, answer_mass
 
     out = []
@@ -40,14 +41,8 @@ def band_rows(path: str, model) -> list[tuple[float, bool, bool]]:
         top, conf = answer_mass(p, keys)
         if conf >= model.threshold:
             continue
-        order = [top] + [int(i) for i in np.argsort(-p) if i != top]
-        two, seen = [], set()
-        for i in order:
-            if keys[i] not in seen:
-                seen.add(keys[i])
-                two.append(i)
-            if len(two) == 2:
-                break
+        order = [top] + [int(i) for i in np.argsort(-p) if i != top]  # the reader's ranking (app.reader.read)
+        two = [order[i] for i in first_distinct([r["lines"][j] for j in order])]
         out.append((conf, bool(r["answerable"]), bool(r["answerable"]) and any(r["y"][i] for i in two)))
     return out
 
