@@ -112,16 +112,42 @@ def _bold_heading(paragraph) -> bool:
             and all(r.bold or (r.style is not None and r.style.font.bold) for r in runs))
 
 
-def docx_blocks(doc) -> list[Block]:
-    """Paragraphs (headings by style, or a short all-bold paragraph as a heading) and tables of a python-docx
-    Document, in document order; each non-empty paragraph and each table starts a new "page" numbered as a
-    paragraph (unit ``paragraph``: a citation says "¶ 12", a place inside a document that has no pages)."""
+def docx_body(doc):
+    """The body's paragraphs and tables in document order, those inside block-level content controls (``w:sdt``)
+    and custom XML included: python-docx's ``iter_inner_content`` skips both, and a document written from a Word
+    template can hold its whole body in content controls (a thesis read as its 760-word appendix of 16,455 words)."""
+    from docx.oxml.ns import qn
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
+    body = doc.element.body
+    p, tbl, sdt, content, custom = qn("w:p"), qn("w:tbl"), qn("w:sdt"), qn("w:sdtContent"), qn("w:customXml")
+
+    def walk(el):
+        for child in el.iterchildren():
+            if child.tag == p:
+                yield Paragraph(child, doc._body)
+            elif child.tag == tbl:
+                yield Table(child, doc._body)
+            elif child.tag == sdt:
+                for c in child.iterchildren(content):
+                    yield from walk(c)
+            elif child.tag == custom:
+                yield from walk(child)
+
+    yield from walk(body)
+
+
+def docx_blocks(doc) -> list[Block]:
+    """Paragraphs (headings by style, or a short all-bold paragraph as a heading) and tables of a python-docx
+    Document (:func:`docx_body`), in document order; each non-empty paragraph and each table starts a new "page"
+    numbered as a paragraph (unit ``paragraph``: a citation says "¶ 12", a place inside a document that has no
+    pages)."""
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
 
     out: list[Block] = []
-    for item in doc.iter_inner_content():
+    for item in docx_body(doc):
         if isinstance(item, Paragraph):
             if not item.text.strip():
                 continue

@@ -116,6 +116,38 @@ def test_docx_and_html_tables_are_markdown_tables():
     assert any(k == "table" for _, _, k in Layout.from_json(doc.layout).blocks)
 
 
+def test_docx_text_inside_content_controls_is_read_in_order():
+    """A Word template can hold the body in block-level content controls (``w:sdt``) and custom XML; python-docx's
+    own iteration skips them, and a 16,455-word thesis was read as its 760-word appendix (newcomer run r7)."""
+    import docx
+    from docx.oxml import OxmlElement
+
+    d = docx.Document()
+    d.add_paragraph("Cover page before the controls.")
+    inside = d.add_paragraph("The plant bought parts from more than 14,000 suppliers in 2011.")
+    t = d.add_table(rows=2, cols=2)
+    for i, (a, b) in enumerate([("Region", "Suppliers"), ("Mexico", "3,100")]):
+        t.cell(i, 0).text, t.cell(i, 1).text = a, b
+    nested = d.add_paragraph("A paragraph inside custom XML inside the control.")
+    d.add_paragraph("Appendix after the controls.")
+    sdt, content, custom = OxmlElement("w:sdt"), OxmlElement("w:sdtContent"), OxmlElement("w:customXml")
+    inside._p.addprevious(sdt)
+    sdt.append(OxmlElement("w:sdtPr"))
+    sdt.append(content)
+    for el in (inside._p, t._tbl):
+        content.append(el)
+    content.append(custom)
+    custom.append(nested._p)
+    buf = io.BytesIO()
+    d.save(buf)
+    assert "14,000" not in "\n".join(p.text for p in docx.Document(io.BytesIO(buf.getvalue())).paragraphs)
+    doc = load_bytes("thesis.docx", buf.getvalue(), limits=Limits(sandbox=False))
+    order = ["Cover page before", "more than 14,000 suppliers", "| Mexico | 3,100 |", "inside custom XML",
+             "Appendix after"]
+    at = [doc.text.find(s) for s in order]
+    assert -1 not in at and at == sorted(at), doc.text
+
+
 # -- headings and title lines are not answers --------------------------------------------------------------------------
 @pytest.mark.parametrize("line,title", [
     ("EXHIBIT 21 The Boeing Company Subsidiaries", True),
