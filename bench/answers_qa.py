@@ -35,9 +35,14 @@ from qa_set import CORPUS, DATA, KINDS, load
 OUT = "bench/results/answers_qa.json"
 
 
-def rows_of(split: str, kinds: list[str]) -> list[dict]:
+def rows_of(split: str, kinds: list[str], path: str = "") -> list[dict]:
+    """The rows of ``split`` (a comma-separated list, or ``all``) of the given kinds: from the split files, or from
+    the row file ``path`` (``bench/data/qa/paraphrased.jsonl``) filtered by its rows' ``split``."""
     splits = ["train", "dev", "test"] if split == "all" else split.split(",")
-    rows = [r for s in splits for r in load(DATA / f"{s}.jsonl")]
+    if path:
+        rows = [r for r in load(Path(path)) if r.get("split") in splits]
+    else:
+        rows = [r for s in splits for r in load(DATA / f"{s}.jsonl")]
     return [r for r in rows if r["kind"] in kinds]
 
 
@@ -128,7 +133,7 @@ def cmd_run(a) -> None:
     from app.context import AppContext
     from core.settings import Settings
 
-    rows = rows_of(a.split, a.kinds)
+    rows = rows_of(a.split, a.kinds, a.rows)
     if a.ids:
         keep = set(a.ids.split(","))
         rows = [r for r in rows if r["id"] in keep or r.get("followup_of") in keep]
@@ -138,6 +143,7 @@ def cmd_run(a) -> None:
                                     cwd=Path(__file__).resolve().parents[1]).stdout.strip(),
            "settings": {k: getattr(ctx.settings, k) for k in ("retriever", "chunk_context", "chunker", "embedder")},
            "command": f"python bench/answers_qa.py run --data {a.data} --split {a.split}"
+                      + (f" --rows {a.rows}" if a.rows else "")
                       + (f" --kinds {','.join(a.kinds)}" if a.kinds != list(KINDS) else "")
                       + (f" --label {a.label!r}" if a.label else "") + f" --out {a.out}",
            "backends": {}}
@@ -203,6 +209,7 @@ def main() -> None:
     ap.add_argument("--data", required=True, help="the data dir holding every kind ingested")
     ap.add_argument("--split", default="dev", help="train, dev, test, all, or a comma-separated list")
     ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--rows", default="", help="a row file (bench/data/qa/paraphrased.jsonl) instead of the splits'")
     ap.add_argument("--ids", default="")
     ap.add_argument("--backend", default="extractive")
     ap.add_argument("--label", default="")

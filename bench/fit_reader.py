@@ -94,6 +94,8 @@ def cmd_collect(a) -> None:
 
     if a.rows:
         rows = load(Path(a.rows))
+        if a.split and any("split" in r for r in rows):  # a row file of the corpus (paraphrased.jsonl): one split
+            rows = [r for r in rows if r.get("split") in a.split.split(",")]
         for r in rows:
             r.setdefault("kind", r.get("collection", "sec-10-q/data/v1/docs"))
             r.setdefault("split", "train")
@@ -106,7 +108,7 @@ def cmd_collect(a) -> None:
         k = r["kind"]
         if k in docs_by_kind:
             continue
-        folder = (Path(a.root) / k) if a.rows else (CORPUS / "docs" / k)
+        folder = (Path(a.root) / k) if a.rows and a.root else (CORPUS / "docs" / k)
         docs_by_kind[k] = sorted(p.name for p in folder.iterdir() if p.name in have)
     synth = make_synthesizer("extractive", ctx)
     by_id = {r["id"]: r for r in rows}
@@ -301,8 +303,8 @@ def cmd_fit(a) -> None:
     model = ReaderModel(tuple(FEATURES), mean.round(6).tolist(), scale.round(6).tolist(), coef.round(6).tolist(),
                         round(b, 6), float(op_dev.get("threshold", 1.01)), None, card, form, round(beta, 6))
     Path(a.out).write_text(model.to_json() + "\n")
-    CARD_OUT.write_text(json.dumps(card, indent=1) + "\n")  # the docs' figures read it from bench/results
-    print(f"-> {a.out}, {CARD_OUT}")
+    Path(a.card).write_text(json.dumps(card, indent=1) + "\n")  # the docs' figures read it from bench/results
+    print(f"-> {a.out}, {a.card}")
 
 
 def check_samples(rows: list[dict], lm: dict, model, top_k: int) -> list[dict]:
@@ -425,6 +427,7 @@ def main() -> None:
     ap.add_argument("--rows", default="", help="a row file of another set (filings_qa.jsonl) instead of --split")
     ap.add_argument("--root", default="", help="with --rows: the folder holding its collections")
     ap.add_argument("--out", default="")
+    ap.add_argument("--card", default=str(CARD_OUT), help="fit: where the model's card goes (the docs read the default)")
     ap.add_argument("--train", default="")
     ap.add_argument("--dev", default="")
     ap.add_argument("--target", type=float, default=TARGET_PRECISION)
