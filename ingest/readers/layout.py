@@ -216,7 +216,8 @@ class PageCleaner:
 
     * a line that recurs unchanged at the edge of at least half of the pages (and of 3 or more);
     * a line that recurs there with only numbers changed when each changed number is the page number ("Annual
-      Report | page 5", "ACME 12"): the page's place plus one fixed offset (small unless "page"/"of" marks it);
+      Report | page 5", "ACME 12"): the page's place plus one fixed offset (small unless "page"/"of" marks it),
+      on at least 3 pages (a book's chapter head runs through its chapter only);
       a templated line whose numbers change otherwise ("Receipt 1043 Total $ 12.50") is content and stays;
     * a bare page number ("5", "Page 5", "- 5 -", "5 of 12").
 
@@ -238,9 +239,12 @@ class PageCleaner:
         need = max(3, (len(self.pages) + 1) // 2)
         self.repeated = {k for k, n in exact.items() if n >= need and k}
         for key, seen in templated.items():
-            if key and len({pi for pi, _ in seen}) >= need and len({_exact(t) for _, t in seen}) > 1:
+            on = len({pi for pi, _ in seen})
+            if key and on >= 3 and len({_exact(t) for _, t in seen}) > 1:
                 pattern = _page_pattern(seen)
-                if pattern is not None:
+                # a line whose number follows the page is a running head on 3 pages: a book's chapter heads
+                # ("52 How to use NOMAD" on a chapter's even pages) run through one chapter, not half the book
+                if pattern is not None and (on >= need or any(op == "+" for op, _ in pattern)):
                     self.paged[key] = pattern
 
     def _running(self, line: str, page: int | None) -> bool:

@@ -169,6 +169,23 @@ def test_numbered_running_header_is_removed():
     assert all(c.startswith("Body line") for c in cleaned)
 
 
+def test_a_books_chapter_heads_go_though_each_runs_through_one_chapter():
+    """A LaTeX book's even pages start with "<page> <chapter title>", a different title per chapter, so no head is on
+    half the pages; each still follows the page number (printed 10 pages after the file's place) and goes. A line
+    whose number does not follow the page stays (newcomer run r7: "52 How to use NOMAD" quoted as an answer)."""
+    chapters = ["Introduction"] * 8 + ["Getting started"] * 8 + ["Advanced parameters"] * 8
+    pages = []
+    for i, chapter in enumerate(chapters):
+        head = f"{i + 11} {chapter}" if i % 2 else f"{i // 8 + 1}.{i % 3} Section of the {chapter.lower()}"
+        pages.append(f"{head}\nThe solver reads the parameter file number {i * 3 + 2} of the run.\nMore text {i}.\n"
+                     f"Table {i // 4 + 1} lists the defaults.")
+    cleaned = [PageCleaner(pages).clean(p) for p in pages]
+    assert not any(c.split("\n")[0].endswith(("Introduction", "Getting started", "Advanced parameters"))
+                   for c in cleaned), cleaned[:4]
+    assert all(f"parameter file number {i * 3 + 2} " in c for i, c in enumerate(cleaned))
+    assert all(f"Table {i // 4 + 1} lists" in c for i, c in enumerate(cleaned))
+
+
 def test_a_docx_place_is_its_paragraph_and_bold_section():
     """Issue 21 (17): DOCX sources carried only the document's heading, never a place inside it. Each paragraph is
     numbered (¶) and a short all-bold paragraph, how most documents mark a section, is a heading."""
