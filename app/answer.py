@@ -213,10 +213,22 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
             yield event
         else:
             routed, retrieval, extra = event[1]
-    reading = None
+    reading, widened = None, None
     if retrieval.sources and (kind == "extractive" or (grounded and s.reader_check)) and no_retrieval_doc is None:
         reading = reading_of(ctx, q, retrieval.sources, extra,
                         opts.context_floor if opts.context_floor is not None else s.context_floor)
+        if reading is not None and reading.abstained and routed is not None and routed.doc_ids:
+            # a route is the product's guess (a name, a year, a follow-up's inherited name): when the documents it
+            # chose leave the reader unsure, the search the user asked for is read too, and answers if it is sure
+            for event in gather(ctx, q, opts, routing=False):
+                if event[0] == "gathered":
+                    _, wide, wide_extra = event[1]
+            wide_reading = reading_of(ctx, q, wide.sources, wide_extra, opts.context_floor
+                                      if opts.context_floor is not None else s.context_floor) if wide.sources else None
+            if wide_reading is not None and not wide_reading.abstained:
+                widened, routed = routed, None
+                retrieval, extra, reading = wide, wide_extra, wide_reading
+                yield "status", f"not in {', '.join(widened.doc_ids[:3])}: searched all that the question may search"
         if reading is not None and not reading.abstained:
             reading = quoted_rows(reading, retrieval.sources, extra)
     t1 = time.perf_counter()
@@ -230,6 +242,8 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
     gmeta: dict = {"grounded": grounded, "style": style, "sources_read": len(read)}
     if routed is not None:
         gmeta["routed"] = {"documents": routed.doc_ids, "why": routed.why}
+    if widened is not None:
+        gmeta["widened"] = {"from": widened.doc_ids, "why": widened.why}
     if reading is not None:
         gmeta.update(context_score=round(reading.confidence, 4), context_floor=round(reading.threshold, 4),
                      reader={"confidence": round(reading.confidence, 4), "threshold": round(reading.threshold, 4),

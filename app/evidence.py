@@ -46,13 +46,14 @@ class AskOptions:
     context_floor: float | None = None
 
 
-def gather(ctx: AppContext, q: Question, opts: AskOptions = AskOptions()) -> Iterator[tuple[str, object]]:
-    """What the reader reads for ``q``: the route (which documents it names), the retrieved passages and the
-    looked-up table rows. Yields ``("status", str)`` events, then ``("gathered", (route or None, Retrieval,
-    [(cell, source)]))``. :func:`ask` and the scorer's fitting (``bench/fit_reader.py``) share it."""
+def gather(ctx: AppContext, q: Question, opts: AskOptions = AskOptions(), *, routing: bool = True
+           ) -> Iterator[tuple[str, object]]:
+    """What the reader reads for ``q``: the route (which documents it names; none with ``routing`` False), the
+    retrieved passages and the looked-up table rows. Yields ``("status", str)`` events, then ``("gathered", (route or
+    None, Retrieval, [(cell, source)]))``. :func:`ask` and the scorer's fitting (``bench/fit_reader.py``) share it."""
     s = ctx.settings
     doc_ids, retriever = opts.doc_ids, opts.retriever
-    routed = route(ctx, q, doc_ids, opts.visible_to) if opts.no_retrieval_doc is None else None
+    routed = route(ctx, q, doc_ids, opts.visible_to) if opts.no_retrieval_doc is None and routing else None
     if routed is not None and routed.doc_ids:
         doc_ids = routed.doc_ids
         yield "status", f"searching {', '.join(routed.doc_ids[:3])}{' …' if len(routed.doc_ids) > 3 else ''}"

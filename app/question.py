@@ -237,7 +237,7 @@ def _names(question: str) -> list[str]:
     text = re.sub(r"\b([A-Z]\w*) & (?=[A-Z])", r"\1 Ampersand ", text)  # … and "Johnson & Johnson", "Cash & Cash"
     for run in capitalised_runs(text):
         run = run.replace("AMPERSAND", "&").replace(" Ampersand ", " & ")
-        for part in re.split(r"['’]s\b\s*", run):
+        for part in re.split(r"['’]s\b\s*|(?<=s)['’](?=\s|$)", run):  # "Apple's", and a plural's "Flextronics'"
             words = [w for w in part.split() if not (_PERIOD_TOKEN.match(w.strip(".,")) or _FORM.match(w.strip(".,"))
                                                       or w.strip(".,").lower() in MONTH_NAMES)]
             name = " ".join(words).strip(" ,.")

@@ -168,8 +168,9 @@ def cmd_run(a) -> None:
 ROWS = (("the reader of 3cd4e12 (baseline)", "answers_qa_baseline"),
         ("fitted scorer, first fit (train only; test run 1)", "answers_qa_reader_first"),
         ("fitted scorer, reader alone, keyword weight 1 (the default before)", "answers_qa_reader_w1"),
-        ("fitted scorer, reader alone (default: keyword weight 0.25)", "answers_qa_reader"),
-        ("fitted scorer + LM check", "answers_qa_lmcheck"))
+        ("fitted scorer, reader alone, keyword weight 0.25", "answers_qa_reader"),
+        ("fitted scorer + LM check", "answers_qa_lmcheck"),
+        ("default: keyword weight 0.25, an unsure route gives way to the whole search", "answers_qa_widen"))
 
 
 def _pct(n: int, d: int) -> str:

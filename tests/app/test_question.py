@@ -39,6 +39,9 @@ def test_real_names_are_names():
         "Colonel Campbell", "Jane Fairfax")
     # an abbreviation around "&" is a term, whatever it abbreviates (SG&A, R&D, AT&T): it is searched, not routed by
     assert "at&t" in read_question("What did AT&T pay in dividends?").terms
+    # a plural's possessive is the name without its apostrophe (the route's reason said "names Flextronics'")
+    assert read_question("What share of Flextronics' revenue went on materials?").entities == ("Flextronics",)
+    assert read_question("What share of Flextronics’ revenue went on materials?").entities == ("Flextronics",)
 
 
 @pytest.mark.parametrize("followup", [

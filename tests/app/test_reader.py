@@ -118,6 +118,25 @@ def test_a_question_over_a_spreadsheet_picks_the_row_of_the_asked_period(ctx):
     assert "402" in _line(a)  # West, 2023-Q3: 300 + 17 × 6
 
 
+def test_a_route_that_leaves_the_reader_unsure_gives_way_to_the_search_the_user_asked_for(ctx, monkeypatch):
+    """A route is the product's guess (a name, a year, or a follow-up's inherited name: "In that scanned page …" after
+    a question about a thesis searched only the thesis in newcomer run r7). When the routed documents leave the reader
+    unsure, the user's own scope is read too and answers when it is sure; when it is not, the routed reply stays."""
+    import app.evidence
+    from app.routing import Route
+
+    monkeypatch.setattr(app.evidence, "route", lambda *a, **k: Route(["harbour.md"], "a guess"))
+    a = answer(ctx, "What were West region sales in 2023-Q3?")
+    assert not a.abstained and "402" in _line(a)
+    assert a.grounding["widened"] == {"from": ["harbour.md"], "why": "a guess"} and "routed" not in a.grounding
+    assert {s.doc_id for s in a.citations} == {"sales.xlsx"}
+    a = answer(ctx, "How many container cranes does Harbour Widgets operate at the south pier?")
+    assert a.abstained and a.grounding["routed"]["documents"] == ["harbour.md"] and "widened" not in a.grounding
+    monkeypatch.undo()
+    a = answer(ctx, "What was Harbour Widgets' total revenue in the third quarter of 2023?")  # a route that answers
+    assert "530" in _line(a) and "widened" not in a.grounding
+
+
 def test_a_question_the_documents_do_not_answer_abstains_uncited(ctx):
     a = answer(ctx, "How many container cranes does Harbour Widgets operate at the south pier?",
                doc_ids=["harbour.md"])
