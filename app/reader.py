@@ -21,7 +21,7 @@ from app.candidates import Candidate, candidates, change_line
 from app.cells import Cell
 from app.features import Signals, featurize
 from app.question import YEAR_RE, Question
-from app.scorer import ReaderModel, answer_key, answer_mass
+from app.scorer import ReaderModel, answer_key
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +37,9 @@ MORE_SHARE = 0.5
 # Below the threshold the reply abstains; from HEDGE_FLOOR up to it, it also shows the HEDGE_LINES likeliest answer
 # lines as "the closest the documents come" (no claim, no citation of support). Chosen on the train split by the rule
 # stated in bench/hedge_band.py (bench/results/hedge_band.json): the lowest of the edges 0.05, 0.10, 0.20 above which
-# the two likeliest lines hold the answer for at least half of the answerable questions the scorer abstains on.
-HEDGE_FLOOR = 0.10
+# the two likeliest lines hold the answer for at least half of the answerable questions the scorer abstains on; None
+# when no edge does (then an abstention quotes nothing).
+HEDGE_FLOOR: float | None = 0.10
 HEDGE_LINES = 2
 
 
@@ -77,10 +78,9 @@ def read(q: Question, sources: Sequence, signals: Signals, model: ReaderModel,
     probs = model.probabilities(X)
     for c, p in zip(cands, probs):
         c.score = p
-    top, confidence = answer_mass(probs, [answer_key(c.line) for c in cands])
+    top, confidence, threshold = model.decide(X, [c.line for c in cands])
     order = [top] + sorted((i for i in range(len(cands)) if i != top), key=lambda i: -probs[i])
     ranked = [cands[i] for i in order]
-    threshold = model.threshold
     checked: dict = {}
     # without a fitted check stage the LM only reorders what the scorer answers: when the scorer abstains the check
     # could change nothing, so it is not asked (the time it would take is saved; the reply is the same)
@@ -103,7 +103,7 @@ def read(q: Question, sources: Sequence, signals: Signals, model: ReaderModel,
     if confidence < threshold:
         return Reading(q, None, None, [], more[:0], confidence, threshold,
                        f"confidence {confidence:.2f} below {threshold:.2f}", ranked, checked,
-                       hedge_of(ranked) if confidence >= HEDGE_FLOOR else [])
+                       hedge_of(ranked) if HEDGE_FLOOR is not None and confidence >= HEDGE_FLOOR else [])
     line = best.line
     if q.change and best.cell is not None:
         pair = change_pair(best.cell, [c.cell for c in cands if c.cell is not None], q.period.years)

@@ -47,6 +47,49 @@ class CheckStage:
         return float(_sigmoid(np.asarray(self.w_score * logit + self.w_lm * lm_margin + self.intercept)))
 
 
+# not the number of candidates: in the training data a short context is mostly a 300-word cut of a longer one
+# (bench/fit_reader.py --budget-words) that often cuts the answer away, so it would teach "a short document is
+# less sure" -- and a one-page report's plain table figure was refused
+CALIBRATION_FEATURES = ("log_confidence", "answer_logit", "logit_margin", "answer_sim", "max_sim", "sim_margin",
+                        "answer_cov", "max_cov", "answer_kind_fit", "answer_period_other", "answer_ent_doc")
+
+
+def calibration_features(X: np.ndarray, logits: np.ndarray, j: int, confidence: float,
+                         features: Sequence[str]) -> np.ndarray:
+    """What the calibrator reads of one question's candidates: the scorer's confidence in the answer ``j`` (log), its
+    score and its margin over the next best, how close the answer and the closest candidate come to the question
+    (cosine and key-term coverage) and how far the answer stands out, and the answer's kind fit, other-period and
+    document-name signals."""
+    X = np.asarray(X, dtype=np.float64)
+    at = {f: i for i, f in enumerate(features)}
+    order = np.sort(logits)[::-1]
+    sim, cov = X[:, at["sim"]], X[:, at["cov"]]
+    sims = np.sort(sim)[::-1]
+    return np.array([np.log(confidence + 1e-6), logits[j], logits[j] - (order[1] if len(order) > 1 else order[0] - 5),
+                     sim[j], sim.max(), sim[j] - sims[min(1, len(sims) - 1)], cov[j], cov.max(),
+                     X[j, at["kind_fit"]], X[j, at["period_other"]], X[j, at["ent_doc"]]])
+
+
+@dataclass
+class Calibrator:
+    """How sure the answer is, read from the whole question (:func:`calibration_features`) rather than from the
+    answer's share of the scorer's softmax alone: a logistic regression fitted on the train split (the answer right
+    or not), its ``threshold`` chosen on dev. The softmax share falls when the question's words are not the
+    document's (a reworded question's right answer: median 0.27 against 0.56 as written) while the answer still
+    stands out among the candidates; this stage reads both."""
+
+    features: Sequence[str]
+    mean: Sequence[float]
+    scale: Sequence[float]
+    coef: Sequence[float]
+    intercept: float
+    threshold: float
+
+    def probability(self, f: np.ndarray) -> float:
+        z = (np.asarray(f) - np.asarray(self.mean)) / np.asarray(self.scale)
+        return float(_sigmoid(np.asarray(z @ np.asarray(self.coef) + self.intercept)))
+
+
 @dataclass
 class ReaderModel:
     features: Sequence[str]
@@ -59,6 +102,20 @@ class ReaderModel:
     card: dict = field(default_factory=dict)
     form: str = "pointwise"
     none_slope: float = 0.0  # listwise: "none" scores intercept + none_slope × log(number of candidates)
+    calibrator: Calibrator | None = None  # when fitted: the confidence and the threshold are its
+
+    def decide(self, X: np.ndarray, lines: Sequence[str]) -> tuple[int, float, float]:
+        """(the candidate that answers, the confidence in its answer, the threshold it is held to) for one
+        question's candidates (feature rows ``X``, answer lines ``lines``): :func:`answer_mass` over the scorer's
+        probabilities, then the calibrator's reading of the question when one is fitted."""
+        X = np.asarray(X, dtype=np.float64)
+        if X.size == 0:
+            return -1, 0.0, self.threshold
+        j, conf = answer_mass(self.probabilities(X), [answer_key(x) for x in lines])
+        if self.calibrator is None:
+            return j, conf, self.threshold
+        f = calibration_features(X, self.logits(X), j, conf, self.features)
+        return j, round(self.calibrator.probability(f), 12), self.calibrator.threshold
 
     def logits(self, X: np.ndarray) -> np.ndarray:
         """Each candidate's score (log-odds for ``pointwise``; for ``listwise``, against "none" at 0)."""
@@ -81,14 +138,24 @@ class ReaderModel:
     def to_json(self) -> str:
         d = asdict(self)
         d["features"] = list(self.features)
+        if self.calibrator is not None:
+            d["calibrator"]["features"] = list(self.calibrator.features)
         return json.dumps(d, indent=1)
 
     @classmethod
     def from_dict(cls, d: dict) -> ReaderModel:
         check = CheckStage(**d["check"]) if d.get("check") else None
+        cal = d.get("calibrator")
+        if cal is not None:
+            cal = Calibrator(tuple(cal["features"]), cal["mean"], cal["scale"], cal["coef"], float(cal["intercept"]),
+                             float(cal["threshold"]))
+            if tuple(cal.features) != CALIBRATION_FEATURES:
+                raise ModelMismatch(f"the reader's calibrator was fitted on other features than the code computes "
+                                    f"({sorted(set(cal.features) ^ set(CALIBRATION_FEATURES))}): refit it with "
+                                    "`python bench/fit_reader.py calibrate`")
         return cls(tuple(d["features"]), d["mean"], d["scale"], d["coef"], float(d["intercept"]),
                    float(d["threshold"]), check, d.get("card", {}), d.get("form", "pointwise"),
-                   float(d.get("none_slope", 0.0)))
+                   float(d.get("none_slope", 0.0)), cal)
 
 
 def answer_key(line: str) -> str:

@@ -47,6 +47,7 @@ from app.scorer import answer_key, answer_mass
 TARGET_PRECISION = 0.70
 MODEL_OUT = Path(__file__).resolve().parents[1] / "app" / "data" / "reader_model.json"
 CARD_OUT = Path(__file__).resolve().parent / "results" / "reader_fit.json"
+CALIBRATOR_CARD = Path(__file__).resolve().parent / "results" / "reader_calibrator.json"
 
 
 def _squash(t: str) -> str:
@@ -307,6 +308,74 @@ def cmd_fit(a) -> None:
     print(f"-> {a.out}, {a.card}")
 
 
+def cmd_calibrate(a) -> None:
+    """The calibrator stage (:class:`app.scorer.Calibrator`): a logistic regression over each question's
+    :func:`app.scorer.calibration_features` of the scorer's answer (label: the answer is right), fitted on the train
+    rows with L2 strength C from 0.01, 0.1, 1; the C and the threshold chosen on the dev rows (the most right answers
+    at the target precision among the strengths that abstain on at least ``--min-unanswerable`` of the unanswerable
+    rows, the issue's goal; a tie: the fewer wrong, then the stronger L2). Written into the model file (``--out``),
+    its card to ``--card``."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    from app.scorer import CALIBRATION_FEATURES, Calibrator, ReaderModel, calibration_features
+
+    model = ReaderModel.from_dict(json.loads(Path(a.out).read_text()))
+    model.calibrator = None
+
+    def rows_features(rows):
+        out = []
+        for r in rows:
+            if not r["X"]:
+                out.append((None, 0, r["answerable"]))
+                continue
+            X = np.asarray(r["X"], dtype=np.float64)
+            j, conf, _ = model.decide(X, r["lines"])
+            out.append((calibration_features(X, model.logits(X), j, conf, model.features), int(r["y"][j]),
+                        r["answerable"]))
+        return out
+
+    train, dev = rows_features(load_sets(a.train)), rows_features(load_sets(a.dev))
+    Xt = np.array([f for f, _, _ in train if f is not None])
+    yt = np.array([int(ok and ans) for f, ok, ans in train if f is not None])
+    sc = StandardScaler().fit(Xt)
+    scale = np.where(sc.scale_ < 1e-6, 1.0, sc.scale_)
+    tried = []
+    for C in (0.01, 0.1, 1.0):
+        lr = LogisticRegression(C=C, max_iter=2000).fit((Xt - sc.mean_) / scale, yt)
+        cal = Calibrator(CALIBRATION_FEATURES, sc.mean_.round(6).tolist(), scale.round(6).tolist(),
+                         lr.coef_[0].round(6).tolist(), round(float(lr.intercept_[0]), 6), 1.01)
+        dec = [(cal.probability(f) if f is not None else 0.0, ok, ans) for f, ok, ans in dev]
+        op = operating_point(dec, a.target)
+        given = [(ok, ans) for c, ok, ans in dec if c >= op.get("threshold", 1.01)]
+        wrong = sum(1 for ok, ans in given if not (ok and ans))
+        tried.append((op.get("right", 0), -wrong, -C, C, cal, op, wrong))
+        print(f"C {C}: dev {json.dumps(op)} wrong {wrong}", flush=True)
+    # issue 46's other goal is a constraint: among the strengths that still abstain on at least MIN_UNANSWERABLE of
+    # the choosing rows' unanswerable questions (all of them when none does), the most right answers
+    ok = [t for t in tried if t[5].get("unanswerable_abstained", 0.0) >= a.min_unanswerable] or tried
+    ok.sort(key=lambda t: t[:3], reverse=True)
+    _, _, _, C, cal, op, wrong = ok[0]
+    cal.threshold = float(op.get("threshold", 1.01))
+    before = operating_point([(c, ok, ans) for c, ok, ans in
+                              ((model.decide(np.asarray(r["X"]), r["lines"])[1] if r["X"] else 0.0,
+                                int(r["y"][model.decide(np.asarray(r["X"]), r["lines"])[0]]) if r["X"] else 0,
+                                r["answerable"]) for r in load_sets(a.dev))], a.target)
+    model.calibrator = cal
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    card = {"fitted_on": a.train, "chosen_on": a.dev, "C": C, "target_precision": a.target,
+            "min_unanswerable_abstained": a.min_unanswerable, "dev": op,
+            "dev_wrong": wrong, "dev_without_calibrator": before, "tried": [{"C": t[3], "dev": t[5], "wrong": t[6]}
+                                                                             for t in tried],
+            "weights": dict(zip(CALIBRATION_FEATURES, cal.coef)),
+            "command": f"python bench/fit_reader.py calibrate --train {a.train} --dev {a.dev}",
+            "commit": commit, "date": time.strftime("%Y-%m-%d")}
+    model.card = {**model.card, "calibrator": {k: card[k] for k in ("fitted_on", "chosen_on", "C", "dev", "command")}}
+    Path(a.out).write_text(model.to_json() + "\n")
+    Path(a.card).write_text(json.dumps(card, indent=1) + "\n")
+    print(f"chosen C {C}: dev {json.dumps(op)}; without the calibrator {json.dumps(before)} -> {a.out}, {a.card}")
+
+
 def check_samples(rows: list[dict], lm: dict, model, top_k: int) -> list[dict]:
     """Per row with LM margins for its ``top_k`` candidates: their stage-1 scores, margins and labels."""
     out = []
@@ -420,7 +489,7 @@ def cmd_lm_summary(a) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("collect", "fit", "fit-check", "lm-summary"))
+    ap.add_argument("command", choices=("collect", "fit", "fit-check", "lm-summary", "calibrate"))
     ap.add_argument("--model", default="", help="lm-summary: the scorer (default: the shipped one)")
     ap.add_argument("--data", default="")
     ap.add_argument("--split", default="train")
@@ -431,6 +500,8 @@ def main() -> None:
     ap.add_argument("--train", default="")
     ap.add_argument("--dev", default="")
     ap.add_argument("--target", type=float, default=TARGET_PRECISION)
+    ap.add_argument("--min-unanswerable", type=float, default=0.80,
+                    help="calibrate: the least share of unanswerable dev rows abstained on (issue 46's goal)")
     ap.add_argument("--lm", default="", help="fit-check: LM margins of the train and dev rows (bench/lm_check.py)")
     ap.add_argument("--top-k", type=int, default=3, help="fit-check: the candidates the LM checks")
     ap.add_argument("--lm-label", default="", help="lm-summary: the LM's name in the output")
@@ -445,6 +516,10 @@ def main() -> None:
     elif a.command == "fit-check":
         a.out = a.out or str(MODEL_OUT)
         cmd_fit_check(a)
+    elif a.command == "calibrate":
+        a.out = a.out or str(MODEL_OUT)
+        a.card = str(CALIBRATOR_CARD) if a.card == str(CARD_OUT) else a.card
+        cmd_calibrate(a)
     else:
         a.out = a.out or str(MODEL_OUT)
         cmd_fit(a)

@@ -30,16 +30,14 @@ MIN_SHARE = 0.5  # the two likeliest lines hold the answer for at least this sha
 def band_rows(path: str, model) -> list[tuple[float, bool, bool]]:
     """(confidence, answerable, the two likeliest distinct lines hold the answer) of each abstained row."""
     from app.reader import first_distinct
-    from app.scorer import answer_key, answer_mass
 
     out = []
     for r in json.loads(Path(path).read_text())["rows"]:
         if not r["X"]:
             continue
         p = np.asarray(model.probabilities(np.asarray(r["X"])))
-        keys = [answer_key(ln) for ln in r["lines"]]
-        top, conf = answer_mass(p, keys)
-        if conf >= model.threshold:
+        top, conf, threshold = model.decide(np.asarray(r["X"]), r["lines"])  # the reader's confidence and threshold
+        if conf >= threshold:
             continue
         order = [top] + [int(i) for i in np.argsort(-p) if i != top]  # the reader's ranking (app.reader.read)
         two = [order[i] for i in first_distinct([r["lines"][j] for j in order])]
@@ -57,8 +55,9 @@ def at(rows: list[tuple[float, bool, bool]], floor: float) -> dict:
 
 
 def by_phrasing(model, paths: list[str]) -> dict:
-    """The median confidence of a right first line, plain questions against paraphrased or synonym ones (the
-    corpus's ``phrasing`` field): how much a wording the document does not use costs the confidence."""
+    """The median of the scorer's share (its softmax, before any calibrator) of a right first line, plain questions
+    against paraphrased or synonym ones (the corpus's ``phrasing`` field): how much a wording the document does not
+    use costs that share."""
     from app.scorer import answer_key, answer_mass
 
     phr = {}
@@ -98,7 +97,7 @@ def main() -> None:
     out = {"by_phrasing": by_phrasing(model, [a.train, a.dev]),
            "rule": f"the lowest edge of {list(EDGES)} where the two likeliest lines hold the answer for >= "
                    f"{MIN_SHARE:.0%} of the answerable train questions abstained on at or above it",
-           "threshold": model.threshold, "chosen_floor": chosen, "bands": table,
+           "threshold": model.calibrator.threshold if model.calibrator else model.threshold, "chosen_floor": chosen, "bands": table,
            "command": " ".join(["python bench/hedge_band.py", *sys.argv[1:]]), "date": time.strftime("%Y-%m-%d")}
     Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))
