@@ -226,11 +226,12 @@ class PageCleaner:
     pages: list[str]
     repeated: set[str] = field(default_factory=set)  # exact lines (see :func:`_exact`)
     paged: dict[str, tuple] = field(default_factory=dict)  # digit-normalised line: its :func:`_page_pattern`
+    first_page: int = 0  # the 0-based place of ``pages[0]`` in its document (a later range of a long PDF)
 
     def __post_init__(self) -> None:
         exact: Counter = Counter()
         templated: dict[str, list[tuple[int, str]]] = {}
-        for pi, page in enumerate(self.pages):
+        for pi, page in enumerate(self.pages, self.first_page):
             lines = page.splitlines()
             edge = [lines[i] for i in _edge(lines)]
             exact.update({_exact(ln) for ln in edge})
@@ -246,6 +247,15 @@ class PageCleaner:
                 # ("52 How to use NOMAD" on a chapter's even pages) run through one chapter, not half the book
                 if pattern is not None and (on >= need or any(op == "+" for op, _ in pattern)):
                     self.paged[key] = pattern
+
+    def learn_pages(self, pages: list[str], first_page: int) -> None:
+        """Also learn from a later range of pages (a long PDF is read range by range, :class:`ingest.readers.pdf.
+        Assembler`) the running lines whose numbers follow the page: a chapter that starts after the first range
+        has its own head ("52 How to use NOMAD"). Lines repeated unchanged are learnt from the first range only."""
+        more = PageCleaner(pages, first_page=first_page)
+        for key, pattern in more.paged.items():
+            if key not in self.paged and any(op == "+" for op, _ in pattern):
+                self.paged[key] = pattern
 
     def _running(self, line: str, page: int | None) -> bool:
         if _exact(line) in self.repeated or _PAGE_NUMBER.match(line):

@@ -431,7 +431,9 @@ class Assembler:
     """A PDF's text and layout built range of pages by range: what a range adds only extends what came before (the
     text so far is a prefix of the final text, offsets stay valid), so a long PDF can be searchable in its first
     pages while the rest is read. The running headers and footers and the body font size are learnt from the first
-    range that has text lines and kept for the pages after it (:func:`assemble` gives all pages at once)."""
+    range that has text lines and kept for the pages after it; a later range adds the running heads whose numbers
+    follow its pages (a chapter's head, :meth:`ingest.readers.layout.PageCleaner.learn_pages`); :func:`assemble`
+    gives all pages at once."""
 
     def __init__(self, name: str, outline: list):
         self.name, self.outline = name, outline
@@ -451,6 +453,8 @@ class Assembler:
         if self.cleaner is None and any(line_texts):
             self.cleaner = PageCleaner(["\n".join(t) for t in line_texts])
             self.body = _body_size(pages)
+        elif self.cleaner is not None and any(line_texts):
+            self.cleaner.learn_pages(["\n".join(t) for t in line_texts], len(self.starts))
         cleaner = self.cleaner or PageCleaner([])
         for k, page in enumerate(pages):
             pi = len(self.starts)
