@@ -266,11 +266,10 @@ def operating_point(dec: list[tuple[float, int, bool]], target: float = TARGET_P
     return {"top1_right": round(top1, 3), **(best or {})}
 
 
-def cmd_fit(a) -> None:
-    from app.features import FEATURES
-    from app.scorer import ReaderModel
-
-    train, dev = load_sets(a.train), load_sets(a.dev)
+def fit_grid(train: list[dict]) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
+    """The standardisation of the train rows and every model of the grid fitted on them: three pointwise L2 strengths,
+    each with and without balanced questions, and three listwise ones, each with and without a size-dependent
+    "none"; each as (form, params, coef, intercept, none slope)."""
     mean, scale = standardise(train)
     tried = []
     for C in (0.01, 0.1, 1.0):
@@ -281,6 +280,15 @@ def cmd_fit(a) -> None:
         for l2 in (0.001, 0.01, 0.1):
             coef, b, beta = fit_listwise(train, mean, scale, l2, by_size)
             tried.append(("listwise", {"l2": l2, "none_by_size": by_size}, coef, b, beta))
+    return mean, scale, tried
+
+
+def cmd_fit(a) -> None:
+    from app.features import FEATURES
+    from app.scorer import ReaderModel
+
+    train, dev = load_sets(a.train), load_sets(a.dev)
+    mean, scale, tried = fit_grid(train)
     scored = []
     for form, params, coef, b, beta in tried:
         op_dev = operating_point(decisions(dev, mean, scale, coef, b, form, beta), a.target)
@@ -496,7 +504,8 @@ def main() -> None:
     ap.add_argument("--rows", default="", help="a row file of another set (filings_qa.jsonl) instead of --split")
     ap.add_argument("--root", default="", help="with --rows: the folder holding its collections")
     ap.add_argument("--out", default="")
-    ap.add_argument("--card", default=str(CARD_OUT), help="fit: where the model's card goes (the docs read the default)")
+    ap.add_argument("--card", default=str(CARD_OUT),
+                    help="fit: where the model's card goes (the docs read the default)")
     ap.add_argument("--train", default="")
     ap.add_argument("--dev", default="")
     ap.add_argument("--target", type=float, default=TARGET_PRECISION)

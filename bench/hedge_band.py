@@ -97,7 +97,8 @@ def main() -> None:
     out = {"by_phrasing": by_phrasing(model, [a.train, a.dev]),
            "rule": f"the lowest edge of {list(EDGES)} where the two likeliest lines hold the answer for >= "
                    f"{MIN_SHARE:.0%} of the answerable train questions abstained on at or above it",
-           "threshold": model.calibrator.threshold if model.calibrator else model.threshold, "chosen_floor": chosen, "bands": table,
+           "threshold": model.calibrator.threshold if model.calibrator else model.threshold,
+           "chosen_floor": chosen, "bands": table,
            "command": " ".join(["python bench/hedge_band.py", *sys.argv[1:]]), "date": time.strftime("%Y-%m-%d")}
     Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import common as B  # noqa: F401  (project root on sys.path, offline flags)
 import numpy as np
-from fit_reader import (TARGET_PRECISION, decisions, fit_listwise, fit_pointwise, load_sets, operating_point,
-                        standardise)
+from fit_reader import TARGET_PRECISION, decisions, fit_grid, load_sets, operating_point
 
 from app.scorer import ReaderModel
 
@@ -44,16 +43,7 @@ def at(dec, threshold: float) -> dict:
 
 
 def grid(train: list[dict], choose: list[dict]) -> tuple:
-    mean, scale = standardise(train)
-    tried = []
-    for C in (0.01, 0.1, 1.0):
-        for balanced in (False, True):
-            coef, b = fit_pointwise(train, mean, scale, C, balanced)
-            tried.append(("pointwise", {"C": C, "balanced": balanced}, coef, b, 0.0))
-    for by_size in (False, True):
-        for l2 in (0.001, 0.01, 0.1):
-            coef, b, beta = fit_listwise(train, mean, scale, l2, by_size)
-            tried.append(("listwise", {"l2": l2, "none_by_size": by_size}, coef, b, beta))
+    mean, scale, tried = fit_grid(train)
     best = None
     for form, params, coef, b, beta in tried:
         op = operating_point(decisions(choose, mean, scale, coef, b, form, beta), TARGET_PRECISION)

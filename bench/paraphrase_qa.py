@@ -9,9 +9,10 @@ wording) with the shipped Qwen2.5-Coder-1.5B-Instruct (llama-cpp-python, tempera
 every name, number, date and period and to change the other words.
 
 A rewrite is kept only when it passes checks written before the first run and never tuned: every number of the
-question is still in it; it is a question (ends with "?": added after reading the
-rewrites, before any result, when some came back as statements with an invented answer); it is not the question again (at most 80% of its words are the question's words); and its
-MiniLM cosine to the question is at least 0.75 (meaning kept; a small LM sometimes turns an "inflow" into an
+question is still in it; it is a question (ends with "?": added after reading the rewrites, before any result, when
+some came back as statements with an invented answer); it is not the question again (at most 80% of its words are
+the question's words); and its MiniLM cosine to the question is at least 0.75 (meaning kept; a small LM sometimes
+turns an "inflow" into an
 "outflow"). Each kept row is the original row with ``question`` replaced, ``id`` suffixed ``~p<k>``, ``phrasing``
 ``lm-paraphrase`` and ``paraphrase_of`` the original id; its split is the original's (split by document as before).
 The file is written once and committed before anything is fitted on it; the test split's rows are only ever run.
@@ -96,7 +97,7 @@ def cmd_check(a) -> None:
     kept, why = [], {"numbers": 0, "same": 0, "meaning": 0, "empty": 0, "not a question": 0}
     qv = enc.encode([by_id[x["of"]]["question"] for x in raw], normalize_embeddings=True, batch_size=64)
     pv = enc.encode([x["question"] or "-" for x in raw], normalize_embeddings=True, batch_size=64)
-    for k, (x, q, p) in enumerate(zip(raw, qv, pv)):
+    for x, q, p in zip(raw, qv, pv):
         r = by_id[x["of"]]
         text = x["question"].strip().strip('"')
         if len(_words(text)) < 3:

@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 
 from app.features import FEATURES
-from app.scorer import (CALIBRATION_FEATURES, Calibrator, ModelMismatch, ReaderModel, answer_key, answer_mass,
-                        calibration_features)
+from app.scorer import (
+    CALIBRATION_FEATURES,
+    Calibrator,
+    ModelMismatch,
+    ReaderModel,
+    answer_key,
+    answer_mass,
+    calibration_features,
+)
 
 
 def _model(calibrator=None) -> ReaderModel:
