@@ -125,7 +125,9 @@ def route(question: str | Question, profiles: Sequence[Profile]) -> Route:
         if years and not dates:
             dated = sorted(p.doc_id for p in profiles if p.years and p.years <= set(years))
             if dated and len(dated) < len(profiles):
-                return Route(dated, "the question asks about " + ", ".join(str(y) for y in years))
+                said_here = all(str(y) in q.text for y in years)
+                return Route(dated, ("the question asks about " if said_here else "the question before asked about ")
+                             + ", ".join(str(y) for y in years))
         return Route(None)
     pool = [p for p in profiles if p.doc_id in chosen]
     if len(pool) > 1 and (dates or years):
@@ -142,7 +144,9 @@ def route(question: str | Question, profiles: Sequence[Profile]) -> Route:
             pool = named
             said.append("its quarter")
     ids = sorted(p.doc_id for p in pool)
-    return Route(ids, "the question names " + " and ".join(said))
+    inherited = q.previous is not None and not any(n in q.text for n in said if n not in ("the period asked",
+                                                                                         "its quarter"))
+    return Route(ids, ("the question before named " if inherited else "the question names ") + " and ".join(said))
 
 
 def _sentence_keys(text: str, limit: int = 300_000) -> set[int]:

@@ -26,3 +26,24 @@ def test_a_year_routes_a_question_about_a_programme_to_that_year_s_report():
 
 def test_the_pronoun_i_routes_nowhere():
     assert route("If I want to report something unethical anonymously, how do I do it?", MIXED).doc_ids is None
+
+
+def test_a_route_a_follow_up_inherits_says_it_came_from_the_question_before():
+    """A follow-up that names nothing goes where the question before went, and the reason says so: "the question asks
+    about 2025" under a question that never said 2025 reads as a misreading (newcomer run r7)."""
+    from app.question import read_question
+
+    ps = [Profile("a.pdf", "a.pdf", {"lululemon"}, [], {2025}),
+          Profile("b.docx", "b.docx", {"flextronics"}, [], {2011})]
+    before = [{"role": "user", "content": "How much did lululemon sell in its first quarter of 2025?"},
+              {"role": "assistant", "content": "Net revenue was $2.4 billion."}]
+    r = route(read_question("How many of its own stores does it run in mainland China right now?", before), ps)
+    assert r.doc_ids == ["a.pdf"] and r.why == "the question before asked about 2025"
+    assert route(read_question("How much did lululemon sell in 2025?", before), ps).why == \
+        "the question asks about 2025"
+    before = [{"role": "user", "content": "What share of Flextronics' revenue went on materials in 2011?"},
+              {"role": "assistant", "content": "Almost 90 percent."}]
+    assert route(read_question("And how many suppliers did they use that year?", before), ps).why == \
+        "the question before named Flextronics"
+    assert route(read_question("How many suppliers did Flextronics use?", before), ps).why == \
+        "the question names Flextronics"
