@@ -215,22 +215,9 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
             routed, retrieval, extra = event[1]
     reading, widened = None, None
     if retrieval.sources and (kind == "extractive" or (grounded and s.reader_check)) and no_retrieval_doc is None:
-        reading = reading_of(ctx, q, retrieval.sources, extra,
-                        opts.context_floor if opts.context_floor is not None else s.context_floor)
-        if reading is not None and reading.abstained and routed is not None and routed.doc_ids:
-            # a route is the product's guess (a name, a year, a follow-up's inherited name): when the documents it
-            # chose leave the reader unsure, the search the user asked for is read too, and answers if it is sure
-            for event in gather(ctx, q, opts, routing=False):
-                if event[0] == "gathered":
-                    _, wide, wide_extra = event[1]
-            wide_reading = reading_of(ctx, q, wide.sources, wide_extra, opts.context_floor
-                                      if opts.context_floor is not None else s.context_floor) if wide.sources else None
-            if wide_reading is not None and not wide_reading.abstained:
-                widened, routed = routed, None
-                retrieval, extra, reading = wide, wide_extra, wide_reading
-                yield "status", f"not in {', '.join(widened.doc_ids[:3])}: searched all that the question may search"
-        if reading is not None and not reading.abstained:
-            reading = quoted_rows(reading, retrieval.sources, extra)
+        reading, routed, widened, retrieval, extra = _read(ctx, q, opts, routed, retrieval, extra)
+        if widened is not None:
+            yield "status", f"not in {', '.join(widened.doc_ids[:3])}: searched all that the question may search"
     t1 = time.perf_counter()
     yield "sources", retrieval
     if synth_budget_words is None and backend == "offline":
@@ -293,6 +280,36 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
                "total_s": t3 - t0}
     yield "done", Answer(question, text, backend, retrieval.retriever, cites, sources, retrieval.weights, timings,
                          error, retrieval.router, query, how, abstained, draft, gmeta)
+
+
+def _read(ctx: AppContext, q, opts: AskOptions, routed, retrieval, extra):
+    """The reader's decision on what was gathered, the route given way when it leaves the reader unsure
+    (:func:`_wider`): ``(reading, route, the route given way or None, retrieval, looked-up rows)``."""
+    floor = opts.context_floor if opts.context_floor is not None else ctx.settings.context_floor
+    reading, widened = reading_of(ctx, q, retrieval.sources, extra, floor), None
+    if reading is not None and reading.abstained and routed is not None and routed.doc_ids:
+        wide = _wider(ctx, q, opts)
+        if wide is not None:
+            widened, routed = routed, None
+            retrieval, extra, reading = wide
+    if reading is not None and not reading.abstained:
+        reading = quoted_rows(reading, retrieval.sources, extra)
+    return reading, routed, widened, retrieval, extra
+
+
+def _wider(ctx: AppContext, q, opts: AskOptions):
+    """A route is the product's guess (a name, a year, a follow-up's inherited name): when the documents it chose
+    leave the reader unsure, the search the user asked for is read too. ``(retrieval, looked-up rows, reading)`` of
+    that search when the reader is sure there, else None (the routed reply stays)."""
+    wide, extra = None, []
+    for event in gather(ctx, q, opts, routing=False):
+        if event[0] == "gathered":
+            _, wide, extra = event[1]
+    if wide is None or not wide.sources:
+        return None
+    floor = opts.context_floor if opts.context_floor is not None else ctx.settings.context_floor
+    reading = reading_of(ctx, q, wide.sources, extra, floor)
+    return (wide, extra, reading) if reading is not None and not reading.abstained else None
 
 
 def _generate(synth, question: str, read: list, history: list, backend: str, pieces: list[str]):
