@@ -288,7 +288,7 @@ def _read(ctx: AppContext, q, opts: AskOptions, routed, retrieval, extra):
     floor = opts.context_floor if opts.context_floor is not None else ctx.settings.context_floor
     reading, widened = reading_of(ctx, q, retrieval.sources, extra, floor), None
     if reading is not None and reading.abstained and routed is not None and routed.doc_ids:
-        wide = _wider(ctx, q, opts)
+        wide = _wider(ctx, q, opts, floor)
         if wide is not None:
             widened, routed = routed, None
             retrieval, extra, reading = wide
@@ -297,7 +297,7 @@ def _read(ctx: AppContext, q, opts: AskOptions, routed, retrieval, extra):
     return reading, routed, widened, retrieval, extra
 
 
-def _wider(ctx: AppContext, q, opts: AskOptions):
+def _wider(ctx: AppContext, q, opts: AskOptions, floor: float | None):
     """A route is the product's guess (a name, a year, a follow-up's inherited name): when the documents it chose
     leave the reader unsure, the search the user asked for is read too. ``(retrieval, looked-up rows, reading)`` of
     that search when the reader is sure there, else None (the routed reply stays)."""
@@ -307,7 +307,6 @@ def _wider(ctx: AppContext, q, opts: AskOptions):
             _, wide, extra = event[1]
     if wide is None or not wide.sources:
         return None
-    floor = opts.context_floor if opts.context_floor is not None else ctx.settings.context_floor
     reading = reading_of(ctx, q, wide.sources, extra, floor)
     return (wide, extra, reading) if reading is not None and not reading.abstained else None
 

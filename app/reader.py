@@ -78,7 +78,7 @@ def read(q: Question, sources: Sequence, signals: Signals, model: ReaderModel,
     probs = model.probabilities(X)
     for c, p in zip(cands, probs):
         c.score = p
-    top, confidence, threshold = model.decide(X, [c.line for c in cands])
+    top, confidence, threshold = model.decide(X, [c.line for c in cands], probs)
     order = [top] + sorted((i for i in range(len(cands)) if i != top), key=lambda i: -probs[i])
     ranked = [cands[i] for i in order]
     checked: dict = {}

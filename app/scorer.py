@@ -104,14 +104,16 @@ class ReaderModel:
     none_slope: float = 0.0  # listwise: "none" scores intercept + none_slope × log(number of candidates)
     calibrator: Calibrator | None = None  # when fitted: the confidence and the threshold are its
 
-    def decide(self, X: np.ndarray, lines: Sequence[str]) -> tuple[int, float, float]:
+    def decide(self, X: np.ndarray, lines: Sequence[str], probs: Sequence[float] | None = None
+               ) -> tuple[int, float, float]:
         """(the candidate that answers, the confidence in its answer, the threshold it is held to) for one
-        question's candidates (feature rows ``X``, answer lines ``lines``): :func:`answer_mass` over the scorer's
-        probabilities, then the calibrator's reading of the question when one is fitted."""
+        question's candidates (feature rows ``X``, answer lines ``lines``; ``probs``: their :meth:`probabilities`
+        when the caller has them): :func:`answer_mass` over the scorer's probabilities, then the calibrator's reading
+        of the question when one is fitted."""
         X = np.asarray(X, dtype=np.float64)
         if X.size == 0:
             return -1, 0.0, self.threshold
-        j, conf = answer_mass(self.probabilities(X), [answer_key(x) for x in lines])
+        j, conf = answer_mass(self.probabilities(X) if probs is None else probs, [answer_key(x) for x in lines])
         if self.calibrator is None:
             return j, conf, self.threshold
         f = calibration_features(X, self.logits(X), j, conf, self.features)

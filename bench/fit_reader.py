@@ -332,20 +332,21 @@ def cmd_calibrate(a) -> None:
     model.calibrator = None
 
     def rows_features(rows):
+        """(calibration features or None, the answer right, answerable, the scorer's own confidence) per row."""
         out = []
         for r in rows:
             if not r["X"]:
-                out.append((None, 0, r["answerable"]))
+                out.append((None, 0, r["answerable"], 0.0))
                 continue
             X = np.asarray(r["X"], dtype=np.float64)
             j, conf, _ = model.decide(X, r["lines"])
             out.append((calibration_features(X, model.logits(X), j, conf, model.features), int(r["y"][j]),
-                        r["answerable"]))
+                        r["answerable"], conf))
         return out
 
     train, dev = rows_features(load_sets(a.train)), rows_features(load_sets(a.dev))
-    Xt = np.array([f for f, _, _ in train if f is not None])
-    yt = np.array([int(ok and ans) for f, ok, ans in train if f is not None])
+    Xt = np.array([f for f, _, _, _ in train if f is not None])
+    yt = np.array([int(ok and ans) for f, ok, ans, _ in train if f is not None])
     sc = StandardScaler().fit(Xt)
     scale = np.where(sc.scale_ < 1e-6, 1.0, sc.scale_)
     tried = []
@@ -353,7 +354,7 @@ def cmd_calibrate(a) -> None:
         lr = LogisticRegression(C=C, max_iter=2000).fit((Xt - sc.mean_) / scale, yt)
         cal = Calibrator(CALIBRATION_FEATURES, sc.mean_.round(6).tolist(), scale.round(6).tolist(),
                          lr.coef_[0].round(6).tolist(), round(float(lr.intercept_[0]), 6), 1.01)
-        dec = [(cal.probability(f) if f is not None else 0.0, ok, ans) for f, ok, ans in dev]
+        dec = [(cal.probability(f) if f is not None else 0.0, ok, ans) for f, ok, ans, _ in dev]
         op = operating_point(dec, a.target)
         given = [(ok, ans) for c, ok, ans in dec if c >= op.get("threshold", 1.01)]
         wrong = sum(1 for ok, ans in given if not (ok and ans))
@@ -365,10 +366,7 @@ def cmd_calibrate(a) -> None:
     ok.sort(key=lambda t: t[:3], reverse=True)
     _, _, _, C, cal, op, wrong = ok[0]
     cal.threshold = float(op.get("threshold", 1.01))
-    before = operating_point([(c, ok, ans) for c, ok, ans in
-                              ((model.decide(np.asarray(r["X"]), r["lines"])[1] if r["X"] else 0.0,
-                                int(r["y"][model.decide(np.asarray(r["X"]), r["lines"])[0]]) if r["X"] else 0,
-                                r["answerable"]) for r in load_sets(a.dev))], a.target)
+    before = operating_point([(conf, ok, ans) for _, ok, ans, conf in dev], a.target)
     model.calibrator = cal
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     card = {"fitted_on": a.train, "chosen_on": a.dev, "C": C, "target_precision": a.target,

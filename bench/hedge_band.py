@@ -36,7 +36,7 @@ def band_rows(path: str, model) -> list[tuple[float, bool, bool]]:
         if not r["X"]:
             continue
         p = np.asarray(model.probabilities(np.asarray(r["X"])))
-        top, conf, threshold = model.decide(np.asarray(r["X"]), r["lines"])  # the reader's confidence and threshold
+        top, conf, threshold = model.decide(np.asarray(r["X"]), r["lines"], p)  # the reader's confidence and threshold
         if conf >= threshold:
             continue
         order = [top] + [int(i) for i in np.argsort(-p) if i != top]  # the reader's ranking (app.reader.read)
