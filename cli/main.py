@@ -228,7 +228,7 @@ def cmd_reingest(args) -> int:
     if args.docs:  # some documents re-chunked (with their own chunker/θ if given), the rest copied; atomic switch
         try:
             report = service.reingest_library(args.docs, args.chunker, args.theta, allow_partial=args.allow_partial,
-                                              progress=not args.quiet)
+                                              progress=not args.quiet, reread=args.reread)
         except ValueError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
@@ -238,7 +238,7 @@ def cmd_reingest(args) -> int:
             return 1
         return 0
     report = service.reingest_library(None, args.chunker, args.theta, allow_partial=args.allow_partial,
-                                      progress=not args.quiet)
+                                      progress=not args.quiet, reread=args.reread)
     _print_report(report)
     live = service.ctx.catalog.live_generation()
     if report.failed and not args.allow_partial:
@@ -656,6 +656,9 @@ def _add_library_commands(sub) -> None:
     s.add_argument("--copy", action="store_true",
                    help="keep every document's chunks and vectors and rebuild the index from them (no chunking, no "
                         "embedding): an index written by an earlier version gains its keywords in the store")
+    s.add_argument("--reread", choices=("auto", "all", "none"), default="auto",
+                   help="read documents again from their stored originals: auto (default) those an older version's "
+                        "reader read, all, or none (re-cut the stored text)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=cmd_reingest)
 

@@ -27,12 +27,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.resources import Resources
-from ingest.jobs.work import Reporter, chunker_for, cut, plan_for
+from ingest.jobs.work import Reporter, chunker_for, cut, extract, plan_for
+from ingest.readers.base import READER_VERSIONS, Limits, reader_version
 from ingest.readers.loaders import IngestError, LoadedDoc
 from ingest.store.catalog import Generation
 from ingest.store.index import PAYLOAD_META
 from ingest.store.write import commit_document
 from ingest.text.chunk_context import CONTEXT_KEY, chunker_params, generation_params, uses_context
+from ingest.text.words import count_words
 from ingest.types import Chunk
 
 # Imported where they are used, on purpose (heavy, optional or not needed by every caller): tqdm
@@ -186,7 +188,8 @@ class _Progress:
 def reingest(ctx: Resources, chunker: str | None = None, theta: int | None = None, allow_partial: bool = False,
              only: Iterable[str] | None = None, *, progress: bool = False,
              on_progress: Callable[[int, int, str], None] | None = None, on_step: Callable[[Step], None] | None = None,
-             step_interval_s: float = 0.25, _fail_hook: Callable[[str], None] | None = None) -> IngestReport:
+             step_interval_s: float = 0.25, reread: str = "auto",
+             _fail_hook: Callable[[str], None] | None = None) -> IngestReport:
     """Rebuild the index from stored originals into a new generation, then switch atomically.
 
     Every document is re-chunked. With a ``chunker`` or ``theta`` the whole index takes those parameters; with
@@ -198,12 +201,21 @@ def reingest(ctx: Resources, chunker: str | None = None, theta: int | None = Non
     If any document fails, the new generation is dropped and the live index is left as it was, unless
     ``allow_partial`` (then the failed documents are left out of the new index).
 
+    A document re-chunked is cut from its stored text, unless ``reread`` says to read its original again: ``"auto"``
+    (the default) when an older reader read it (:data:`ingest.readers.base.READER_VERSIONS`: a reader mended since,
+    such as the .docx one that missed a Word template's content controls), ``"all"`` always, ``"none"`` never. A new
+    reading is staged beside the stored text and replaces it only once the new generation is live (a crash in
+    between is settled by the next open's consistency check); a file the reader now refuses keeps its stored text.
+    A PDF still being read range by range, and a text a copied document shares, are not read again.
+
     Each document is cut as the queue cuts it (:func:`ingest.jobs.work.plan_for` and :func:`ingest.jobs.work.cut`)
     and written by the one commit (:func:`ingest.store.write.commit_document`). The caller holds the data dir's
     writer lock. ``progress``: tqdm bars (the CLI); ``on_progress(done, total, name)``: per document;
     ``on_step(step)``: progress within each file (chunking, embedding, writing) with an estimate (the web app), at
     most one call per ``step_interval_s`` within a phase.
     """
+    if reread not in ("auto", "all", "none"):
+        raise ValueError(f"reread must be auto, all or none, not {reread!r}")
     s, cat, index = ctx.settings, ctx.catalog, ctx.index
     live = live_generation(ctx, create=False)
     selected: dict[str, dict | None] | None = None
@@ -232,6 +244,8 @@ def reingest(ctx: Resources, chunker: str | None = None, theta: int | None = Non
     if selected is not None:  # a document outside the live index (left out by a partial run) stays out
         rows = [r for r in rows if r["n_l0"] is not None or r["doc_id"] in selected]
     bars = _Progress(len(rows), progress, on_progress, on_step, step_interval_s)
+    copied_hashes = {r["hash"] for r in rows if selected is not None and r["doc_id"] not in selected}
+    readings: dict[str, LoadedDoc | None] = {}  # by hash: the new reading staged for this generation (None: kept)
     for i, row in enumerate(rows):
         t0 = time.time()
         bars.file(i, row["name"])
@@ -247,6 +261,8 @@ def reingest(ctx: Resources, chunker: str | None = None, theta: int | None = Non
                 h = row["hash"]
                 doc = LoadedDoc(row["name"], ctx.store.original(h), ctx.store.text(h), row["kind"],
                                 layout=ctx.store.layout(h))
+                if _should_reread(reread, doc) and h not in copied_hashes:
+                    doc = _reread(ctx, gen_id, doc, h, readings, bars.reporter())
                 own = selected[row["doc_id"]] if selected is not None else row.get("chunking") if keep_own else None
                 plan = plan_for(ctx, gen, own, first_pass=False)
                 c = cut(ctx, doc.text, row["doc_id"], h, plan, bars.reporter(), row["name"], layout=doc.layout)
@@ -257,15 +273,18 @@ def reingest(ctx: Resources, chunker: str | None = None, theta: int | None = Non
                             size=row["size"] if copied else None,  # a copied first pass is still to refine
                             phase=row.get("phase") if copied else "first" if partial else None)
             counts = tuple(sum(1 for c in chunks if c.level == lv) for lv in range(gen.n_levels))
-            report.results.append(FileResult(row["name"], "copied" if copied else "ingested",
-                                             "unchanged, copied" if copied else "", row["doc_id"], counts,
-                                             time.time() - t0))
+            said = "unchanged, copied" if copied else _reread_note(readings.get(row["hash"]), doc)
+            report.results.append(FileResult(row["name"], "copied" if copied else "ingested", said, row["doc_id"],
+                                             counts, time.time() - t0))
         except Exception as e:
             log.warning("re-ingesting %s failed: %s", row["name"], e)
             report.results.append(FileResult(row["name"], "failed", f"{e.__class__.__name__}: {e}", row["doc_id"]))
         bars.done()
     bars.close()
     if report.failed and not allow_partial:
+        for h, fresh in readings.items():
+            if fresh is not None:
+                ctx.store.discard(h, gen_id)
         index.drop_generation(gen_id, probe.n_levels)
         cat.drop_generation_rows(gen_id)
         cat.set_generation_status(gen_id, "failed")
@@ -277,11 +296,44 @@ def reingest(ctx: Resources, chunker: str | None = None, theta: int | None = Non
     old_levels = live.n_levels if live else 3
     index.switch(gen_id, probe.n_levels, old_levels)
     cat.set_generation_status(gen_id, "live")
+    for h, fresh in readings.items():  # the live chunks index into the new readings now
+        if fresh is not None:
+            ctx.store.promote(h, gen_id)
     if live:
         index.drop_generation(live.gen, live.n_levels)
         cat.drop_generation_rows(live.gen)
     cat.finish_run(run, "done" if not report.failed else "partial", len(report.ok), len(report.failed))
     return report
+
+
+def _should_reread(reread: str, doc: LoadedDoc) -> bool:
+    if reread == "none" or (doc.layout or {}).get("read"):  # a PDF still being read: the queue reads the rest
+        return False
+    return reread == "all" or reader_version(doc.layout) < READER_VERSIONS.get(doc.kind, 1)
+
+
+def _reread(ctx: Resources, gen: int, doc: LoadedDoc, h: str, readings: dict[str, LoadedDoc | None],
+            rep: Reporter) -> LoadedDoc:
+    """``doc`` read again from its original by today's reader and staged for generation ``gen``
+    (:meth:`ingest.store.catalog.DocumentStore.stage`); ``doc`` itself when the reader refuses it now (logged: the
+    stored text stays what it was)."""
+    if h not in readings:
+        try:
+            fresh = extract(doc.name, doc.data, Limits.of(ctx.settings), rep)
+        except IngestError as e:
+            log.warning("re-reading %s failed (%s); its stored text is kept", doc.name, e.problem)
+            readings[h] = None
+            return doc
+        ctx.store.stage(h, gen, fresh.text, fresh.layout)
+        readings[h] = fresh
+    fresh = readings[h]
+    return doc if fresh is None else LoadedDoc(doc.name, doc.data, fresh.text, doc.kind, layout=fresh.layout)
+
+
+def _reread_note(fresh: LoadedDoc | None, doc: LoadedDoc) -> str:
+    if fresh is None or fresh.text is not doc.text:
+        return ""
+    return f"read again by today's reader ({count_words(fresh.text):,} words)"
 
 
 def _plans(ctx: Resources, live: Generation, doc_ids: list[str], chunker: str | None, theta: int | None

@@ -165,18 +165,20 @@ class CommandsPart(ServicePart):
         return ids  # type: ignore[return-value]
 
     def reingest_library(self, refs: list[str] | None = None, chunker: str | None = None, theta: int | None = None,
-                         allow_partial: bool = False, progress: bool = False):
+                         allow_partial: bool = False, progress: bool = False, reread: str = "auto"):
         """Re-ingest under the data dir's writer lock (:func:`ingest.pipeline.reingest`): every document
         into a new generation, switched atomically; or, ``refs`` naming documents, only those re-chunked (with
         ``chunker``/``theta`` for them only if given) and the rest copied; ``refs`` empty (``[]``): every document
         copied, chunks and vectors as they are (an index of an earlier version gains its keywords in the store).
-        ``progress``: bars on the terminal. The report; ValueError for an unknown document or a refused request."""
+        ``progress``: bars on the terminal; ``reread``: which documents re-chunked are read again from their originals
+        (``auto``: those an older reader read). The report; ValueError for an unknown document or a refused request."""
         from ingest.pipeline import reingest
 
         self.ctx.writer_lock()
         with self._writing("reingest"):
             only = None if refs is None else self.find_documents(refs) if refs else []
-            return reingest(self.ctx, chunker, theta, allow_partial=allow_partial, only=only, progress=progress)
+            return reingest(self.ctx, chunker, theta, allow_partial=allow_partial, only=only, progress=progress,
+                            reread=reread)
 
     def delete_document(self, ref: str) -> str:
         """Delete one document (id, name or hash prefix) under the data dir's writer lock, the way the web app does

@@ -35,6 +35,7 @@ from ingest.readers.base import (  # noqa: F401 (re-exported: what callers impor
     clean_text,
     decode_text,
     looks_binary,
+    stamped,
 )
 from ingest.readers.formats import build, html_blocks
 from ingest.readers.layout import Layout, markdown_headings
@@ -290,7 +291,7 @@ def load_bytes(name: str, data: bytes, *, max_bytes: int | None = None, limits: 
         raise IngestError(name, "contains no text")
 
     _within_words(name, text, limits)
-    return LoadedDoc(name, data, text, kind, "; ".join(warnings), layout)
+    return LoadedDoc(name, data, text, kind, "; ".join(warnings), stamped(kind, layout))
 
 
 def _within_words(name: str, text: str, limits: Limits) -> None:
@@ -310,7 +311,7 @@ def load_pdf_ranges(name: str, data: bytes, limits: Limits, on_progress=None,
     for text, layout, _, _ in pdf_ranges(name, data, limits, on_progress,
                                          (resume.text, resume.layout or {}) if resume else None):
         _within_words(name, text, limits)
-        yield LoadedDoc(name, data, text, "pdf", "", layout)
+        yield LoadedDoc(name, data, text, "pdf", "", stamped("pdf", layout))
 
 
 def read_regular_file(path: str | Path, max_bytes: int | None = None) -> bytes:

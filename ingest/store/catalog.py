@@ -91,6 +91,37 @@ class DocumentStore:
         with self._layouts_lock:
             self._layouts.pop(h, None)
 
+    def stage(self, h: str, gen: int, text: str, layout: dict | None) -> None:
+        """Keep a new reading of ``h`` (a re-ingestion's re-read, by a newer reader) beside the stored one until
+        generation ``gen``, whose chunks index into it, goes live (:meth:`promote`) or is dropped (:meth:`discard`);
+        the stored text stays what the live generation's offsets index into."""
+        self._replace(self._path(h, f"g{gen}.txt"), text.encode("utf-8"))
+        self._replace(self._path(h, f"g{gen}.layout.json"), json.dumps(layout or {}).encode("utf-8"))
+
+    def promote(self, h: str, gen: int) -> None:
+        """Generation ``gen`` is live: its staged reading of ``h`` becomes the stored one (each file renamed over its
+        old one; the layout first, then the text, whose presence says a staging is still to promote)."""
+        for staged, what in ((f"g{gen}.layout.json", "layout.json"), (f"g{gen}.txt", "txt")):
+            p = self._path(h, staged)
+            if p.exists():
+                os.replace(p, self._path(h, what))
+        with self._layouts_lock:
+            self._layouts.pop(h, None)
+
+    def discard(self, h: str, gen: int) -> None:
+        for staged in (f"g{gen}.layout.json", f"g{gen}.txt"):
+            self._path(h, staged).unlink(missing_ok=True)
+
+    def staged(self) -> list[tuple[str, int]]:
+        """``(hash, generation)`` of every staged reading (:meth:`stage`) still on disk."""
+        out = []
+        for p in self.root.glob("*/*.g*.txt"):
+            h, _, rest = p.name.partition(".g")
+            gen = rest[: -len(".txt")]
+            if gen.isdigit():
+                out.append((h, int(gen)))
+        return sorted(out)
+
     def original(self, h: str) -> bytes:
         return self._path(h, "orig").read_bytes()
 
@@ -119,6 +150,8 @@ class DocumentStore:
         """Delete the original and text of ``h`` (when no document refers to it any more)."""
         for what in ("orig", "txt", "layout.json"):
             self._path(h, what).unlink(missing_ok=True)
+        for p in self._path(h, "txt").parent.glob(f"{h}.g*"):  # staged readings of it (:meth:`stage`)
+            p.unlink(missing_ok=True)
         with self._layouts_lock:
             self._layouts.pop(h, None)
 

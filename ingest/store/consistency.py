@@ -9,6 +9,8 @@ an ingestion, a deletion or a re-ingestion leaves at most:
 * generations still ``building`` (a re-ingestion that never switched): dropped, store and rows;
 * store generations the catalog does not call live (a retired generation not yet dropped): dropped;
 * on a server, aliases naming another generation than the catalog: pointed back at the live one;
+* texts a re-ingestion read again and staged (:meth:`ingest.store.catalog.DocumentStore.stage`): promoted when
+  their generation is live (killed after the switch), dropped otherwise;
 * ``*.tmp`` files of interrupted atomic writes (a full disk): removed;
 * the ``bm25/`` pickles of a data dir written before keywords moved into the store: removed once the live
   generation has its keywords in the store (until ``mgrag reingest`` rebuilds an older one, its keyword search is
@@ -35,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 
 from ingest.jobs.state import ACTIVE
+from ingest.store.catalog import DocumentStore
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +54,12 @@ class CheckReport:
     removed_orphans: int = 0  # stored originals (with their text and layout) no catalog row refers to
     aliases_fixed: bool = False
     owners_backfilled: int = 0  # levels whose points were given their documents' owners (a store made before)
+    readings_settled: int = 0  # staged re-readings of a re-ingestion promoted (its generation live) or dropped
 
     @property
     def clean(self) -> bool:
         return not (self.pending or self.dropped_generations or self.removed_points or self.missing
-                    or self.removed_tmp or self.removed_orphans or self.aliases_fixed)
+                    or self.removed_tmp or self.removed_orphans or self.aliases_fixed or self.readings_settled)
 
 
 def check(catalog, index, data_dir=None, own_store: bool = True,
@@ -75,6 +79,8 @@ def check(catalog, index, data_dir=None, own_store: bool = True,
         index.drop_generation(g.gen, g.n_levels)
         catalog.drop_generation_rows(g.gen)
         catalog.set_generation_status(g.gen, "failed")
+    if data_dir is not None:
+        rep.readings_settled = settle_readings(DocumentStore(data_dir / "originals"), live)
     known = {g.gen for g in catalog.generations()}
     for g in sorted(index.generations()):
         if (live is None or g != live.gen) and (own_store or g in known):
@@ -127,6 +133,20 @@ def check(catalog, index, data_dir=None, own_store: bool = True,
     return _log(rep)
 
 
+def settle_readings(store: DocumentStore, live) -> int:
+    """A re-ingestion killed between its generation going live and the promotion of the texts it re-read leaves them
+    staged: those of the live generation become the stored texts (its chunks index into them); any other's (a
+    re-ingestion that never switched) are dropped. How many were settled."""
+    n = 0
+    for h, gen in store.staged():
+        if live is not None and gen == live.gen:
+            store.promote(h, gen)
+        else:
+            store.discard(h, gen)
+        n += 1
+    return n
+
+
 def referenced_hashes(catalog) -> set[str]:
     """Content hashes some catalog row refers to: a version of a document, an indexed row of any generation (live,
     building or retired), or an ingestion job not finished yet."""
@@ -167,9 +187,10 @@ def _log(rep: CheckReport) -> CheckReport:
     if rep.clean:
         return rep
     log.warning("consistency check: %d document write(s) interrupted, %d point(s) no catalog row owns removed, "
-                "generation(s) %s dropped, %d temporary file(s) and %d original(s) no document refers to removed%s",
+                "generation(s) %s dropped, %d temporary file(s) and %d original(s) no document refers to removed, "
+                "%d re-read text(s) settled%s",
                 len(rep.pending), rep.removed_points, rep.dropped_generations or "none", rep.removed_tmp,
-                rep.removed_orphans,
+                rep.removed_orphans, rep.readings_settled,
                 ", aliases pointed back at the live generation" if rep.aliases_fixed else "")
     if rep.missing:
         log.error("the store lacks points of %s; re-ingest them (`mgrag reingest DOC`)", ", ".join(sorted(rep.missing)))

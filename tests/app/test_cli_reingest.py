@@ -22,3 +22,13 @@ def test_cli_reingest_named_documents_with_their_own_theta(cli_library, capsys):
     assert main(["--data-dir", data, "reingest", "--quiet", "nope.md", "--theta", "6"]) == 2
     assert "no document matches 'nope.md'" in capsys.readouterr().err
     assert parents() == after  # the refused call changed nothing
+
+
+def test_cli_reingest_reads_again_only_when_asked_or_when_the_reader_changed(cli_library, capsys):
+    data = cli_library
+    capsys.readouterr()
+    assert main(["--data-dir", data, "reingest", "--quiet"]) == 0  # auto: today's reader read both
+    assert "read again" not in capsys.readouterr().out
+    assert main(["--data-dir", data, "reingest", "--quiet", "--reread", "all", "a.md"]) == 0
+    out = capsys.readouterr().out
+    assert "a.md" in out and "read again by today's reader" in out and out.count("read again") == 1

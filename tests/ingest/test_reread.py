@@ -1,0 +1,124 @@
+"""A re-ingestion reads again what an older reader read (issue 48): a stored text is re-cut as it is unless the reader
+of its kind has changed since (``READER_VERSIONS``), and a new reading replaces the stored one only with the
+generation that indexes it."""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from ingest.jobs.queue import ingest_files
+from ingest.pipeline import reingest
+from ingest.readers.base import READER_VERSIONS, reader_version
+from ingest.readers.loaders import Limits, load_bytes
+from ingest.store.consistency import check
+
+OLD = "Cover page before the controls.\n\nAppendix after the controls."
+
+
+def _template_docx() -> bytes:
+    """A Word file whose body sits in a block-level content control: the reader before version 2 read only the
+    paragraphs around it."""
+    import docx
+    from docx.oxml import OxmlElement
+
+    d = docx.Document()
+    d.add_paragraph("Cover page before the controls.")
+    inside = d.add_paragraph("The plant bought parts from more than 14,000 suppliers in 2011.")
+    d.add_paragraph("Appendix after the controls.")
+    sdt, content = OxmlElement("w:sdt"), OxmlElement("w:sdtContent")
+    inside._p.addprevious(sdt)
+    sdt.append(OxmlElement("w:sdtPr"))
+    sdt.append(content)
+    content.append(inside._p)
+    buf = io.BytesIO()
+    d.save(buf)
+    return buf.getvalue()
+
+
+def _as_read_by_an_older_reader(ctx, doc_id: str) -> str:
+    """Make the stored reading of ``doc_id`` the one an older reader left: its text without the control's paragraph
+    and a layout with no reader stamp (a text stored before stamps); its hash."""
+    row = next(r for r in ctx.catalog.documents(None) if r["doc_id"] == doc_id)
+    path = ctx.settings.store_path / row["hash"][:2]
+    (path / f"{row['hash']}.txt").write_text(OLD, encoding="utf-8")
+    (path / f"{row['hash']}.layout.json").write_text(json.dumps({"pages": [], "headings": []}), encoding="utf-8")
+    ctx.store._layouts.clear()
+    return row["hash"]
+
+
+def _texts(ctx) -> str:
+    live = ctx.catalog.live_generation()
+    return " ".join(p.payload["text"] for p in ctx.index.points(live.gen, 0))
+
+
+def test_every_reading_is_stamped_with_its_reader_version():
+    doc = load_bytes("thesis.docx", _template_docx(), limits=Limits(sandbox=False))
+    assert reader_version(doc.layout) == READER_VERSIONS["docx"] >= 2
+    assert reader_version(load_bytes("a.txt", b"Plain words here.").layout) == READER_VERSIONS["text"]
+    assert reader_version(None) == reader_version({"pages": []}) == 1  # stored before stamps
+
+
+def test_a_reingestion_reads_again_what_an_older_reader_read(make_ctx, write):
+    ctx = make_ctx(theta=40)
+    ingest_files(ctx, [write("thesis.docx", _template_docx()), write("notes.txt", "Notes about other things. " * 5)])
+    h = _as_read_by_an_older_reader(ctx, "thesis.docx")
+    notes_text = ctx.store.text(next(r["hash"] for r in ctx.catalog.documents(None) if r["doc_id"] == "notes.txt"))
+
+    kept = reingest(ctx, reread="none")  # re-cut the stored text: the old reading stays
+    assert not kept.failed and "14,000" not in _texts(ctx) and ctx.store.text(h) == OLD
+
+    r = reingest(ctx)  # auto: the docx was read by reader 1, today's is 2
+    said = {x.name: x.message for x in r.results}
+    assert "read again by today's reader" in said["thesis.docx"] and said["notes.txt"] == ""
+    assert "14,000 suppliers" in ctx.store.text(h) and "14,000 suppliers" in _texts(ctx)
+    assert reader_version(ctx.store.layout(h)) == READER_VERSIONS["docx"]
+    assert ctx.store.staged() == []
+    # every live chunk indexes into the stored text it was cut from
+    live = ctx.catalog.live_generation()
+    text = ctx.store.text(h)
+    for p in ctx.index.points(live.gen, 0):
+        if p.payload["doc_id"] == "thesis.docx":
+            span = " ".join(text[p.payload["start"]:p.payload["end"]].split())
+            assert span and span in " ".join(p.payload["text"].split())
+    assert ctx.store.text(next(r["hash"] for r in ctx.catalog.documents(None)
+                               if r["doc_id"] == "notes.txt")) == notes_text
+
+    again = reingest(ctx)  # read by today's reader now: nothing to read again
+    assert {x.message for x in again.results} == {""}
+
+
+def test_a_failed_reingestion_keeps_the_stored_reading_and_leaves_nothing_staged(make_ctx, write):
+    ctx = make_ctx(theta=40)
+    ingest_files(ctx, [write("thesis.docx", _template_docx()), write("b.txt", "Another text here. " * 5)])
+    h = _as_read_by_an_older_reader(ctx, "thesis.docx")
+
+    def boom(doc_id):
+        if doc_id == "b.txt":
+            raise RuntimeError("disk on fire")
+
+    r = reingest(ctx, _fail_hook=boom)
+    assert [x.name for x in r.failed] == ["b.txt"]
+    assert ctx.store.text(h) == OLD and ctx.store.staged() == []
+
+
+def test_a_reading_staged_before_a_crash_is_settled_by_the_next_open(make_ctx, write):
+    """Killed between the switch and the promotion: the live generation's reading is promoted; another
+    generation's (a re-ingestion that never switched) is dropped."""
+    ctx = make_ctx(theta=40)
+    ingest_files(ctx, [write("thesis.docx", _template_docx())])
+    h = _as_read_by_an_older_reader(ctx, "thesis.docx")
+    live = ctx.catalog.live_generation().gen
+    ctx.store.stage(h, live, "The new reading of the thesis.", {"pages": [], "headings": [], "reader": 2})
+    ctx.store.stage(h, live + 7, "A reading nothing indexes.", None)
+    rep = check(ctx.catalog, ctx.index, ctx.settings.data_dir)
+    assert rep.readings_settled == 2 and ctx.store.staged() == []
+    assert ctx.store.text(h) == "The new reading of the thesis." and reader_version(ctx.store.layout(h)) == 2
+
+
+def test_an_unknown_reread_choice_is_refused(make_ctx, write):
+    ctx = make_ctx(theta=40)
+    ingest_files(ctx, [write("a.txt", "Some words to cut. " * 5)])
+    with pytest.raises(ValueError, match="reread must be auto, all or none"):
+        reingest(ctx, reread="sometimes")
