@@ -166,13 +166,13 @@ class CommandsPart(ServicePart):
 
     def reingest_library(self, refs: list[str] | None = None, chunker: str | None = None, theta: int | None = None,
                          allow_partial: bool = False, progress: bool = False, reread: str = "auto"):
-        """Re-ingest under the data dir's writer lock (:func:`ingest.pipeline.reingest`): every document
+        """Re-ingest under the data dir's writer lock (:func:`ingest.jobs.rebuild.reingest`): every document
         into a new generation, switched atomically; or, ``refs`` naming documents, only those re-chunked (with
         ``chunker``/``theta`` for them only if given) and the rest copied; ``refs`` empty (``[]``): every document
         copied, chunks and vectors as they are (an index of an earlier version gains its keywords in the store).
         ``progress``: bars on the terminal; ``reread``: which documents re-chunked are read again from their originals
         (``auto``: those an older reader read). The report; ValueError for an unknown document or a refused request."""
-        from ingest.pipeline import reingest
+        from ingest.jobs.rebuild import reingest
 
         self.ctx.writer_lock()
         with self._writing("reingest"):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import json
 import logging
 import os
 import socket
@@ -61,13 +62,16 @@ from ingest.jobs.work import (
     first_pass_stages,
     needs_refinement,
     plan_for,
+    read_again,
     updated_rates,
+    wants_reread,
 )
 from ingest.pipeline import FileResult, IngestReport, live_generation
 from ingest.readers.loaders import IngestError, Limits, LoadedDoc, check_input, clean_name, read_inputs
 from ingest.readers.sandbox import public_problem
 from ingest.store.write import commit_document
 from ingest.text.chunk_context import indexed_text
+from ingest.text.words import count_words
 from ingest.types import content_hash
 
 log = logging.getLogger(__name__)
@@ -222,6 +226,7 @@ class Runner:
         self._threads: list[threading.Thread] = []
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self.recovered: list = []
+        self.on_report: Callable[[Job, str, float], None] | None = None  # each progress report (a re-ingestion's bars)
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
     def start(self) -> "Runner":
@@ -360,7 +365,7 @@ class Runner:
 
     def _run(self, lane: str, job: Job) -> None:
         try:
-            (self._first if lane == "first" else self._refine)(job)
+            {"first": self._first, "refine": self._refine, "reingest": self._rebuild}[lane](job)
             self._queue_down_s = 0.0
         except QueueUnavailable as e:  # Redis down: the job waits, its attempts are not spent; back off, then retry
             self._queue_down_s = min(QUEUE_BACKOFF_MAX_S, max(QUEUE_BACKOFF_S, 2 * self._queue_down_s))
@@ -407,6 +412,8 @@ class Runner:
                     time.sleep(0.25)
                 if self._stop.is_set():
                     raise Stopped("stopping")
+            if self.on_report is not None:
+                self.on_report(job, label, share)
             return self.jobs.report(job.job_id, label, share, eta)
 
         return Reporter(sink, rates=self.jobs.get_meta("rates", {}), clock=self.clock)
@@ -532,6 +539,51 @@ class Runner:
                             job.doc_id, job.hash, chunks, c.vectors, t0, own, size=job.size, owner=job.owner,
                             phase=None, on_commit=lambda db: self.jobs.ready_sql(db, job.job_id, whole))
         log.info("%s: refined in %.1f s (%s)", job.name, time.time() - t0, plan.cut_by)
+        self._learn(c.timings)
+
+    def run_own(self, job_id: int) -> Job | None:
+        """Run one job by its id in the caller's thread until it ends (a failure that is not the file's is retried up
+        to ``max_attempts``, as in the lanes): a re-ingestion runs its own jobs so (:mod:`ingest.jobs.rebuild`). The
+        job as it ended."""
+        while not self._stop.is_set():
+            job = self.jobs.claim_job(job_id, f"{self.name}:reingest")
+            if job is None:
+                break
+            self._run("reingest" if job.target_gen is not None else "refine" if job.searchable else "first", job)
+        return self.jobs.get(job_id)
+
+    def _rebuild(self, job: Job) -> None:
+        """A re-ingestion's job: the document cut again into the generation being built (``job.target_gen``), from its
+        stored text or, as the job's plan says (:func:`ingest.jobs.work.wants_reread`), read again from its original;
+        a new reading is staged and replaces the stored text when that generation goes live. Run by the re-ingestion
+        that queued it, which holds the write lock (:func:`ingest.jobs.rebuild.reingest`)."""
+        ctx, cat = self.ctx, self.ctx.catalog
+        t0 = time.time()
+        gen = cat.generation(job.target_gen)
+        if gen is None or gen.status != "building":
+            self.jobs.finish(job.job_id, JobState.CANCELLED, message="its re-ingestion ended")
+            return
+        plan_of = json.loads(job.plan or "{}")
+        own = plan_of.get("own")
+        plan = plan_for(ctx, gen, own, first_pass=False)
+        v = cat.version_of(job.doc_id, job.hash) or {}
+        doc = LoadedDoc(job.name, ctx.store.original(job.hash), ctx.store.text(job.hash), v.get("kind", "text"),
+                        layout=ctx.store.layout(job.hash))
+        rep = self._reporter(job, "reingest")
+        said = ""
+        if wants_reread(plan_of.get("reread", "none"), doc):
+            fresh = read_again(doc, Limits.of(ctx.settings), rep)
+            if fresh is not None:
+                ctx.store.stage(job.hash, gen.gen, fresh.text, fresh.layout)
+                doc, said = fresh, f"read again by today's reader ({count_words(fresh.text):,} words)"
+        c = self.executor.refine(job, doc.text, plan, rep, None, doc.layout)
+        if self.jobs.cancel_requested(job.job_id):
+            raise Stopped("cancelled")
+        chunks = c.chunks(doc.text, job.doc_id, job.hash, doc.layout, first_pass=False, context=plan.context)
+        partial = bool((doc.layout or {}).get("read"))  # a long PDF still being read: the queue refines it after
+        commit_document(ctx, gen, doc, job.doc_id, job.hash, chunks, c.vectors, t0, own,
+                        phase="first" if partial else None, on_commit=lambda db: self.jobs.ready_sql(db, job.job_id,
+                                                                                                    said))
         self._learn(c.timings)
 
     def _still_wanted(self, job: Job, gen: int) -> None:

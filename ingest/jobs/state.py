@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     words INTEGER, attempts INTEGER NOT NULL DEFAULT 0, error TEXT, failed_in TEXT,
     cancel INTEGER NOT NULL DEFAULT 0, batch TEXT, source TEXT, two_phase INTEGER NOT NULL DEFAULT 1,
     claimed_by TEXT, heartbeat REAL, message TEXT, created REAL, started REAL, searchable_at REAL,
-    ready_at REAL, finished REAL, updated REAL, claimed REAL, pages INTEGER);
+    ready_at REAL, finished REAL, updated REAL, claimed REAL, pages INTEGER, target_gen INTEGER, plan TEXT);
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, job_id);
 CREATE INDEX IF NOT EXISTS jobs_doc ON jobs(doc_id, job_id);
 CREATE INDEX IF NOT EXISTS jobs_batch ON jobs(batch);
@@ -114,6 +114,8 @@ class Job:
     updated: float | None
     claimed: float | None  # when a lane last took it
     pages: int | None = None  # a PDF's pages as its page tree states them (for estimates before it is read)
+    target_gen: int | None = None  # a re-ingestion's job: the generation being built it writes into (None: the live)
+    plan: str | None = None  # a re-ingestion's job: {"own": the document's chunking, "reread": auto|all|none} (JSON)
 
     def __post_init__(self) -> None:
         self.state = JobState(self.state)
@@ -214,7 +216,7 @@ class JobStore:
         with catalog._lock:
             catalog.db.executescript(SCHEMA)
             cols = {r[1] for r in catalog.db.execute("PRAGMA table_info(jobs)")}
-            for col, kind in (("claimed", "REAL"), ("pages", "INTEGER")):
+            for col, kind in (("claimed", "REAL"), ("pages", "INTEGER"), ("target_gen", "INTEGER"), ("plan", "TEXT")):
                 if col not in cols:
                     catalog.db.execute(f"ALTER TABLE jobs ADD COLUMN {col} {kind}")
 
@@ -252,9 +254,10 @@ class JobStore:
         return rows[-limit:] if limit else rows
 
     def latest_by_doc(self) -> dict[str, Job]:
-        """Each document's most recent job (the one its state comes from)."""
+        """Each document's most recent job (the one its state comes from); a re-ingestion's jobs build another
+        generation and say nothing of the live document's state."""
         out: dict[str, Job] = {}
-        for j in self._rows():
+        for j in self._rows("WHERE target_gen IS NULL"):
             out[j.doc_id] = j
         return out
 
@@ -281,7 +284,7 @@ class JobStore:
         seconds), so a small file never waits behind a long one queued just before it, and a long one is not
         overtaken forever. Rows: ``(job_id, owner, expected seconds)``."""
         rows = db.execute("SELECT job_id, owner, name, size, words, pages, created FROM jobs WHERE state=? AND "
-                          "cancel=0", (LANES[lane][0],)).fetchall()
+                          "cancel=0 AND target_gen IS NULL", (LANES[lane][0],)).fetchall()
         served = dict(db.execute("SELECT owner, MAX(claimed) FROM jobs GROUP BY owner").fetchall())
         rates = self.get_meta("rates", {}) if expected is None else None
         est = expected or (lambda lane_, name, size, words, pages: expected_s(rates, lane_, name, size, words, pages))
@@ -402,6 +405,32 @@ class JobStore:
             (self.spool_dir / spool).unlink(missing_ok=True)
             raise
         return self.get(job_id), ""
+
+    def add_rebuild(self, row: dict, gen: int, plan: dict, batch: str) -> Job:
+        """Queue one document of a re-ingestion (``row``: its catalog row) to be cut again into generation ``gen``,
+        which is being built: a job waiting where a refinement waits, but taken only by that re-ingestion
+        (:meth:`claim_job`; the lanes take jobs with no ``target_gen``)."""
+        now = time.time()
+        with self.catalog.transaction() as db:
+            cur = db.execute(
+                "INSERT INTO jobs (doc_id, name, owner, hash, size, state, attempts, cancel, batch, source, two_phase, "
+                "created, updated, target_gen, plan) VALUES (?,?,?,?,?,'searchable',0,0,?,'reingest',0,?,?,?,?)",
+                (row["doc_id"], row["name"], row.get("owner"), row["hash"], row.get("size"), batch, now, now, gen,
+                 json.dumps(plan)))
+            job_id = int(cur.lastrowid)
+        job = self.get(job_id)
+        assert job is not None
+        return job
+
+    def claim_job(self, job_id: int, worker: str) -> Job | None:
+        """Take one waiting job by its id (a re-ingestion takes its own); None when it is not waiting."""
+        now = time.time()
+        with self.catalog.transaction() as db:
+            n = db.execute("UPDATE jobs SET state=CASE state WHEN 'queued' THEN 'extracting' ELSE 'refining' END, "
+                           "claimed_by=?, heartbeat=?, started=COALESCE(started, ?), claimed=?, stage='starting', "
+                           "progress=0, eta_s=NULL, updated=? WHERE job_id=? AND state IN ('queued', 'searchable') "
+                           "AND cancel=0", (worker, now, now, now, now, job_id)).rowcount
+        return self.get(job_id) if n else None
 
     def _allocate(self, db, name: str, owner: str | None) -> str:
         """The document id for ``name`` by ``owner`` (``Catalog.allocate_doc_id``), also keeping clear of ids that
@@ -565,11 +594,19 @@ class JobStore:
         return "cancelling (the worker stops at its next step)"
 
     def recover(self) -> list[tuple[Job, str]]:
-        """On the runner's start: the jobs a dead process was running go back to their lane with one more attempt
-        (or fail after ``max_attempts``); cancellations requested meanwhile are carried out; spool files no job
-        names are removed. Returns ``(job, new state)`` per job touched."""
+        """On the runner's start: a re-ingestion's jobs whose generation is no longer being built are cancelled (its
+        process died: the next open dropped the generation); the jobs a dead process was running go back to their
+        lane with one more attempt (or fail after ``max_attempts``); cancellations requested meanwhile are carried
+        out; spool files no job names are removed. Returns ``(job, new state)`` per job touched."""
         out = []
+        building = {g.gen for g in self.catalog.generations("building")}
+        for job in self.jobs(ACTIVE):
+            if job.target_gen is not None and job.target_gen not in building:
+                self.finish(job.job_id, JobState.CANCELLED, message="its re-ingestion stopped before it was done")
+                out.append((job, JobState.CANCELLED))
         for job in self.jobs(RUNNING):
+            if job.target_gen is not None:
+                continue  # its generation is still being built: by a re-ingestion of this process, which runs it
             if job.cancel:
                 self.finish(job.job_id, JobState.CANCELLED)
                 out.append((job, JobState.CANCELLED))

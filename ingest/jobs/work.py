@@ -23,6 +23,7 @@ import numpy as np
 from ingest.chunkers import CHUNKERS, NEEDS_LM, NEEDS_MODEL, build_chunker, chunker_class, from_description
 from ingest.chunkers.logits import LGConfig
 from ingest.readers import loaders
+from ingest.readers.base import READER_VERSIONS, reader_version
 from ingest.readers.layout import Layout, chunk_meta
 from ingest.readers.loaders import IngestError, Limits, LoadedDoc
 from ingest.text.chunk_context import chunk_contexts, chunker_params, indexed_text, uses_context
@@ -329,6 +330,26 @@ def extract(name: str, data: bytes, limits: Limits, rep: Reporter | None = None)
 
     rep.update("reading", 0.0)
     return loaders.load_bytes(name, data, limits=limits, on_progress=pages)
+
+
+def wants_reread(reread: str, doc: LoadedDoc) -> bool:
+    """Whether a re-ingestion reads ``doc`` (its stored text, kind and layout) again from its original: ``reread``
+    ``all``, or ``auto`` when an older reader of its kind read it (:data:`ingest.readers.base.READER_VERSIONS`); never
+    a PDF still being read range by range (the queue reads the rest) nor with ``none``."""
+    if reread == "none" or (doc.layout or {}).get("read"):
+        return False
+    return reread == "all" or reader_version(doc.layout) < READER_VERSIONS.get(doc.kind, 1)
+
+
+def read_again(doc: LoadedDoc, limits: Limits, rep: Reporter | None = None) -> LoadedDoc | None:
+    """``doc`` read from its original bytes by today's reader, or None when the reader refuses it now (logged: the
+    stored text is kept)."""
+    try:
+        fresh = extract(doc.name, doc.data, limits, rep)
+    except IngestError as e:
+        log.warning("re-reading %s failed (%s); its stored text is kept", doc.name, e.problem)
+        return None
+    return LoadedDoc(doc.name, doc.data, fresh.text, doc.kind, fresh.warning, fresh.layout)
 
 
 def extract_ranges(name: str, data: bytes, limits: Limits, rep: Reporter | None = None,

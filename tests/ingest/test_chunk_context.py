@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ingest.jobs.queue import Runner, enqueue, ingest_files, wait
-from ingest.pipeline import reingest
+from ingest.jobs.rebuild import reingest
 from ingest.text.chunk_context import CONTEXT_KEY, chunk_contexts, context_line, indexed_text, text_headings, title_of
 
 FILING = ("Acme Corp\n\nForm 10-Q\n\nPART I — FINANCIAL INFORMATION\n\nItem 1. Financial Statements\n\n"

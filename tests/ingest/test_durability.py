@@ -17,7 +17,7 @@ import pytest
 from app.context import AppContext
 from core.settings import Settings
 from ingest.jobs.queue import LocalExecutor, Runner, ingest_files
-from ingest.pipeline import reingest
+from ingest.jobs.rebuild import reingest
 from ingest.store.write import delete_document
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,7 @@ CHILD = textwrap.dedent("""
     from core.settings import Settings
     from ingest.embed import HashingEmbedder
     from ingest.jobs.queue import ingest_files
-    from ingest.pipeline import reingest
+    from ingest.jobs.rebuild import reingest
 
     action, n, data_dir, engine, *paths = sys.argv[1:]
     n = int(n)

@@ -133,7 +133,7 @@ def test_the_queue_and_a_reingest_pool_the_quarters_when_set(tmp_path):
     from core.settings import Settings
     from ingest.embed import HashingEmbedder
     from ingest.jobs.queue import ingest_now
-    from ingest.pipeline import reingest
+    from ingest.jobs.rebuild import reingest
 
     @dataclass
     class SpanHashing(HashingEmbedder):

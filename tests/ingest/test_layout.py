@@ -96,7 +96,7 @@ def test_html_and_docx_headings():
 
 def test_chunks_carry_pages_and_headings_in_their_payload(make_ctx, write):
     from app.answer import answer
-    from ingest.pipeline import reingest
+    from ingest.jobs.rebuild import reingest
 
     ctx = make_ctx(chunker="mg", theta=24, synth_backend="extractive")
     ingest_files(ctx, [write("report.pdf", _pdf(outline=[("Meetings", 0), ("Fees", 1), ("Operations", 2)]))])

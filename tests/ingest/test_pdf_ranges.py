@@ -118,7 +118,7 @@ def test_a_pdf_of_one_range_or_a_one_phase_queue_is_read_whole_in_the_first_pass
 
 
 def test_a_re_ingestion_while_a_long_pdf_is_read_keeps_it_to_be_read_on(make_ctx):
-    from ingest.pipeline import reingest
+    from ingest.jobs.rebuild import reingest
 
     ctx = make_ctx(chunker="mg", theta=40, pdf_pages_per_range=3)
     [q] = enqueue(ctx, [("log.pdf", _pdf())])

@@ -5,7 +5,7 @@ import io
 import pytest
 
 from ingest.jobs.queue import ingest_files, ingest_now
-from ingest.pipeline import reingest
+from ingest.jobs.rebuild import reingest
 from ingest.store.write import delete_document
 from tests.pdfgen import pdf_from_objects
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from ingest.jobs.queue import ingest_files
-from ingest.pipeline import reingest
+from ingest.jobs.rebuild import reingest
 from ingest.readers.base import READER_VERSIONS, reader_version
 from ingest.readers.loaders import Limits, load_bytes
 from ingest.store.consistency import check
@@ -122,3 +122,74 @@ def test_an_unknown_reread_choice_is_refused(make_ctx, write):
     ingest_files(ctx, [write("a.txt", "Some words to cut. " * 5)])
     with pytest.raises(ValueError, match="reread must be auto, all or none"):
         reingest(ctx, reread="sometimes")
+
+
+# -- re-ingestion through the queue's jobs -----------------------------------------------------------------------------
+def test_a_reingestion_is_one_queue_job_per_document_that_the_lanes_never_take(make_ctx, write, monkeypatch):
+    from ingest.jobs.queue import document_states
+    from ingest.jobs.state import JobState
+
+    ctx = make_ctx(theta=40)
+    ingest_files(ctx, [write("a.txt", "Apples grow on trees in the orchard. " * 6),
+                       write("b.txt", "Boats sail across the bay at dawn. " * 6)])
+    states_before = {d["doc_id"]: d["state"] for d in document_states(ctx)}
+    seen = []
+
+    def spy(self, job):  # while a re-ingestion's job runs: the lanes find nothing to take
+        seen.append((job.doc_id, job.target_gen, ctx.jobs.claim("refine", "lane"), ctx.jobs.claim("first", "lane")))
+        return real(self, job)
+
+    from ingest.jobs.queue import Runner
+    real = Runner._rebuild
+    monkeypatch.setattr(Runner, "_rebuild", spy)
+    r = reingest(ctx, only=["a.txt"], theta=20)
+    gen = ctx.catalog.live_generation().gen
+    assert [(x.name, x.status) for x in r.results] == [("a.txt", "ingested"), ("b.txt", "copied")]
+    assert seen == [("a.txt", gen, None, None)]
+    jobs = [j for j in ctx.jobs.jobs() if j.target_gen is not None]
+    assert [(j.doc_id, j.state, j.target_gen, j.source) for j in jobs] == [("a.txt", JobState.READY, gen, "reingest")]
+    assert json.loads(jobs[0].plan)["own"]["theta"] == 20
+    assert {d["doc_id"]: d["state"] for d in document_states(ctx)} == states_before  # the documents' own states
+
+
+def test_a_failure_that_is_not_the_files_is_retried_and_a_reader_refusal_is_not(make_ctx, write, monkeypatch):
+    from ingest.jobs.queue import LocalExecutor
+
+    ctx = make_ctx(theta=40)
+    ingest_files(ctx, [write("a.txt", "Apples grow on trees in the orchard. " * 6)])
+    real, calls = LocalExecutor.refine, []
+
+    def flaky(self, *a, **k):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("the embedder's worker went away")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(LocalExecutor, "refine", flaky)
+    r = reingest(ctx, theta=20)
+    assert [x.status for x in r.results] == ["ingested"] and len(calls) == 2
+    job = [j for j in ctx.jobs.jobs() if j.target_gen is not None][-1]
+    assert job.attempts == 1 and job.state == "ready"
+
+
+def test_a_reingestion_killed_half_way_leaves_the_live_index_and_cancelled_jobs(make_ctx, write, tmp_path):
+    """The process died after queueing its jobs: the next open drops the generation it was building and a runner's
+    start cancels its jobs; the live index answers as before."""
+    from ingest.jobs.queue import Runner
+    from ingest.jobs.state import JobState
+
+    data = tmp_path / "killed"
+    ctx = make_ctx(theta=40, data_dir=data)
+    ingest_files(ctx, [write("a.txt", "Apples grow on trees in the orchard. " * 6)])
+    live = ctx.catalog.live_generation()
+    row = ctx.catalog.documents(live.gen)[0]
+    g = ctx.catalog.new_generation(live.chunker, live.theta, live.params, live.embedder, live.dim, live.n_levels)
+    ctx.index.create_generation(g, live.dim, live.n_levels)
+    job = ctx.jobs.add_rebuild(row, g, {"own": None, "reread": "auto"}, batch="x")
+    ctx.jobs.claim_job(job.job_id, "the dead process")
+    ctx.close()
+    again = make_ctx(theta=40, data_dir=data)
+    Runner(again).drain()
+    assert again.catalog.live_generation().gen == live.gen and again.index.generations() == {live.gen}
+    assert again.jobs.get(job.job_id).state == JobState.CANCELLED
+    assert again.catalog.generation(g).status == "failed"

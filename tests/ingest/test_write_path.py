@@ -9,7 +9,7 @@ import pytest
 from ingest.chunkers import build_chunker
 from ingest.jobs.queue import ingest_files
 from ingest.jobs.work import chunker_for
-from ingest.pipeline import reingest
+from ingest.jobs.rebuild import reingest
 from ingest.readers.loaders import LoadedDoc
 from ingest.store.write import commit_document
 

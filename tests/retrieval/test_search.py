@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from ingest.jobs.queue import ingest_files
-from ingest.pipeline import reingest
+from ingest.jobs.rebuild import reingest
 from ingest.store.write import delete_document
 from retrieval.scoring import Hit, assemble_context, rank_parents, weights_or_uniform
 from retrieval.search import EmptyIndexError, retrieve

@@ -4,7 +4,7 @@ store written before the owner was in the payload is given it on open."""
 import pytest
 
 from ingest.jobs.queue import ingest_files
-from ingest.pipeline import reingest
+from ingest.jobs.rebuild import reingest
 from retrieval.search import retrieve
 
 DOC = "\n\n".join(
