@@ -100,7 +100,7 @@ def enqueue(ctx, named: Iterable[tuple[str, bytes]], owner: str | None = None, *
     """Queue files (name, bytes) for ``owner`` (None: the shared library). A file of an unsupported type, too large or
     empty is refused at once; content the owner already has is reported as a duplicate; the rest are jobs. Names
     lose bidirectional and control characters (:func:`ingest.readers.loaders.clean_name`)."""
-    limits = Limits.of(ctx.settings)
+    limits = Limits.of(ctx.settings.reading)
     out = []
     for name, data in named:
         name = clean_name(name)  # no bidi or control characters in a document's name
@@ -176,7 +176,7 @@ class LocalExecutor:
         (when more follow, its layout's ``read`` says so and the refinement lane reads the rest,
         :meth:`Runner._read_rest`; not by the page count its page tree states: a compressed tree states none)."""
         t = time.perf_counter()
-        limits = Limits.of(self.ctx.settings)
+        limits = Limits.of(self.ctx.settings.reading)
         if job.two_phase and job.name.lower().endswith(".pdf"):
             doc = next(extract_ranges(job.name, data, limits, rep))
         else:
@@ -191,7 +191,7 @@ class LocalExecutor:
         """A long PDF's ranges of pages after ``so_far`` (the document read up to its layout's ``read``), one after
         another: each the document to the end of the range and its cut (``known``: the vectors to reuse, as the
         caller has them when the range is cut)."""
-        for doc in extract_ranges(job.name, data, Limits.of(self.ctx.settings), rep, resume=so_far):
+        for doc in extract_ranges(job.name, data, Limits.of(self.ctx.settings.reading), rep, resume=so_far):
             yield doc, cut(self.ctx, doc.text, job.doc_id, job.hash, plan, rep, job.name, known, doc.layout)
 
     def refine(self, job: Job, text: str, plan: Plan, rep: Reporter, known=None, layout=None) -> Cut:
@@ -209,7 +209,7 @@ class Runner:
         self.ctx = ctx
         self.clock = clock  # what the first pass's time budget and the progress estimates are measured with
         self.jobs: JobStore = ctx.jobs
-        s = ctx.settings
+        s = ctx.settings.queue  # what the runner reads, and nothing else
         if executor is None and s.queue_url:
             executor = RedisExecutor(ctx)
         self.executor = executor or LocalExecutor(ctx)
@@ -315,7 +315,7 @@ class Runner:
         """The most jobs of one user (an owner other than the shared library) running at once in ``lane``: every
         worker but one (``owner_workers``, 0: that default), so one worker is always left for another user's upload;
         a single worker is everyone's in turn."""
-        return owner_cap(self.ctx.settings, self.n_first if lane == "first" else self.n_refine)
+        return owner_cap(self.ctx.settings.queue, self.n_first if lane == "first" else self.n_refine)
 
     def _first_pending(self) -> bool:
         """Whether first passes are running or waiting (then refinements give way to them). Read from the catalog
@@ -397,7 +397,7 @@ class Runner:
                         "given up" if state == JobState.FAILED else "will retry")
 
     def _reporter(self, job: Job, lane: str) -> Reporter:
-        budget = self.ctx.settings.first_pass_timeout_s if lane == "first" else None
+        budget = self.ctx.settings.queue.first_pass_timeout_s if lane == "first" else None
         t0 = self.clock()
 
         def sink(label: str, share: float, eta: float | None) -> bool:
@@ -572,7 +572,7 @@ class Runner:
         rep = self._reporter(job, "reingest")
         said = ""
         if wants_reread(plan_of.get("reread", "none"), doc):
-            fresh = read_again(doc, Limits.of(ctx.settings), rep)
+            fresh = read_again(doc, Limits.of(ctx.settings.reading), rep)
             if fresh is not None:
                 ctx.store.stage(job.hash, gen.gen, fresh.text, fresh.layout)
                 doc, said = fresh, f"read again by today's reader ({count_words(fresh.text):,} words)"

@@ -594,7 +594,7 @@ class RedisExecutor:
     def first(self, job: Job, data: bytes, plan: Plan, rep: Reporter) -> tuple[LoadedDoc, Cut]:
         """As :meth:`ingest.jobs.queue.LocalExecutor.first`, on a worker: a PDF in a job of two phases only up to its
         first range of pages that has text (the rest by :meth:`ranges`)."""
-        limits = dataclasses.asdict(Limits.of(self.ctx.settings))
+        limits = dataclasses.asdict(Limits.of(self.ctx.settings.reading))
         first_range = bool(job.two_phase) and job.name.lower().endswith(".pdf")
         out = self._run("first", "ingest.jobs.remote.task_first", job,
                         self._payload(job, plan, rep, data=data, limits=limits, first_range=first_range), rep)
@@ -605,7 +605,7 @@ class RedisExecutor:
                known: dict) -> Iterator[tuple[LoadedDoc, Cut]]:
         """As :meth:`ingest.jobs.queue.LocalExecutor.ranges`, each range read, cut and embedded on a worker (one task
         per range, on the refinement lane; ``known`` as it stands when the range is handed out)."""
-        limits = dataclasses.asdict(Limits.of(self.ctx.settings))
+        limits = dataclasses.asdict(Limits.of(self.ctx.settings.reading))
         while (so_far.layout or {}).get("read"):
             out = self._run("refine", "ingest.jobs.remote.task_range", job,
                             self._payload(job, plan, rep, data=data, limits=limits, text=so_far.text,

@@ -75,6 +75,7 @@ class Limits:
 
     @classmethod
     def of(cls, settings) -> "Limits":
+        """The limits the settings' reading concern sets (``settings.reading``, or the whole settings)."""
         return cls(max_bytes=int(settings.max_file_mb * 2**20),
                    max_unpacked_bytes=int(settings.max_unpacked_mb * 2**20),
                    max_words=settings.max_words_per_file, timeout_s=settings.extract_timeout_s,
