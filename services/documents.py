@@ -21,9 +21,10 @@ class DocumentsPart(ServicePart):
     """Writing to the index and the ownership of documents."""
 
     def _reingest(self, progress: Progress | None, on_step=None, **kw):
-        """:func:`ingest.jobs.rebuild.reingest` with ``kw`` (chunker, theta, only, allow_partial), reporting per document to
-        ``progress(done, total, name)`` and within each file to ``on_step(step)`` (:class:`ingest.pipeline.Step`),
-        and to :attr:`job` for the admin's displays. The caller holds the write lock (:meth:`_writing`)."""
+        """:func:`ingest.jobs.rebuild.reingest` with ``kw`` (chunker, theta, only, allow_partial), reporting per
+        document to ``progress(done, total, name)`` and within each file to ``on_step(step)``
+        (:class:`ingest.pipeline.Step`), and to :attr:`job` for the admin's displays. The caller holds the write lock
+        (:meth:`_writing`)."""
         from ingest.jobs.rebuild import reingest
 
         def on(done: int, total: int, name: str) -> None:

@@ -22,8 +22,9 @@ _NON_LATIN_SCRIPTS = ("CJK", "HIRAGANA", "KATAKANA", "HANGUL", "CYRILLIC", "GREE
 # from the same bytes changes, so that ``mgrag reingest`` reads again what an older reader read instead of re-cutting
 # its stored text (:func:`ingest.jobs.rebuild.reingest`). A text stored before the stamp existed counts as version 1.
 # docx 2: block-level content controls and custom XML walked into (a Word template's whole body was missed);
-# pdf 2: a book's chapter heads that recur on a few pages removed as running heads.
-READER_VERSIONS = {"pdf": 2, "docx": 2, "html": 1, "pptx": 1, "xlsx": 1, "csv": 1, "epub": 1, "image": 1, "text": 1}
+# pdf 2: a book's chapter heads that recur on a few pages removed as running heads; pdf 3: a note set sideways in the
+# margin no longer spliced into the lines beside it.
+READER_VERSIONS = {"pdf": 3, "docx": 2, "html": 1, "pptx": 1, "xlsx": 1, "csv": 1, "epub": 1, "image": 1, "text": 1}
 
 
 def reader_version(layout: dict | None) -> int:

@@ -132,6 +132,9 @@ def read_page(page, ocr_engine: str | None = None) -> dict:
         out["items"] = [{"kind": "line", "text": t, "top": float(i), "bottom": float(i) + 1, "x0": 0.0,
                          "x1": float(len(t)), "size": 0.0, "bold": False} for i, t in enumerate(lines) if t.strip()]
         return out
+    sideways = sum(1 for c in page.chars if not c.get("upright", True))
+    if sideways and 2 * sideways < n_chars:  # a margin's rotated note: not spliced into the lines (upright_only)
+        page = page.filter(lambda o: o.get("object_type") != "char" or o.get("upright", True))
     found = [t for t in page.find_tables() if len(t.rows) >= 2]
     words = page.extract_words() if found else []
     tables, bboxes = _tables(found, words, float(page.height))

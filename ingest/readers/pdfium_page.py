@@ -139,10 +139,10 @@ def _font_name(pdfium_c, textpage, i: int, cache: dict) -> str:
 
 
 def page_chars(page, textpage) -> list[dict]:
-    """The page's characters (a space kept as ``space``): ``text``, ``x0``,
-    ``x1``, ``size`` (the font size times the text's vertical scale, as pdfminer measures it), ``bottom`` (from the
-    page's top: the baseline and a typical descent), ``top`` (``bottom - size``, as pdfminer's boxes are), ``bold``
-    (the font's name says so)."""
+    """The page's characters (a space kept as ``space``; those set sideways left out, :func:`upright_only`): ``text``,
+    ``x0``, ``x1``, ``size`` (the font size times the text's vertical scale, as pdfminer measures it), ``bottom``
+    (from the page's top: the baseline and a typical descent), ``top`` (``bottom - size``, as pdfminer's boxes are),
+    ``bold`` (the font's name says so)."""
     import pypdfium2.raw as pdfium_c
 
     tp = textpage.raw
@@ -168,8 +168,18 @@ def page_chars(page, textpage) -> list[dict]:
         size = pdfium_c.FPDFText_GetFontSize(tp, i) * (m.c * m.c + m.d * m.d) ** 0.5
         bottom = height - oy.value + DESCENT * size  # pdfium boxes a ligature's letters off the line: the baseline
         out.append({"text": ch, "x0": box.left, "x1": box.right, "top": bottom - size, "bottom": bottom, "size": size,
-                    "bold": bool(_BOLD.search(_font_name(pdfium_c, tp, i, fonts)))})
-    return out
+                    "bold": bool(_BOLD.search(_font_name(pdfium_c, tp, i, fonts))), "sideways": abs(m.b) > abs(m.a)})
+    return upright_only(out)
+
+
+def upright_only(chars: list[dict], key: str = "sideways") -> list[dict]:
+    """The characters without those set sideways, when those are a minority of the page (a margin's rotated note):
+    read into the horizontal lines beside them they are spliced into them a letter or two at a time. A page drawn
+    sideways as a whole keeps its characters."""
+    sideways = sum(1 for c in chars if c.get(key))
+    if not sideways or 2 * sideways >= sum(1 for c in chars if "text" in c):
+        return chars
+    return [c for c in chars if not c.get(key)]
 
 
 def _marked(chars: list[dict]) -> list[dict]:

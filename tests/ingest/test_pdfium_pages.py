@@ -134,3 +134,15 @@ def test_a_figure_s_closing_parenthesis_is_spaced_as_pdfplumber_spaces_it(kern):
         theirs = [x["text"] for x in P._line_items(pdf.pages[0], []) if x["text"].startswith("Net")]
     assert ours == theirs
     assert ("(260)" in ours[0]) == (kern < 400)
+
+
+@pytest.mark.parametrize("reader", ["auto", "pdfplumber"])
+def test_a_rotated_note_in_the_margin_is_not_spliced_into_the_lines(reader):
+    """A publisher's note set sideways in the margin (NIST's "This publication is available free of charge ...") came
+    out a few letters at a time at the start of body lines ("lic numeric, a PIN", newcomer run r8)."""
+    lines = [f"Line {i} of the body says the secret is at least eight characters long." for i in range(20)]
+    note = "BT /F1 9 Tf 0 1 -1 0 60 420 Tm (This publication is available free of charge from the publisher) Tj ET"
+    doc = load_bytes("standard.pdf", make_pdf([lines], footer=None, extra={0: note}),
+                     limits=Limits(sandbox=False, pdf_reader=reader))
+    said = [ln.strip() for ln in doc.text.splitlines() if ln.strip()]
+    assert said == lines or " ".join(said) == " ".join(lines), said

@@ -8,8 +8,8 @@ import pytest
 
 from ingest.chunkers import build_chunker
 from ingest.jobs.queue import ingest_files
-from ingest.jobs.work import chunker_for
 from ingest.jobs.rebuild import reingest
+from ingest.jobs.work import chunker_for
 from ingest.readers.loaders import LoadedDoc
 from ingest.store.write import commit_document
 
