@@ -78,10 +78,12 @@ def names_its_subject(question: str, words: Sequence[str] | None = None) -> bool
                                                                 or _antecedent_inside(question, words))
 
 
-def refers_back(question: str) -> bool:
+def refers_back(question: str, history: Sequence[Turn] | None = None) -> bool:
     """True when the question needs the conversation to be understood: a pronoun, an ellipsis ("and …", "what
     about …"), two content words or fewer, or a "why …" that does not name its own subject
-    (:func:`names_its_subject`).
+    (:func:`names_its_subject`). With ``history``, a pronoun alone does not make a follow-up of a question that
+    says what it is about on its own (:func:`_own_topic`: "If our users choose *their* own passwords, what is the
+    shortest length allowed?" after a question about a company's revenue).
 
     >>> refers_back("Who founded it?"), refers_back("Who founded the Elm Street bakery?"), refers_back("And Paris?")
     (True, False, True)
@@ -96,8 +98,29 @@ def refers_back(question: str) -> bool:
     if len([w for w in words if w not in _GENERIC]) <= 2:
         return True
     if _referring(words) and not _antecedent_inside(question, words):
-        return True
+        return not (history and _own_topic(words, history))
     return bool(_WHY_RE.search(question)) and not names_its_subject(question, words)
+
+
+_PERSONAL = frozenset("he him his himself she her hers herself".split())
+OWN_TOPIC_WORDS = 4  # content words a question needs to stand on its own topic (tests/app/test_conversation.py)
+
+
+def _own_topic(words: Sequence[str], history: Sequence[Turn]) -> bool:
+    """Whether the question is about something of its own: at least :data:`OWN_TOPIC_WORDS` content words, two of
+    them before its first pronoun (which then stands for one of them: "our *users* choose *their* own"), and none of
+    them (by its first five letters: "password" and "passwords") in the previous question or what it carried. A
+    follow-up with a pronoun starts with it ("What was *its* net income?"), keeps a word of the turn before ("Who
+    runs its operations in *Latin America*?") or says little else ("How old was he then?")."""
+    own = {w[:5] for w in words if w not in _GENERIC and w not in REFERRING and not w[0].isdigit()}
+    if any(w in _PERSONAL for w in words):  # a person's pronoun may be another person: "Why does Mr. Knightley
+        return False  # consider *him* beneath Harriet's deserts?" (as in _antecedent_inside)
+    first = next(i for i, w in enumerate(words) if w in REFERRING)
+    said_before = sum(1 for w in words[:first] if w not in _GENERIC and not w[0].isdigit())
+    if len(own) < OWN_TOPIC_WORDS or said_before < 2:  # "What was *its* …": the pronoun comes before any topic
+        return False
+    before = {w.lower()[:5] for w in _WORD_RE.findall(previous_query(history))}
+    return not (own & before)
 
 
 def _antecedent_inside(question: str, words: Sequence[str]) -> bool:
@@ -206,7 +229,7 @@ def rewrite_rules(question: str, history: Sequence[Turn]) -> str:
     """The standalone search query for ``question``: itself when it stands alone, else itself followed by the
     previous question as searched (and the names of a short previous answer) in parentheses."""
     q = question.strip()
-    if not user_turns(history) or not refers_back(q):
+    if not user_turns(history) or not refers_back(q, history):
         return q
     prev = previous_query(history)
     seen = {w.lower() for w in _WORD_RE.findall(f"{q} {prev}")}
@@ -283,7 +306,8 @@ def rewrite(question: str, history: Sequence[Turn], llm: Callable[[list[dict]], 
             ) -> tuple[str, str]:
     """``(query, how)``: the standalone query, and "none" (no history or it stands alone), "rules" or "llm"."""
     q = question.strip()
-    if not user_turns(history) or not refers_back(q):  # decided offline first: a standalone question is not rewritten
+    # decided offline first: a standalone question is not rewritten
+    if not user_turns(history) or not refers_back(q, history):
         return q, "none"
     if llm is not None:
         try:

@@ -170,3 +170,22 @@ def test_no_follow_up_of_the_benchmark_changes_its_reading():
     rows = [json.loads(x) for x in (Path(__file__).parents[2] / "bench/data/followups.jsonl").read_text().splitlines()]
     assert len(rows) == 38
     assert {r["id"] for r in rows if not refers_back(r["followup"])} == {"fu-14", "fu-24", "fu-31"}
+
+
+def test_a_question_on_its_own_topic_is_no_follow_up_for_a_pronoun_about_its_own_words():
+    """Newcomer run r8: after a question about a company's revenue every later question held "their", "they", "it" or
+    "that" about its own words, was read as a follow-up, and searched the company's filing only."""
+    before = [{"role": "user", "content": "How much revenue did Airbnb get from listings in Latin America in the "
+                                          "first quarter of 2024?"},
+              {"role": "assistant", "content": "The documents do not say."}]
+    for q in ("If our users choose their own passwords, what's the shortest length we're allowed to accept?",
+              "Should we make employees reset their passwords every 90 days?",
+              "At the middle assurance level, AAL2, how often must a logged-in user prove who they are again?",
+              "In the scanned page, how many people rang the help desk about Wi-Fi trouble, and when was that?"):
+        assert refers_back(q) and not refers_back(q, before), q
+        assert rewrite(q, before) == (q, "none")
+    # still follow-ups: the pronoun comes first, a word of the turn before is kept, an ellipsis, a short question
+    for q in ("What was its net income in the third quarter of the year?", "Who runs its operations in Latin America?",
+              "And in the same quarter the year before?", "How did it change?",
+              "What did they pay the suppliers for their parts?"):
+        assert refers_back(q, before), q
