@@ -32,7 +32,8 @@ from pathlib import Path
 
 import common as B  # noqa: F401  (project root on sys.path, offline flags)
 import numpy as np
-from fit_reader import TARGET_PRECISION, decisions, fit_grid, load_sets, operating_point
+from fit_reader import TARGET_PRECISION, decisions, load_sets, operating_point
+from paraphrase_fit import grid
 
 EXTRA = ("qa_sim", "qa_sim_gap", "qa_sim_top")
 
@@ -84,14 +85,9 @@ def with_extra(rows: list[dict], vec: Vectors) -> list[dict]:
 
 
 def choose(train: list[dict], dev: list[dict]) -> tuple:
-    mean, scale, tried = fit_grid(train)
-    best = None
-    for form, params, coef, b, beta in tried:
-        op = operating_point(decisions(dev, mean, scale, coef, b, form, beta), TARGET_PRECISION)
-        key = (op.get("right_share", 0.0), op["top1_right"])
-        if best is None or key > best[0]:
-            best = (key, form, params, coef, b, beta)
-    _, form, params, coef, b, beta = best
+    """The grid fitted on ``train``, the model chosen on ``dev`` as ``fit_reader.py fit`` chooses
+    (:func:`paraphrase_fit.grid`)."""
+    form, params, mean, scale, coef, b, beta, _ = grid(train, dev)
     return mean, scale, form, params, coef, b, beta
 
 

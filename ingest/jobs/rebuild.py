@@ -222,20 +222,3 @@ def _copy(ctx: Resources, live: Generation, doc_id: str, h: str) -> tuple[list[C
     if not chunks:
         raise IngestError(doc_id, "has no chunks in the live index to copy")
     return chunks, np.asarray(vectors, dtype=np.float32)
-
-
-def _copy(ctx: Resources, live: Generation, doc_id: str, h: str) -> tuple[list[Chunk], np.ndarray]:
-    """A document's chunks and vectors as they are in the live generation (for a re-ingestion of others)."""
-    ids = ctx.catalog.chunk_ids(live.gen, doc_id)
-    points = [p for lv in sorted(ids) for p in ctx.index.retrieve(lv, ids[lv], gen=live.gen, with_vectors=True)]
-    spans = {p.id: (p.payload["start"], p.payload["end"]) for p in points if p.payload["level"] == 0}
-    chunks, vectors = [], []
-    for p in points:
-        pl = p.payload
-        ps, pe = spans[pl["parent_id"]]
-        meta = {k: pl[k] for k in PAYLOAD_META if k in pl}
-        chunks.append(Chunk(pl["text"], pl["start"], pl["end"], pl["level"], ps, pe, doc_id, h, meta))
-        vectors.append(p.vector)
-    if not chunks:
-        raise IngestError(doc_id, "has no chunks in the live index to copy")
-    return chunks, np.asarray(vectors, dtype=np.float32)
