@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from core.resources import Resources
-from ingest.jobs.work import Reporter, chunker_for
+from ingest.jobs.work import chunker_for
 from ingest.store.catalog import Generation
 from ingest.text.chunk_context import generation_params
 
@@ -155,15 +155,6 @@ class _Progress:
             self.tracker.file(index, name)
         if self.docs is not None:
             self.docs.set_postfix_str(name[:40])
-
-    def reporter(self) -> Reporter:
-        """A :class:`ingest.jobs.work.Reporter` of the work on the current file, feeding its tracker."""
-        def sink(label: str, share: float, eta: float | None) -> bool:
-            if self.tracker is not None:
-                self.tracker.report(_PHASES.get(label, label), share)
-            return False
-
-        return Reporter(sink, interval_s=0)
 
     def track(self, label: str, share: float) -> None:
         """A stage of the current file's work and its share done (a re-ingestion's job reports so)."""

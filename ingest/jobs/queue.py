@@ -542,14 +542,14 @@ class Runner:
         self._learn(c.timings)
 
     def run_own(self, job_id: int) -> Job | None:
-        """Run one job by its id in the caller's thread until it ends (a failure that is not the file's is retried up
-        to ``max_attempts``, as in the lanes): a re-ingestion runs its own jobs so (:mod:`ingest.jobs.rebuild`). The
-        job as it ended."""
+        """Run one of a re-ingestion's jobs by its id in the caller's thread until it ends (a failure that is not the
+        file's is retried up to ``max_attempts``, as in the lanes; :mod:`ingest.jobs.rebuild`). The job as it
+        ended."""
         while not self._stop.is_set():
             job = self.jobs.claim_job(job_id, f"{self.name}:reingest")
             if job is None:
                 break
-            self._run("reingest" if job.target_gen is not None else "refine" if job.searchable else "first", job)
+            self._run("reingest", job)
         return self.jobs.get(job_id)
 
     def _rebuild(self, job: Job) -> None:
@@ -567,11 +567,12 @@ class Runner:
         own = plan_of.get("own")
         plan = plan_for(ctx, gen, own, first_pass=False)
         v = cat.version_of(job.doc_id, job.hash) or {}
-        doc = LoadedDoc(job.name, ctx.store.original(job.hash), ctx.store.text(job.hash), v.get("kind", "text"),
-                        layout=ctx.store.layout(job.hash))
+        doc = LoadedDoc(job.name, b"", ctx.store.text(job.hash), v.get("kind", "text"),
+                        layout=ctx.store.layout(job.hash))  # the original is read only to be read again
         rep = self._reporter(job, "reingest")
         said = ""
         if wants_reread(plan_of.get("reread", "none"), doc):
+            doc = dataclasses.replace(doc, data=ctx.store.original(job.hash))
             fresh = read_again(doc, Limits.of(ctx.settings.reading), rep)
             if fresh is not None:
                 ctx.store.stage(job.hash, gen.gen, fresh.text, fresh.layout)
@@ -581,7 +582,8 @@ class Runner:
             raise Stopped("cancelled")
         chunks = c.chunks(doc.text, job.doc_id, job.hash, doc.layout, first_pass=False, context=plan.context)
         partial = bool((doc.layout or {}).get("read"))  # a long PDF still being read: the queue refines it after
-        commit_document(ctx, gen, doc, job.doc_id, job.hash, chunks, c.vectors, t0, own,
+        size = job.size if job.size is not None else len(ctx.store.original(job.hash))
+        commit_document(ctx, gen, doc, job.doc_id, job.hash, chunks, c.vectors, t0, own, size=size,
                         phase="first" if partial else None, on_commit=lambda db: self.jobs.ready_sql(db, job.job_id,
                                                                                                     said))
         self._learn(c.timings)

@@ -99,10 +99,10 @@ def reingest(ctx: Resources, chunker: str | None = None, theta: int | None = Non
         for r in rows if r["doc_id"] not in copied}
     report = _run(ctx, gen, live, rows, jobs, _Progress(len(rows), progress, on_progress, on_step, step_interval_s),
                   _fail_hook)
+    recut = {r["hash"] for r in rows if r["doc_id"] in jobs}  # the texts this re-ingestion may have read again
     if report.failed and not allow_partial:
-        for h, g in ctx.store.staged():
-            if g == gen_id:
-                ctx.store.discard(h, g)
+        for h in recut:
+            ctx.store.discard(h, gen_id)
         index.drop_generation(gen_id, probe.n_levels)
         cat.drop_generation_rows(gen_id)
         cat.set_generation_status(gen_id, "failed")
@@ -113,9 +113,8 @@ def reingest(ctx: Resources, chunker: str | None = None, theta: int | None = Non
     index.flush(gen_id)
     index.switch(gen_id, probe.n_levels, live.n_levels if live else 3)
     cat.set_generation_status(gen_id, "live")
-    for h, g in ctx.store.staged():  # the live chunks index into the new readings now
-        if g == gen_id:
-            ctx.store.promote(h, g)
+    for h in recut:  # the live chunks index into their new readings now (a text not read again stays)
+        ctx.store.promote(h, gen_id)
     if live:
         index.drop_generation(live.gen, live.n_levels)
         cat.drop_generation_rows(live.gen)
