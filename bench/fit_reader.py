@@ -383,35 +383,64 @@ def cmd_calibrate(a) -> None:
 
 
 def check_samples(rows: list[dict], lm: dict, model, top_k: int) -> list[dict]:
-    """Per row with LM margins for its ``top_k`` candidates: their stage-1 scores, margins and labels."""
+    """Per row with LM margins for its ``top_k`` candidates: their stage-1 scores, margins, labels and check seconds.
+    A row with no candidate is kept as an abstention (``empty``) so that every stage is read over the same rows."""
     out = []
     for r in rows:
+        if not r["X"]:
+            out.append({"id": r["id"], "empty": True, "answerable": r["answerable"], "kind": r.get("kind", "")})
+            continue
         got = lm.get(r["id"])
-        if not r["X"] or got is None:
+        if got is None:
             continue
         logits = model.logits(np.asarray(r["X"]))
         margins = got["margins"] if "top" not in got else dict(zip(map(str, got["top"]), got["margins"]))
+        seconds = _per_candidate(got, "seconds")
         top = [int(j) for j in np.argsort(-logits)[:top_k]]
         if not all(str(j) in margins for j in top):
             continue
-        out.append({"id": r["id"], "top": top, "answerable": r["answerable"], "s": [float(logits[j]) for j in top],
-                    "m": [margins[str(j)] for j in top], "y": [r["y"][j] for j in top],
+        out.append({"id": r["id"], "top": top, "answerable": r["answerable"], "kind": r.get("kind", ""),
+                    "s": [float(logits[j]) for j in top], "m": [margins[str(j)] for j in top],
+                    "y": [r["y"][j] for j in top], "seconds": sum(float(seconds.get(str(j), 0.0)) for j in top),
                     "conf1": float(model.probabilities(np.asarray(r["X"]))[top[0]])})
     return out
 
 
 def check_decisions(samples: list[dict], w: tuple[float, float, float]) -> list[tuple[float, int, bool]]:
+    """(confidence, right, answerable) of each row as the reader decides with a check stage of weights ``w``."""
     out = []
     for x in samples:
+        if x.get("empty"):
+            out.append((0.0, 0, x["answerable"]))
+            continue
         p = [1 / (1 + np.exp(-(w[0] * s + w[1] * m + w[2]))) for s, m in zip(x["s"], x["m"])]
         j = int(np.argmax(p))
         out.append((float(p[j]), int(x["y"][j]), x["answerable"]))
     return out
 
 
+def scorer_decisions(samples: list[dict]) -> list[tuple[float, int, bool]]:
+    return [(0.0, 0, x["answerable"]) if x.get("empty") else (x["conf1"], x["y"][0], x["answerable"])
+            for x in samples]
+
+
+def by_kind(samples: list[dict], dec: list[tuple[float, int, bool]], threshold: float) -> dict:
+    """Right answers at ``threshold`` per kind of document (answerable rows)."""
+    out: dict[str, list[int]] = {}
+    for x, (c, ok, a) in zip(samples, dec):
+        if a:
+            k = out.setdefault(x["kind"], [0, 0])
+            k[0] += int(ok and c >= threshold)
+            k[1] += 1
+    return {k: {"right": v[0], "answerable": v[1]} for k, v in sorted(out.items())}
+
+
 def cmd_fit_check(a) -> None:
     """The LM check's stage on top of the shipped stage-1 model: a logistic regression on (stage-1 score, LM margin)
-    of each row's top candidates, fitted on train, its threshold chosen on dev; written into the model file."""
+    of each row's top k candidates, fitted on train for every k of ``--top-k`` (a comma list) and L2 strength, read
+    on dev at the target precision; the variant with the most dev answers right (unanswerable abstained at least
+    ``--min-unanswerable``; ties: fewer checks) is chosen. The card (``--card``) keeps every variant with its check
+    seconds per question; ``--write`` puts the chosen stage into the model file (``--out``)."""
     from sklearn.linear_model import LogisticRegression
 
     from app.scorer import CheckStage, ReaderModel
@@ -420,25 +449,47 @@ def cmd_fit_check(a) -> None:
     lm = {}
     for p in a.lm.split(","):
         lm.update(json.loads(Path(p).read_text()))
-    train = check_samples(load_sets(a.train), lm, model, a.top_k)
-    dev = check_samples(load_sets(a.dev), lm, model, a.top_k)
-    X = np.array([[s, m] for x in train for s, m in zip(x["s"], x["m"])])
-    y = np.array([v for x in train for v in x["y"]])
-    lr = LogisticRegression(C=1.0).fit(X, y)
-    w = (float(lr.coef_[0][0]), float(lr.coef_[0][1]), float(lr.intercept_[0]))
-    base_dev = operating_point([(x["conf1"], x["y"][0], x["answerable"]) for x in dev], a.target)
-    op_dev = operating_point(check_decisions(dev, w), a.target)
-    op_train = operating_point(check_decisions(train, w), a.target)
-    print(f"weights score {w[0]:+.3f} lm {w[1]:+.3f} intercept {w[2]:+.3f}; train rows {len(train)}, "
-          f"dev rows {len(dev)}")
-    print("dev without the check:", json.dumps(base_dev))
-    print("dev with the check:   ", json.dumps(op_dev))
-    print("train with the check: ", json.dumps(op_train))
-    model.check = CheckStage(a.top_k, round(w[0], 6), round(w[1], 6), round(w[2], 6),
-                             float(op_dev.get("threshold", 1.01)))
-    model.card["check"] = {"fitted_on": a.train, "chosen_on": a.dev, "lm": a.lm, "dev": op_dev, "train": op_train,
-                           "dev_without": base_dev}
-    Path(a.out).write_text(model.to_json() + "\n")
+    ks = [int(k) for k in str(a.top_k).split(",")]
+    variants = []
+    for k in ks:
+        train = check_samples(load_sets(a.train), lm, model, k)
+        dev = check_samples(load_sets(a.dev), lm, model, k)
+        X = np.array([[s, m] for x in train if not x.get("empty") for s, m in zip(x["s"], x["m"])])
+        y = np.array([v for x in train if not x.get("empty") for v in x["y"]])
+        secs = sorted(x["seconds"] for x in dev if not x.get("empty"))
+        for C in (0.1, 1.0, 10.0):
+            lr = LogisticRegression(C=C).fit(X, y)
+            w = (float(lr.coef_[0][0]), float(lr.coef_[0][1]), float(lr.intercept_[0]))
+            dec_dev = check_decisions(dev, w)
+            op_dev, op_train = operating_point(dec_dev, a.target), operating_point(check_decisions(train, w), a.target)
+            base_dev = operating_point(scorer_decisions(dev), a.target)
+            v = {"top_k": k, "C": C, "w_score": round(w[0], 6), "w_lm": round(w[1], 6), "intercept": round(w[2], 6),
+                 "train_rows": len(train), "dev_rows": len(dev), "dev": op_dev, "train": op_train,
+                 "dev_without": base_dev,
+                 "dev_by_kind": by_kind(dev, dec_dev, op_dev.get("threshold", 1.01)),
+                 "dev_without_by_kind": by_kind(dev, scorer_decisions(dev), base_dev.get("threshold", 1.01)),
+                 "check_seconds_per_question": {"p50": round(secs[len(secs) // 2], 2),
+                                                "p95": round(secs[int(len(secs) * 0.95)], 2)} if secs else {}}
+            variants.append(v)
+            print(f"k {k} C {C}: w {w[0]:+.3f} {w[1]:+.3f} {w[2]:+.3f} dev {json.dumps(op_dev)} "
+                  f"(without {base_dev.get('right')}) train top1 {op_train['top1_right']} "
+                  f"checks p50 {v['check_seconds_per_question'].get('p50')} s")
+    ok = [v for v in variants if v["dev"].get("unanswerable_abstained", 0.0) >= a.min_unanswerable] or variants
+    best = max(ok, key=lambda v: (v["dev"].get("right", 0), v["dev"]["top1_right"], -v["top_k"]))
+    print("chosen:", json.dumps({k: best[k] for k in ("top_k", "C", "dev")}))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    card = {"fitted_on": a.train, "chosen_on": a.dev, "lm": a.lm, "target_precision": a.target,
+            "min_unanswerable": a.min_unanswerable, "chosen": best, "variants": variants,
+            "command": f"python bench/fit_reader.py fit-check --train {a.train} --dev {a.dev} --lm {a.lm} "
+                       f"--top-k {a.top_k}", "commit": commit, "date": time.strftime("%Y-%m-%d")}
+    Path(a.card).write_text(json.dumps(card, indent=1) + "\n")
+    if a.write:
+        model.check = CheckStage(best["top_k"], best["w_score"], best["w_lm"], best["intercept"],
+                                 float(best["dev"].get("threshold", 1.01)))
+        model.card["check"] = {k: card[k] for k in ("fitted_on", "chosen_on", "lm", "command", "commit", "date")}
+        model.card["check"]["dev"] = best["dev"]
+        Path(a.out).write_text(model.to_json() + "\n")
+        print("->", a.out)
 
 
 def _per_candidate(got: dict, key: str) -> dict:
@@ -510,7 +561,8 @@ def main() -> None:
     ap.add_argument("--min-unanswerable", type=float, default=0.80,
                     help="calibrate: the least share of unanswerable dev rows abstained on (issue 46's goal)")
     ap.add_argument("--lm", default="", help="fit-check: LM margins of the train and dev rows (bench/lm_check.py)")
-    ap.add_argument("--top-k", type=int, default=3, help="fit-check: the candidates the LM checks")
+    ap.add_argument("--top-k", default="3", help="fit-check: the candidates the LM checks (a comma list: each tried)")
+    ap.add_argument("--write", action="store_true", help="fit-check: write the chosen stage into the model (--out)")
     ap.add_argument("--lm-label", default="", help="lm-summary: the LM's name in the output")
     ap.add_argument("--budget-words", type=int, default=None,
                     help="collect: a context of this many words instead of the setting's (a short one stands for a "
@@ -522,6 +574,7 @@ def main() -> None:
         cmd_lm_summary(a)
     elif a.command == "fit-check":
         a.out = a.out or str(MODEL_OUT)
+        a.card = str(CARD_OUT.parent / "lm_stage.json") if a.card == str(CARD_OUT) else a.card
         cmd_fit_check(a)
     elif a.command == "calibrate":
         a.out = a.out or str(MODEL_OUT)

@@ -160,7 +160,9 @@ def test_the_lm_check_picks_among_the_scorer_top_two_and_leaves_abstention_to_th
     """With no fitted check stage the LM's yes/no margins choose among the scorer's top two candidates; whether
     to answer stays the scorer's decision (its confidence against its threshold)."""
     import app.evidence as evidence
+    from app import scorer
 
+    monkeypatch.setattr(scorer.load(), "check", None)
     q = "How many people does Harbour Widgets employ?"
     alone = answer(ctx, q, doc_ids=["harbour.md"])
 
@@ -183,6 +185,9 @@ def test_the_lm_check_is_not_asked_when_the_scorer_abstains(ctx, monkeypatch):
     """Without a fitted check stage the LM only reorders what the scorer answers, so a question the scorer abstains
     on costs no check (and abstains as it would without one)."""
     import app.evidence as evidence
+    from app import scorer
+
+    monkeypatch.setattr(scorer.load(), "check", None)
 
     class Judge:
         asked = 0
@@ -197,6 +202,40 @@ def test_the_lm_check_is_not_asked_when_the_scorer_abstains(ctx, monkeypatch):
     assert a.abstained and Judge.asked == 0
     b = answer(ctx, "How many people does Harbour Widgets employ?", doc_ids=["harbour.md"])
     assert not b.abstained and Judge.asked == 1
+
+
+def test_a_fitted_check_stage_decides_with_the_lm_whether_to_answer(ctx, monkeypatch):
+    """With a fitted check stage (the shipped model's, bench/fit_reader.py fit-check) the LM is asked about the
+    scorer's top k on every question, and the stage's combined probability both picks the answer and decides whether
+    to answer: a confident "no" to every candidate abstains where the scorer alone answers, a confident "yes" answers
+    where the scorer alone abstains."""
+    import app.evidence as evidence
+    from app import scorer
+    from app.scorer import CheckStage
+
+    model = scorer.load()
+    assert model.check is not None and model.check.top_k >= 1  # the shipped model has one
+    monkeypatch.setattr(model, "check", CheckStage(2, 0.5, 1.0, 0.0, 0.5))
+
+    class Judge:
+        verdict = 4.0
+        asked: list[int] = []
+
+        def margins(self, question, cands):
+            Judge.asked.append(len(cands))
+            return [Judge.verdict] * len(cands)
+
+    monkeypatch.setattr(evidence, "checker", lambda ctx: Judge())
+    answered_q = "How many people does Harbour Widgets employ?"
+    unsure_q = "How many container cranes does Harbour Widgets operate at the south pier?"
+    Judge.verdict = -8.0
+    assert answer(ctx, answered_q, doc_ids=["harbour.md"]).abstained
+    Judge.verdict = 8.0
+    assert not answer(ctx, answered_q, doc_ids=["harbour.md"]).abstained
+    assert not answer(ctx, unsure_q, doc_ids=["harbour.md"]).abstained  # asked although the scorer abstains
+    assert Judge.asked == [2, 2, 2]
+    monkeypatch.setattr(evidence, "checker", lambda ctx: None)  # no checker: the scorer decides alone
+    assert answer(ctx, unsure_q, doc_ids=["harbour.md"]).abstained
 
 
 def test_an_unsure_abstention_quotes_its_likeliest_lines_marked_as_unsure_and_uncited(ctx, monkeypatch):
