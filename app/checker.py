@@ -10,6 +10,7 @@ answers alone). A server that fails or is slow costs the check, never the answer
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import math
 import os
@@ -154,6 +155,7 @@ class LocalServer:
                    "-t", str(self.threads), "-c", str(self.ctx_tokens), "--no-webui"]
             self.proc = subprocess.Popen(cmd, env=sk.launch_environment(), stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL)
+            atexit.register(self.stop)  # a process that ends without closing its context leaves no server behind
             self.url = f"http://127.0.0.1:{port}/v1"
             deadline = time.monotonic() + wait_s
             import httpx
@@ -189,6 +191,26 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+_HOLDER_LOCK = threading.Lock()
+
+
+def _local_server(model_path: Path | None) -> LocalServer | None:
+    why = local_support()
+    if why is None and (model_path is None or not Path(model_path).is_file()):
+        why = "the check model is not provisioned (`make check-model`)"
+    if why:
+        log.info("LM check skipped: %s; the reader answers alone", why)
+        return None
+    return LocalServer(Path(model_path))
+
+
+def stop_local(server_holder: dict) -> None:
+    """Stop the bundled server a context started (its ``lm_check`` cache), if any."""
+    server = server_holder.get("server")
+    if server is not None:
+        server.stop()
+
+
 def checker_for(settings, model_path: Path | None, server_holder: dict) -> LMChecker | None:
     """The checker the settings ask for: ``lm_check`` off → None; an ``lm_check_url`` → that endpoint; else the
     local server when it can run (AVX-512, the wheel, the model), else None with one log line saying why."""
@@ -198,15 +220,9 @@ def checker_for(settings, model_path: Path | None, server_holder: dict) -> LMChe
     url = getattr(settings, "lm_check_url", None)
     if url:
         return LMChecker(url, getattr(settings, "lm_check_model", "default"), getattr(settings, "openai_api_key", None))
-    if "server" not in server_holder:
-        why = local_support()
-        if why is None and (model_path is None or not Path(model_path).is_file()):
-            why = "the check model is not provisioned (`make check-model`)"
-        if why:
-            log.info("LM check skipped: %s; the reader answers alone", why)
-            server_holder["server"] = None
-        else:
-            server_holder["server"] = LocalServer(Path(model_path))
+    with _HOLDER_LOCK:  # the serve's warm-up and a first question may arrive together: one server
+        if "server" not in server_holder:
+            server_holder["server"] = _local_server(model_path)
     server = server_holder["server"]
     if server is None:
         return None

@@ -175,6 +175,10 @@ class AppContext:
     def close(self) -> None:
         while self.runners:
             self.runners.pop().stop()
+        if self._caches.get("lm_check", {}).get("server") is not None:  # the LM check's llama-server, if started
+            from app.checker import stop_local
+
+            stop_local(self._caches["lm_check"])
         if self.loaded("index") and not self._shared_index:
             idx = self.index
             self.forget("index")

@@ -5,6 +5,7 @@ reader's decision on them (:mod:`app.reader`) — one path for :func:`app.answer
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -113,6 +114,16 @@ def checker(ctx: AppContext):
     from core.models import check_model_path
 
     return checker_for(ctx.settings, check_model_path(ctx.settings.cache_dir), ctx.cache("lm_check"))
+
+
+def warm_checker(ctx: AppContext) -> threading.Thread | None:
+    """Start the LM check's server in the background (``mgrag serve``), so that the first question does not wait
+    for the model to load; None when the check is off."""
+    if ctx.settings.lm_check == "off":
+        return None
+    t = threading.Thread(target=checker, args=(ctx,), name="lm-check-warm", daemon=True)
+    t.start()
+    return t
 
 
 def reading_of(ctx: AppContext, q: Question, sources: list, extra: list, threshold: float | None = None):

@@ -170,7 +170,10 @@ ROWS = (("the reader of 3cd4e12 (baseline)", "answers_qa_baseline"),
         ("fitted scorer, reader alone, keyword weight 1 (the default before)", "answers_qa_reader_w1"),
         ("fitted scorer, reader alone, keyword weight 0.25", "answers_qa_reader"),
         ("fitted scorer + LM check", "answers_qa_lmcheck"),
-        ("default: keyword weight 0.25, an unsure route gives way to the whole search", "answers_qa_widen"))
+        ("default: keyword weight 0.25, an unsure route gives way to the whole search", "answers_qa_widen"),
+        ("the default on a rebuilt corpus (another machine, own-topic follow-ups)", "answers_qa_r8"),
+        ("reader alone at the dev sweep's 60%-precision threshold (dev only)", "answers_qa_floor60"),
+        ("fitted LM check stage, k 2 (MGRAG_LM_CHECK=on, bundled llama-server)", "answers_qa_lmstage"))
 
 
 def _pct(n: int, d: int) -> str:

@@ -71,6 +71,13 @@ class ChatPart(ServicePart):
                 raise
         return retrieve(self.ctx, query, k=k, retriever=retriever, doc_ids=scope or None, visible_to=visible_to)
 
+    def warm_checker(self) -> None:
+        """Start the LM check's model in the background (``mgrag serve``), so that the first question does not wait
+        for it to load; nothing when the check is off or cannot run here."""
+        from app.evidence import warm_checker
+
+        warm_checker(self.ctx)
+
     def ask(self, question: str, *, k: int | None = None, budget_words: int | None = None,
             retriever: str | None = None, backend: str | None = None, owner=ADMIN,
             scope: list[str] | None = None, history: list[dict] | None = None, no_retrieval: str | None = None

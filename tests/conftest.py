@@ -7,6 +7,9 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+# the reader alone unless a test asks for the LM check: whether the bundled llama-server runs depends on the CPU and
+# on `make check-model` (tests/app/test_reader.py drives the check with a stand-in and, where it exists, the real one)
+os.environ.setdefault("MGRAG_LM_CHECK", "off")
 
 import pytest
 

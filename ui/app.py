@@ -220,6 +220,7 @@ def serve(settings=None, *, host: str | None = None, port: int | None = None) ->
     """``mgrag serve``: one context and one service for the process (:func:`services.service.start_service`)."""
     service = start_service(settings)
     service.ensure_runner()  # jobs a stopped server (or `mgrag ingest --no-wait`) left queued resume now
+    service.warm_checker()  # the LM check's model loads while the page opens
     _, url = launch(service, host=host, port=port, block=False)
     log.info("MGRAG is serving on %s", url)
     print(f"MGRAG web app: {url}", flush=True)

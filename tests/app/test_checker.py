@@ -25,3 +25,29 @@ def test_the_check_asks_with_the_question_first_and_reads_yes_minus_no(monkeypat
     assert all(u.startswith("Question: How many staff?\n\nPassage: ") for u in users)
     prefix = len("Question: How many staff?\n\nPassage: ")
     assert users[0][:prefix] == users[1][:prefix] and sent[0]["max_tokens"] == 1 and sent[0]["logprobs"] is True
+
+
+def test_a_context_stops_the_check_server_it_started_and_serve_warms_it_in_the_background(tmp_path, monkeypatch):
+    """`mgrag serve` starts the LM check's server in the background (the first question does not wait for the model
+    to load); closing the context stops it (a llama-server outliving its app holds ~2 GiB)."""
+    import app.evidence as evidence
+    from app.context import AppContext
+    from core.settings import Settings
+
+    class Server:
+        stopped = 0
+
+        def stop(self):
+            Server.stopped += 1
+
+    ctx = AppContext(Settings(data_dir=tmp_path, lm_check="off"))
+    assert evidence.warm_checker(ctx) is None  # off: nothing started
+    ctx.settings.lm_check = "on"
+    called = []
+    monkeypatch.setattr(evidence, "checker", lambda c: called.append(c))
+    t = evidence.warm_checker(ctx)
+    t.join(5)
+    assert called == [ctx] and t.daemon
+    ctx.cache("lm_check")["server"] = Server()
+    ctx.close()
+    assert Server.stopped == 1

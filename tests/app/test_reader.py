@@ -156,6 +156,36 @@ def test_without_avx512_the_lm_check_is_skipped_with_a_log_line_and_answers_stil
     assert a.error is None and not a.abstained and "1,240" in _line(a)
 
 
+def test_the_bundled_lm_check_answers_where_the_cpu_and_the_model_allow(ctx, monkeypatch):
+    """The default answer path with the real bundled llama-server and Qwen2.5-Coder-1.5B (where it can run: a CPU
+    with AVX-512 and `make check-model` done; elsewhere skipped, as the product skips it): the reading carries the
+    LM's margins for the fitted stage's top k, the answer still comes, and closing the context stops the server."""
+    from app import scorer
+    from app.checker import local_support
+    from core.models import check_model_path
+
+    why = local_support()
+    if why is None and not check_model_path(ctx.settings.cache_dir).is_file():
+        why = "the check model is not provisioned (`make check-model`)"
+    if why:
+        pytest.skip(why)
+    monkeypatch.setattr(ctx.settings, "lm_check", "on")
+    holder = ctx.cache("lm_check")
+    holder.clear()
+    try:
+        a = answer(ctx, "How many people does Harbour Widgets employ?", doc_ids=["harbour.md"])
+        server = holder["server"]
+        assert server is not None and server.proc.poll() is None
+        assert len(a.grounding["reader"]["check"]["margins"]) == scorer.load().check.top_k
+        assert not a.abstained and "1,240" in _line(a)
+    finally:
+        from app.checker import stop_local
+
+        stop_local(holder)
+    assert server.proc is None
+    holder.clear()
+
+
 def test_the_lm_check_picks_among_the_scorer_top_two_and_leaves_abstention_to_the_scorer(ctx, monkeypatch):
     """With no fitted check stage the LM's yes/no margins choose among the scorer's top two candidates; whether
     to answer stays the scorer's decision (its confidence against its threshold)."""
