@@ -203,8 +203,11 @@ def _block_start(text: str, pos: int) -> int:
     return start
 
 
-_LINE_ROW = re.compile(r"^(?P<label>[A-Za-z][^\n\d$()]*?[A-Za-z:)])\s+(?P<nums>(?:[($-]*\s?\$?\s?\(?\d[\d,]*(?:\.\d+)?"
-                       r"\)?%?\s*){2,8})$")
+# the figures' digits are possessive (``*+``): a run of digits is one figure, never split between two repetitions,
+# so a line the pattern does not fit (nine figures where eight at most are read) fails at once instead of trying
+# every split of every figure (a 10-K's "TOTAL REVENUES $ 18,353 $ 12,479 …" line took 1.9 s)
+_LINE_ROW = re.compile(r"^(?P<label>[A-Za-z][^\n\d$()]*?[A-Za-z:)])\s+(?P<nums>(?:[($-]*+\s?\$?\s?\(?\d[\d,]*+"
+                       r"(?:\.\d++)?\)?%?\s*){2,8})$")
 _PERIOD_LINE = re.compile(rf"((?:three|six|nine|twelve) months ended|year ended|as of|quarter ended|{_MONTH_RE})",
                           re.I)
 

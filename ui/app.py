@@ -11,6 +11,7 @@ login gets "admin login required".
 import functools
 import logging
 import os
+import sys
 from pathlib import Path
 
 from services import render
@@ -216,9 +217,21 @@ def render_css() -> str:
     return CSS
 
 
+def _exit_on_sigterm() -> None:
+    """A SIGTERM (`docker stop`, systemd, `kill`) ends the serve loop as Ctrl-C does, so that the service closes: a
+    refinement in flight goes back to the queue and the LM check's llama-server stops with the app instead of
+    outliving it (the default SIGTERM ends the process without running ``finally`` or ``atexit``)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+
+
 def serve(settings=None, *, host: str | None = None, port: int | None = None) -> int:
     """``mgrag serve``: one context and one service for the process (:func:`services.service.start_service`)."""
     service = start_service(settings)
+    _exit_on_sigterm()
     service.ensure_runner()  # jobs a stopped server (or `mgrag ingest --no-wait`) left queued resume now
     service.warm_checker()  # the LM check's model loads while the page opens
     _, url = launch(service, host=host, port=port, block=False)

@@ -114,3 +114,20 @@ def test_a_long_tables_word_cells_name_its_row():
     assert got[:2] == [("West, 2023-Q2", "Sales", "385"), ("West, 2023-Q3", "Sales", "402")]
     assert got[2:] == [("Total revenue", "Three Months Ended September 30, 2023", "530"),
                        ("Total revenue", "Three Months Ended September 30, 2022", "489")]
+
+
+def test_a_statement_line_with_more_figures_than_a_row_holds_fails_at_once_not_after_every_split():
+    """A 10-K's segment table prints a row of nine or more figures ("TOTAL REVENUES $ 18,353 $ 12,479 … $ 46,710");
+    the row pattern reads two to eight, and used to try every way of splitting each figure's digits before giving
+    up: 1.9 s for nine figures of up to five digits (newcomer run r9: a question over Nike's 10-K took 5 s), far
+    longer with more digits. Nine figures of twelve digits would not finish in hours; a child process given a minute
+    shows the pattern fails at once."""
+    import subprocess
+    import sys
+
+    line = "TOTAL REVENUES " + " ".join(f"$ {n:,}" for n in range(183_530_124_477, 183_530_124_477 + 9 * 1111, 1111))
+    code = ("import app.cells as c\n"
+            f"text = 'Year Ended May 31, 2023 2022\\n' + {line!r} + '\\n'\n"
+            "print(len(c._line_cells(text, 0, 1)), c._LINE_ROW.match(" + repr(line) + ") is None)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["0", "True"], out.stderr

@@ -51,3 +51,31 @@ def test_a_context_stops_the_check_server_it_started_and_serve_warms_it_in_the_b
     ctx.cache("lm_check")["server"] = Server()
     ctx.close()
     assert Server.stopped == 1
+
+
+def test_a_sigterm_closes_the_served_app_so_its_check_server_stops(tmp_path):
+    """`mgrag serve` stopped by SIGTERM (`docker stop`, systemd) closes its service as Ctrl-C does (before, the
+    process ended without closing and the LM check's llama-server lived on, orphaned)."""
+    import signal
+    import subprocess
+    import sys
+
+    marker = tmp_path / "closed"
+    code = f"""
+import ui.app as u
+class Service:
+    def ensure_runner(self): pass
+    def warm_checker(self): pass
+    def close(self, context=False):
+        open({str(marker)!r}, "w").write("closed context=%s" % context)
+u.start_service = lambda settings=None: Service()
+u.launch = lambda service, host=None, port=None, block=False: (None, "http://127.0.0.1:1/")
+print("serving", flush=True)
+raise SystemExit(u.serve())
+"""
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "serving"
+    assert p.stdout.readline().startswith("MGRAG web app:")  # printed after the handler is installed
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(20) == 0
+    assert marker.read_text() == "closed context=True"
