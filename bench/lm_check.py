@@ -49,6 +49,9 @@ PASSAGE_FIRST_USER = ("Passage: {passage}\n\nQuestion: {question}\n\n"
                       "Does the passage answer the question? Reply yes or no.")  # the product's prompt before
 
 
+NAMED = "From {name}:\n{passage}"  # the probe's passage with its document's name (not the product's prompt)
+
+
 def clip_context(passage: str, words: int | None) -> str:
     r"""The passage's last line (the candidate) with at most ``words`` words of the lines before it, the nearest kept.
 
@@ -129,6 +132,7 @@ def main() -> None:
     ap.add_argument("--prefix-cache", action="store_true", help="reuse the evaluated prefix the next prompt shares")
     ap.add_argument("--answerable-only", action="store_true", help="skip the rows with no right answer")
     ap.add_argument("--same-rows", default="", help="only the rows whose top-k all have margins in this LM file")
+    ap.add_argument("--named", action="store_true", help="the document's name before each passage (NAMED)")
     ap.add_argument("--limit", type=int, default=0, help="stop after this many rows (0: all)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
@@ -159,6 +163,8 @@ def main() -> None:
             if str(j) in got["margins"]:
                 continue
             passage = clip_context(r["passages"][j], a.context_words)
+            if a.named:  # the document's name before the passage (a "we" passage then says whose it is)
+                passage = NAMED.format(name=r["doc"], passage=passage)
             t = time.perf_counter()
             if client is not None:
                 mg, n = client.margin(r["question"], passage), 0
