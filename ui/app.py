@@ -230,16 +230,16 @@ def _exit_on_sigterm() -> None:
 
 def serve(settings=None, *, host: str | None = None, port: int | None = None) -> int:
     """``mgrag serve``: one context and one service for the process (:func:`services.service.start_service`)."""
-    service = start_service(settings)
-    _exit_on_sigterm()
-    service.ensure_runner()  # jobs a stopped server (or `mgrag ingest --no-wait`) left queued resume now
-    service.warm_checker()  # the LM check's model loads while the page opens
-    _, url = launch(service, host=host, port=port, block=False)
-    log.info("MGRAG is serving on %s", url)
-    print(f"MGRAG web app: {url}", flush=True)
-    try:
-        import time
+    import time
 
+    service = start_service(settings)
+    try:  # from here on a stop (Ctrl-C, SIGTERM) closes the service, whenever it comes
+        _exit_on_sigterm()
+        service.ensure_runner()  # jobs a stopped server (or `mgrag ingest --no-wait`) left queued resume now
+        service.warm_checker()  # the LM check's model loads while the page opens
+        _, url = launch(service, host=host, port=port, block=False)
+        log.info("MGRAG is serving on %s", url)
+        print(f"MGRAG web app: {url}", flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
