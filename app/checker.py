@@ -139,6 +139,7 @@ class LocalServer:
         self.proc: subprocess.Popen | None = None
         self.url = ""
         self._lock = threading.Lock()
+        atexit.register(self.stop)  # a process that ends without closing its context leaves no server behind
 
     def start(self, wait_s: float = 60.0) -> str:
         """Start the server (once) and return its ``/v1`` URL; raises RuntimeError with the cause when it cannot."""
@@ -155,7 +156,6 @@ class LocalServer:
                    "-t", str(self.threads), "-c", str(self.ctx_tokens), "--no-webui"]
             self.proc = subprocess.Popen(cmd, env=sk.launch_environment(), stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL)
-            atexit.register(self.stop)  # a process that ends without closing its context leaves no server behind
             self.url = f"http://127.0.0.1:{port}/v1"
             deadline = time.monotonic() + wait_s
             import httpx

@@ -175,7 +175,7 @@ class AppContext:
     def close(self) -> None:
         while self.runners:
             self.runners.pop().stop()
-        if self._caches.get("lm_check", {}).get("server") is not None:  # the LM check's llama-server, if started
+        if "lm_check" in self._caches:  # the LM check's llama-server, if this context started one
             from app.checker import stop_local
 
             stop_local(self._caches["lm_check"])

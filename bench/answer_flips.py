@@ -20,8 +20,7 @@ ERRORS = ("wrong", "cited_non_answer")
 
 
 def rows(path: str) -> dict[str, dict]:
-    d = json.loads(Path(path).read_text())
-    return {r["id"]: r for r in (d.get("rows") or d["backends"]["extractive"]["rows"])}
+    return {r["id"]: r for r in json.loads(Path(path).read_text())["backends"]["extractive"]["rows"]}
 
 
 def flips(before: dict[str, dict], after: dict[str, dict]) -> dict:

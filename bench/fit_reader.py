@@ -450,26 +450,27 @@ def cmd_fit_check(a) -> None:
     for p in a.lm.split(","):
         lm.update(json.loads(Path(p).read_text()))
     ks = [int(k) for k in str(a.top_k).split(",")]
+    train_rows, dev_rows = load_sets(a.train), load_sets(a.dev)
     variants = []
     for k in ks:
-        train = check_samples(load_sets(a.train), lm, model, k)
-        dev = check_samples(load_sets(a.dev), lm, model, k)
+        train = check_samples(train_rows, lm, model, k)
+        dev = check_samples(dev_rows, lm, model, k)
         X = np.array([[s, m] for x in train if not x.get("empty") for s, m in zip(x["s"], x["m"])])
         y = np.array([v for x in train if not x.get("empty") for v in x["y"]])
-        secs = sorted(x["seconds"] for x in dev if not x.get("empty"))
+        secs = _p50_p95([x["seconds"] for x in dev if not x.get("empty")])
+        dec_without = scorer_decisions(dev)
+        base_dev = operating_point(dec_without, a.target)
+        without_by_kind = by_kind(dev, dec_without, base_dev.get("threshold", 1.01))
         for C in (0.1, 1.0, 10.0):
             lr = LogisticRegression(C=C).fit(X, y)
             w = (float(lr.coef_[0][0]), float(lr.coef_[0][1]), float(lr.intercept_[0]))
             dec_dev = check_decisions(dev, w)
             op_dev, op_train = operating_point(dec_dev, a.target), operating_point(check_decisions(train, w), a.target)
-            base_dev = operating_point(scorer_decisions(dev), a.target)
             v = {"top_k": k, "C": C, "w_score": round(w[0], 6), "w_lm": round(w[1], 6), "intercept": round(w[2], 6),
                  "train_rows": len(train), "dev_rows": len(dev), "dev": op_dev, "train": op_train,
                  "dev_without": base_dev,
                  "dev_by_kind": by_kind(dev, dec_dev, op_dev.get("threshold", 1.01)),
-                 "dev_without_by_kind": by_kind(dev, scorer_decisions(dev), base_dev.get("threshold", 1.01)),
-                 "check_seconds_per_question": {"p50": round(secs[len(secs) // 2], 2),
-                                                "p95": round(secs[int(len(secs) * 0.95)], 2)} if secs else {}}
+                 "dev_without_by_kind": without_by_kind, "check_seconds_per_question": secs}
             variants.append(v)
             print(f"k {k} C {C}: w {w[0]:+.3f} {w[1]:+.3f} {w[2]:+.3f} dev {json.dumps(op_dev)} "
                   f"(without {base_dev.get('right')}) train top1 {op_train['top1_right']} "
