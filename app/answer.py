@@ -213,6 +213,7 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
             yield event
         else:
             routed, retrieval, extra = event[1]
+    t_found = time.perf_counter()
     reading, widened = None, None
     if retrieval.sources and (kind == "extractive" or (grounded and s.reader_check)) and no_retrieval_doc is None:
         reading, routed, widened, retrieval, extra = _read(ctx, q, opts, routed, retrieval, extra)
@@ -275,7 +276,7 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
     cites = [sources[n - 1] for n in cited]
     t3 = time.perf_counter()
     timings = {**{f"retrieval_{k}": v for k, v in retrieval.timings.items()}, "rewrite_s": t_rw - t0,
-               "retrieval_s": t1 - t_rw, "generation_s": t2 - t1,
+               "retrieval_s": t_found - t_rw, "reading_s": t1 - t_found, "generation_s": t2 - t1,
                "time_to_first_token_s": (t_first - t0) if t_first else None, "grounding_s": t3 - t2,
                "total_s": t3 - t0}
     yield "done", Answer(question, text, backend, retrieval.retriever, cites, sources, retrieval.weights, timings,

@@ -80,11 +80,24 @@ def _title_above(text: str, start: int, max_back: int = 1500) -> tuple[str, str]
         prev_start = text.rfind("\n", lo, prev_end) + 1
         line = text[prev_start:prev_end].strip()
         pos = prev_start
-        if not line or is_table_line(line):
+        if not line or is_table_line(line) or _stacked_head(line):
             continue
+        if lines and (len(line.split()) > 30 or line.endswith(".")):
+            break  # a paragraph of prose above a heading ("GREATER CHINA") is not the title
         lines.append(line)
     title = " ".join(reversed(lines))
     return title[:200], _unit_of(title)
+
+
+def _stacked_head(line: str) -> bool:
+    """A line of a column header stacked over several lines, its words repeated once per group of columns ("% CHANGE
+    % CHANGE", "EXCLUDING EXCLUDING" above "FISCAL 2023 FISCAL 2022 % CHANGE …"): not the table's title.
+
+    >>> _stacked_head("% CHANGE % CHANGE"), _stacked_head("Revenues by segment")
+    (True, False)
+    """
+    words = line.split()
+    return any(len(words) % k == 0 and words == words[:len(words) // k] * k for k in (2, 3, 4) if len(words) >= k)
 
 
 # a form's field holding several figures, each with what it counts: "2319 hours (Total, all aircraft), 2313 hours
@@ -207,9 +220,9 @@ def _block_start(text: str, pos: int) -> int:
 # so a line the pattern does not fit (nine figures where eight at most are read) fails at once instead of trying
 # every split of every figure (a 10-K's "TOTAL REVENUES $ 18,353 $ 12,479 …" line took 1.9 s)
 _LINE_ROW = re.compile(r"^(?P<label>[A-Za-z][^\n\d$()]*?[A-Za-z:)])\s+(?P<nums>(?:[($-]*+\s?\$?\s?\(?\d[\d,]*+"
-                       r"(?:\.\d++)?\)?%?\s*){2,8})$")
-_PERIOD_LINE = re.compile(rf"((?:three|six|nine|twelve) months ended|year ended|as of|quarter ended|{_MONTH_RE})",
-                          re.I)
+                       r"(?:\.\d++)?\)?(?:\s?%)?\s*){2,8})$")
+_PERIOD_LINE = re.compile(rf"((?:three|six|nine|twelve) months ended|year ended|as of|quarter ended|\bfiscal\b|"
+                          rf"{_MONTH_RE})", re.I)
 
 
 def _years_head(line: str, prev: str) -> list[str]:
@@ -271,7 +284,7 @@ def _line_cells(text: str, base: int, source: int) -> list[Cell]:
             head = _years_head(ln, lines[i - 1][2].strip() if i else "")
             head_at, group = i, ""
             t, u = _title_above(text, s, 600)
-            title, unit = t, u or unit
+            title, unit = t, _unit_of(ln) or u or unit  # "(Dollars in millions) FISCAL 2023 FISCAL 2022 …"
             continue
         rows = [_LINE_ROW.match(ln)]
         if not rows[0]:  # an OCR'd page may print two rows on one line ("Cash … $ 5,783 $ 3,389 Marketable …")
@@ -285,10 +298,14 @@ def _line_cells(text: str, base: int, source: int) -> list[Cell]:
         if i - head_at > 60 or not head:
             continue
         for m in rows:
-            nums = [n.strip() for n in re.findall(r"\(?\$?\s?-?\d[\d,]*(?:\.\d+)?\)?%?", m.group("nums"))]
-            nums = [n.replace("$", "").strip() for n in nums if n.replace("$", "").strip()]
-            if len(nums) == len(head) + 1 and nums[-1].endswith("%"):
-                nums = nums[:-1]  # a change column after the periods ("13,666 13,332 3%")
+            nums = [n.strip() for n in re.findall(r"\(?\$?\s?-?\d[\d,]*(?:\.\d+)?\)?(?:\s?%)?", m.group("nums"))]
+            nums = [n.replace("$", "").replace(" ", "") for n in nums if n.replace("$", "").strip()]
+            if len(nums) > len(head):
+                # change columns between or after the periods ("13,666 13,332 3%"; a 10-K's "$ 7,248 $ 7,547 -4 % 4 %
+                # $ 8,290 -9 % -13 %" under "FISCAL 2023 FISCAL 2022 % CHANGE … FISCAL 2021 …"): the periods'
+                # figures are the ones that are not percentages
+                plain = [n for n in nums if not n.endswith("%")]
+                nums = plain if len(plain) == len(head) else nums
             if len(nums) != len(head):
                 continue
             label = m.group("label").strip()

@@ -330,10 +330,10 @@ def _report_turn(final, args) -> None:
         print(f"(searched for: {final.query})")
     _print_sources(final)
     t = final.timings
-    ttft = t.get("time_to_first_token_s")
     print(f"\nlevel weights: {format_weights(final.weights, final.router)}")
-    print(f"{final.backend} via {final.retriever}: retrieval {t['retrieval_s'] * 1000:.0f} ms, "
-          f"first token {'-' if ttft is None else f'{ttft:.2f} s'}, total {t['total_s']:.2f} s", flush=True)
+    from services.render import timing_line
+
+    print(f"{final.backend} via {final.retriever}: {timing_line(t)}", flush=True)
 
 
 def cmd_ask(args) -> int:

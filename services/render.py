@@ -122,6 +122,21 @@ def answer_markdown(text: str, allow_links: bool = False) -> str:
     return html.escape(text or "", quote=False).replace("![", "!\\[")
 
 
+def timing_line(t: dict) -> str:
+    """An answer's seconds as a person reads them: the search, the reading of what it found (the reader and, where it
+    runs, the LM check), the first word of a generated reply, the whole.
+
+    >>> timing_line({"retrieval_s": 0.084, "reading_s": 1.2, "total_s": 1.5})
+    'search 84 ms, reading 1.20 s, total 1.50 s'
+    """
+    parts = [f"search {t['retrieval_s'] * 1000:.0f} ms"]
+    if t.get("reading_s"):
+        parts.append(f"reading {t['reading_s']:.2f} s")
+    if t.get("time_to_first_token_s") is not None and t.get("generation_s"):
+        parts.append(f"first token {t['time_to_first_token_s']:.2f} s")
+    return ", ".join([*parts, f"total {t['total_s']:.2f} s"])
+
+
 def is_uniform(weights) -> bool:
     w = list(weights or [])
     return not w or max(w) - min(w) < 1e-9

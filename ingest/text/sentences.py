@@ -42,6 +42,7 @@ _CJK_RE = re.compile(rf"[{_CJK}]")
 _TERMINAL_RE = re.compile(r"(?:[.!?…]+|[。！？]+)[\"'”’»)\]」』）]*")
 _LIST_OR_HEADING_RE = re.compile(r"[ \t]*(?:[-*•▪◦‣+]\s|\d{1,3}[.)]\s|[a-zA-Z][.)]\s|#{1,6}\s|>\s)")
 _BLANK_LINE_RE = re.compile(r"\n[ \t\r\f\v]*\n")
+_INLINE_BULLET_RE = re.compile(r"(?<=[^\s•▪◦‣] )[•▪◦‣](?=\s)")
 # A numbering marker: "1.", "2.3.", "(a)", "iv)", "A.", or a bullet. At the start of a line its "." is no sentence end.
 _MARKER = r"(?:\(?(?:\d{1,3}(?:\.\d{1,3})*|[a-zA-Z]|[ivxlcdmIVXLCDM]{1,7})[.)]|[-*•▪◦‣+])"
 _LINE_MARKER_RE = re.compile(rf"[ \t]*{_MARKER}")
@@ -111,6 +112,9 @@ def _split_points(text: str, start: int, end: int, newline_breaks: bool) -> list
         if nxt and nxt.islower() and "\n" not in text[stop:stop + 2]:
             continue  # '"Really?" she said.' / 'Well... and then' continue the sentence
         cuts.append(stop)
+    # a bullet inside a line starts an item of its own: a PDF's list printed as one line ("…product mix; and
+    # • Lower other costs, …"); only round bullets, never "-" or "*" (a minus, an emphasis, a footnote)
+    cuts += [m.start() for m in _INLINE_BULLET_RE.finditer(text, start, end)]
     joined: set[int] = set()  # newlines of blank lines inside a sentence: no cut there, even where every newline cuts
     for m in _BLANK_LINE_RE.finditer(text, start, end):
         if _wrapped_across(text, m.start(), m.end(), end):

@@ -131,3 +131,52 @@ def test_a_statement_line_with_more_figures_than_a_row_holds_fails_at_once_not_a
             "print(len(c._line_cells(text, 0, 1)), c._LINE_ROW.match(" + repr(line) + ") is None)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["0", "True"], out.stderr
+
+
+# a segment table as 10-K PDFs print it: a header stacked over four lines, "% change" columns between the years
+# (with a space before "%"), the segment's name as a heading above, the unit on the header line itself
+SEGMENT = """Selling expense rose on higher wages and advertising, partially offset by favourable changes in foreign
+currency exchange rates, which the company expects to continue into the next fiscal year as announced before.
+
+NORTHERN EUROPE
+
+% CHANGE % CHANGE
+
+EXCLUDING EXCLUDING
+
+CURRENCY CURRENCY
+
+(Dollars in millions) FISCAL 2024 FISCAL 2023 % CHANGE CHANGES FISCAL 2022 % CHANGE CHANGES
+
+Revenues by:
+
+Boots $ 3,120 $ 2,980 5 % 9 % $ 2,700 10 % 12 %
+
+Jackets 1,455 1,610 -10 % -4 % 1,502 7 % 9 %
+
+TOTAL REVENUES $ 4,575 $ 4,590 0 % 4 % $ 4,202 9 % 11 %
+"""
+
+
+def test_a_segment_table_with_change_columns_between_the_years_is_read_by_year():
+    cells = {(c.row, c.column): c for c in cells_of([_src(SEGMENT)])}
+    jackets = cells[("Revenues by: Jackets", "FISCAL 2024")]
+    assert jackets.value == "1,455" and jackets.unit == "millions"
+    assert jackets.title == "NORTHERN EUROPE"  # not the stacked header's lines, not the paragraph above
+    assert cells[("Revenues by: Jackets", "FISCAL 2022")].value == "1,502"
+    assert cells[("TOTAL REVENUES", "FISCAL 2023")].value == "4,590"
+    assert not any(c.value.endswith("%") for c in cells.values())  # the change columns are no period's figures
+
+
+def test_a_row_whose_figures_do_not_fit_the_years_gives_no_cells():
+    text = SEGMENT.replace("Jackets 1,455 1,610 -10 % -4 % 1,502", "Jackets 1,455 1,610 77 -10 % -4 % 1,502")
+    assert not [c for c in cells_of([_src(text)]) if "Jackets" in c.row]  # four plain figures for three years
+
+
+def test_round_bullets_inside_one_line_start_items_of_their_own():
+    text = "Margin rose on:\n• Higher full-price sales, net of discounts; and • Lower other costs, mostly freight."
+    pieces = [text[s:e] for s, e in split_sentences(text)]
+    assert "• Lower other costs, mostly freight." in pieces
+    assert "• Higher full-price sales, net of discounts; and" in pieces
+    dash = "Revenue was $5 - 6 million in total, * before tax."  # a dash or an asterisk inside a line: no item
+    assert [dash[s:e] for s, e in split_sentences(dash)] == [dash]

@@ -74,8 +74,7 @@ class ChatRoom:
         body = (searched + ("" if render.is_uniform(a["weights"]) else render.weight_bars(a["weights"]))
                 + render.sources_html(a["sources"], cited, links, abstained=a.get("abstained", False),
                                       floor=service.settings.source_floor if a["retriever"] == "dense" else 0.0)
-                + f'<div class="mg-scores">{a["backend"]} via {a["retriever"]}: retrieval '
-                  f'{t["retrieval_s"] * 1000:.0f} ms, total {t["total_s"]:.2f} s</div>')
+                + f'<div class="mg-scores">{a["backend"]} via {a["retriever"]}: {render.timing_line(t)}</div>')
         title = (f"Closest passages ({len(a['sources'])})" if a.get("abstained")
                  else f"Sources ({len(a['sources'])})")
         routed = (a.get("grounding") or {}).get("routed")
