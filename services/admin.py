@@ -70,7 +70,7 @@ class AdminPart(ServicePart):
         if theta is not None and not 4 <= int(theta) <= 100_000:
             raise ValueError(f"θ must be between 4 and 100000 words, got {theta}")
         theta = int(theta) if theta else None
-        with self._writing("reingest"):
+        with self._reingesting():
             if doc_ids:
                 return self._reingest(progress, on_step, chunker=chunker or None, theta=theta, only=doc_ids)
             return self._reingest(progress, on_step, chunker=chunker, theta=theta)

@@ -23,8 +23,8 @@ class DocumentsPart(ServicePart):
     def _reingest(self, progress: Progress | None, on_step=None, **kw):
         """:func:`ingest.jobs.rebuild.reingest` with ``kw`` (chunker, theta, only, allow_partial), reporting per
         document to ``progress(done, total, name)`` and within each file to ``on_step(step)``
-        (:class:`ingest.pipeline.Step`), and to :attr:`job` for the admin's displays. The caller holds the write lock
-        (:meth:`_writing`)."""
+        (:class:`ingest.pipeline.Step`), and to :attr:`job` for the admin's displays. The caller holds
+        :meth:`_reingesting`; the write lock is taken for each commit and for the switch."""
         from ingest.jobs.rebuild import reingest
 
         def on(done: int, total: int, name: str) -> None:
@@ -37,9 +37,11 @@ class DocumentsPart(ServicePart):
             if on_step is not None:
                 on_step(st)
 
-        return reingest(self.ctx, on_progress=on, on_step=step, **kw)
+        return reingest(self.ctx, on_progress=on, on_step=step, lock=self.write_lock, **kw)
 
     def _writing(self, kind: str):
+        """The write lock for one write (a deletion, a hand-over), shown as the running job unless a re-ingestion is
+        (it runs beside such writes: :meth:`_reingesting`)."""
         service = self
 
         class _Guard:
@@ -47,12 +49,34 @@ class DocumentsPart(ServicePart):
                 if not service.write_lock.acquire(timeout=0.1):
                     log.info("%s waits for the running %s", kind, service.job.kind)
                     service.write_lock.acquire()
-                service.job = JobState(kind, True, started=time.time())
+                self_inner.job = JobState(kind, True, started=time.time())
+                if not (service.job.running and service.job.kind == "reingest"):
+                    service.job = self_inner.job
+                return self_inner.job
+
+            def __exit__(self_inner, *exc):
+                self_inner.job.running = False
+                service.write_lock.release()
+
+        return _Guard()
+
+    def _reingesting(self):
+        """One re-ingestion at a time, shown as the running job. It does not hold the write lock: it takes it for
+        each commit and for the switch (:func:`ingest.jobs.rebuild.reingest` with ``lock``), so uploads, deletions
+        and hand-overs go on meanwhile and the re-ingestion catches up with them before it switches."""
+        service = self
+
+        class _Guard:
+            def __enter__(self_inner):
+                if not service.reingest_lock.acquire(timeout=0.1):
+                    log.info("a re-ingestion waits for the running one")
+                    service.reingest_lock.acquire()
+                service.job = JobState("reingest", True, started=time.time())
                 return service.job
 
             def __exit__(self_inner, *exc):
                 service.job.running = False
-                service.write_lock.release()
+                service.reingest_lock.release()
 
         return _Guard()
 

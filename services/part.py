@@ -33,7 +33,8 @@ class ServicePart:
     auth: AdminAuth  # the admin's sessions
     upload_root: Path  # the only folder uploads are read from
     write_lock: threading.Lock  # the context's: one index write at a time
-    job: JobState  # the job holding the write lock, for progress displays
+    job: JobState  # the job holding the write lock (or the running re-ingestion), for progress displays
+    reingest_lock: threading.Lock  # one re-ingestion at a time
     runner: Runner | None  # the ingestion queue's runner, once started
     _runner_lock: threading.Lock
     _feedback: FeedbackStore | None
@@ -44,6 +45,8 @@ class ServicePart:
 
     if TYPE_CHECKING:  # defined by one part (named), called by others
         def _writing(self, kind: str) -> AbstractContextManager[JobState]: ...  # documents
+
+        def _reingesting(self) -> AbstractContextManager[JobState]: ...  # documents
 
         def _reingest(self, progress: Progress | None, on_step: Callable | None = None,
                       **kw: object) -> IngestReport: ...  # documents

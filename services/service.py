@@ -76,6 +76,7 @@ class AppService(UploadsPart, DocumentsPart, ChatPart, EvaluationPart, AdminPart
             self._apply_llm(saved)
         self.write_lock = ctx.write_lock  # the context's: the ingestion queue's commits take it too
         self.job = JobState()
+        self.reingest_lock = threading.Lock()  # one re-ingestion at a time (it takes the write lock per commit)
         # the ingestion queue's runner (ingest/jobs/queue.py), started by the first upload or `serve`
         self.runner = None
         self._runner_lock = threading.Lock()

@@ -21,6 +21,7 @@ the next start resumes (:meth:`ingest.jobs.state.JobStore.recover`). A cancellat
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import json
@@ -77,6 +78,17 @@ from ingest.types import content_hash
 log = logging.getLogger(__name__)
 
 RUNNER_KEY = "runner"  # meta key of the running runner's heartbeat
+# a re-ingestion's job whose document was deleted, or replaced by a new version, while it ran (the re-ingestion
+# catches up with the new version before it switches)
+DELETED_MEANWHILE = "deleted during its re-ingestion"
+REPLACED_MEANWHILE = "a new version came during its re-ingestion"
+
+
+def gone_meanwhile(cat, doc_id: str, h: str) -> str:
+    """Why a re-ingestion must not write version ``h`` of ``doc_id`` (checked under the write lock): deleted, or
+    replaced by a newer version; "" when it is still the current one."""
+    now = cat.current_hash(doc_id)
+    return DELETED_MEANWHILE if now is None else REPLACED_MEANWHILE if now != h else ""
 HEARTBEAT_S = 2.0
 
 
@@ -227,6 +239,7 @@ class Runner:
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self.recovered: list = []
         self.on_report: Callable[[Job, str, float], None] | None = None  # each progress report (a re-ingestion's bars)
+        self.commit_lock = contextlib.nullcontext()  # what a re-ingestion's commits take (its caller's write lock)
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
     def start(self) -> "Runner":
@@ -556,12 +569,17 @@ class Runner:
         """A re-ingestion's job: the document cut again into the generation being built (``job.target_gen``), from its
         stored text or, as the job's plan says (:func:`ingest.jobs.work.wants_reread`), read again from its original;
         a new reading is staged and replaces the stored text when that generation goes live. Run by the re-ingestion
-        that queued it, which holds the write lock (:func:`ingest.jobs.rebuild.reingest`)."""
+        that queued it, under :attr:`commit_lock` (:func:`ingest.jobs.rebuild.reingest`); a document deleted
+        or replaced meanwhile is not written (the job ends cancelled: :func:`gone_meanwhile`)."""
         ctx, cat = self.ctx, self.ctx.catalog
         t0 = time.time()
         gen = cat.generation(job.target_gen)
         if gen is None or gen.status != "building":
             self.jobs.finish(job.job_id, JobState.CANCELLED, message="its re-ingestion ended")
+            return
+        why = gone_meanwhile(cat, job.doc_id, job.hash)  # while the re-ingestion ran (checked again at the commit)
+        if why:
+            self.jobs.finish(job.job_id, JobState.CANCELLED, message=why)
             return
         plan_of = json.loads(job.plan or "{}")
         own = plan_of.get("own")
@@ -583,9 +601,14 @@ class Runner:
         chunks = c.chunks(doc.text, job.doc_id, job.hash, doc.layout, first_pass=False, context=plan.context)
         partial = bool((doc.layout or {}).get("read"))  # a long PDF still being read: the queue refines it after
         size = job.size if job.size is not None else len(ctx.store.original(job.hash))
-        commit_document(ctx, gen, doc, job.doc_id, job.hash, chunks, c.vectors, t0, own, size=size,
-                        phase="first" if partial else None, on_commit=lambda db: self.jobs.ready_sql(db, job.job_id,
-                                                                                                    said))
+        with self.commit_lock:  # the write lock, when the re-ingestion runs beside uploads and deletions
+            why = gone_meanwhile(cat, job.doc_id, job.hash)
+            if why:
+                self.jobs.finish(job.job_id, JobState.CANCELLED, message=why)
+                return
+            commit_document(ctx, gen, doc, job.doc_id, job.hash, chunks, c.vectors, t0, own, size=size,
+                            phase="first" if partial else None,
+                            on_commit=lambda db: self.jobs.ready_sql(db, job.job_id, said))
         self._learn(c.timings)
 
     def _still_wanted(self, job: Job, gen: int) -> None:

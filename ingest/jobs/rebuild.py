@@ -7,9 +7,12 @@ settings' executor, so with ``queue_url`` the workers elsewhere cut; a failure t
 lanes retry it) and written by the one commit (:func:`ingest.store.write.commit_document`). The documents it does
 not re-cut are copied, chunks and vectors as they are. Then the generation goes live in one catalog transaction, or
 is dropped, the live index untouched. The queue's lanes never take these jobs; the Admin tab's queue shows them, each
-with its stage, error or note. The caller holds the data dir's writer lock and the write lock (uploads queue
-meanwhile and commit after the switch); a process killed half-way leaves a generation still ``building``, which the
-next open's consistency check drops, and its jobs are cancelled when a runner next starts.
+with its stage, error or note. The caller holds the data dir's writer lock; the web app gives the write lock too
+(``lock``), which the re-ingestion takes only for each commit and the switch: uploads, new versions, deletions and
+hand-overs go on in the live index meanwhile, and before switching it catches up with them (:func:`_catch_up`: up to
+:data:`CATCH_UP_ROUNDS` rounds beside the uploads, then one holding the lock). The CLI holds the write lock
+throughout. A process killed half-way leaves a generation still ``building``, which the next open's consistency
+check drops, and its jobs are cancelled when a runner next starts.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from core.resources import Resources
-from ingest.jobs.queue import Runner
+from ingest.jobs.queue import Runner, gone_meanwhile
 from ingest.jobs.state import DONE, JobState
 from ingest.jobs.work import chunker_for
 from ingest.pipeline import FileResult, IngestReport, Step, _Progress, live_generation
@@ -39,7 +42,7 @@ REREAD = ("auto", "all", "none")
 def reingest(ctx: Resources, chunker: str | None = None, theta: int | None = None, allow_partial: bool = False,
              only: Iterable[str] | None = None, *, progress: bool = False,
              on_progress: Callable[[int, int, str], None] | None = None, on_step: Callable[[Step], None] | None = None,
-             step_interval_s: float = 0.25, reread: str = "auto",
+             step_interval_s: float = 0.25, reread: str = "auto", lock=None,
              _fail_hook: Callable[[str], None] | None = None) -> IngestReport:
     """Rebuild the index from stored originals into a new generation, then switch atomically.
 
@@ -62,9 +65,84 @@ def reingest(ctx: Resources, chunker: str | None = None, theta: int | None = Non
     ``progress``: tqdm bars (the CLI); ``on_progress(done, total, name)``: per document; ``on_step(step)``: progress
     within each file (chunking, embedding, writing) with an estimate (the web app), at most one call per
     ``step_interval_s`` within a phase. ``_fail_hook(doc_id)``: a test's way to make a document fail.
+
+    ``lock``: the write lock the other writers take (the web app's ``ctx.write_lock``). Given, the re-ingestion holds
+    it only to set up, to commit each document and to switch, so uploads and deletions go on meanwhile into the live
+    index; before the switch it catches up with them (:func:`_catch_up`). None: the caller holds every lock there is
+    (the CLI: the data dir's writer lock).
     """
     if reread not in REREAD:
         raise ValueError(f"reread must be auto, all or none, not {reread!r}")
+    lock = lock if lock is not None else _NoLock()
+    with lock:
+        setup = _set_up(ctx, chunker, theta, only, reread)
+    bars = _Progress(len(setup[2]), progress, on_progress, on_step, step_interval_s)
+    if setup[1] is not None:
+        return _build(ctx, setup, bars, allow_partial, lock, _fail_hook)
+    with lock:  # no live index yet: an upload meanwhile would make one that this switch drops, so it waits
+        return _build(ctx, setup, bars, allow_partial, _NoLock(), _fail_hook)
+
+
+def _build(ctx: Resources, setup: tuple, bars: _Progress, allow_partial: bool, lock, fail_hook) -> IngestReport:
+    """The jobs run, the uploads and deletions made meanwhile caught up with, the switch (or the drop)."""
+    gen, live, rows, jobs, selected, keep_own, reread, probe, run = setup
+    report = _run(ctx, gen, live, rows, jobs, bars, fail_hook, lock)
+    recut = {r["hash"] for r in rows if r["doc_id"] in jobs}  # the texts this re-ingestion may have read again
+    if report.failed and not allow_partial:
+        with lock:
+            _drop(ctx, gen, recut, probe.n_levels, run, report)
+        return report
+    seen = {r["doc_id"]: _seen(r) for r in rows if r["n_l0"] is not None}
+    plans = (selected, keep_own, reread)
+    for last in [False] * CATCH_UP_ROUNDS + [True]:
+        lock.acquire()
+        try:
+            done = _catch_up(ctx, gen, live, seen, plans, report, recut, None if last else lock) or last
+        except BaseException:
+            lock.release()
+            raise
+        if done:
+            break  # nothing changed meanwhile, or the last round ran under the lock: switch, still holding it
+        lock.release()
+    try:
+        if report.failed and not allow_partial:  # a document uploaded meanwhile that could not be cut again
+            _drop(ctx, gen, recut, probe.n_levels, run, report)
+        else:
+            _switch(ctx, gen, live, recut, probe.n_levels, run, report)
+    finally:
+        lock.release()
+    return report
+
+
+def _seen(row: dict) -> tuple:
+    """What the catch-up compares of a live document: its version, its phase (a long PDF read further), its owner."""
+    return row["hash"], row["phase"], row["owner"]
+
+
+# how many times the re-ingestion catches up with the uploads and deletions made meanwhile without holding the write
+# lock; the next round holds it (uploads wait for that round's documents only)
+CATCH_UP_ROUNDS = 2
+
+
+class _NoLock:
+    """The lock of a caller that holds every lock itself (the CLI's data-dir writer lock)."""
+
+    def acquire(self) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+def _set_up(ctx: Resources, chunker, theta, only, reread: str):
+    """The generation being built, its run and one job per document it re-cuts (under the write lock): ``(gen, live,
+    rows, jobs by document id, selected plans, keep_own, reread, probe chunker, run id)``."""
     s, cat, index = ctx.settings, ctx.catalog, ctx.index
     live = live_generation(ctx, create=False)
     selected: dict[str, dict | None] | None = None
@@ -97,43 +175,93 @@ def reingest(ctx: Resources, chunker: str | None = None, theta: int | None = Non
         "own": selected[r["doc_id"]] if selected is not None else r.get("chunking") if keep_own else None,
         "reread": "none" if r["hash"] in shared else reread}, batch=f"reingest-{gen_id}").job_id
         for r in rows if r["doc_id"] not in copied}
-    report = _run(ctx, gen, live, rows, jobs, _Progress(len(rows), progress, on_progress, on_step, step_interval_s),
-                  _fail_hook)
-    recut = {r["hash"] for r in rows if r["doc_id"] in jobs}  # the texts this re-ingestion may have read again
-    if report.failed and not allow_partial:
-        for h in recut:
-            ctx.store.discard(h, gen_id)
-        index.drop_generation(gen_id, probe.n_levels)
-        cat.drop_generation_rows(gen_id)
-        cat.set_generation_status(gen_id, "failed")
-        cat.finish_run(run, "failed", len(report.ok), len(report.failed),
-                       {"failed": {r.name: r.message for r in report.failed}})
-        return report
-    index.optimize(gen_id)
-    index.flush(gen_id)
-    index.switch(gen_id, probe.n_levels, live.n_levels if live else 3)
-    cat.set_generation_status(gen_id, "live")
+    return gen, live, rows, jobs, selected, keep_own, reread, probe, run
+
+
+def _drop(ctx: Resources, gen: Generation, recut: set[str], n_levels: int, run: int, report: IngestReport) -> None:
+    for h in recut:
+        ctx.store.discard(h, gen.gen)
+    ctx.index.drop_generation(gen.gen, n_levels)
+    ctx.catalog.drop_generation_rows(gen.gen)
+    ctx.catalog.set_generation_status(gen.gen, "failed")
+    ctx.catalog.finish_run(run, "failed", len(report.ok), len(report.failed),
+                           {"failed": {r.name: r.message for r in report.failed}})
+
+
+def _switch(ctx: Resources, gen: Generation, live: Generation | None, recut: set[str], n_levels: int, run: int,
+            report: IngestReport) -> None:
+    cat, index = ctx.catalog, ctx.index
+    index.optimize(gen.gen)
+    index.flush(gen.gen)
+    index.switch(gen.gen, n_levels, live.n_levels if live else 3)
+    cat.set_generation_status(gen.gen, "live")
     for h in recut:  # the live chunks index into their new readings now (a text not read again stays)
-        ctx.store.promote(h, gen_id)
+        ctx.store.promote(h, gen.gen)
     if live:
         index.drop_generation(live.gen, live.n_levels)
         cat.drop_generation_rows(live.gen)
     cat.finish_run(run, "done" if not report.failed else "partial", len(report.ok), len(report.failed))
-    return report
+
+
+def _catch_up(ctx: Resources, gen: Generation, live: Generation | None, seen: dict[str, tuple], plans: tuple,
+              report: IngestReport, recut: set[str], lock) -> bool:
+    """The uploads and deletions made in the live index since ``seen`` (document id → (hash, phase) as this
+    re-ingestion last saw them) brought into the generation being built: a document gone is taken out; a new one, a
+    new version or one whose reading went on (a long PDF read to its end) is cut again by a job as the others were
+    (or, when only some documents are re-cut, copied). Called holding the write lock; with ``lock`` the jobs run with
+    it released (taken again for each commit). True when nothing had changed."""
+    if live is None:
+        return True
+    rows = {r["doc_id"]: r for r in ctx.catalog.documents(live.gen) if r["n_l0"] is not None}
+    gone = [d for d in seen if d not in rows]
+    changed = [r for d, r in rows.items() if seen.get(d) != _seen(r)]
+    if not gone and not changed:
+        return True
+    for d in gone:  # deleted meanwhile: its catalog rows went with it, its points here go now
+        ctx.index.delete_unowned(gen.gen, d, {})
+        ctx.index.flush(gen.gen)
+        seen.pop(d)
+    handed = [r for r in changed if r["doc_id"] in seen and seen[r["doc_id"]][:2] == _seen(r)[:2]]
+    for r in handed:  # only its owner changed (a hand-over): the points' owner, what dense searches filter on
+        ctx.index.set_owner(gen.gen, r["doc_id"], r["owner"])
+        seen[r["doc_id"]] = _seen(r)
+    changed = [r for r in changed if r not in handed]
+    selected, keep_own, reread = plans
+    jobs = {}
+    for r in changed:
+        seen[r["doc_id"]] = _seen(r)
+        if selected is not None and r["doc_id"] not in selected:
+            continue  # copied below, as every document not re-cut was
+        jobs[r["doc_id"]] = ctx.jobs.add_rebuild(r, gen.gen, {
+            "own": (selected or {}).get(r["doc_id"]) if selected is not None else r.get("chunking") if keep_own
+            else None, "reread": "none"}, batch=f"reingest-{gen.gen}").job_id
+        recut.add(r["hash"])
+    log.info("re-ingestion: %d documents changed and %d deleted meanwhile; bringing them in", len(changed), len(gone))
+    if lock is not None:
+        lock.release()
+    try:
+        more = _run(ctx, gen, live, changed, jobs, _Progress(len(changed), False, None, None, 1.0), None,
+                    lock or _NoLock())
+    finally:
+        if lock is not None:
+            lock.acquire()
+    report.results += more.results
+    return False
 
 
 def _run(ctx: Resources, gen: Generation, live: Generation | None, rows: list[dict], jobs: dict[str, int],
-         bars: _Progress, fail_hook: Callable[[str], None] | None) -> IngestReport:
-    """Each document in turn: its job run (``jobs``: by document id) or, without one, its live chunks copied. Jobs
-    not run when this stops early are cancelled."""
+         bars: _Progress, fail_hook: Callable[[str], None] | None, lock) -> IngestReport:
+    """Each document in turn: its job run (``jobs``: by document id) or, without one, its live chunks copied, each
+    commit under ``lock``. Jobs not run when this stops early are cancelled."""
     runner = Runner(ctx)  # the settings' executor: with a queue_url, the cutting is done by the workers
+    runner.commit_lock = lock
     runner.on_report = lambda job, label, share: bars.track(label, share)
     report = IngestReport(generation=gen.gen)
     try:
         for i, row in enumerate(rows):
             t0 = time.time()
             bars.file(i, row["name"])
-            report.results.append(_one(ctx, gen, live, row, jobs.get(row["doc_id"]), runner, fail_hook, t0))
+            report.results.append(_one(ctx, gen, live, row, jobs.get(row["doc_id"]), runner, fail_hook, t0, lock))
             bars.done()
     finally:
         bars.close()
@@ -146,16 +274,20 @@ def _run(ctx: Resources, gen: Generation, live: Generation | None, rows: list[di
 
 
 def _one(ctx: Resources, gen: Generation, live: Generation | None, row: dict, job_id: int | None, runner: Runner,
-         fail_hook: Callable[[str], None] | None, t0: float) -> FileResult:
+         fail_hook: Callable[[str], None] | None, t0: float, lock) -> FileResult:
     """One document of the re-ingestion, as its line of the report."""
     name, doc_id = row["name"], row["doc_id"]
     try:
         if fail_hook:
             fail_hook(doc_id)
         if job_id is None:  # not selected: the live chunks (their text included) and vectors, copied
-            chunks, vectors = _copy(ctx, live, doc_id, row["hash"])
-            commit_document(ctx, gen, LoadedDoc(name, b"", "", row["kind"]), doc_id, row["hash"], chunks, vectors, t0,
-                            row.get("chunking"), size=row["size"], phase=row.get("phase"))
+            with lock:
+                why = gone_meanwhile(ctx.catalog, doc_id, row["hash"])
+                if why:
+                    return FileResult(name, "skipped", why, doc_id)
+                chunks, vectors = _copy(ctx, live, doc_id, row["hash"])
+                commit_document(ctx, gen, LoadedDoc(name, b"", "", row["kind"]), doc_id, row["hash"], chunks, vectors,
+                                t0, row.get("chunking"), size=row["size"], phase=row.get("phase"))
             return FileResult(name, "copied", "unchanged, copied", doc_id, _counts(ctx, gen, doc_id),
                               time.time() - t0)
     except Exception as e:
@@ -164,6 +296,9 @@ def _one(ctx: Resources, gen: Generation, live: Generation | None, row: dict, jo
             ctx.jobs.finish(job_id, JobState.FAILED, error=f"{e.__class__.__name__}: {e}")
         return FileResult(name, "failed", f"{e.__class__.__name__}: {e}", doc_id)
     job = runner.run_own(job_id)
+    why = gone_meanwhile(ctx.catalog, doc_id, row["hash"]) if job is None or job.state != JobState.READY else ""
+    if why:  # deleted or replaced while it ran (its reading may have failed as it went): no failure
+        return FileResult(name, "skipped", why, doc_id)
     if job is None or job.state != JobState.READY:
         why = (job.error or job.message or job.state) if job is not None else "its job is gone"
         log.warning("re-ingesting %s failed: %s", name, why)

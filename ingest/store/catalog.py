@@ -428,6 +428,12 @@ class Catalog:
                 on_commit(db)
         return version
 
+    def current_hash(self, doc_id: str) -> str | None:
+        """The content hash of ``doc_id``'s current version; None when there is no such document."""
+        row = self.db.execute("SELECT v.hash FROM documents d JOIN versions v ON v.doc_id=d.doc_id AND "
+                              "v.version=d.current_version WHERE d.doc_id=?", (doc_id,)).fetchone()
+        return row[0] if row else None
+
     def remove_document(self, doc_id: str) -> list[str]:
         """Forget ``doc_id`` entirely (chunks, index rows, its versions); returns the content hashes no other
         document refers to any more, whose originals the caller removes from the store."""

@@ -193,3 +193,51 @@ def test_a_reingestion_killed_half_way_leaves_the_live_index_and_cancelled_jobs(
     assert again.catalog.live_generation().gen == live.gen and again.index.generations() == {live.gen}
     assert again.jobs.get(job.job_id).state == JobState.CANCELLED
     assert again.catalog.generation(g).status == "failed"
+
+
+def test_uploads_and_deletions_go_on_during_a_reingestion_and_it_catches_up_with_them(make_ctx, write):
+    """Given the write lock (the web app's), a re-ingestion holds it only per commit and for the switch: an upload,
+    a new version and a deletion made while it runs land in the live index at once and in the new generation too."""
+    from ingest.store.write import delete_document
+
+    ctx = make_ctx(theta=40)
+    ingest_files(ctx, [write("a.txt", "Apples grow on trees in the old orchard. " * 5),
+                       write("b.txt", "Bananas ripen slowly in the warm sun. " * 5),
+                       write("c.txt", "Cherries are small and red and sour. " * 5)])
+    before = ctx.catalog.live_generation().gen
+    happened = []
+
+    def meanwhile(doc_id: str) -> None:  # called as the re-ingestion starts each document
+        if happened:
+            return
+        assert ctx.write_lock.acquire(timeout=0)  # free: an upload does not wait for the re-ingestion
+        ctx.write_lock.release()
+        ingest_files(ctx, [write("d.txt", "Dates are a sweet fruit of the desert palm. " * 5)])
+        ingest_files(ctx, [write("b.txt", "Blueberries replaced the bananas this year. " * 5)])
+        with ctx.write_lock:
+            delete_document(ctx, "c.txt")
+        happened.append(doc_id)
+        assert "Dates are a sweet" in _texts(ctx)  # searchable at once, in the index still live
+
+    report = reingest(ctx, lock=ctx.write_lock, _fail_hook=meanwhile)
+    live = ctx.catalog.live_generation()
+    assert happened and not report.failed and live.gen != before
+    assert {r["doc_id"] for r in ctx.catalog.documents(live.gen) if r["n_l0"]} == {"a.txt", "b.txt", "d.txt"}
+    texts = _texts(ctx)
+    assert "Dates are a sweet" in texts and "Blueberries" in texts
+    assert "Bananas" not in texts and "Cherries" not in texts  # the old version and the deleted document: gone
+    assert {p.payload["doc_id"] for lv in range(live.n_levels) for p in ctx.index.points(live.gen, lv)} == \
+        {"a.txt", "b.txt", "d.txt"}  # no point of the deleted document left behind
+    rep = check(ctx.catalog, ctx.index)
+    assert rep.removed_points == 0 and not rep.missing and not rep.pending
+    said = {r.name: r.message for r in report.results if r.status == "skipped"}
+    assert said == {"b.txt": "a new version came during its re-ingestion", "c.txt": "deleted during its re-ingestion"}
+    assert [v["version"] for v in ctx.catalog.documents(live.gen) if v["doc_id"] == "b.txt"] == [2]
+
+
+def test_a_reingestion_without_a_lock_given_holds_it_whole_as_before(make_ctx, write):
+    """The CLI's way (the data dir's writer lock held): nothing is caught up because nothing can write meanwhile."""
+    ctx = make_ctx(theta=40)
+    ingest_files(ctx, [write("a.txt", "Apples grow on trees in the old orchard. " * 5)])
+    report = reingest(ctx)
+    assert not report.failed and [r.status for r in report.results] == ["ingested"]

@@ -383,3 +383,32 @@ def test_guessing_a_user_account_password_is_slowed_down_like_the_admin_s(tmp_pa
     now[0] += 900.0  # the window has passed
     assert login("bob", "the-right-password") is True
     assert login("alice", "anything") is False
+
+
+def test_an_upload_during_a_reingestion_is_searchable_at_once_and_after_the_switch(svc, write):
+    """The Admin's re-ingestion holds the write lock only per commit and for the switch: an upload made while it runs
+    is ready without waiting for it, and the new generation holds it too."""
+    import threading
+
+    svc.ingest_files([write("notes.md", TEXT), write("more.md", "The harbour has nine fishing boats.\n")])
+    tok = svc.login("admin", "pw")
+    uploaded: dict = {}
+
+    def upload() -> None:
+        uploaded["rows"] = svc.ingest_files([write("late.md", "The ferry leaves at seven every morning.\n")])
+
+    def on_progress(done: int, total: int, name: str) -> None:
+        if "thread" not in uploaded:
+            uploaded["thread"] = t = threading.Thread(target=upload)
+            t.start()
+            t.join(timeout=60)
+            uploaded["before_switch"] = not t.is_alive() and svc.job.running  # done while the re-ingestion runs
+
+    report = svc.reingest(tok, None, "recursive", 12, progress=on_progress)
+    assert not report.failed and uploaded["before_switch"]
+    assert uploaded["rows"][0]["status"] == "ready"
+    live = svc.ctx.catalog.live_generation()
+    assert live.theta == 12
+    assert {r["doc_id"] for r in svc.ctx.catalog.documents(live.gen) if r["n_l0"]} == {"notes.md", "more.md",
+                                                                                         "late.md"}
+    assert any("ferry" in s.text for s in svc.search("When does the ferry leave?").sources)
