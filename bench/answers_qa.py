@@ -173,7 +173,9 @@ ROWS = (("the reader of 3cd4e12 (baseline)", "answers_qa_baseline"),
         ("default: keyword weight 0.25, an unsure route gives way to the whole search", "answers_qa_widen"),
         ("the default on a rebuilt corpus (another machine, own-topic follow-ups)", "answers_qa_r8"),
         ("reader alone at the dev sweep's 60%-precision threshold (dev only)", "answers_qa_floor60"),
-        ("fitted LM check stage, k 2 (MGRAG_LM_CHECK=on, bundled llama-server)", "answers_qa_lmstage"))
+        ("fitted LM check stage, k 2 (MGRAG_LM_CHECK=on, bundled llama-server)", "answers_qa_lmstage"),
+        ("reader alone, a 10-K's change columns read by year, in-line bullets (4f0a1e5)", "answers_qa_cells"),
+        ("LM check stage, a 10-K's change columns read by year, in-line bullets (4f0a1e5)", "answers_qa_lmcells"))
 
 
 def _pct(n: int, d: int) -> str:
