@@ -214,6 +214,20 @@ def cmd_worker(args) -> int:
 def cmd_reingest(args) -> int:
     """Re-ingest every document, or those named (:meth:`services.commands.CommandsPart.reingest_library`)."""
     service = _service(args, writer=True)
+    if args.resume:
+        if args.docs or args.chunker or args.theta or args.lg_mode or args.copy:
+            print("error: --resume finishes the re-ingestion that was interrupted, as it was asked: it takes no "
+                  "documents, --chunker, --theta, --lg-mode or --copy", file=sys.stderr)
+            return 2
+        report = service.resume_library(allow_partial=args.allow_partial, progress=not args.quiet)
+        if report is None:
+            print("no interrupted re-ingestion to resume")
+            return 0
+        _print_report(report)
+        if report.failed and not args.allow_partial:
+            print("re-ingestion failed; the live index is unchanged", file=sys.stderr)
+            return 1
+        return 0
     if args.copy:
         if args.docs or args.chunker or args.theta or args.lg_mode:
             print("error: --copy keeps every document's chunks: it takes no documents, --chunker, --theta or --lg-mode",
@@ -659,6 +673,9 @@ def _add_library_commands(sub) -> None:
     s.add_argument("--reread", choices=("auto", "all", "none"), default="auto",
                    help="read documents again from their stored originals: auto (default) those an older version's "
                         "reader read, all, or none (re-cut the stored text)")
+    s.add_argument("--resume", action="store_true",
+                   help="finish a re-ingestion whose process stopped before it switched (the documents it wrote "
+                        "stay; `mgrag serve` resumes it by itself; a new re-ingestion drops it)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=cmd_reingest)
 

@@ -180,6 +180,15 @@ class CommandsPart(ServicePart):
             return reingest(self.ctx, chunker, theta, allow_partial=allow_partial, only=only, progress=progress,
                             reread=reread)
 
+    def resume_library(self, allow_partial: bool = False, progress: bool = False):
+        """Finish an interrupted re-ingestion under the data dir's writer lock (:func:`ingest.jobs.rebuild.resume`);
+        its report, or None when there is none."""
+        from ingest.jobs.rebuild import resume
+
+        self.ctx.writer_lock()
+        with self._writing("reingest"):
+            return resume(self.ctx, allow_partial=allow_partial, progress=progress)
+
     def delete_document(self, ref: str) -> str:
         """Delete one document (id, name or hash prefix) under the data dir's writer lock, the way the web app does
         (:meth:`_delete`: its evaluations' evidence and conversations' mentions go too); its id."""

@@ -4,6 +4,7 @@ what an owner may search or delete, and the live index's chunks. A part of :clas
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 from ingest.jobs.queue import document_states as queue_states
@@ -38,6 +39,32 @@ class DocumentsPart(ServicePart):
                 on_step(st)
 
         return reingest(self.ctx, on_progress=on, on_step=step, lock=self.write_lock, **kw)
+
+    def resume_interrupted(self) -> threading.Thread | None:
+        """A re-ingestion a stopped server left unfinished (:func:`ingest.jobs.rebuild.resume`), finished in the
+        background as the Admin's re-ingestion runs (uploads go on meanwhile); the thread, or None when there is
+        none to resume."""
+        if self.ctx.catalog.interrupted_reingestion() is None:
+            return None
+
+        def run() -> None:
+            from ingest.jobs.rebuild import resume
+
+            try:
+                with self._reingesting():
+                    report = resume(self.ctx, lock=self.write_lock, on_progress=self._on_progress)
+                if report is not None:
+                    log.info("the interrupted re-ingestion is finished: %d documents, %d failed",
+                             len(report.results), len(report.failed))
+            except Exception:  # the live index is untouched; the next start tries again
+                log.exception("resuming the interrupted re-ingestion failed")
+
+        t = threading.Thread(target=run, name="mgrag-resume-reingest", daemon=True)
+        t.start()
+        return t
+
+    def _on_progress(self, done: int, total: int, name: str) -> None:
+        self.job.done, self.job.total, self.job.name = done, total, name
 
     def _writing(self, kind: str):
         """The write lock for one write (a deletion, a hand-over), shown as the running job unless a re-ingestion is

@@ -237,6 +237,7 @@ def serve(settings=None, *, host: str | None = None, port: int | None = None) ->
         _exit_on_sigterm()
         service.ensure_runner()  # jobs a stopped server (or `mgrag ingest --no-wait`) left queued resume now
         service.warm_checker()  # the LM check's model loads while the page opens
+        service.resume_interrupted()  # a re-ingestion a stopped server left half-done finishes in the background
         _, url = launch(service, host=host, port=port, block=False)
         log.info("MGRAG is serving on %s", url)
         print(f"MGRAG web app: {url}", flush=True)

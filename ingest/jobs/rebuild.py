@@ -16,6 +16,7 @@ check drops, and its jobs are cancelled when a runner next starts.
 """
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -83,8 +84,10 @@ def reingest(ctx: Resources, chunker: str | None = None, theta: int | None = Non
         return _build(ctx, setup, bars, allow_partial, _NoLock(), _fail_hook)
 
 
-def _build(ctx: Resources, setup: tuple, bars: _Progress, allow_partial: bool, lock, fail_hook) -> IngestReport:
-    """The jobs run, the uploads and deletions made meanwhile caught up with, the switch (or the drop)."""
+def _build(ctx: Resources, setup: tuple, bars: _Progress, allow_partial: bool, lock, fail_hook,
+           seen: dict[str, tuple] | None = None) -> IngestReport:
+    """The jobs run, the uploads and deletions made meanwhile caught up with, the switch (or the drop). ``seen``:
+    what the generation already holds of documents not in ``rows`` (a resumed re-ingestion's)."""
     gen, live, rows, jobs, selected, keep_own, reread, probe, run = setup
     report = _run(ctx, gen, live, rows, jobs, bars, fail_hook, lock)
     recut = {r["hash"] for r in rows if r["doc_id"] in jobs}  # the texts this re-ingestion may have read again
@@ -92,7 +95,7 @@ def _build(ctx: Resources, setup: tuple, bars: _Progress, allow_partial: bool, l
         with lock:
             _drop(ctx, gen, recut, probe.n_levels, run, report)
         return report
-    seen = {r["doc_id"]: _seen(r) for r in rows if r["n_l0"] is not None}
+    seen = {**(seen or {}), **{r["doc_id"]: _seen(r) for r in rows if r["n_l0"] is not None}}
     plans = (selected, keep_own, reread)
     for last in [False] * CATCH_UP_ROUNDS + [True]:
         lock.acquire()
@@ -117,6 +120,79 @@ def _build(ctx: Resources, setup: tuple, bars: _Progress, allow_partial: bool, l
 def _seen(row: dict) -> tuple:
     """What the catch-up compares of a live document: its version, its phase (a long PDF read further), its owner."""
     return row["hash"], row["phase"], row["owner"]
+
+
+def resume(ctx: Resources, *, lock=None, progress: bool = False,
+           on_progress: Callable[[int, int, str], None] | None = None, on_step: Callable[[Step], None] | None = None,
+           step_interval_s: float = 0.25, allow_partial: bool = False) -> IngestReport | None:
+    """Finish a re-ingestion whose process stopped before it switched (:meth:`Catalog.interrupted_reingestion`; the
+    next open kept its generation): the documents it wrote stay, its other jobs run again, what changed in the live
+    index since (new documents and versions, deletions) is caught up with, then the switch. None when there is none to
+    resume. ``lock`` and the callbacks as for :func:`reingest`."""
+    lock = lock if lock is not None else _NoLock()
+    with lock:
+        found = ctx.catalog.interrupted_reingestion()
+        if found is None:
+            return None
+        setup, seen = _resumed(ctx, *found)
+    log.info("resuming the re-ingestion into generation %d: %d documents left", setup[0].gen, len(setup[2]))
+    bars = _Progress(len(setup[2]), progress, on_progress, on_step, step_interval_s)
+    if setup[1] is not None:
+        return _build(ctx, setup, bars, allow_partial, lock, None, seen)
+    with lock:
+        return _build(ctx, setup, bars, allow_partial, _NoLock(), None, seen)
+
+
+def _resumed(ctx: Resources, gen: Generation, run: dict) -> tuple[tuple, dict[str, tuple]]:
+    """An interrupted re-ingestion's set-up as :func:`_set_up` gives it, with the documents it wrote before it stopped
+    taken out of the rows (``seen``: their versions as written; one replaced or read further since is caught up)."""
+    cat, detail = ctx.catalog, run["detail"]
+    live = cat.live_generation()
+    rows = cat.documents(live.gen) if live is not None else []
+    written = {r["doc_id"]: r for r in cat.documents(gen.gen) if r["n_l0"] is not None}
+    own_jobs = {}
+    for job in ctx.jobs.jobs(batch=f"reingest-{gen.gen}"):  # oldest first: the newest job of a document wins
+        own_jobs[job.doc_id] = job
+    seen = {}
+    for d, w in written.items():
+        now = next((r for r in rows if r["doc_id"] == d), None)
+        # the version written stands for the live one when it is the same (the live row's owner and all)
+        seen[d] = _seen(now) if now is not None and (now["hash"], now["phase"]) == (w["hash"], w["phase"]) else ()
+    left = [r for r in rows if r["doc_id"] not in written and (r["n_l0"] is not None or r["doc_id"] in own_jobs)]
+    jobs = {}
+    for r in left:
+        job = own_jobs.get(r["doc_id"])
+        if job is not None and job.hash == r["hash"]:
+            ctx.jobs.rewait(job.job_id)
+            jobs[r["doc_id"]] = job.job_id
+        elif not detail.get("some"):  # a document new or replaced since: cut as the others were
+            jobs[r["doc_id"]] = ctx.jobs.add_rebuild(r, gen.gen, {
+                "own": r.get("chunking") if detail.get("keep_own") else None, "reread": "none"},
+                batch=f"reingest-{gen.gen}").job_id
+    selected = ({d: json.loads(j.plan or "{}").get("own") for d, j in own_jobs.items()} if detail.get("some")
+                else None)
+    probe = chunker_for(ctx, gen.chunker, gen.theta, params=gen.params)
+    return (gen, live, left, jobs, selected, bool(detail.get("keep_own")), detail.get("reread", "auto"), probe,
+            run["run_id"]), seen
+
+
+def _drop_interrupted(ctx: Resources) -> None:
+    """A new re-ingestion replaces an interrupted one: its generation, jobs and staged readings go."""
+    found = ctx.catalog.interrupted_reingestion()
+    if found is None:
+        return
+    gen, run = found
+    log.info("dropping the re-ingestion interrupted in generation %d: a new one starts", gen.gen)
+    for job in ctx.jobs.jobs(batch=f"reingest-{gen.gen}"):
+        if job.state not in DONE:
+            ctx.jobs.finish(job.job_id, JobState.CANCELLED, message="a new re-ingestion replaced its own")
+    for h, g in ctx.store.staged():
+        if g == gen.gen:
+            ctx.store.discard(h, g)
+    ctx.index.drop_generation(gen.gen, gen.n_levels)
+    ctx.catalog.drop_generation_rows(gen.gen)
+    ctx.catalog.set_generation_status(gen.gen, "failed")
+    ctx.catalog.finish_run(run["run_id"], "dropped", 0, 0)
 
 
 # how many times the re-ingestion catches up with the uploads and deletions made meanwhile without holding the write
@@ -158,6 +234,7 @@ def _set_up(ctx: Resources, chunker, theta, only, reread: str):
     # a re-ingestion of some documents keeps the live index's context rule (the others' vectors are copied)
     keep = {CONTEXT_KEY: live.params[CONTEXT_KEY]} if live and selected is not None and uses_context(live.params) \
         else ({} if live and selected is not None else generation_params(s))
+    _drop_interrupted(ctx)
     gen_id = cat.new_generation(chunker, theta, {**probe.describe(), **keep}, s.embedder, ctx.embedder.dim,
                                 probe.n_levels)
     gen = cat.generation(gen_id)
@@ -165,7 +242,7 @@ def _set_up(ctx: Resources, chunker, theta, only, reread: str):
     for orphan in index.generations() & made_here:
         index.drop_generation(orphan)  # left by a failed earlier re-ingestion (never another data dir's)
     index.create_generation(gen_id, ctx.embedder.dim, probe.n_levels)
-    run = cat.start_run("reingest", gen_id)
+    run = cat.start_run("reingest", gen_id, {"some": selected is not None, "keep_own": keep_own, "reread": reread})
     rows = cat.documents(live.gen if live else None)
     if selected is not None:  # a document outside the live index (left out by a partial run) stays out
         rows = [r for r in rows if r["n_l0"] is not None or r["doc_id"] in selected]

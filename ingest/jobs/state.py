@@ -422,6 +422,14 @@ class JobStore:
         assert job is not None
         return job
 
+    def rewait(self, job_id: int) -> None:
+        """A re-ingestion's job that its stopped process left running, failed or cancelled waits again, attempts
+        reset, for the resumed re-ingestion to take (:meth:`claim_job`)."""
+        with self.catalog.transaction() as db:
+            db.execute("UPDATE jobs SET state='searchable', attempts=0, cancel=0, error=NULL, claimed_by=NULL, "
+                       "stage=NULL, progress=0, eta_s=NULL, finished=NULL, updated=? WHERE job_id=? AND "
+                       "target_gen IS NOT NULL", (time.time(), job_id))
+
     def claim_job(self, job_id: int, worker: str) -> Job | None:
         """Take one waiting job by its id (a re-ingestion takes its own); None when it is not waiting."""
         now = time.time()

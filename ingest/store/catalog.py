@@ -501,10 +501,21 @@ class Catalog:
         return row[0][0] if len(row) == 1 else None
 
     # -- runs -------------------------------------------------------------------------------------
-    def start_run(self, kind: str, gen: int | None) -> int:
-        cur = self.db.execute(
-            "INSERT INTO runs (kind, gen, started, status) VALUES (?,?,?,?)", (kind, gen, time.time(), "running"))
+    def start_run(self, kind: str, gen: int | None, detail: dict | None = None) -> int:
+        cur = self.db.execute("INSERT INTO runs (kind, gen, started, status, detail) VALUES (?,?,?,?,?)",
+                              (kind, gen, time.time(), "running", json.dumps(detail or {})))
         return int(cur.lastrowid)
+
+    def interrupted_reingestion(self) -> tuple[Generation, dict] | None:
+        """A re-ingestion whose process stopped before it switched or dropped: ``(the generation it was building,
+        its run row with ``detail`` read)``, the newest; None when there is none. Its jobs and the documents it wrote
+        stay for :func:`ingest.jobs.rebuild.resume`."""
+        for g in reversed(self.generations("building")):
+            row = self.db.execute("SELECT run_id, started, detail FROM runs WHERE kind='reingest' AND gen=? AND "
+                                  "status='running' ORDER BY run_id DESC LIMIT 1", (g.gen,)).fetchone()
+            if row is not None:
+                return g, {"run_id": row[0], "started": row[1], "detail": json.loads(row[2] or "{}")}
+        return None
 
     def finish_run(self, run_id: int, status: str, n_ok: int, n_failed: int, detail: dict | None = None) -> None:
         self.db.execute(

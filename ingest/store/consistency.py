@@ -6,7 +6,9 @@ an ingestion, a deletion or a re-ingestion leaves at most:
 * ``pending`` rows: documents whose points were being written or deleted. Their points that no catalog row
   owns are deleted (their keywords with them: both live in the point), whether the crash came before or after
   the catalog recorded them;
-* generations still ``building`` (a re-ingestion that never switched): dropped, store and rows;
+* generations still ``building``: the newest one of a re-ingestion whose run is still marked running stays, its
+  writes in flight undone as a live generation's are, for :func:`ingest.jobs.rebuild.resume` (``mgrag serve``
+  resumes it, ``mgrag reingest --resume`` too; a new re-ingestion drops it); any other is dropped, store and rows;
 * store generations the catalog does not call live (a retired generation not yet dropped): dropped;
 * on a server, aliases naming another generation than the catalog: pointed back at the live one;
 * texts a re-ingestion read again and staged (:meth:`ingest.store.catalog.DocumentStore.stage`): promoted when
@@ -55,6 +57,7 @@ class CheckReport:
     aliases_fixed: bool = False
     owners_backfilled: int = 0  # levels whose points were given their documents' owners (a store made before)
     readings_settled: int = 0  # staged re-readings of a re-ingestion promoted (its generation live) or dropped
+    interrupted: int | None = None  # the generation of a re-ingestion kept to be resumed
 
     @property
     def clean(self) -> bool:
@@ -74,16 +77,20 @@ def check(catalog, index, data_dir=None, own_store: bool = True,
             rep.removed_tmp += 1
         rep.removed_orphans = remove_orphans(catalog, data_dir / "originals", orphan_min_age_s)
     live = catalog.live_generation()
+    kept = catalog.interrupted_reingestion()
+    rep.interrupted = kept[0].gen if kept is not None else None
     for g in catalog.generations("building"):
+        if g.gen == rep.interrupted:
+            continue
         rep.dropped_generations.append(g.gen)
         index.drop_generation(g.gen, g.n_levels)
         catalog.drop_generation_rows(g.gen)
         catalog.set_generation_status(g.gen, "failed")
     if data_dir is not None:
-        rep.readings_settled = settle_readings(DocumentStore(data_dir / "originals"), live)
+        rep.readings_settled = settle_readings(DocumentStore(data_dir / "originals"), live, rep.interrupted)
     known = {g.gen for g in catalog.generations()}
     for g in sorted(index.generations()):
-        if (live is None or g != live.gen) and (own_store or g in known):
+        if (live is None or g != live.gen) and g != rep.interrupted and (own_store or g in known):
             rep.dropped_generations.append(g)
             index.drop_generation(g)
     old_keywords = None if data_dir is None else data_dir / "bm25"
@@ -102,11 +109,12 @@ def check(catalog, index, data_dir=None, own_store: bool = True,
             log.error("the store has no level %d of the live generation %d; creating it empty", lv, live.gen)
             index.create_level(live.gen, lv, live.dim)
     for gen, doc_id in rep.pending:
-        if gen == live.gen:
-            before = sum(index.count(gen, lv, [doc_id]) for lv in range(live.n_levels))
+        if gen in (live.gen, rep.interrupted):
+            before = sum(index.count(gen, lv, [doc_id]) for lv in index.levels(gen))
             keep = catalog.chunk_ids(gen, doc_id)
             index.delete_unowned(gen, doc_id, keep)
-            rep.removed_points += before - sum(index.count(gen, lv, [doc_id]) for lv in range(live.n_levels))
+            rep.removed_points += before - sum(index.count(gen, lv, [doc_id]) for lv in index.levels(gen))
+            index.flush(gen)
         catalog.end_pending(gen, doc_id)
     index.flush(live.gen)
     recorded = catalog.chunk_counts(live.gen)
@@ -133,12 +141,15 @@ def check(catalog, index, data_dir=None, own_store: bool = True,
     return _log(rep)
 
 
-def settle_readings(store: DocumentStore, live) -> int:
+def settle_readings(store: DocumentStore, live, interrupted: int | None = None) -> int:
     """A re-ingestion killed between its generation going live and the promotion of the texts it re-read leaves them
-    staged: those of the live generation become the stored texts (its chunks index into them); any other's (a
-    re-ingestion that never switched) are dropped. How many were settled."""
+    staged: those of the live generation become the stored texts (its chunks index into them); those of an
+    ``interrupted`` re-ingestion's generation stay staged for its resumption; any other's (a re-ingestion that never
+    switched) are dropped. How many were settled."""
     n = 0
     for h, gen in store.staged():
+        if gen == interrupted:
+            continue
         if live is not None and gen == live.gen:
             store.promote(h, gen)
         else:

@@ -32,3 +32,13 @@ def test_cli_reingest_reads_again_only_when_asked_or_when_the_reader_changed(cli
     assert main(["--data-dir", data, "reingest", "--quiet", "--reread", "all", "a.md"]) == 0
     out = capsys.readouterr().out
     assert "a.md" in out and "read again by today's reader" in out and out.count("read again") == 1
+
+
+def test_cli_reingest_resume_says_when_there_is_nothing_to_resume_and_refuses_other_options(cli_library, capsys):
+    data = cli_library
+    capsys.readouterr()
+    assert main(["--data-dir", data, "reingest", "--resume"]) == 0
+    assert "no interrupted re-ingestion to resume" in capsys.readouterr().out
+    assert main(["--data-dir", data, "reingest", "--resume", "--theta", "6"]) == 2
+    err = capsys.readouterr().err
+    assert "--resume finishes the re-ingestion that was interrupted" in err and "Traceback" not in err

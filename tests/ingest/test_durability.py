@@ -155,6 +155,15 @@ def test_killed_just_after_the_switch(tmp_path, engine, when):
     # before the catalog's transaction the old generation stays live; after it, the new one
     assert live.gen == (g1 if when == "after-index-switch" else g1 + 1)
     assert live.theta == (40 if when == "after-index-switch" else 20)
+    if when == "after-index-switch":  # its generation is kept for the re-ingestion to be resumed, which switches it
+        from ingest.jobs.rebuild import resume
+
+        assert ctx.index.search(0, ctx.embedder.embed_queries(["owl"])[0], 3)  # the live index answers meanwhile
+        assert ctx.check_report.interrupted == g1 + 1
+        report = resume(ctx)
+        assert report is not None and not report.failed and report.results == []  # every document was written
+        live = ctx.catalog.live_generation()
+        assert live.gen == g1 + 1 and live.theta == 20
     assert_one_truth(ctx)
     if engine == "local":
         assert ctx.index.live_collections()[ctx.index.alias(0)] == ctx.index.collection(live.gen, 0)

@@ -241,3 +241,68 @@ def test_a_reingestion_without_a_lock_given_holds_it_whole_as_before(make_ctx, w
     ingest_files(ctx, [write("a.txt", "Apples grow on trees in the old orchard. " * 5)])
     report = reingest(ctx)
     assert not report.failed and [r.status for r in report.results] == ["ingested"]
+
+
+class _Killed(BaseException):
+    """The process dying half-way (nothing after it runs: no drop, no switch)."""
+
+
+def _killed_half_way(make_ctx, write, data):
+    """A re-ingestion of three documents killed as it starts the second: (the new context opened on the data dir,
+    the generation it was building, the live generation before)."""
+    ctx = make_ctx(theta=40, data_dir=data)
+    ingest_files(ctx, [write("a.txt", "Apples grow on trees in the old orchard. " * 5),
+                       write("b.txt", "Bananas ripen slowly in the warm sun. " * 5),
+                       write("c.txt", "Cherries are small and red and sour. " * 5)])
+    live = ctx.catalog.live_generation()
+
+    def die(doc_id: str) -> None:
+        if doc_id == "b.txt":
+            raise _Killed()
+
+    with pytest.raises(_Killed):
+        reingest(ctx, theta=20, _fail_hook=die)
+    building = ctx.catalog.generations("building")[-1].gen
+    ctx.close()
+    again = make_ctx(theta=40, data_dir=data)
+    again.writer_lock()  # the open's consistency check
+    return again, building, live
+
+
+def test_a_reingestion_killed_half_way_is_resumed_with_what_it_wrote_and_what_came_since(make_ctx, write, tmp_path):
+    """The next open keeps the generation an interrupted re-ingestion was building (the live index answers as before
+    meanwhile); resuming it cuts only the documents it had not written, catches up with an upload and a deletion
+    made since, and switches."""
+    from ingest.jobs.rebuild import resume
+    from ingest.store.write import delete_document
+
+    ctx, building, before = _killed_half_way(make_ctx, write, tmp_path / "d")
+    assert ctx.catalog.live_generation().gen == before.gen and building in ctx.index.generations()
+    assert ctx.catalog.interrupted_reingestion()[0].gen == building
+    written = {r["doc_id"] for r in ctx.catalog.documents(building) if r["n_l0"]}
+    assert written == {"a.txt"}
+    ingest_files(ctx, [write("d.txt", "Dates are a sweet fruit of the desert palm. " * 5)])  # after the restart
+    with ctx.write_lock:
+        delete_document(ctx, "c.txt")
+    report = resume(ctx)
+    assert report is not None and not report.failed
+    live = ctx.catalog.live_generation()
+    assert live.gen == building and live.theta == 20
+    assert {r.name for r in report.results} == {"b.txt", "d.txt"}  # a.txt was written before the kill
+    assert {r["doc_id"] for r in ctx.catalog.documents(live.gen) if r["n_l0"]} == {"a.txt", "b.txt", "d.txt"}
+    texts = _texts(ctx)
+    assert "Dates are a sweet" in texts and "Cherries" not in texts
+    assert ctx.catalog.interrupted_reingestion() is None and resume(ctx) is None
+    assert check(ctx.catalog, ctx.index).clean
+
+
+def test_a_new_reingestion_drops_an_interrupted_one(make_ctx, write, tmp_path):
+    from ingest.jobs.state import JobState
+
+    ctx, building, before = _killed_half_way(make_ctx, write, tmp_path / "d")
+    left = [j for j in ctx.jobs.jobs(batch=f"reingest-{building}") if j.state != JobState.READY]
+    assert left
+    report = reingest(ctx)
+    assert not report.failed and ctx.catalog.generation(building).status == "failed"
+    assert building not in ctx.index.generations() and ctx.catalog.interrupted_reingestion() is None
+    assert all(ctx.jobs.get(j.job_id).state == JobState.CANCELLED for j in left)

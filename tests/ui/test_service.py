@@ -412,3 +412,34 @@ def test_an_upload_during_a_reingestion_is_searchable_at_once_and_after_the_swit
     assert {r["doc_id"] for r in svc.ctx.catalog.documents(live.gen) if r["n_l0"]} == {"notes.md", "more.md",
                                                                                          "late.md"}
     assert any("ferry" in s.text for s in svc.search("When does the ferry leave?").sources)
+
+
+def test_a_server_started_after_a_killed_reingestion_finishes_it_in_the_background(make_ctx, write, tmp_path):
+    from ingest.jobs.rebuild import reingest
+
+    class Killed(BaseException):
+        pass
+
+    data = tmp_path / "data"
+    ctx = make_ctx(chunker="recursive", theta=20, synth_backend="extractive", data_dir=data)
+    svc = AppService(ctx, admin_password="pw", upload_root=data.parent)
+    svc.ingest_files([write("notes.md", TEXT), write("more.md", "The harbour has nine fishing boats.\n")])
+
+    def die(doc_id: str) -> None:
+        if doc_id == "notes.md":
+            raise Killed()
+
+    with pytest.raises(Killed):
+        reingest(ctx, theta=12, _fail_hook=die)
+    svc.close(context=True)
+    again = AppService(make_ctx(chunker="recursive", theta=20, synth_backend="extractive", data_dir=data),
+                       admin_password="pw", upload_root=data.parent)
+    again.ensure_runner()
+    thread = again.resume_interrupted()
+    assert thread is not None
+    thread.join(timeout=120)
+    live = again.ctx.catalog.live_generation()
+    assert not thread.is_alive() and live.theta == 12
+    assert {r["doc_id"] for r in again.ctx.catalog.documents(live.gen) if r["n_l0"]} == {"notes.md", "more.md"}
+    assert again.resume_interrupted() is None
+    assert any("lamp" in s.text for s in again.search("What does the lamp burn?").sources)
