@@ -212,7 +212,8 @@ def cmd_worker(args) -> int:
 
 
 def cmd_reingest(args) -> int:
-    """Re-ingest every document, or those named (:meth:`services.commands.CommandsPart.reingest_library`)."""
+    """Re-ingest every document, or those named (:meth:`services.commands.CommandsPart.reingest_library`), or finish
+    an interrupted re-ingestion (``--resume``)."""
     service = _service(args, writer=True)
     if args.resume:
         if args.docs or args.chunker or args.theta or args.lg_mode or args.copy:
@@ -223,39 +224,28 @@ def cmd_reingest(args) -> int:
         if report is None:
             print("no interrupted re-ingestion to resume")
             return 0
-        _print_report(report)
-        if report.failed and not args.allow_partial:
-            print("re-ingestion failed; the live index is unchanged", file=sys.stderr)
-            return 1
-        return 0
+        return _reingested(service, report, args)
     if args.copy:
         if args.docs or args.chunker or args.theta or args.lg_mode:
             print("error: --copy keeps every document's chunks: it takes no documents, --chunker, --theta or --lg-mode",
                   file=sys.stderr)
             return 2
-        report = service.reingest_library([], allow_partial=args.allow_partial, progress=not args.quiet)
-        _print_report(report)
-        if report.failed and not args.allow_partial:
-            print("re-ingestion failed; the live index is unchanged", file=sys.stderr)
-            return 1
-        return 0
-    if args.docs:  # some documents re-chunked (with their own chunker/θ if given), the rest copied; atomic switch
-        try:
-            report = service.reingest_library(args.docs, args.chunker, args.theta, allow_partial=args.allow_partial,
-                                              progress=not args.quiet, reread=args.reread)
-        except ValueError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        _print_report(report)
-        if report.failed and not args.allow_partial:
-            print("re-ingestion failed; the live index is unchanged", file=sys.stderr)
-            return 1
-        return 0
-    report = service.reingest_library(None, args.chunker, args.theta, allow_partial=args.allow_partial,
-                                      progress=not args.quiet, reread=args.reread)
+        return _reingested(service, service.reingest_library([], allow_partial=args.allow_partial,
+                                                             progress=not args.quiet), args)
+    try:  # named documents: only those re-chunked (with their own chunker/θ if given), the rest copied
+        report = service.reingest_library(args.docs or None, args.chunker, args.theta, allow_partial=args.allow_partial,
+                                          progress=not args.quiet, reread=args.reread)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return _reingested(service, report, args)
+
+
+def _reingested(service, report, args) -> int:
+    """A re-ingestion's report printed; 1 when it failed (the live index unchanged), else 0."""
     _print_report(report)
-    live = service.ctx.catalog.live_generation()
     if report.failed and not args.allow_partial:
+        live = service.ctx.catalog.live_generation()
         print(f"re-ingestion failed; the live index (generation {live.gen if live else '-'}) is unchanged",
               file=sys.stderr)
         return 1
