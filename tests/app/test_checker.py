@@ -66,6 +66,7 @@ import ui.app as u
 class Service:
     def ensure_runner(self): pass
     def warm_checker(self): pass
+    def resume_interrupted(self): pass
     def close(self, context=False):
         open({str(marker)!r}, "w").write("closed context=%s" % context)
 u.start_service = lambda settings=None: Service()
