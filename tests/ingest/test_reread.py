@@ -195,10 +195,16 @@ def test_a_reingestion_killed_half_way_leaves_the_live_index_and_cancelled_jobs(
     assert again.catalog.generation(g).status == "failed"
 
 
-def test_uploads_and_deletions_go_on_during_a_reingestion_and_it_catches_up_with_them(make_ctx, write):
+@pytest.mark.parametrize("rounds", [2, 0])
+def test_uploads_and_deletions_go_on_during_a_reingestion_and_it_catches_up_with_them(make_ctx, write, monkeypatch,
+                                                                                       rounds):
     """Given the write lock (the web app's), a re-ingestion holds it only per commit and for the switch: an upload,
-    a new version and a deletion made while it runs land in the live index at once and in the new generation too."""
+    a new version and a deletion made while it runs land in the live index at once and in the new generation too.
+    With no rounds beside the uploads, the catch-up runs holding the lock (its commits do not take it again)."""
+    import ingest.jobs.rebuild as rebuild
     from ingest.store.write import delete_document
+
+    monkeypatch.setattr(rebuild, "CATCH_UP_ROUNDS", rounds)
 
     ctx = make_ctx(theta=40)
     ingest_files(ctx, [write("a.txt", "Apples grow on trees in the old orchard. " * 5),
