@@ -3,6 +3,7 @@ what an owner may search or delete, and the live index's chunks. A part of :clas
 ``self.ctx``, ``self.job``, ``self.write_lock``, ``self.feedback`` and ``self.conversations``)."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -29,7 +30,7 @@ class DocumentsPart(ServicePart):
         from ingest.jobs.rebuild import reingest
 
         def on(done: int, total: int, name: str) -> None:
-            self.job.done, self.job.total, self.job.name = done, total, name
+            self._on_progress(done, total, name)
             if progress is not None:
                 progress(done, total, name)
 
@@ -69,43 +70,29 @@ class DocumentsPart(ServicePart):
     def _writing(self, kind: str):
         """The write lock for one write (a deletion, a hand-over), shown as the running job unless a re-ingestion is
         (it runs beside such writes: :meth:`_reingesting`)."""
-        service = self
-
-        class _Guard:
-            def __enter__(self_inner):
-                if not service.write_lock.acquire(timeout=0.1):
-                    log.info("%s waits for the running %s", kind, service.job.kind)
-                    service.write_lock.acquire()
-                self_inner.job = JobState(kind, True, started=time.time())
-                if not (service.job.running and service.job.kind == "reingest"):
-                    service.job = self_inner.job
-                return self_inner.job
-
-            def __exit__(self_inner, *exc):
-                self_inner.job.running = False
-                service.write_lock.release()
-
-        return _Guard()
+        return self._holding(self.write_lock, kind)
 
     def _reingesting(self):
         """One re-ingestion at a time, shown as the running job. It does not hold the write lock: it takes it for
         each commit and for the switch (:func:`ingest.jobs.rebuild.reingest` with ``lock``), so uploads, deletions
         and hand-overs go on meanwhile and the re-ingestion catches up with them before it switches."""
-        service = self
+        return self._holding(self.reingest_lock, "reingest")
 
-        class _Guard:
-            def __enter__(self_inner):
-                if not service.reingest_lock.acquire(timeout=0.1):
-                    log.info("a re-ingestion waits for the running one")
-                    service.reingest_lock.acquire()
-                service.job = JobState("reingest", True, started=time.time())
-                return service.job
-
-            def __exit__(self_inner, *exc):
-                service.job.running = False
-                service.reingest_lock.release()
-
-        return _Guard()
+    @contextlib.contextmanager
+    def _holding(self, lock: threading.Lock, kind: str):
+        """``lock`` held for a job of ``kind`` (waiting for the one holding it, with a log line), the job shown in
+        :attr:`job` unless a running re-ingestion is shown there."""
+        if not lock.acquire(timeout=0.1):
+            log.info("%s waits for the running %s", kind, self.job.kind)
+            lock.acquire()
+        job = JobState(kind, True, started=time.time())
+        if kind == "reingest" or not (self.job.running and self.job.kind == "reingest"):
+            self.job = job
+        try:
+            yield job
+        finally:
+            job.running = False
+            lock.release()
 
     @staticmethod
     def reader(owner) -> str | None:

@@ -78,6 +78,7 @@ from ingest.types import content_hash
 log = logging.getLogger(__name__)
 
 RUNNER_KEY = "runner"  # meta key of the running runner's heartbeat
+HEARTBEAT_S = 2.0
 # a re-ingestion's job whose document was deleted, or replaced by a new version, while it ran (the re-ingestion
 # catches up with the new version before it switches)
 DELETED_MEANWHILE = "deleted during its re-ingestion"
@@ -89,7 +90,6 @@ def gone_meanwhile(cat, doc_id: str, h: str) -> str:
     replaced by a newer version; "" when it is still the current one."""
     now = cat.current_hash(doc_id)
     return DELETED_MEANWHILE if now is None else REPLACED_MEANWHILE if now != h else ""
-HEARTBEAT_S = 2.0
 
 
 class _Stale(Exception):

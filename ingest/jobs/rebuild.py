@@ -78,10 +78,17 @@ def reingest(ctx: Resources, chunker: str | None = None, theta: int | None = Non
     with lock:
         setup = _set_up(ctx, chunker, theta, only, reread)
     bars = _Progress(len(setup[2]), progress, on_progress, on_step, step_interval_s)
+    return _go(ctx, setup, bars, allow_partial, lock, _fail_hook)
+
+
+def _go(ctx: Resources, setup: tuple, bars: _Progress, allow_partial: bool, lock, fail_hook,
+        seen: dict[str, tuple] | None = None) -> IngestReport:
+    """:func:`_build` beside the other writers, or holding ``lock`` throughout when there is no live index yet (an
+    upload meanwhile would make one that this switch drops, so it waits)."""
     if setup[1] is not None:
-        return _build(ctx, setup, bars, allow_partial, lock, _fail_hook)
-    with lock:  # no live index yet: an upload meanwhile would make one that this switch drops, so it waits
-        return _build(ctx, setup, bars, allow_partial, _NoLock(), _fail_hook)
+        return _build(ctx, setup, bars, allow_partial, lock, fail_hook, seen)
+    with lock:
+        return _build(ctx, setup, bars, allow_partial, _NoLock(), fail_hook, seen)
 
 
 def _build(ctx: Resources, setup: tuple, bars: _Progress, allow_partial: bool, lock, fail_hook,
@@ -136,11 +143,8 @@ def resume(ctx: Resources, *, lock=None, progress: bool = False,
             return None
         setup, seen = _resumed(ctx, *found)
     log.info("resuming the re-ingestion into generation %d: %d documents left", setup[0].gen, len(setup[2]))
-    bars = _Progress(len(setup[2]), progress, on_progress, on_step, step_interval_s)
-    if setup[1] is not None:
-        return _build(ctx, setup, bars, allow_partial, lock, None, seen)
-    with lock:
-        return _build(ctx, setup, bars, allow_partial, _NoLock(), None, seen)
+    return _go(ctx, setup, _Progress(len(setup[2]), progress, on_progress, on_step, step_interval_s), allow_partial,
+               lock, None, seen)
 
 
 def _resumed(ctx: Resources, gen: Generation, run: dict) -> tuple[tuple, dict[str, tuple]]:
@@ -151,11 +155,12 @@ def _resumed(ctx: Resources, gen: Generation, run: dict) -> tuple[tuple, dict[st
     rows = cat.documents(live.gen) if live is not None else []
     written = {r["doc_id"]: r for r in cat.documents(gen.gen) if r["n_l0"] is not None}
     own_jobs = {}
-    for job in ctx.jobs.jobs(batch=f"reingest-{gen.gen}"):  # oldest first: the newest job of a document wins
+    for job in ctx.jobs.jobs(batch=_batch(gen.gen)):  # oldest first: the newest job of a document wins
         own_jobs[job.doc_id] = job
+    by_id = {r["doc_id"]: r for r in rows}
     seen = {}
     for d, w in written.items():
-        now = next((r for r in rows if r["doc_id"] == d), None)
+        now = by_id.get(d)
         # the version written stands for the live one when it is the same (the live row's owner and all)
         seen[d] = _seen(now) if now is not None and (now["hash"], now["phase"]) == (w["hash"], w["phase"]) else ()
     left = [r for r in rows if r["doc_id"] not in written and (r["n_l0"] is not None or r["doc_id"] in own_jobs)]
@@ -166,9 +171,7 @@ def _resumed(ctx: Resources, gen: Generation, run: dict) -> tuple[tuple, dict[st
             ctx.jobs.rewait(job.job_id)
             jobs[r["doc_id"]] = job.job_id
         elif not detail.get("some"):  # a document new or replaced since: cut as the others were
-            jobs[r["doc_id"]] = ctx.jobs.add_rebuild(r, gen.gen, {
-                "own": r.get("chunking") if detail.get("keep_own") else None, "reread": "none"},
-                batch=f"reingest-{gen.gen}").job_id
+            jobs[r["doc_id"]] = _add_job(ctx, r, gen.gen, None, bool(detail.get("keep_own")), "none")
     selected = ({d: json.loads(j.plan or "{}").get("own") for d, j in own_jobs.items()} if detail.get("some")
                 else None)
     probe = chunker_for(ctx, gen.chunker, gen.theta, params=gen.params)
@@ -183,15 +186,10 @@ def _drop_interrupted(ctx: Resources) -> None:
         return
     gen, run = found
     log.info("dropping the re-ingestion interrupted in generation %d: a new one starts", gen.gen)
-    for job in ctx.jobs.jobs(batch=f"reingest-{gen.gen}"):
+    for job in ctx.jobs.jobs(batch=_batch(gen.gen)):
         if job.state not in DONE:
             ctx.jobs.finish(job.job_id, JobState.CANCELLED, message="a new re-ingestion replaced its own")
-    for h, g in ctx.store.staged():
-        if g == gen.gen:
-            ctx.store.discard(h, g)
-    ctx.index.drop_generation(gen.gen, gen.n_levels)
-    ctx.catalog.drop_generation_rows(gen.gen)
-    ctx.catalog.set_generation_status(gen.gen, "failed")
+    _discard(ctx, gen, {h for h, g in ctx.store.staged() if g == gen.gen}, gen.n_levels)
     ctx.catalog.finish_run(run["run_id"], "dropped", 0, 0)
 
 
@@ -248,21 +246,36 @@ def _set_up(ctx: Resources, chunker, theta, only, reread: str):
         rows = [r for r in rows if r["n_l0"] is not None or r["doc_id"] in selected]
     copied = {r["doc_id"] for r in rows if selected is not None and r["doc_id"] not in selected}
     shared = {r["hash"] for r in rows if r["doc_id"] in copied}  # a text a copied document indexes into stays
-    jobs = {r["doc_id"]: ctx.jobs.add_rebuild(r, gen_id, {
-        "own": selected[r["doc_id"]] if selected is not None else r.get("chunking") if keep_own else None,
-        "reread": "none" if r["hash"] in shared else reread}, batch=f"reingest-{gen_id}").job_id
-        for r in rows if r["doc_id"] not in copied}
+    jobs = {r["doc_id"]: _add_job(ctx, r, gen_id, selected, keep_own, "none" if r["hash"] in shared else reread)
+            for r in rows if r["doc_id"] not in copied}
     return gen, live, rows, jobs, selected, keep_own, reread, probe, run
 
 
 def _drop(ctx: Resources, gen: Generation, recut: set[str], n_levels: int, run: int, report: IngestReport) -> None:
-    for h in recut:
+    _discard(ctx, gen, recut, n_levels)
+    ctx.catalog.finish_run(run, "failed", len(report.ok), len(report.failed),
+                           {"failed": {r.name: r.message for r in report.failed}})
+
+
+def _discard(ctx: Resources, gen: Generation, staged: set[str], n_levels: int) -> None:
+    """A generation that will not go live: the readings staged for it, its points and rows; marked failed."""
+    for h in staged:
         ctx.store.discard(h, gen.gen)
     ctx.index.drop_generation(gen.gen, n_levels)
     ctx.catalog.drop_generation_rows(gen.gen)
     ctx.catalog.set_generation_status(gen.gen, "failed")
-    ctx.catalog.finish_run(run, "failed", len(report.ok), len(report.failed),
-                           {"failed": {r.name: r.message for r in report.failed}})
+
+
+def _batch(gen: int) -> str:
+    """The queue batch of a re-ingestion's jobs (how the Admin's queue and a resumption find them)."""
+    return f"reingest-{gen}"
+
+
+def _add_job(ctx: Resources, row: dict, gen: int, selected: dict | None, keep_own: bool, reread: str) -> int:
+    """Queue ``row``'s document to be cut again into ``gen``: with the plan asked for it (``selected``), else its own
+    chunking when the documents keep theirs, else the generation's."""
+    own = selected.get(row["doc_id"]) if selected is not None else row.get("chunking") if keep_own else None
+    return ctx.jobs.add_rebuild(row, gen, {"own": own, "reread": reread}, batch=_batch(gen)).job_id
 
 
 def _switch(ctx: Resources, gen: Generation, live: Generation | None, recut: set[str], n_levels: int, run: int,
@@ -282,8 +295,8 @@ def _switch(ctx: Resources, gen: Generation, live: Generation | None, recut: set
 
 def _catch_up(ctx: Resources, gen: Generation, live: Generation | None, seen: dict[str, tuple], plans: tuple,
               report: IngestReport, recut: set[str], lock) -> bool:
-    """The uploads and deletions made in the live index since ``seen`` (document id → (hash, phase) as this
-    re-ingestion last saw them) brought into the generation being built: a document gone is taken out; a new one, a
+    """The uploads and deletions made in the live index since ``seen`` (document id → :func:`_seen` as this
+    re-ingestion last saw it) brought into the generation being built: a document gone is taken out; a new one, a
     new version or one whose reading went on (a long PDF read to its end) is cut again by a job as the others were
     (or, when only some documents are re-cut, copied). Called holding the write lock; with ``lock`` the jobs run with
     it released (taken again for each commit). True when nothing had changed."""
@@ -296,23 +309,20 @@ def _catch_up(ctx: Resources, gen: Generation, live: Generation | None, seen: di
         return True
     for d in gone:  # deleted meanwhile: its catalog rows went with it, its points here go now
         ctx.index.delete_unowned(gen.gen, d, {})
-        ctx.index.flush(gen.gen)
         seen.pop(d)
-    handed = [r for r in changed if r["doc_id"] in seen and seen[r["doc_id"]][:2] == _seen(r)[:2]]
-    for r in handed:  # only its owner changed (a hand-over): the points' owner, what dense searches filter on
-        ctx.index.set_owner(gen.gen, r["doc_id"], r["owner"])
-        seen[r["doc_id"]] = _seen(r)
-    changed = [r for r in changed if r not in handed]
-    selected, keep_own, reread = plans
+    if gone:
+        ctx.index.flush(gen.gen)
+    handed = {r["doc_id"] for r in changed if r["doc_id"] in seen and seen[r["doc_id"]][:2] == _seen(r)[:2]}
+    selected, keep_own, _ = plans
     jobs = {}
     for r in changed:
         seen[r["doc_id"]] = _seen(r)
-        if selected is not None and r["doc_id"] not in selected:
-            continue  # copied below, as every document not re-cut was
-        jobs[r["doc_id"]] = ctx.jobs.add_rebuild(r, gen.gen, {
-            "own": (selected or {}).get(r["doc_id"]) if selected is not None else r.get("chunking") if keep_own
-            else None, "reread": "none"}, batch=f"reingest-{gen.gen}").job_id
-        recut.add(r["hash"])
+        if r["doc_id"] in handed:  # only its owner changed (a hand-over): the points' owner, what searches filter on
+            ctx.index.set_owner(gen.gen, r["doc_id"], r["owner"])
+        elif selected is None or r["doc_id"] in selected:  # else copied below, as every document not re-cut was
+            jobs[r["doc_id"]] = _add_job(ctx, r, gen.gen, selected, keep_own, "none")
+            recut.add(r["hash"])
+    changed = [r for r in changed if r["doc_id"] not in handed]
     log.info("re-ingestion: %d documents changed and %d deleted meanwhile; bringing them in", len(changed), len(gone))
     if lock is not None:
         lock.release()
