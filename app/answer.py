@@ -447,16 +447,20 @@ _QUOTE_LINE = re.compile(r"^(?:(?P<kind>Supporting|Also): )?“?(?P<text>.+?)”
 def _extractive_verdict(g: Grounder, draft: str, n_read: int) -> G.Verdict:
     """The extractive answer (:class:`app.synth.extractive.ExtractiveSynthesizer`): its answer line, then its
     supporting quote and further quotes, each kept when it is a sentence of its source (a quote may be part of one:
-    a statement's row printed as a line). The answer line is kept when it is a sentence itself or its supporting
-    quote is (a table cell, or a change computed from one row, is composed from that quote)."""
-    by_text = {(x.source, " ".join(x.shown.split())): x for x in g.sentences}
+    a statement's row printed as a line; or two sentences that follow each other: the reader's window candidates).
+    The answer line is kept when it is a sentence itself or its supporting quote is (a table cell, or a change
+    computed from one row, is composed from that quote)."""
+    by_text: dict[tuple[int, str], list] = {(x.source, " ".join(x.shown.split())): [x] for x in g.sentences}
+    for x, y in zip(g.sentences, g.sentences[1:]):
+        if x.source == y.source:
+            by_text.setdefault((x.source, " ".join(f"{x.shown} {y.shown}".split())), [x, y])
 
-    def find(n: int, text: str):
+    def find(n: int, text: str) -> list:
         t = " ".join(text.split())
-        x = by_text.get((n, t))
-        if x is None and len(t) >= 12:
-            x = next((y for (m, shown), y in by_text.items() if m == n and t in shown), None)
-        return x
+        xs = by_text.get((n, t))
+        if xs is None and len(t) >= 12:
+            xs = next((y for (m, shown), y in by_text.items() if m == n and len(y) == 1 and t in shown), None)
+        return xs or []
 
     support: dict[int, list[G.SentenceSupport]] = {}
     lines = [ln.strip() for ln in draft.split("\n") if ln.strip()]
@@ -466,18 +470,17 @@ def _extractive_verdict(g: Grounder, draft: str, n_read: int) -> G.Verdict:
         m = _QUOTE_LINE.match(ln)
         if not m:
             continue
-        n, x = int(m.group("n")), find(int(m.group("n")), m.group("text"))
+        n, xs = int(m.group("n")), find(int(m.group("n")), m.group("text"))
         if i == 0 and not m.group("kind"):
-            head_ok = x is not None
-            if x is not None:
-                support.setdefault(n, []).append(G.SentenceSupport(x, 1.0, 1.0, 1.0, 1.0))
+            head_ok = bool(xs)
+            support.setdefault(n, []).extend(G.SentenceSupport(x, 1.0, 1.0, 1.0, 1.0) for x in xs)
             kept.append(ln)
             continue
-        if x is None:
+        if not xs:
             continue
         if m.group("kind") == "Supporting" and head_ok is False and int(_CITE_RE.findall(lines[0])[-1]) == n:
             head_ok = True
-        support.setdefault(n, []).append(G.SentenceSupport(x, 1.0, 1.0, 1.0, 1.0))
+        support.setdefault(n, []).extend(G.SentenceSupport(x, 1.0, 1.0, 1.0, 1.0) for x in xs)
         kept.append(ln)
     if not support or head_ok is False:
         return G.Verdict(True, G.ABSTAIN_TEXT, [], {}, "nothing to quote")

@@ -3,6 +3,9 @@ lookup adds, each with the words around it that say what it is about; and the an
 
 A **sentence** candidate is a sentence of a passage (:func:`app.grounding.source_sentences`: headings and title lines
 are not, nor a document's orders to an AI); its context is the passage's heading path and the sentence before it. A
+**window** candidate is two such sentences that follow each other in one passage, quoted together: an answer often
+sits in the sentence after the one that matches the question's words ("Which port to listen on." / "Default:
+6432"), and which of the two, or both, to quote is the scorer's decision like any other. A
 **cell** candidate is one figure of a table (:mod:`app.cells`): row label, column (the period), table title and unit;
 a table row that gives cells is read as its cells, not as a sentence. No candidate is refused for its words: which
 one answers is the fitted scorer's decision (:mod:`app.scorer`), from the features of :mod:`app.features`.
@@ -91,15 +94,24 @@ def candidates(q: Question, sources: Sequence, doc_text: Callable[[object], str 
     for a, b in zip(sents, sents[1:]):
         if a.source == b.source:
             prev_text[(b.source, b.start)] = a.shown
+    windows: list[Candidate] = []
+    last: Candidate | None = None
     for s in sents:
         if not s.answerable or (s.quote and (s.source, s.start) in as_cells):
+            last = None
             continue
         src = by_rank.get(s.source)
         heads = " › ".join(getattr(src, "headings", None) or [])
         before = prev_text.get((s.source, s.start), "")
         intro = before if before.rstrip().endswith(":") else ""  # "… determines the probable cause to be:"
-        out.append(Candidate("sentence", s.source, getattr(src, "doc_id", ""), s.start, s.end, s.shown,
-                             " ".join(x for x in (heads, intro) if x)))
+        cand = Candidate("sentence", s.source, getattr(src, "doc_id", ""), s.start, s.end, s.shown,
+                         " ".join(x for x in (heads, intro) if x))
+        if last is not None and last.source == cand.source:
+            windows.append(Candidate("window", last.source, last.doc_id, last.start, cand.end,
+                                     f"{last.text} {cand.text}", last.context))
+        out.append(cand)
+        last = cand
+    out += windows  # after the sentences: a sentence's neighbours in the list stay its neighbours in the passage
     for c in cells:
         src = by_rank.get(c.source)
         out.append(Candidate("cell", c.source, getattr(src, "doc_id", ""), c.start, c.end, c.quote or cell_line(c),

@@ -26,7 +26,8 @@ their weights are fitted on the train split (``bench/fit_reader.py``), none is s
 * ``novel_share``, ``new_name``, ``new_number``: the share of its content words the question does not hold (a
   sentence that only restates the question answers nothing), whether it names someone or something the question
   does not, and gives a figure the question does not; ``name_q_new_name`` and ``numeric_q_new_number`` the last two
-  for a question that asks a name, or a figure.
+  for a question that asks a name, or a figure;
+* ``is_window``: two sentences quoted together (:mod:`app.candidates`).
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ FEATURES = ("sim", "sim_gap", "sim_top", "sim_window", "cov", "cov_gap", "cov_so
             "bigram_cov", "ent_cand", "ent_doc", "kind_fit", "period_hit", "period_other", "period_unasked",
             "doc_period", "boiler", "is_cell", "cell_numeric_q", "label_prec", "row_cov", "first_col", "src_rank",
             "src_score", "looked_up", "n_words", "has_number", "novel_share", "new_name", "name_q_new_name",
-            "new_number", "numeric_q_new_number")
+            "new_number", "numeric_q_new_number", "is_window")
 
 
 @functools.lru_cache(maxsize=65536)
@@ -274,6 +275,7 @@ def featurize(q: Question, cands: Sequence[Candidate], sources: Sequence, sig: S
             "name_q_new_name": novel[1] * (q.kind == "name"),
             "new_number": novel[2],
             "numeric_q_new_number": novel[2] * q.numeric,
+            "is_window": float(c.kind == "window"),
         }
         rows.append(f)
     best_sim = max(r["sim"] for r in rows)
@@ -288,10 +290,10 @@ def featurize(q: Question, cands: Sequence[Candidate], sources: Sequence, sig: S
 
 def _window_sims(cands: Sequence[Candidate], V: np.ndarray, qv: np.ndarray) -> list[float]:
     """Each candidate's cosine with the question over itself and its neighbours in its passage (sentences only; a
-    cell's is its own)."""
+    cell's and a window's is its own)."""
     out = []
     for i, c in enumerate(cands):
-        if c.cell is not None or not len(V):
+        if c.cell is not None or c.kind == "window" or not len(V):
             out.append(float(V[i] @ qv) if len(V) else 0.0)
             continue
         idx = [j for j in (i - 1, i, i + 1) if 0 <= j < len(cands) and cands[j].cell is None

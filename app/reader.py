@@ -74,7 +74,6 @@ def read(q: Question, sources: Sequence, signals: Signals, model: ReaderModel,
         return Reading(q, None, None, [], [], 0.0, model.threshold, "nothing to quote")
     looked = {getattr(src, "rank", 0): src for _, src in extra_cells}
     X = featurize(q, cands, list(sources) + list(looked.values()), signals)
-    logits = model.logits(X)
     probs = model.probabilities(X)
     for c, p in zip(cands, probs):
         c.score = p
@@ -87,16 +86,17 @@ def read(q: Question, sources: Sequence, signals: Signals, model: ReaderModel,
     if checker is not None and (model.check is not None or confidence >= threshold):
         stage = model.check
         k = stage.top_k if stage is not None else LM_TOP_K
-        top = order[:k]
+        # the first k that say different things: a sentence and the window holding it are one answer to the LM
+        top = [order[j] for j in first_distinct([cands[i].line for i in order], k)]
         margins = checker.margins(q, [cands[i] for i in top])
         if margins is not None:
             if stage is not None:  # a fitted check stage: the scorer's and the LM's judgements combined
-                rescored = {i: stage.probability(float(logits[i]), m) for i, m in zip(top, margins)}
+                rescored = {i: stage.probability(float(probs[i]), m) for i, m in zip(top, margins)}
                 confidence, threshold = max(rescored.values()), stage.threshold
             else:  # none fitted: the LM picks among the top k; whether to answer stays the scorer's decision
                 rescored = dict(zip(top, margins))
             top.sort(key=lambda i: -rescored[i])
-            ranked = [cands[i] for i in top] + [cands[i] for i in order[k:]]
+            ranked = [cands[i] for i in top] + [cands[i] for i in order if i not in rescored]
             checked = {"margins": [round(m, 3) for m in margins], "threshold": threshold}
     best = ranked[0]
     more = _more(ranked, best)
@@ -113,18 +113,22 @@ def read(q: Question, sources: Sequence, signals: Signals, model: ReaderModel,
 
 
 def first_distinct(lines: Sequence[str], k: int = HEDGE_LINES) -> list[int]:
-    """The positions of the first ``k`` of ``lines`` (likeliest first) that say different things (answer keys).
+    """The positions of the first ``k`` of ``lines`` (likeliest first) that say different things: not the same
+    answer key, nor a piece of one already taken (a sentence and the two-sentence window that holds it).
 
-    >>> first_distinct(["Fees rose.", "fees  rose.", "Costs fell."])
+    >>> first_distinct(["Fees rose.", "fees  rose.", "Fees rose. Costs fell.", "Costs fell.", "Tax fell."])
+    [0, 3]
+    >>> first_distinct(["Fees rose.", "Costs fell. Fees rose.", "Tax fell."])
     [0, 2]
     """
     out: list[int] = []
-    seen: set[str] = set()
+    seen: list[str] = []
     for i, line in enumerate(lines):
         if len(out) >= k:
             break
-        if answer_key(line) not in seen:
-            seen.add(answer_key(line))
+        key = answer_key(line)
+        if not any(key in u or u in key for u in seen):
+            seen.append(key)
             out.append(i)
     return out
 

@@ -34,8 +34,9 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
 
 @dataclass
 class CheckStage:
-    """The LM check's stage: the top ``top_k`` candidates re-scored by ``w_score`` × the scorer's log-odds +
-    ``w_lm`` × the LM's yes-minus-no log-probability + ``intercept``; ``threshold`` on the result's probability."""
+    """The LM check's stage: the top ``top_k`` candidates that say different things re-scored by ``w_score`` × the
+    log-odds of the scorer's share (its probability, "none of them" included) + ``w_lm`` × the LM's yes-minus-no
+    log-probability + ``intercept``; ``threshold`` on the result's probability."""
 
     top_k: int
     w_score: float
@@ -43,8 +44,21 @@ class CheckStage:
     intercept: float
     threshold: float
 
-    def probability(self, logit: float, lm_margin: float) -> float:
-        return float(_sigmoid(np.asarray(self.w_score * logit + self.w_lm * lm_margin + self.intercept)))
+    def probability(self, share: float, lm_margin: float) -> float:
+        return float(_sigmoid(np.asarray(self.w_score * log_odds(share) + self.w_lm * lm_margin + self.intercept)))
+
+
+SHARE_EPS = 1e-6  # a share of 0 or 1 has no finite log-odds: clipped this far inside
+
+
+def log_odds(p: float) -> float:
+    """log(p / (1 − p)), ``p`` clipped to [SHARE_EPS, 1 − SHARE_EPS].
+
+    >>> round(log_odds(0.5), 6), round(log_odds(0.9), 3)
+    (0.0, 2.197)
+    """
+    p = min(max(float(p), SHARE_EPS), 1 - SHARE_EPS)
+    return float(np.log(p / (1 - p)))
 
 
 # not the number of candidates: in the training data a short context is mostly a 300-word cut of a longer one

@@ -175,7 +175,9 @@ ROWS = (("the reader of 3cd4e12 (baseline)", "answers_qa_baseline"),
         ("reader alone at the dev sweep's 60%-precision threshold (dev only)", "answers_qa_floor60"),
         ("fitted LM check stage, k 2 (MGRAG_LM_CHECK=on, bundled llama-server)", "answers_qa_lmstage"),
         ("reader alone, a 10-K's change columns read by year, in-line bullets (4f0a1e5)", "answers_qa_cells"),
-        ("LM check stage, a 10-K's change columns read by year, in-line bullets (4f0a1e5)", "answers_qa_lmcells"))
+        ("LM check stage, a 10-K's change columns read by year, in-line bullets (4f0a1e5)", "answers_qa_lmcells"),
+        ("reader alone, two-sentence windows as candidates (issue 46, stop 59)", "answers_qa_win"),
+        ("LM check stage over distinct answers, two-sentence windows (stop 59)", "answers_qa_winlm"))
 
 
 def _pct(n: int, d: int) -> str:

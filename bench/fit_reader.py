@@ -38,7 +38,7 @@ import numpy as np
 from answers_real import gives
 from qa_set import CORPUS, DATA, load
 
-from app.scorer import answer_key, answer_mass
+from app.scorer import answer_key, answer_mass, log_odds
 
 # of the answers given: the operating point the threshold is chosen for on dev. The issue asked for 85-90%; at 0.85
 # the fitted scorer answers 26% of dev's answerable questions right (the reader of 3cd4e12: 40%) and the product is
@@ -160,6 +160,17 @@ def load_sets(paths: str) -> list[dict]:
     return rows
 
 
+def without_windows(rows: list[dict], features: list[str]) -> list[dict]:
+    """The rows with their two-sentence window candidates left out (``fit --without-windows``: the same collection
+    read as the reader had it before windows were candidates, to measure what they add)."""
+    i = features.index("is_window")
+    out = []
+    for r in rows:
+        keep = [j for j, x in enumerate(r["X"]) if x[i] == 0]
+        out.append({**r, **{k: [r[k][j] for j in keep] for k in ("X", "y", "lines", "passages", "kinds") if k in r}})
+    return out
+
+
 def standardise(rows: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     X = np.concatenate([np.asarray(r["X"], dtype=np.float64) for r in rows if r["X"]])
     mean, scale = X.mean(axis=0), X.std(axis=0)
@@ -268,18 +279,21 @@ def operating_point(dec: list[tuple[float, int, bool]], target: float = TARGET_P
 
 def fit_grid(train: list[dict]) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
     """The standardisation of the train rows and every model of the grid fitted on them: three pointwise L2 strengths,
-    each with and without balanced questions, and three listwise ones, each with and without a size-dependent
-    "none"; each as (form, params, coef, intercept, none slope)."""
+    each with and without balanced questions, and three listwise ones; each as (form, params, coef, intercept, none
+    slope)."""
     mean, scale = standardise(train)
     tried = []
     for C in (0.01, 0.1, 1.0):
         for balanced in (False, True):
             coef, b = fit_pointwise(train, mean, scale, C, balanced)
             tried.append(("pointwise", {"C": C, "balanced": balanced}, coef, b, 0.0))
-    for by_size in (False, True):
-        for l2 in (0.001, 0.01, 0.1):
-            coef, b, beta = fit_listwise(train, mean, scale, l2, by_size)
-            tried.append(("listwise", {"l2": l2, "none_by_size": by_size}, coef, b, beta))
+    # "none" at one score only: the short contexts of the training data are 300-word cuts of longer documents that
+    # often cut the answer away, so a size-dependent "none" learns that a short document is less sure (the note on
+    # app.scorer.CALIBRATION_FEATURES); with two-sentence windows it won dev's tie-break by one question and then
+    # refused the plain answers of two- and three-sentence documents (tests/app/test_answer_grounding.py)
+    for l2 in (0.001, 0.01, 0.1):
+        coef, b, beta = fit_listwise(train, mean, scale, l2, False)
+        tried.append(("listwise", {"l2": l2, "none_by_size": False}, coef, b, beta))
     return mean, scale, tried
 
 
@@ -288,6 +302,8 @@ def cmd_fit(a) -> None:
     from app.scorer import ReaderModel
 
     train, dev = load_sets(a.train), load_sets(a.dev)
+    if a.without_windows:
+        train, dev = without_windows(train, list(FEATURES)), without_windows(dev, list(FEATURES))
     mean, scale, tried = fit_grid(train)
     scored = []
     for form, params, coef, b, beta in tried:
@@ -307,7 +323,8 @@ def cmd_fit(a) -> None:
     card = {"fitted_on": a.train, "chosen_on": a.dev, "form": form, "params": params, "dev_sweep": sweep,
             "target_precision": a.target, "train_rows": len(train), "dev_rows": len(dev),
             "train_candidates": int(sum(len(r["X"]) for r in train)), "dev": op_dev, "train": op_train,
-            "command": "python bench/fit_reader.py fit --train " + a.train + " --dev " + a.dev,
+            "command": "python bench/fit_reader.py fit --train " + a.train + " --dev " + a.dev
+                       + (" --without-windows" if a.without_windows else ""),
             "commit": commit, "date": time.strftime("%Y-%m-%d")}
     model = ReaderModel(tuple(FEATURES), mean.round(6).tolist(), scale.round(6).tolist(), coef.round(6).tolist(),
                         round(b, 6), float(op_dev.get("threshold", 1.01)), None, card, form, round(beta, 6))
@@ -382,8 +399,20 @@ def cmd_calibrate(a) -> None:
     print(f"chosen C {C}: dev {json.dumps(op)}; without the calibrator {json.dumps(before)} -> {a.out}, {a.card}")
 
 
+def checked_top(r: dict, model, top_k: int) -> list[int]:
+    """The candidates of row ``r`` the LM checks, as the reader picks them: the scorer's first ``top_k`` that say
+    different things (:func:`app.reader.first_distinct`)."""
+    from app.reader import first_distinct
+
+    probs = np.asarray(model.probabilities(np.asarray(r["X"])))
+    first, _ = answer_mass(probs.tolist(), [answer_key(x) for x in r["lines"]])
+    order = [first] + [int(j) for j in np.argsort(-probs, kind="stable") if j != first]
+    return [order[j] for j in first_distinct([r["lines"][i] for i in order], top_k)]
+
+
 def check_samples(rows: list[dict], lm: dict, model, top_k: int) -> list[dict]:
-    """Per row with LM margins for its ``top_k`` candidates: their stage-1 scores, margins, labels and check seconds.
+    """Per row with LM margins for its ``top_k`` checked candidates (:func:`checked_top`): the log-odds of their
+    stage-1 shares, margins, labels and check seconds.
     A row with no candidate is kept as an abstention (``empty``) so that every stage is read over the same rows."""
     out = []
     for r in rows:
@@ -393,14 +422,14 @@ def check_samples(rows: list[dict], lm: dict, model, top_k: int) -> list[dict]:
         got = lm.get(r["id"])
         if got is None:
             continue
-        logits = model.logits(np.asarray(r["X"]))
+        probs = np.asarray(model.probabilities(np.asarray(r["X"])))
         margins = got["margins"] if "top" not in got else dict(zip(map(str, got["top"]), got["margins"]))
         seconds = _per_candidate(got, "seconds")
-        top = [int(j) for j in np.argsort(-logits)[:top_k]]
+        top = checked_top(r, model, top_k)
         if not all(str(j) in margins for j in top):
             continue
         out.append({"id": r["id"], "top": top, "answerable": r["answerable"], "kind": r.get("kind", ""),
-                    "s": [float(logits[j]) for j in top], "m": [margins[str(j)] for j in top],
+                    "s": [log_odds(probs[j]) for j in top], "m": [margins[str(j)] for j in top],
                     "y": [r["y"][j] for j in top], "seconds": sum(float(seconds.get(str(j), 0.0)) for j in top),
                     "conf1": float(model.probabilities(np.asarray(r["X"]))[top[0]])})
     return out
@@ -436,11 +465,12 @@ def by_kind(samples: list[dict], dec: list[tuple[float, int, bool]], threshold: 
 
 
 def cmd_fit_check(a) -> None:
-    """The LM check's stage on top of the shipped stage-1 model: a logistic regression on (stage-1 score, LM margin)
-    of each row's top k candidates, fitted on train for every k of ``--top-k`` (a comma list) and L2 strength, read
-    on dev at the target precision; the variant with the most dev answers right (unanswerable abstained at least
-    ``--min-unanswerable``; ties: fewer checks) is chosen. The card (``--card``) keeps every variant with its check
-    seconds per question; ``--write`` puts the chosen stage into the model file (``--out``)."""
+    """The LM check's stage on top of the shipped stage-1 model: a logistic regression on (log-odds of the stage-1
+    share, LM margin) of each row's top k checked candidates, fitted on train for every k of ``--top-k`` (a comma
+    list) and L2 strength, read on dev at the target precision; the variant with the most dev answers right
+    (unanswerable abstained at least ``--min-unanswerable``; ties: fewer checks) is chosen. The card (``--card``)
+    keeps every variant with its check seconds per question; ``--write`` puts the chosen stage into the model file
+    (``--out``)."""
     from sklearn.linear_model import LogisticRegression
 
     from app.scorer import CheckStage, ReaderModel
@@ -565,6 +595,8 @@ def main() -> None:
     ap.add_argument("--top-k", default="3", help="fit-check: the candidates the LM checks (a comma list: each tried)")
     ap.add_argument("--write", action="store_true", help="fit-check: write the chosen stage into the model (--out)")
     ap.add_argument("--lm-label", default="", help="lm-summary: the LM's name in the output")
+    ap.add_argument("--without-windows", action="store_true",
+                    help="fit: leave the two-sentence window candidates out (what they add, measured)")
     ap.add_argument("--budget-words", type=int, default=None,
                     help="collect: a context of this many words instead of the setting's (a short one stands for a "
                          "short document: few candidates)")

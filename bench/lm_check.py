@@ -138,8 +138,16 @@ def main() -> None:
     a = ap.parse_args()
     if a.url and (a.question_first or a.prefix_cache):
         ap.error("--question-first and --prefix-cache apply to the local binding only")
-    m = json.loads(Path(a.model).read_text())
-    mean, scale, coef = (np.asarray(m[k]) for k in ("mean", "scale", "coef"))
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "bench"))
+    # the candidates the reader has the LM check: the first that say different things
+    from fit_reader import checked_top
+
+    from app.scorer import ReaderModel
+
+    model = ReaderModel.from_dict(json.loads(Path(a.model).read_text()))
     rows = json.loads(Path(a.rows).read_text())["rows"]
     done = {k: _by_index(v) for k, v in json.loads(Path(a.out).read_text()).items()} if Path(a.out).is_file() else {}
     same = {k: _by_index(v)["margins"] for k, v in json.loads(Path(a.same_rows).read_text()).items()} \
@@ -151,8 +159,7 @@ def main() -> None:
     for i, r in enumerate(rows):
         if not r["X"] or (a.answerable_only and not r.get("answerable")):
             continue
-        s = ((np.asarray(r["X"]) - mean) / scale) @ coef
-        top = [int(j) for j in np.argsort(-s)[: a.top_k]]
+        top = checked_top(r, model, a.top_k)
         if same is not None and not all(str(j) in same.get(r["id"], {}) for j in top):
             continue
         if a.limit and n_rows >= a.limit:

@@ -235,10 +235,10 @@ def test_the_lm_check_is_not_asked_when_the_scorer_abstains(ctx, monkeypatch):
 
 
 def test_a_fitted_check_stage_decides_with_the_lm_whether_to_answer(ctx, monkeypatch):
-    """With a fitted check stage (the shipped model's, bench/fit_reader.py fit-check) the LM is asked about the
-    scorer's top k on every question, and the stage's combined probability both picks the answer and decides whether
-    to answer: a confident "no" to every candidate abstains where the scorer alone answers, a confident "yes" answers
-    where the scorer alone abstains."""
+    """With a fitted check stage (the shipped model's, bench/fit_reader.py fit-check) the LM is asked about the scorer's
+    top k that say different things on every question, and the stage's combined probability both picks the answer and
+    decides whether to answer: a confident "no" to every candidate abstains where the scorer alone answers, a
+    confident "yes" answers where the scorer alone abstains."""
     import app.evidence as evidence
     from app import scorer
     from app.scorer import CheckStage
@@ -253,6 +253,9 @@ def test_a_fitted_check_stage_decides_with_the_lm_whether_to_answer(ctx, monkeyp
 
         def margins(self, question, cands):
             Judge.asked.append(len(cands))
+            # what it is asked about says different things: never a sentence and the window that holds it
+            lines = [" ".join(c.line.lower().split()) for c in cands]
+            assert not any(a in b for a in lines for b in lines if a is not b)
             return [Judge.verdict] * len(cands)
 
     monkeypatch.setattr(evidence, "checker", lambda ctx: Judge())

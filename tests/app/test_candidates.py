@@ -1,0 +1,59 @@
+"""The reader's candidates (app/candidates.py): besides each sentence, two sentences that follow each other in one
+passage are one more candidate (a window), so that an answer printed in the sentence after the one that matches the
+question's words can be quoted with it; a window never joins two passages, nor runs over a heading."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from app.candidates import candidates
+from app.question import read_question
+
+
+def _src(text: str, rank: int, start: int = 0, headings=()):
+    return SimpleNamespace(rank=rank, start=start, text=text, doc_id=f"d{rank}", headings=list(headings), score=1.0)
+
+
+def test_two_sentences_that_follow_each_other_are_also_one_candidate():
+    text = "The listen_port setting says which port to listen on. The default is 6432 on every platform."
+    cands = candidates(read_question("What port does it listen on by default?"), [_src(text, 1)])
+    sentences = [c for c in cands if c.kind == "sentence"]
+    windows = [c for c in cands if c.kind == "window"]
+    assert [c.text for c in sentences] == ["The listen_port setting says which port to listen on.",
+                                           "The default is 6432 on every platform."]
+    assert len(windows) == 1
+    w = windows[0]
+    assert w.text == " ".join(c.text for c in sentences) and w.line == w.text
+    assert (w.source, w.doc_id, w.start, w.end) == (1, "d1", sentences[0].start, sentences[1].end)
+    assert text[w.start:w.end] == w.text  # its offsets are the passage's, as a sentence's are
+
+
+def test_a_window_never_joins_two_passages():
+    a = _src("The pool holds twenty connections per user.", 1)
+    b = _src("Clients may open one hundred connections at most.", 2)
+    cands = candidates(read_question("How many connections?"), [a, b])
+    assert [c.kind for c in cands] == ["sentence", "sentence"]
+
+
+def test_a_window_does_not_run_over_a_heading_between_two_sentences():
+    text = ("The pool holds twenty connections per user.\n\nClient Limits\n\n"
+            "Clients may open one hundred connections at most.")
+    cands = candidates(read_question("How many connections?"), [_src(text, 1)])
+    assert "Client Limits" not in " ".join(c.text for c in cands)
+    assert [c.kind for c in cands] == ["sentence", "sentence"]
+
+
+def test_an_answer_quoting_a_window_is_kept_with_both_sentences_as_its_support():
+    """The extractive answer's check (app/answer.py) keeps a line that is a sentence of its source, or part of one;
+    a window is two sentences that follow each other, so both are found and both support the answer; two sentences
+    that do not follow each other in their source are not a quote of it."""
+    from app.answer import _extractive_verdict
+    from app.grounding import source_sentences
+
+    text = "The listen_port setting says which port to listen on. The default is 6432. Logs go to stderr."
+    g = SimpleNamespace(sentences=source_sentences([_src(text, 1)]))
+    v = _extractive_verdict(g, "The listen_port setting says which port to listen on. The default is 6432. [1]", 1)
+    assert not v.abstained and v.cited == [1]
+    assert [x.sentence.text for x in v.support[1]] == ["The listen_port setting says which port to listen on.",
+                                                       "The default is 6432."]
+    apart = _extractive_verdict(g, "The listen_port setting says which port to listen on. Logs go to stderr. [1]", 1)
+    assert apart.abstained
