@@ -134,22 +134,37 @@ def first_distinct(lines: Sequence[str], k: int = HEDGE_LINES) -> list[int]:
 
 
 def hedge_of(ranked: Sequence[Candidate]) -> list[Candidate]:
-    """The :data:`HEDGE_LINES` likeliest candidates from the numbered passages that say different things (a looked-up
-    row's source is not one of the passages the reply lists)."""
-    shown = [c for c in ranked if not c.looked_up]
-    return [shown[i] for i in first_distinct([c.line for c in shown])]
+    """The :data:`HEDGE_LINES` likeliest candidates from the numbered passages that say different things and quote
+    different words (a looked-up row's source is not one of the passages the reply lists)."""
+    out: list[Candidate] = []
+    keys: list[str] = []
+    for c in (c for c in ranked if not c.looked_up):
+        if len(out) == HEDGE_LINES:
+            break
+        key = answer_key(c.line)
+        if any(key in k or k in key for k in keys) or any(overlaps(c, o) for o in out):
+            continue
+        keys.append(key)
+        out.append(c)
+    return out
+
+
+def overlaps(a: Candidate, b: Candidate) -> bool:
+    """Do ``a`` and ``b`` quote some of the same words of one passage (a sentence and a window holding it, two windows
+    sharing a sentence)?"""
+    return a.source == b.source and a.doc_id == b.doc_id and a.start < b.end and b.start < a.end
 
 
 def _more(ranked: Sequence[Candidate], best: Candidate) -> list[Candidate]:
     """At most :data:`MORE_QUOTES` further quotes nearly as good as the answer (:data:`MORE_SHARE`), from other
-    places: not the same row or sentence, nor a piece of one."""
+    places: not the same row or sentence, nor a piece of one, nor words of the passage already quoted."""
     out: list[Candidate] = []
     said = [" ".join(best.text.lower().split())]
     for c in ranked[1:]:
         if c.score < MORE_SHARE * best.score:
             break
         t = " ".join(c.text.lower().split())
-        if any(t in u or u in t for u in said):
+        if any(t in u or u in t for u in said) or any(overlaps(c, o) for o in [best, *out]):
             continue
         said.append(t)
         out.append(c)

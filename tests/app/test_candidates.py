@@ -57,3 +57,22 @@ def test_an_answer_quoting_a_window_is_kept_with_both_sentences_as_its_support()
                                                        "The default is 6432."]
     apart = _extractive_verdict(g, "The listen_port setting says which port to listen on. Logs go to stderr. [1]", 1)
     assert apart.abstained
+
+
+def test_further_quotes_and_an_unsure_reply_s_lines_never_quote_the_same_words_twice():
+    """Under an answer quoting a window, a further quote that shares one of its sentences (the window before it) is
+    not shown again; nor are two overlapping windows the two likeliest lines of an unsure abstention."""
+    from app.candidates import Candidate
+    from app.reader import _more, hedge_of
+
+    def cand(kind, start, end, text, score, source=1):
+        c = Candidate(kind, source, "d", start, end, text)
+        c.score = score
+        return c
+
+    a, b, z = "Port to listen on.", "The default is 6432.", "Settings follow."
+    best = cand("window", 20, 58, f"{a} {b}", 0.40)
+    before = cand("window", 0, 38, f"{z} {a}", 0.35)  # shares the sentence a with the answer
+    elsewhere = cand("sentence", 0, 30, "Logs go to stderr by default.", 0.30, source=2)
+    assert _more([best, before, elsewhere], best) == [elsewhere]
+    assert hedge_of([best, before, elsewhere]) == [best, elsewhere]
