@@ -286,7 +286,7 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
 def _read(ctx: AppContext, q, opts: AskOptions, routed, retrieval, extra):
     """The reader's decision on what was gathered, the route given way when it leaves the reader unsure
     (:func:`_wider`): ``(reading, route, the route given way or None, retrieval, looked-up rows)``."""
-    floor = opts.context_floor if opts.context_floor is not None else ctx.settings.context_floor
+    floor = G.reader_floor(ctx.settings.embedder, opts.context_floor, ctx.settings.context_floor)
     reading, widened = reading_of(ctx, q, retrieval.sources, extra, floor), None
     if reading is not None and reading.abstained and routed is not None and routed.doc_ids:
         wide = _wider(ctx, q, opts, floor)

@@ -55,6 +55,7 @@ ABSTAIN_TEXT = ("The documents do not say. None of the retrieved passages suppor
 class Floors:
     context: float  # question vs its closest context sentence
     support: float  # support score of the answer's best sentence
+    reader: float | None = None  # the reader's confidence threshold; None: the fitted scorer's own (MiniLM's)
 
 
 # Measured with `mgrag bench answers` (BENCHMARKS.md, "Answers") and `bench/chroma_abstention.py`: the context floor
@@ -65,10 +66,12 @@ class Floors:
 # answerable questions with evidence stop being answered (the sweep). The hashing embedder (tests only) gets values
 # fitted on a fixture corpus of its own that no unit test asks questions of (tests/fixtures/hashing_floors/derive.py:
 # the middle of the gap between unanswerable and answerable questions' context scores, and between made-up and right
-# answers' support; tests/app/test_grounding.py checks that these are what it derives).
+# answers' support; tests/app/test_grounding.py checks that these are what it derives). Its reader threshold too:
+# the scorer's confidences and threshold were fitted with MiniLM; under the hashing embedder an answerable question's
+# confidence reaches 0.2-0.6 and an unanswerable one's stays near 0, so MiniLM's threshold means nothing there.
 FLOORS: dict[str, Floors] = {
     "all-MiniLM-L6-v2": Floors(context=0.40, support=0.3),
-    "hashing": Floors(context=0.35, support=0.33),
+    "hashing": Floors(context=0.35, support=0.33, reader=0.0755),
 }
 UNKNOWN_EMBEDDER = Floors(context=0.0, support=0.3)
 
@@ -76,7 +79,15 @@ UNKNOWN_EMBEDDER = Floors(context=0.0, support=0.3)
 def floors_for(embedder_name: str, context: float | None = None, support: float | None = None) -> Floors:
     """The thresholds for an embedder: the settings' values where given, else the measured ones."""
     base = FLOORS.get(embedder_name) or FLOORS.get(embedder_name.rsplit("/", 1)[-1]) or UNKNOWN_EMBEDDER
-    return Floors(base.context if context is None else context, base.support if support is None else support)
+    return Floors(base.context if context is None else context, base.support if support is None else support,
+                  base.reader)
+
+
+def reader_floor(embedder_name: str, *overrides: float | None) -> float | None:
+    """The reader's threshold: the first override given (a question's, the settings' ``context_floor``), else the
+    embedder's measured one (:data:`FLOORS`), else None (the fitted scorer's own)."""
+    given = [f for f in overrides if f is not None]
+    return given[0] if given else floors_for(embedder_name).reader
 
 
 def strip_citations(text: str) -> str:

@@ -37,16 +37,6 @@ def ctx(make_ctx, write):
     return c
 
 
-@pytest.fixture
-def ctx_grounding(make_ctx, write):
-    """The same documents with the reader's threshold off (``context_floor`` -1): what these tests check is the
-    grounding of what is answered, and under the hashing embedder the fitted reader's confidence says nothing (with
-    MiniLM the keeper question is answered at 0.59 against the threshold 0.23)."""
-    c = make_ctx(theta=40, context_floor=-1)
-    ingest_files(c, [write("keeper.md", KEEPER), write("orchard.md", ORCHARD)])
-    return c
-
-
 def test_unanswerable_question_abstains_before_generating_and_cites_nothing(ctx):
     synth = Scripted("Russia [1].")
     ans = answer(ctx, "Which submarine sank the cruiser Vesuvius in the Baltic?", synthesizer=synth)
@@ -56,16 +46,14 @@ def test_unanswerable_question_abstains_before_generating_and_cites_nothing(ctx)
     assert ans.sources  # the closest passages are still returned
 
 
-def test_made_up_answer_is_replaced_by_an_abstention(ctx_grounding):
+def test_made_up_answer_is_replaced_by_an_abstention(ctx):
     # the context is about the question, but the model's answer is in no source
-    ans = answer(ctx_grounding, "How long has the keeper tended the light?",
-                 synthesizer=Scripted("Since the Crimean war [1]."))
+    ans = answer(ctx, "How long has the keeper tended the light?", synthesizer=Scripted("Since the Crimean war [1]."))
     assert ans.draft == "Since the Crimean war [1]." and ans.abstained and ans.citations == []
 
 
-def test_supported_answer_keeps_its_citation_and_supporting_sentence_offsets(ctx_grounding):
-    ans = answer(ctx_grounding, "How long has the keeper tended the light?",
-                 synthesizer=Scripted("Twenty-two years [1]."))
+def test_supported_answer_keeps_its_citation_and_supporting_sentence_offsets(ctx):
+    ans = answer(ctx, "How long has the keeper tended the light?", synthesizer=Scripted("Twenty-two years [1]."))
     assert not ans.abstained and ans.text == "Twenty-two years [1]." and len(ans.citations) == 1
     c = ans.citations[0]
     assert c.doc_id == "keeper.md" and c.support
@@ -177,8 +165,7 @@ WRAPPED = ("Harbour report for the spring season, as read to the council on the 
 def test_an_extractive_answer_quoting_wrapped_lines_keeps_its_support(make_ctx, write):
     """A sentence that runs over a PDF's line ends is printed with spaces; it is still found in its source, so the
     answer keeps its citation and supporting sentence instead of abstaining ("nothing to quote")."""
-    # one passage of seven printed lines, as a parent cut from a PDF page is; the reader's threshold off, as above
-    c = make_ctx(theta=200, context_floor=-1)
+    c = make_ctx(theta=200)  # one passage of seven printed lines, as a parent cut from a PDF page is
     ingest_files(c, [write("harbour.txt", WRAPPED)])
     ans = answer(c, "How much are the mooring fees for small fishing boats cut?", backend="extractive")
     assert not ans.abstained and ans.citations

@@ -101,7 +101,7 @@ def test_hashing_floors_are_the_ones_fitted_on_their_own_fixture_corpus():
     s = scores()
     assert max(s["context_unanswerable"]) < min(s["context_answerable"])
     assert max(s["support_made_up"]) < min(s["support_right"])
-    assert derive() == (G.FLOORS["hashing"].context, G.FLOORS["hashing"].support)
+    assert derive() == (G.FLOORS["hashing"].context, G.FLOORS["hashing"].support, G.FLOORS["hashing"].reader)
 
 
 def test_sentence_vectors_cache_embeds_each_text_once(fake_embedder):
