@@ -127,10 +127,15 @@ def first_distinct(lines: Sequence[str], k: int = HEDGE_LINES) -> list[int]:
         if len(out) >= k:
             break
         key = answer_key(line)
-        if not any(key in u or u in key for u in seen):
+        if not said_already(key, seen):
             seen.append(key)
             out.append(i)
     return out
+
+
+def said_already(key: str, said: Sequence[str]) -> bool:
+    """Is ``key`` (an answer key) one of ``said``, or a piece of one, or does it hold one?"""
+    return any(key in u or u in key for u in said)
 
 
 def hedge_of(ranked: Sequence[Candidate]) -> list[Candidate]:
@@ -142,7 +147,7 @@ def hedge_of(ranked: Sequence[Candidate]) -> list[Candidate]:
         if len(out) == HEDGE_LINES:
             break
         key = answer_key(c.line)
-        if any(key in k or k in key for k in keys) or any(overlaps(c, o) for o in out):
+        if said_already(key, keys) or any(overlaps(c, o) for o in out):
             continue
         keys.append(key)
         out.append(c)
@@ -164,7 +169,7 @@ def _more(ranked: Sequence[Candidate], best: Candidate) -> list[Candidate]:
         if c.score < MORE_SHARE * best.score:
             break
         t = " ".join(c.text.lower().split())
-        if any(t in u or u in t for u in said) or any(overlaps(c, o) for o in [best, *out]):
+        if said_already(t, said) or any(overlaps(c, o) for o in [best, *out]):
             continue
         said.append(t)
         out.append(c)

@@ -399,12 +399,11 @@ def cmd_calibrate(a) -> None:
     print(f"chosen C {C}: dev {json.dumps(op)}; without the calibrator {json.dumps(before)} -> {a.out}, {a.card}")
 
 
-def checked_top(r: dict, model, top_k: int) -> list[int]:
-    """The candidates of row ``r`` the LM checks, as the reader picks them: the scorer's first ``top_k`` that say
-    different things (:func:`app.reader.first_distinct`)."""
+def checked_top(r: dict, probs: np.ndarray, top_k: int) -> list[int]:
+    """The candidates of row ``r`` the LM checks, as the reader picks them from the scorer's probabilities
+    ``probs``: the first ``top_k`` that say different things (:func:`app.reader.first_distinct`)."""
     from app.reader import first_distinct
 
-    probs = np.asarray(model.probabilities(np.asarray(r["X"])))
     first, _ = answer_mass(probs.tolist(), [answer_key(x) for x in r["lines"]])
     order = [first] + [int(j) for j in np.argsort(-probs, kind="stable") if j != first]
     return [order[j] for j in first_distinct([r["lines"][i] for i in order], top_k)]
@@ -425,13 +424,13 @@ def check_samples(rows: list[dict], lm: dict, model, top_k: int) -> list[dict]:
         probs = np.asarray(model.probabilities(np.asarray(r["X"])))
         margins = got["margins"] if "top" not in got else dict(zip(map(str, got["top"]), got["margins"]))
         seconds = _per_candidate(got, "seconds")
-        top = checked_top(r, model, top_k)
+        top = checked_top(r, probs, top_k)
         if not all(str(j) in margins for j in top):
             continue
         out.append({"id": r["id"], "top": top, "answerable": r["answerable"], "kind": r.get("kind", ""),
                     "s": [log_odds(probs[j]) for j in top], "m": [margins[str(j)] for j in top],
                     "y": [r["y"][j] for j in top], "seconds": sum(float(seconds.get(str(j), 0.0)) for j in top),
-                    "conf1": float(model.probabilities(np.asarray(r["X"]))[top[0]])})
+                    "conf1": float(probs[top[0]])})
     return out
 
 

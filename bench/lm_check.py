@@ -159,7 +159,7 @@ def main() -> None:
     for i, r in enumerate(rows):
         if not r["X"] or (a.answerable_only and not r.get("answerable")):
             continue
-        top = checked_top(r, model, a.top_k)
+        top = checked_top(r, np.asarray(model.probabilities(np.asarray(r["X"]))), a.top_k)
         if same is not None and not all(str(j) in same.get(r["id"], {}) for j in top):
             continue
         if a.limit and n_rows >= a.limit:
