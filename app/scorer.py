@@ -179,13 +179,27 @@ def answer_key(line: str) -> str:
     return " ".join(line.lower().split())[:300]
 
 
+def holds(outer: str, inner: str) -> bool:
+    """Does answer line ``outer`` hold all of ``inner``, word for word (both :func:`answer_key`)?
+
+    >>> holds("gross margin was down. pay rates rose.", "gross margin was down."), holds("a 20 b", "2")
+    (True, False)
+    """
+    return f" {inner} " in f" {outer} "
+
+
 def answer_mass(probs: Sequence[float], keys: Sequence[str]) -> tuple[int, float]:
     """(the candidate that answers, the confidence in its answer): candidates that give the same answer line (one
-    sentence in two copies of a file, a figure printed twice) are one answer whose probability is their sum, capped
-    at 1; the answer with the most is chosen, represented by its most probable candidate.
+    sentence in two copies of a file, a figure printed twice) are one answer, and the answer with the most
+    probability is chosen, represented by its most probable candidate. Its confidence is the probability of every
+    candidate that quotes it or that it quotes (:func:`holds`: a sentence and the two-sentence windows around it),
+    capped at 1: the scorer's share of one answer is spread over the candidates that hold its words, and the fit's
+    objective counts a question as answered by any of its positive candidates.
 
     >>> answer_mass([0.3, 0.2, 0.2, 0.2], ["a", "b", "b", "b"])
     (1, 0.6)
+    >>> answer_mass([0.3, 0.2, 0.1], ["x. y.", "x.", "z."])
+    (0, 0.5)
     """
     if not len(probs):
         return -1, 0.0
@@ -194,7 +208,8 @@ def answer_mass(probs: Sequence[float], keys: Sequence[str]) -> tuple[int, float
         mass[k] = mass.get(k, 0.0) + float(p)
     best_key = max(mass, key=lambda k: (mass[k], max(p for p, kk in zip(probs, keys) if kk == k)))
     j = max((i for i, k in enumerate(keys) if k == best_key), key=lambda i: probs[i])
-    return j, round(min(1.0, mass[best_key]), 12)
+    held = sum(m for k, m in mass.items() if holds(k, best_key) or holds(best_key, k))
+    return j, round(min(1.0, held), 12)
 
 
 class ModelMismatch(ValueError):
