@@ -67,3 +67,21 @@ def test_a_calibrator_round_trips_through_the_file_and_one_fitted_on_other_featu
     d["calibrator"]["features"] = list(CALIBRATION_FEATURES[:-1]) + ["log_candidates"]
     with pytest.raises(ModelMismatch, match="calibrate"):
         ReaderModel.from_dict(d)
+
+
+def test_an_answer_s_confidence_counts_the_candidates_that_quote_it_or_that_it_quotes():
+    s1 = "Which port to listen on."
+    s2 = "Default: 6432."
+    other = "The maximum number of client connections allowed."
+    lines = [s1, f"{s1} {s2}", s2, other, f"{other} {s1}"]
+    probs = [0.30, 0.20, 0.05, 0.25, 0.10]
+    keys = [answer_key(x) for x in lines]
+    j, conf = answer_mass(probs, keys)
+    # the answer is still the most probable line; its confidence adds both windows that quote it, not the sentence
+    # that only shares a window with it nor the unrelated one
+    assert j == 0 and conf == pytest.approx(0.30 + 0.20 + 0.10)
+    # a window's confidence holds its two sentences, not the other window that shares one of them
+    j, conf = answer_mass([0.1, 0.5, 0.05, 0.25, 0.1], keys)
+    assert j == 1 and conf == pytest.approx(0.1 + 0.5 + 0.05)
+    # word for word, not characters: "6" is not quoted by "6432"
+    assert answer_mass([0.4, 0.3], ["default: 6", "default: 6432."]) == (0, 0.4)
