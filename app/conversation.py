@@ -17,8 +17,13 @@ Before retrieval a follow-up ("Who founded it?") is turned into a standalone sea
 """
 from __future__ import annotations
 
+import functools
+import json
+import math
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from app.grounding import is_abstention, strip_citations
 from retrieval.bm25 import STOPWORDS
@@ -51,13 +56,12 @@ def _referring(words: Sequence[str]) -> bool:
     >>> _referring(["was", "there", "any", "drop"]), _referring(["what", "happened", "there"])
     (False, True)
     """
-    for i, w in enumerate(words):
-        if w not in REFERRING:
-            continue
-        if w == "there" and ((i > 0 and words[i - 1] in _BE) or (i + 1 < len(words) and words[i + 1] in _BE)):
-            continue
-        return True
-    return False
+    return any(w in REFERRING and not _existential(words, i) for i, w in enumerate(words))
+
+
+def _existential(words: Sequence[str], i: int) -> bool:
+    """Is ``words[i]`` the existential "there" ("Was *there* any drop", "*there* were three")?"""
+    return words[i] == "there" and ((i > 0 and words[i - 1] in _BE) or (i + 1 < len(words) and words[i + 1] in _BE))
 
 
 def names_its_subject(question: str, words: Sequence[str] | None = None) -> bool:
@@ -79,17 +83,30 @@ def names_its_subject(question: str, words: Sequence[str] | None = None) -> bool
 
 
 def refers_back(question: str, history: Sequence[Turn] | None = None) -> bool:
-    """True when the question needs the conversation to be understood: a pronoun, an ellipsis ("and …", "what
-    about …"), two content words or fewer, or a "why …" that does not name its own subject
-    (:func:`names_its_subject`). With ``history``, a pronoun alone does not make a follow-up of a question that
-    says what it is about on its own (:func:`_own_topic`: "If our users choose *their* own passwords, what is the
-    shortest length allowed?" after a question about a company's revenue).
+    """True when the question needs the conversation to be understood. Without ``history``: the rules
+    (:func:`refers_back_rules`). With it: the fitted follow-up model (``app/data/followup_model.json``,
+    ``bench/fit_followup.py``) over :func:`followup_features`, the rules' verdict one of them.
 
     >>> refers_back("Who founded it?"), refers_back("Who founded the Elm Street bakery?"), refers_back("And Paris?")
     (True, False, True)
-    >>> refers_back("Was there any drop in cash and cash equivalents in the quarter?")
+    """
+    if not history:
+        return refers_back_rules(question, history)
+    model = followup_model()
+    if model is None:
+        return refers_back_rules(question, history)
+    return model.probability(followup_features(question, history)) >= model.threshold
+
+
+def refers_back_rules(question: str, history: Sequence[Turn] | None = None) -> bool:
+    """The rules: a pronoun, an ellipsis ("and …", "what about …"), two content words or fewer, or a "why …" that
+    does not name its own subject (:func:`names_its_subject`). With ``history``, a pronoun alone does not make a
+    follow-up of a question that says what it is about on its own (:func:`_own_topic`: "If our users choose *their*
+    own passwords, what is the shortest length allowed?" after a question about a company's revenue).
+
+    >>> refers_back_rules("Was there any drop in cash and cash equivalents in the quarter?")
     False
-    >>> refers_back("Why?"), refers_back("Why was Zebrion chosen as the handheld vendor for Project Heron?")
+    >>> refers_back_rules("Why?"), refers_back_rules("Why was Zebrion chosen as the handheld vendor for Project Heron?")
     (True, False)
     """
     words = [w.lower() for w in _WORD_RE.findall(question)]
@@ -100,6 +117,88 @@ def refers_back(question: str, history: Sequence[Turn] | None = None) -> bool:
     if _referring(words) and not _antecedent_inside(question, words):
         return not (history and _own_topic(words, history))
     return bool(_WHY_RE.search(question)) and not names_its_subject(question, words)
+
+
+# what the fitted follow-up model reads of a question and the one before it (bench/fit_followup.py)
+FOLLOWUP_FEATURES = ("rules", "ellipsis", "pronoun", "early_pronoun", "personal", "antecedent", "why", "content_words",
+                     "few_words", "names", "new_names", "shared_share", "demonstrative", "previous_names_kept",
+                     "before_names", "object_pronoun", "previous_names_absent", "subject_pronoun")
+_OBJECT = frozenset("him them".split())
+_SUBJECT = frozenset("it they he she".split())  # a pronoun that is a sentence's subject or object, not a possessive
+EARLY_WORDS = 4  # a pointing word among a question's first four words has no room for an antecedent before it
+_DEMONSTRATIVE_RE = re.compile(r"\b(this|these|those)\s+[a-z]", re.I)  # "that" is as often a relative: "farms that lie"
+
+
+def followup_features(question: str, history: Sequence[Turn]) -> list[float]:
+    """The named signals of :data:`FOLLOWUP_FEATURES` for ``question`` after ``history``: the rules' verdict and
+    their parts (an ellipsis, a pointing word and whether it is among the first :data:`EARLY_WORDS`, a person's
+    pronoun, a name before the pronoun, a bare "why"), how much the question says of its own (content words, names,
+    names the question before did not have), how much of it the question before already said (the share of its
+    content words, by their first five letters), a demonstrative ("this plan"), whether it keeps a name of the
+    question before; whether its first pointing word comes before any name of its own ("How large is *it* compared
+    with the farms near Highbury?"), an object pronoun ("consider *him*"), whether the question before named
+    something this one does not, and a pronoun standing for a whole subject ("does *it* run"), not a possessive."""
+    words = [w.lower() for w in _WORD_RE.findall(question)]
+    content = [w for w in words if w not in _GENERIC and w not in REFERRING and not w[0].isdigit()]
+    prev = previous_query(history)
+    before = {w.lower()[:5] for w in _WORD_RE.findall(prev)}
+    names = entities(question)
+    prev_names = entities(prev)
+    pointing = [i for i, w in enumerate(words) if w in REFERRING and not _existential(words, i)]
+    new = [n for n in names if not all(w.lower()[:5] in before for w in _WORD_RE.findall(n))]
+    return [float(refers_back_rules(question, history)), float(bool(_ELLIPSIS_RE.search(question))),
+            float(_referring(words)), float(bool(pointing) and pointing[0] < EARLY_WORDS),
+            float(any(w in _PERSONAL for w in words)), float(_referring(words) and _antecedent_inside(question, words)),
+            float(bool(_WHY_RE.search(question))), float(len(content)), float(len(content) <= 2), float(len(names)),
+            float(len(new)), (sum(1 for w in content if w[:5] in before) / len(content)) if content else 0.0,
+            float(bool(_DEMONSTRATIVE_RE.search(question))),
+            float(any(n.lower() in question.lower() for n in prev_names)),
+            float(bool(pointing) and (not names or _first_word_at(words, question, names) > pointing[0])),
+            float(any(w in _OBJECT for w in words)),
+            float(bool(prev_names) and not any(n.lower() in question.lower() for n in prev_names)),
+            float(any(w in _SUBJECT for w in words))]
+
+
+def _first_word_at(words: Sequence[str], question: str, names: Sequence[str]) -> int:
+    """The index in ``words`` of the first word of the first of ``names`` in ``question``."""
+    at = min((question.find(n) for n in names if n in question), default=-1)
+    return len(_WORD_RE.findall(question[:at])) if at >= 0 else len(words)
+
+
+@dataclass
+class FollowupModel:
+    """A logistic regression over :data:`FOLLOWUP_FEATURES`, fitted on the train split's question pairs and its
+    ``threshold`` chosen on dev (``bench/fit_followup.py``; its ``card`` says on what, when and how)."""
+
+    features: Sequence[str]
+    mean: Sequence[float]
+    scale: Sequence[float]
+    coef: Sequence[float]
+    intercept: float
+    threshold: float
+    card: dict = field(default_factory=dict)
+
+    def probability(self, f: Sequence[float]) -> float:
+        z = sum((x - m) / s * c for x, m, s, c in zip(f, self.mean, self.scale, self.coef)) + self.intercept
+        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+
+
+FOLLOWUP_MODEL = Path(__file__).resolve().parent / "data" / "followup_model.json"
+
+
+@functools.cache
+def followup_model(path: str | None = None) -> FollowupModel | None:
+    """The shipped follow-up model, or None when there is none (then the rules decide); one fitted on other
+    features than :data:`FOLLOWUP_FEATURES` is refused."""
+    p = Path(path) if path else FOLLOWUP_MODEL
+    if not p.is_file():
+        return None
+    d = json.loads(p.read_text(encoding="utf-8"))
+    if tuple(d["features"]) != FOLLOWUP_FEATURES:
+        raise ValueError(f"the follow-up model ({p.name}) was fitted on other features than the code computes: "
+                         "refit it with `python bench/fit_followup.py`")
+    return FollowupModel(tuple(d["features"]), d["mean"], d["scale"], d["coef"], float(d["intercept"]),
+                         float(d["threshold"]), d.get("card", {}))
 
 
 _PERSONAL = frozenset("he him his himself she her hers herself".split())

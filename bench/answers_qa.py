@@ -60,16 +60,26 @@ def cmd_ingest(a) -> None:
                        check=False)
 
 
-def run(ctx, rows: list[dict], backend: str, progress=print, dump: list | None = None, options=None) -> list[dict]:
+def run(ctx, rows: list[dict], backend: str, progress=print, dump: list | None = None, options=None,
+        conversation: bool = False, alone: bool = False) -> list[dict]:
+    """Ask every row through the product's path. A follow-up is asked after its first question and the answer this
+    run gave it; with ``conversation`` every other row is asked after the row before it of the same kind and its
+    answer, as one user asks unrelated questions in one chat (the follow-up reading must then tell them apart); with
+    ``alone`` every row is asked with no conversation, follow-ups too (what a follow-up the reading misses gets)."""
     from app.answer import answer
 
     have = {d["doc_id"] for d in ctx.catalog.documents(ctx.catalog.live_gen())}
     docs = {k: [d for d in kind_docs(k) if d in have] for k in {r["kind"] for r in rows}}
     given: dict[str, object] = {}
+    before: dict[str, dict] = {}  # the row asked last, per kind (--conversation)
     out = []
     for r in rows:
         scope = [r["doc"]] if r["scope"] == "doc" else docs[r["kind"]]
-        history = history_for(r, given)
+        history = [] if alone else history_for(r, given)
+        prev = before.get(r["kind"])
+        if conversation and not history and prev is not None:
+            history = history_for({"followup_of": prev["id"]}, given)
+        before[r["kind"]] = r
         t = time.perf_counter()
         ans = answer(ctx, r["question"], backend=backend, doc_ids=scope, history=history, **(options or {}))
         dt = time.perf_counter() - t
@@ -145,11 +155,12 @@ def cmd_run(a) -> None:
            "command": f"python bench/answers_qa.py run --data {a.data} --split {a.split}"
                       + (f" --rows {a.rows}" if a.rows else "")
                       + (f" --kinds {','.join(a.kinds)}" if a.kinds != list(KINDS) else "")
+                      + (" --conversation" if a.conversation else "") + (" --alone" if a.alone else "")
                       + (f" --label {a.label!r}" if a.label else "") + f" --out {a.out}",
            "backends": {}}
     try:
         dump: list | None = [] if a.dump else None
-        out = run(ctx, rows, a.backend, dump=dump)
+        out = run(ctx, rows, a.backend, dump=dump, conversation=a.conversation, alone=a.alone)
         res["backends"][a.backend] = summarise(out)
         if dump is not None:
             Path(a.dump).write_text(json.dumps(dump))
@@ -177,7 +188,11 @@ ROWS = (("the reader of 3cd4e12 (baseline)", "answers_qa_baseline"),
         ("reader alone, a 10-K's change columns read by year, in-line bullets (4f0a1e5)", "answers_qa_cells"),
         ("LM check stage, a 10-K's change columns read by year, in-line bullets (4f0a1e5)", "answers_qa_lmcells"),
         ("reader alone, two-sentence windows as candidates (issue 46, stop 59)", "answers_qa_win"),
-        ("LM check stage over distinct answers, two-sentence windows (stop 59)", "answers_qa_winlm"))
+        ("LM check stage over distinct answers, two-sentence windows (stop 59)", "answers_qa_winlm"),
+        ("reader alone, an answer's confidence holds the candidates quoting it (stop 60)", "answers_qa_held"),
+        ("the same, asked in one conversation per kind, the follow-up rules (stop 60)", "answers_qa_conv"),
+        ("the same, the fitted follow-up reading (stop 60)", "answers_qa_fu"),
+        ("the same, the fitted follow-up reading, one conversation per kind (stop 60)", "answers_qa_fuconv"))
 
 
 def _pct(n: int, d: int) -> str:
@@ -223,6 +238,9 @@ def main() -> None:
     ap.add_argument("--label", default="")
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--dump", default="")
+    ap.add_argument("--conversation", action="store_true",
+                    help="ask each row after the row before it of its kind, in one chat (see run)")
+    ap.add_argument("--alone", action="store_true", help="ask every row with no conversation, follow-ups too")
     a = ap.parse_args()
     a.kinds = [k for k in a.kinds.split(",") if k]
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

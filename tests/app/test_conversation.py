@@ -189,3 +189,68 @@ def test_a_question_on_its_own_topic_is_no_follow_up_for_a_pronoun_about_its_own
               "And in the same quarter the year before?", "How did it change?",
               "What did they pay the suppliers for their parts?"):
         assert refers_back(q, before), q
+
+
+def _after(question: str) -> list[dict]:
+    return [{"role": "user", "content": question}, {"role": "assistant", "content": "—"}]
+
+
+def test_a_short_question_on_a_subject_of_its_own_stands_alone_and_short_follow_ups_still_refer_back():
+    """The fitted follow-up model (app/data/followup_model.json): the rules took every question of two content words
+    for a follow-up and glued the question before onto its search; these pairs were written for this test, not read
+    by the fit."""
+    for q, before in (("Is Redis single-threaded?", "Which eviction policy removes the least recently used keys?"),
+                      ("When was the survey published?", "By how much did coal output fall from 2010 to 2015?"),
+                      ("How many employees did Contoso have at the end of 2023?",
+                       "What was Contoso's revenue in 2023?")):
+        assert not refers_back(q, _after(before)), q
+        assert rewrite(q, _after(before)) == (q, "none")
+    from app.conversation import refers_back_rules
+
+    assert refers_back_rules("Is Redis single-threaded?", _after("Which eviction policy removes the keys?"))
+    for q, before in (("And in 2022?", "What was Contoso's revenue in 2023?"),
+                      ("Who founded it?", "Tell me about the Elm Street bakery."),
+                      ("How much did it cost?", "When did the city open the new library?"),
+                      ("What did she say about the harvest?", "Who is Elinor Dashwood?"),
+                      ("Why?", "Did revenue fall in the third quarter?"),
+                      ("What about Europe?", "How many stores does Ikea run in Asia?")):
+        assert refers_back(q, _after(before)), q
+        assert rewrite(q, _after(before))[1] == "rules"
+
+
+def test_the_follow_up_model_gives_on_dev_what_its_card_says():
+    """The shipped file and the code's features agree: the dev pairs (each follow-up after its first question, every
+    other question after the one before it in the file) read as the fit read them."""
+    import json
+    from pathlib import Path
+
+    from app.conversation import followup_model
+
+    model = followup_model()
+    rows = [json.loads(x) for x in (Path(__file__).resolve().parents[2] / "bench" / "data" / "qa" /
+                                    "dev.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
+    by_id = {r["id"]: r for r in rows}
+    got = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
+    for i, r in enumerate(rows):
+        first = by_id[r["followup_of"]]["question"] if r.get("followup_of") in by_id else None
+        if first is None and i == 0:
+            continue
+        said = refers_back(r["question"], _after(first if first is not None else rows[i - 1]["question"]))
+        got[("t" if said == (first is not None) else "f") + ("p" if said else "n")] += 1
+    assert got == {k: model.card["dev"][k] for k in got}
+
+
+def test_a_follow_up_model_fitted_on_other_features_is_refused(tmp_path):
+    import json
+
+    import pytest
+
+    from app.conversation import FOLLOWUP_MODEL, followup_model
+
+    d = json.loads(FOLLOWUP_MODEL.read_text())
+    d["features"] = d["features"][:-1]
+    p = tmp_path / "followup_model.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(ValueError, match="refit it"):
+        followup_model(str(p))
+    assert followup_model(str(tmp_path / "none.json")) is None  # no file: the rules decide
