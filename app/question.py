@@ -320,7 +320,8 @@ def _shifted(p: Period, by_years: int, by_quarters: int, years_said: Sequence[in
 def _continue(own: Question, prev: Question, history: Sequence[dict]) -> Question:
     """A follow-up completed from the question before: its terms when it has one or none of its own ("And in
     Europe?"), its names when it names none, its kind when its own says nothing, and its period shifted ("the year
-    before") or kept (a follow-up that names no period asks about the same one)."""
+    before"), kept (a follow-up that names no period asks about the same one) or given the year of the one before
+    when it names only a part of a year ("And for the first nine months?", "What about the second quarter?")."""
     terms = own.terms if len(own.terms) >= 2 else tuple(dict.fromkeys([*own.terms, *prev.terms]))
     kind = own.kind if own.kind != "other" or len(own.terms) >= 2 else prev.kind
     p = own.period
@@ -329,6 +330,8 @@ def _continue(own: Question, prev: Question, history: Sequence[dict]) -> Questio
         period = _shifted(prev.period if prev.period.asked else p, p.shift_years, p.shift_quarters, said)
     elif not p.asked:
         period = prev.period
+    elif not p.years and not p.dates and prev.period.years:  # "And for the first nine months?": the same year
+        period = replace(p, years=prev.period.years)
     else:
         period = p
     return replace(own, kind=kind, entities=own.entities or prev.entities, terms=terms, period=period,

@@ -76,6 +76,17 @@ def test_a_follow_up_that_names_no_period_keeps_the_one_before():
     assert "services" in q.terms
 
 
+def test_a_follow_up_that_names_a_part_of_a_year_keeps_the_year_before():
+    """Newcomer run r16: "And for the first nine months of the year?" after a third-quarter-2024 figure was read as
+    nine months of no year, and the reader hedged with the quarter's figure."""
+    first = [{"role": "user", "content": "What was Spotify's total revenue for the third quarter of 2024?"},
+             {"role": "assistant", "content": "Total, Three months ended September 30, 2024: 3,988 [6]"}]
+    q = read_question("And for the first nine months of the year?", first)
+    assert q.followup and q.period.years == (2024,) and q.period.span == "nine" and not q.period.quarters
+    assert read_question("What about the second quarter?", first).period.years == (2024,)
+    assert read_question("And in 2022?", first).period.years == (2022,)  # a year of its own stays its own
+
+
 @pytest.mark.parametrize("text, kind", [
     ("How many stores did the company open?", "count"),
     ("How many times did the bell ring?", "count"),
