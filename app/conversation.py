@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.grounding import is_abstention, strip_citations
+from app.logistic import LogisticStage
 from retrieval.bm25 import STOPWORDS
 
 Turn = dict  # {"role": "user" | "assistant", "content": str, optional "query": str}
@@ -166,21 +166,12 @@ def _first_word_at(words: Sequence[str], question: str, names: Sequence[str]) ->
 
 
 @dataclass
-class FollowupModel:
-    """A logistic regression over :data:`FOLLOWUP_FEATURES`, fitted on the train split's question pairs and its
-    ``threshold`` chosen on dev (``bench/fit_followup.py``; its ``card`` says on what, when and how)."""
+class FollowupModel(LogisticStage):
+    """A logistic regression over :data:`FOLLOWUP_FEATURES`, fitted on the train split's question pairs, its
+    ``threshold`` from the measured costs of the two errors (``bench/fit_followup.py``; its ``card`` says on what,
+    when and how)."""
 
-    features: Sequence[str]
-    mean: Sequence[float]
-    scale: Sequence[float]
-    coef: Sequence[float]
-    intercept: float
-    threshold: float
     card: dict = field(default_factory=dict)
-
-    def probability(self, f: Sequence[float]) -> float:
-        z = sum((x - m) / s * c for x, m, s, c in zip(f, self.mean, self.scale, self.coef)) + self.intercept
-        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
 
 
 FOLLOWUP_MODEL = Path(__file__).resolve().parent / "data" / "followup_model.json"

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from app.logistic import LogisticStage
+
 MODEL_PATH = Path(__file__).resolve().parent / "data" / "reader_model.json"
 
 
@@ -85,23 +87,12 @@ def calibration_features(X: np.ndarray, logits: np.ndarray, j: int, confidence: 
 
 
 @dataclass
-class Calibrator:
+class Calibrator(LogisticStage):
     """How sure the answer is, read from the whole question (:func:`calibration_features`) rather than from the
     answer's share of the scorer's softmax alone: a logistic regression fitted on the train split (the answer right
     or not), its ``threshold`` chosen on dev. The softmax share falls when the question's words are not the
     document's (a reworded question's right answer: median 0.27 against 0.56 as written) while the answer still
     stands out among the candidates; this stage reads both."""
-
-    features: Sequence[str]
-    mean: Sequence[float]
-    scale: Sequence[float]
-    coef: Sequence[float]
-    intercept: float
-    threshold: float
-
-    def probability(self, f: np.ndarray) -> float:
-        z = (np.asarray(f) - np.asarray(self.mean)) / np.asarray(self.scale)
-        return float(_sigmoid(np.asarray(z @ np.asarray(self.coef) + self.intercept)))
 
 
 @dataclass
