@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from pathlib import Path
 from app.grounding import is_abstention, strip_citations
 from app.logistic import LogisticStage
 from retrieval.bm25 import STOPWORDS
+
+log = logging.getLogger(__name__)
 
 Turn = dict  # {"role": "user" | "assistant", "content": str, optional "query": str}
 
@@ -92,10 +95,19 @@ def refers_back(question: str, history: Sequence[Turn] | None = None) -> bool:
     """
     if not history:
         return refers_back_rules(question, history)
-    model = followup_model()
+    try:
+        model = followup_model()
+    except ValueError as e:  # a model file of other features: the rules decide, and the log says why once
+        _warn_once(str(e))
+        model = None
     if model is None:
         return refers_back_rules(question, history)
     return model.probability(followup_features(question, history)) >= model.threshold
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    log.warning("%s; the follow-up rules decide meanwhile", message)
 
 
 def refers_back_rules(question: str, history: Sequence[Turn] | None = None) -> bool:
@@ -152,16 +164,21 @@ def followup_features(question: str, history: Sequence[Turn]) -> list[float]:
             float(bool(_WHY_RE.search(question))), float(len(content)), float(len(content) <= 2), float(len(names)),
             float(len(new)), (sum(1 for w in content if w[:5] in before) / len(content)) if content else 0.0,
             float(bool(_DEMONSTRATIVE_RE.search(question))),
-            float(any(n.lower() in question.lower() for n in prev_names)),
+            float(any(_mention(question, n) for n in prev_names)),
             float(bool(pointing) and (not names or _first_word_at(words, question, names) > pointing[0])),
             float(any(w in _OBJECT for w in words)),
-            float(bool(prev_names) and not any(n.lower() in question.lower() for n in prev_names)),
+            float(bool(prev_names) and not any(_mention(question, n) for n in prev_names)),
             float(any(w in _SUBJECT for w in words))]
+
+
+def _mention(text: str, name: str) -> re.Match | None:
+    """Where ``text`` names ``name`` as whole words, case aside ("US" is not in "business")."""
+    return re.search(rf"(?<![\w'’]){re.escape(name)}(?![\w'’])", text, re.I) if name.strip() else None
 
 
 def _first_word_at(words: Sequence[str], question: str, names: Sequence[str]) -> int:
     """The index in ``words`` of the first word of the first of ``names`` in ``question``."""
-    at = min((question.find(n) for n in names if n in question), default=-1)
+    at = min((m.start() for m in (_mention(question, n) for n in names) if m), default=-1)
     return len(_WORD_RE.findall(question[:at])) if at >= 0 else len(words)
 
 

@@ -171,12 +171,13 @@ def answer_key(line: str) -> str:
 
 
 def holds(outer: str, inner: str) -> bool:
-    """Does answer line ``outer`` hold all of ``inner``, word for word (both :func:`answer_key`)?
+    """Does answer line ``outer`` hold all of ``inner``, word for word (both :func:`answer_key`, so both cut at 300
+    characters: the second sentence of a long window is not seen in it)? An empty line holds nothing.
 
     >>> holds("gross margin was down. pay rates rose.", "gross margin was down."), holds("a 20 b", "2")
     (True, False)
     """
-    return f" {inner} " in f" {outer} "
+    return bool(inner.strip()) and f" {inner} " in f" {outer} "
 
 
 def answer_mass(probs: Sequence[float], keys: Sequence[str]) -> tuple[int, float]:
@@ -199,7 +200,7 @@ def answer_mass(probs: Sequence[float], keys: Sequence[str]) -> tuple[int, float
         mass[k] = mass.get(k, 0.0) + float(p)
     best_key = max(mass, key=lambda k: (mass[k], max(p for p, kk in zip(probs, keys) if kk == k)))
     j = max((i for i, k in enumerate(keys) if k == best_key), key=lambda i: probs[i])
-    held = sum(m for k, m in mass.items() if holds(k, best_key) or holds(best_key, k))
+    held = sum(m for k, m in mass.items() if k == best_key or holds(k, best_key) or holds(best_key, k))
     return j, round(min(1.0, held), 12)
 
 

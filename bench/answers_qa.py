@@ -238,9 +238,10 @@ def main() -> None:
     ap.add_argument("--label", default="")
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--dump", default="")
-    ap.add_argument("--conversation", action="store_true",
-                    help="ask each row after the row before it of its kind, in one chat (see run)")
-    ap.add_argument("--alone", action="store_true", help="ask every row with no conversation, follow-ups too")
+    how = ap.add_mutually_exclusive_group()
+    how.add_argument("--conversation", action="store_true",
+                     help="ask each row after the row before it of its kind, in one chat (see run)")
+    how.add_argument("--alone", action="store_true", help="ask every row with no conversation, follow-ups too")
     a = ap.parse_args()
     a.kinds = [k for k in a.kinds.split(",") if k]
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

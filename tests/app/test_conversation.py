@@ -254,3 +254,27 @@ def test_a_follow_up_model_fitted_on_other_features_is_refused(tmp_path):
     with pytest.raises(ValueError, match="refit it"):
         followup_model(str(p))
     assert followup_model(str(tmp_path / "none.json")) is None  # no file: the rules decide
+
+
+def test_a_follow_up_model_of_other_features_leaves_the_decision_to_the_rules_and_says_so(tmp_path, monkeypatch,
+                                                                                         caplog):
+    import json
+
+    import app.conversation as conv
+
+    d = json.loads(conv.FOLLOWUP_MODEL.read_text())
+    d["features"] = d["features"][:-1]
+    p = tmp_path / "followup_model.json"
+    p.write_text(json.dumps(d))
+    monkeypatch.setattr(conv, "FOLLOWUP_MODEL", p)
+    conv.followup_model.cache_clear()
+    conv._warn_once.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger="app.conversation"):
+            q = "When was the survey published?"
+            assert refers_back(q, _after("By how much did coal output fall?")) == conv.refers_back_rules(q)
+            assert refers_back("Who founded it?", _after("Tell me about the bakery."))
+        assert sum("the follow-up rules decide meanwhile" in r.message for r in caplog.records) == 1
+    finally:
+        conv.followup_model.cache_clear()
+        conv._warn_once.cache_clear()
