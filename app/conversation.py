@@ -138,7 +138,7 @@ FOLLOWUP_FEATURES = ("rules", "ellipsis", "pronoun", "early_pronoun", "personal"
 _OBJECT = frozenset("him them".split())
 _SUBJECT = frozenset("it they he she".split())  # a pronoun that is a sentence's subject or object, not a possessive
 EARLY_WORDS = 4  # a pointing word among a question's first four words has no room for an antecedent before it
-_DEMONSTRATIVE_RE = re.compile(r"\b(this|these|those)\s+[a-z]", re.I)  # "that" is as often a relative: "farms that lie"
+_DEMONSTRATIVES = frozenset("this these those".split())  # "that" is as often a relative: "farms that lie"
 
 
 def followup_features(question: str, history: Sequence[Turn]) -> list[float]:
@@ -155,31 +155,26 @@ def followup_features(question: str, history: Sequence[Turn]) -> list[float]:
     prev = previous_query(history)
     before = {w.lower()[:5] for w in _WORD_RE.findall(prev)}
     names = entities(question)
-    prev_names = entities(prev)
+    at = [i for i in (_word_index(words, n) for n in names) if i is not None]
+    kept = any(_word_index(words, n) is not None for n in entities(prev))
     pointing = [i for i, w in enumerate(words) if w in REFERRING and not _existential(words, i)]
     new = [n for n in names if not all(w.lower()[:5] in before for w in _WORD_RE.findall(n))]
     return [float(refers_back_rules(question, history)), float(bool(_ELLIPSIS_RE.search(question))),
-            float(_referring(words)), float(bool(pointing) and pointing[0] < EARLY_WORDS),
-            float(any(w in _PERSONAL for w in words)), float(_referring(words) and _antecedent_inside(question, words)),
+            float(bool(pointing)), float(bool(pointing) and pointing[0] < EARLY_WORDS),
+            float(any(w in _PERSONAL for w in words)), float(bool(pointing) and _antecedent_inside(question, words)),
             float(bool(_WHY_RE.search(question))), float(len(content)), float(len(content) <= 2), float(len(names)),
             float(len(new)), (sum(1 for w in content if w[:5] in before) / len(content)) if content else 0.0,
-            float(bool(_DEMONSTRATIVE_RE.search(question))),
-            float(any(_mention(question, n) for n in prev_names)),
-            float(bool(pointing) and (not names or _first_word_at(words, question, names) > pointing[0])),
-            float(any(w in _OBJECT for w in words)),
-            float(bool(prev_names) and not any(_mention(question, n) for n in prev_names)),
+            float(any(w in _DEMONSTRATIVES and i + 1 < len(words) for i, w in enumerate(words))), float(kept),
+            float(bool(pointing) and min(at, default=len(words)) > pointing[0]),
+            float(any(w in _OBJECT for w in words)), float(bool(entities(prev)) and not kept),
             float(any(w in _SUBJECT for w in words))]
 
 
-def _mention(text: str, name: str) -> re.Match | None:
-    """Where ``text`` names ``name`` as whole words, case aside ("US" is not in "business")."""
-    return re.search(rf"(?<![\w'’]){re.escape(name)}(?![\w'’])", text, re.I) if name.strip() else None
-
-
-def _first_word_at(words: Sequence[str], question: str, names: Sequence[str]) -> int:
-    """The index in ``words`` of the first word of the first of ``names`` in ``question``."""
-    at = min((m.start() for m in (_mention(question, n) for n in names) if m), default=-1)
-    return len(_WORD_RE.findall(question[:at])) if at >= 0 else len(words)
+def _word_index(words: Sequence[str], name: str) -> int | None:
+    """Where in ``words`` (a question's lower-case words) ``name`` begins as whole words ("US" is not in
+    "business"), or None."""
+    n = [w.lower() for w in _WORD_RE.findall(name)]
+    return next((i for i in range(len(words) - len(n) + 1) if n and list(words[i:i + len(n)]) == n), None)
 
 
 @dataclass
