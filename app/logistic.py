@@ -13,6 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    """1 / (1 + e^−z), ``z`` clipped to ±40 (beyond it the result is 0 or 1 to double precision)."""
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+
+
 @dataclass
 class LogisticStage:
     """``features`` standardised by ``mean`` and ``scale``, weighted by ``coef`` plus ``intercept``; ``threshold``
@@ -27,4 +32,4 @@ class LogisticStage:
 
     def probability(self, f: Sequence[float] | np.ndarray) -> float:
         z = (np.asarray(f, dtype=np.float64) - np.asarray(self.mean)) / np.asarray(self.scale)
-        return float(1.0 / (1.0 + np.exp(-np.clip(z @ np.asarray(self.coef) + self.intercept, -40, 40))))
+        return float(sigmoid(z @ np.asarray(self.coef) + self.intercept))

@@ -25,13 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from app.logistic import LogisticStage
+from app.logistic import LogisticStage, sigmoid
 
 MODEL_PATH = Path(__file__).resolve().parent / "data" / "reader_model.json"
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
 
 
 @dataclass
@@ -47,7 +43,7 @@ class CheckStage:
     threshold: float
 
     def probability(self, share: float, lm_margin: float) -> float:
-        return float(_sigmoid(np.asarray(self.w_score * log_odds(share) + self.w_lm * lm_margin + self.intercept)))
+        return float(sigmoid(np.asarray(self.w_score * log_odds(share) + self.w_lm * lm_margin + self.intercept)))
 
 
 SHARE_EPS = 1e-6  # a share of 0 or 1 has no finite log-odds: clipped this far inside
@@ -137,7 +133,7 @@ class ReaderModel:
     def probabilities(self, X: np.ndarray) -> list[float]:
         s = self.logits(X)
         if self.form == "pointwise" or s.size == 0:
-            return _sigmoid(s).tolist()
+            return sigmoid(s).tolist()
         m = max(float(s.max()), 0.0)
         e = np.exp(s - m)
         return (e / (e.sum() + np.exp(-m))).tolist()

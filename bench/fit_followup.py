@@ -36,6 +36,7 @@ import numpy as np
 from followup_detection import pairs
 
 from app.conversation import FOLLOWUP_FEATURES, followup_features, refers_back_rules
+from app.logistic import sigmoid
 
 TRAIN_SETS = ("train", "filings_qa", "followups")
 THRESHOLD = 0.5  # the break-even of the two errors' measured costs (the module doc)
@@ -66,20 +67,9 @@ SIGNS = {"rules": 1, "ellipsis": 1, "pronoun": 1, "early_pronoun": 1, "personal"
          "subject_pronoun": 1}
 
 
-class Signed:
-    """A fitted logistic regression with sign-bounded weights (the part of scikit-learn's interface used here)."""
-
-    def __init__(self, coef: np.ndarray, intercept: float):
-        self.coef_, self.intercept_ = coef[None, :], np.array([intercept])
-
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        p = 1 / (1 + np.exp(-np.clip(X @ self.coef_[0] + self.intercept_[0], -40, 40)))
-        return np.stack([1 - p, p], axis=1)
-
-
-def fit_signed(X: np.ndarray, y: np.ndarray, C: float) -> Signed:
+def fit_signed(X: np.ndarray, y: np.ndarray, C: float) -> tuple[np.ndarray, float]:
     """L2-penalised logistic regression (scikit-learn's objective: ½‖w‖² + C Σ log-loss) with each weight held to the
-    side :data:`SIGNS` allows (L-BFGS-B bounds)."""
+    side :data:`SIGNS` allows (L-BFGS-B bounds): ``(weights, intercept)`` over the standardised ``X``."""
     from scipy.optimize import minimize
 
     d = X.shape[1]
@@ -87,7 +77,7 @@ def fit_signed(X: np.ndarray, y: np.ndarray, C: float) -> Signed:
     def loss(theta):
         w, b = theta[:d], theta[d]
         z = X @ w + b
-        p = 1 / (1 + np.exp(-np.clip(z, -40, 40)))
+        p = sigmoid(z)
         ll = np.logaddexp(0, z) - y * z
         g = p - y
         return 0.5 * w @ w + C * ll.sum(), np.concatenate([w + C * (X.T @ g), [C * g.sum()]])
@@ -95,7 +85,7 @@ def fit_signed(X: np.ndarray, y: np.ndarray, C: float) -> Signed:
     bounds = [(0, None) if SIGNS[f] > 0 else (None, 0) if SIGNS[f] < 0 else (None, None) for f in FOLLOWUP_FEATURES]
     res = minimize(loss, np.zeros(d + 1), jac=True, method="L-BFGS-B", bounds=bounds + [(None, None)],
                    options={"maxiter": 2000})
-    return Signed(res.x[:d], float(res.x[d]))
+    return res.x[:d], float(res.x[d])
 
 
 def counts(p: np.ndarray, y: np.ndarray, t: float) -> dict:
@@ -162,13 +152,13 @@ def main() -> None:
                        yd, 0.5)
     tried = []
     for C in (0.1, 1.0, 10.0):
-        lr = fit_signed((Xt - mean) / scale, yt, C)
-        pd = lr.predict_proba((Xd - mean) / scale)[:, 1]
-        pt = lr.predict_proba((Xt - mean) / scale)[:, 1]
+        w, b = fit_signed((Xt - mean) / scale, yt, C)
+        pd = sigmoid((Xd - mean) / scale @ w + b)
+        pt = sigmoid((Xt - mean) / scale @ w + b)
         c = counts(pd, yd, THRESHOLD)
-        tried.append((c["balanced"], -c["fp"], -C, C, THRESHOLD, lr, c, counts(pt, yt, THRESHOLD)))
+        tried.append((c["balanced"], -c["fp"], -C, C, THRESHOLD, (w, b), c, counts(pt, yt, THRESHOLD)))
     tried.sort(key=lambda x: x[:3], reverse=True)
-    _, _, _, C, t, lr, dev, train = tried[0]
+    _, _, _, C, t, (w, b), dev, train = tried[0]
     cost = costs()
     if cost and cost["break_even"] is not None and abs(cost["break_even"] - THRESHOLD) > 0.1:
         print(f"note: the measured break-even {cost['break_even']} is far from THRESHOLD {THRESHOLD}: revisit it")
@@ -182,10 +172,10 @@ def main() -> None:
             "train_standalone": int(len(yt) - yt.sum()), "dev": dev, "train": train,
             "dev_rules": rules_dev,
             "train_rules": rules_train, "costs": cost,
-            "weights": dict(zip(FOLLOWUP_FEATURES, [round(float(w), 4) for w in lr.coef_[0]])),
+            "weights": dict(zip(FOLLOWUP_FEATURES, [round(float(x), 4) for x in w])),
             "command": "python bench/fit_followup.py", "commit": commit, "date": time.strftime("%Y-%m-%d")}
     model = {"features": list(FOLLOWUP_FEATURES), "mean": mean.round(6).tolist(), "scale": scale.round(6).tolist(),
-             "coef": lr.coef_[0].round(6).tolist(), "intercept": round(float(lr.intercept_[0]), 6),
+             "coef": w.round(6).tolist(), "intercept": round(b, 6),
              "threshold": round(t, 6), "card": {k: card[k] for k in ("fitted_on", "chosen_on", "C", "dev", "command",
                                                                    "commit", "date")}}
     Path(a.out).write_text(json.dumps(model, indent=1) + "\n")
