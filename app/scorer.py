@@ -177,15 +177,19 @@ def holds(outer: str, inner: str) -> bool:
 
 
 def answer_mass(probs: Sequence[float], keys: Sequence[str]) -> tuple[int, float]:
-    """(the candidate that answers, the confidence in its answer): candidates that give the same answer line (one
-    sentence in two copies of a file, a figure printed twice) are one answer, and the answer with the most
-    probability is chosen, represented by its most probable candidate. Its confidence is the probability of every
-    candidate that quotes it or that it quotes (:func:`holds`: a sentence and the two-sentence windows around it),
-    capped at 1: the scorer's share of one answer is spread over the candidates that hold its words, and the fit's
-    objective counts a question as answered by any of its positive candidates.
+    """(the candidate shown as the answer, the confidence in its answer): candidates that give the same answer line
+    (one sentence in two copies of a file, a figure printed twice) are one answer, and the answer with the most
+    probability is chosen. Its confidence is the probability of every candidate that quotes it or that it quotes
+    (:func:`holds`: a sentence and the two-sentence windows around it), capped at 1: the scorer's share of one answer
+    is spread over the candidates that hold its words, and the fit's objective counts a question as answered by any
+    of its positive candidates. What is shown is what that confidence is about: the likeliest candidate that quotes
+    the answer with more words (the window holding a sentence: "Gross margin was down 190 basis points." is shown with
+    the sentence after it, which says why), else the answer's own most probable candidate.
 
     >>> answer_mass([0.3, 0.2, 0.2, 0.2], ["a", "b", "b", "b"])
     (1, 0.6)
+    >>> answer_mass([0.3, 0.2, 0.1], ["x.", "w. x.", "z."])
+    (1, 0.5)
     >>> answer_mass([0.3, 0.2, 0.1], ["x. y.", "x.", "z."])
     (0, 0.5)
     """
@@ -195,7 +199,8 @@ def answer_mass(probs: Sequence[float], keys: Sequence[str]) -> tuple[int, float
     for p, k in zip(probs, keys):
         mass[k] = mass.get(k, 0.0) + float(p)
     best_key = max(mass, key=lambda k: (mass[k], max(p for p, kk in zip(probs, keys) if kk == k)))
-    j = max((i for i, k in enumerate(keys) if k == best_key), key=lambda i: probs[i])
+    outer = [i for i, k in enumerate(keys) if k != best_key and holds(k, best_key)]
+    j = max(outer or (i for i, k in enumerate(keys) if k == best_key), key=lambda i: probs[i])
     held = sum(m for k, m in mass.items() if k == best_key or holds(k, best_key) or holds(best_key, k))
     return j, round(min(1.0, held), 12)
 

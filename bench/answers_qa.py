@@ -192,7 +192,8 @@ ROWS = (("the reader of 3cd4e12 (baseline)", "answers_qa_baseline"),
         ("reader alone, an answer's confidence holds the candidates quoting it (stop 60)", "answers_qa_held"),
         ("the same, asked in one conversation per kind, the follow-up rules (stop 60)", "answers_qa_conv"),
         ("the same, the fitted follow-up reading (stop 60)", "answers_qa_fu"),
-        ("the same, the fitted follow-up reading, one conversation per kind (stop 60)", "answers_qa_fuconv"))
+        ("the same, the fitted follow-up reading, one conversation per kind (stop 60)", "answers_qa_fuconv"),
+        ("reader alone, the answer shown as the window that holds it (stop 61)", "answers_qa_shown"))
 
 
 def _pct(n: int, d: int) -> str:

@@ -77,9 +77,12 @@ def test_an_answer_s_confidence_counts_the_candidates_that_quote_it_or_that_it_q
     probs = [0.30, 0.20, 0.05, 0.25, 0.10]
     keys = [answer_key(x) for x in lines]
     j, conf = answer_mass(probs, keys)
-    # the answer is still the most probable line; its confidence adds both windows that quote it, not the sentence
-    # that only shares a window with it nor the unrelated one
-    assert j == 0 and conf == pytest.approx(0.30 + 0.20 + 0.10)
+    # the answer is the most probable line; its confidence adds both windows that quote it, not the sentence that
+    # only shares a window with it nor the unrelated one; what is shown is the likelier of those windows, the one
+    # that says what the sentence asks ("Default: 6432.")
+    assert lines[j] == f"{s1} {s2}" and conf == pytest.approx(0.30 + 0.20 + 0.10)
+    # with no window holding it, the sentence itself
+    assert answer_mass([0.3, 0.1, 0.2], [s1, s2, other]) == (0, 0.3)
     # a window's confidence holds its two sentences, not the other window that shares one of them
     j, conf = answer_mass([0.1, 0.5, 0.05, 0.25, 0.1], keys)
     assert j == 1 and conf == pytest.approx(0.1 + 0.5 + 0.05)

@@ -295,7 +295,8 @@ def test_extractive_reuses_sentence_vectors_of_recent_contexts(fake_embedder):
     assert "22 years" in first and n >= 2  # the two sentences, their windows and the words cov_soft compares
     assert "".join(synth.stream("keeper tended light years", sources)) == first
     assert emb.passages == n  # asked again: sentences, windows and words all came from the caches
-    assert "".join(synth.stream("where do gulls nest", sources)) == "Gulls nest on the rocks. [1]"
+    # the answer shown is the two-sentence window holding the answering sentence (app.scorer.answer_mass)
+    assert "".join(synth.stream("where do gulls nest", sources)).endswith("Gulls nest on the rocks. [1]")
     assert emb.passages - n <= 2  # at most the new question's own words; both sentences came from the cache
     tiny = ExtractiveSynthesizer(emb, max_sentences=1, cache_size=1)  # eviction keeps answers right
     assert "".join(tiny.stream("keeper tended light years", sources)) == first
