@@ -49,6 +49,19 @@ def _normalise(v: np.ndarray) -> np.ndarray:
     return v / np.where(n == 0, 1.0, n)
 
 
+_SURROGATES = dict.fromkeys(range(0xD800, 0xE000), 0xFFFD)
+
+
+def tokenizable(text: str) -> str:
+    """``text`` with every UTF-16 surrogate as U+FFFD, one for one (offsets into it still hold): the tokenizer refuses a
+    string holding one ("TextEncodeInput must be Union[…]"), and a question sent as JSON may ("\\ud835").
+
+    >>> tokenizable("x \\ud835 y") == "x \\ufffd y"
+    True
+    """
+    return text.translate(_SURROGATES)
+
+
 @dataclass
 class HashingEmbedder:
     """Deterministic bag-of-words embedder for tests and dry runs: words hashed into ``dim`` buckets.
@@ -208,7 +221,7 @@ class SentenceTransformerEmbedder:
     def _locked(self, texts: Sequence[str], prefix: str, on_fraction=None) -> np.ndarray:
         self._acquire()
         try:
-            return self._embed(list(texts), prefix, on_fraction)
+            return self._embed([tokenizable(t) for t in texts], prefix, on_fraction)
         finally:
             self._lock.release()
 
@@ -246,7 +259,7 @@ class SentenceTransformerEmbedder:
         lengths pad little), a question's embedding going first between slices, as in
         :meth:`embed_passages_with_progress`.
         """
-        texts, spans = list(texts), [list(s) for s in spans]
+        texts, spans = [tokenizable(t) for t in texts], [list(s) for s in spans]
         self._acquire()
         try:
             prefix = self.passage_prefix

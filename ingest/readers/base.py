@@ -153,9 +153,25 @@ def clean_text(text: str) -> tuple[str, int]:
     """``text`` without NULs and other control characters (tab, newline, form feed and carriage return kept), and
     how many were removed. A run of more than :data:`MAX_SPACE_RUN` whitespace characters is shortened to what it
     means (a paragraph break, a line break or a space), so a chunk of a few hundred words is a few hundred words
-    long in characters too, whatever lies between them."""
-    cleaned, n = _CONTROL_RE.subn("", text)
+    long in characters too, whatever lies between them. UTF-16 surrogates are mended (:func:`mend_surrogates`)."""
+    cleaned, n = _CONTROL_RE.subn("", mend_surrogates(text))
     return _SPACE_RUN_RE.sub(_short_space, cleaned), n
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def mend_surrogates(text: str) -> str:
+    """``text`` with each UTF-16 surrogate pair joined into the character it encodes and a lone half replaced by
+    U+FFFD. pdfium hands a character outside the Basic Multilingual Plane (a formula's 𝑦, U+1D466) as its two
+    halves; a string holding them cannot be encoded as UTF-8, so the tokenizer, SQLite and JSON refuse it.
+
+    >>> mend_surrogates("the observation \\ud835\\udc66 at t"), mend_surrogates("a \\udc66 b")
+    ('the observation 𝑦 at t', 'a � b')
+    """
+    if not _SURROGATE_RE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 # bidirectional controls (U+061C, U+200E/F, U+202A–E, U+2066–9), invisible characters (U+200B, U+2060, U+FEFF), C0/C1
