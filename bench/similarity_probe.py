@@ -5,7 +5,9 @@ The scorer's ``sim`` features are MiniLM cosines between the question and each c
 opinion on the shipped scorer's top ``--top-k`` candidates of each collected row (``bench/fit_reader.py collect``): a
 listwise second stage over (the scorer's logit, e5 cosine, its gap to the row's best, is-best, MiniLM cosine) in the
 combinations below, fitted on the train sets and read on dev at the reader's target precision, each against the
-stage fitted on the scorer's logit alone (the same top k, so the comparison is like for like).
+stage fitted on the scorer's logit alone (the same top k, so the comparison is like for like). ``qa_sim_probe.py``
+asked the same of e5's cosine as features of every candidate for the scorer of its time; this asks it of today's
+candidates (two-sentence windows) as a reranker of the top k.
 
     python bench/similarity_probe.py --dev FIT/dev.json --out bench/results/similarity_probe.json \\
         --train FIT/train.json,FIT/filings.json,FIT/train_short.json,FIT/filings_short.json
