@@ -107,15 +107,24 @@ def _mostly_non_latin(text: str) -> bool:
     return other > len(letters) / 2
 
 
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xff\xfe", "utf-16-le"),
+         (b"\xfe\xff", "utf-16-be"))
+
+
 def decode_text(name: str, data: bytes) -> tuple[str, str]:
-    """UTF-8 (BOM allowed); UTF-16 with a BOM; otherwise the encoding charset-normalizer detects when the text is
-    in a non-Latin script (Shift-JIS, GBK, cp1251, …), else cp1252 (then Latin-1), with a warning naming it.
+    """UTF-8 (BOM allowed); UTF-16 or UTF-32 with a BOM (a truncated or broken one decoded all the same, the pieces
+    that are not text replaced and counted in the warning); otherwise the encoding charset-normalizer detects when
+    the text is in a non-Latin script (Shift-JIS, GBK, cp1251, …), else cp1252 (then Latin-1), with a warning naming
+    it.
 
     charset-normalizer alone mistakes short Western European text for cp1250 or cp437, so a Latin-script
     detection falls back to cp1252, the usual encoding of such files.
     """
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16"), ""
+    for bom, enc in _BOMS:  # UTF-32's marks first: FF FE 00 00 also starts with UTF-16's
+        if data.startswith(bom):
+            text = data[len(bom):].decode(enc, errors="replace")
+            bad = text.count("\ufffd") - data[len(bom):].decode(enc, errors="ignore").count("\ufffd")
+            return text, (f"{bad} undecodable piece(s) of its {enc.upper()} replaced by \ufffd" if bad else "")
     if looks_binary(data):
         raise IngestError(name, "looks like a binary file, not text; convert it to txt, md, pdf, docx or html")
     try:

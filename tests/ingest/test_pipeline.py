@@ -147,6 +147,21 @@ def test_non_utf8_text_is_decoded_with_warning(make_ctx, write):
     assert status == "ingested" and "not valid UTF-8" in msg and "cp1252" in msg
 
 
+def test_a_text_marked_utf16_or_utf32_is_read_as_marked_even_when_cut_short(make_ctx, write, tmp_path):
+    """A byte-order mark names the encoding: UTF-32's marks (FF FE 00 00) are read before UTF-16's they begin with, so
+    a letter beyond U+FFFF comes out whole; a UTF-16 file cut mid-character is read with the piece that is not text
+    replaced and counted, never "UnicodeDecodeError … (gave up after 3 attempts)"."""
+    from ingest.readers.base import decode_text
+
+    body = "The observation \U0001d466 was recorded at noon. The harbour stayed calm all day."
+    assert decode_text("a.txt", b"\xff\xfe\x00\x00" + body.encode("utf-32-le")) == (body, "")
+    status, msg = run_batch(make_ctx(theta=40), write, "wide.txt", b"\xff\xfe\x00\x00" + body.encode("utf-32-le"))
+    assert status == "ingested" and "control" not in msg
+    cut = b"\xff\xfe" + body.encode("utf-16-le") + b"\n"  # a newline of one byte: half a UTF-16 character
+    status, msg = run_batch(make_ctx(theta=40, data_dir=tmp_path / "second"), write, "cut.txt", cut)
+    assert status == "ingested" and "1 undecodable piece(s) of its UTF-16-LE" in msg and "Error" not in msg
+
+
 def _blank_pdf() -> bytes:
     from pypdf import PdfWriter
 
