@@ -14,6 +14,7 @@ import io
 import posixpath
 import re
 import zipfile
+from urllib.parse import unquote
 from xml.etree import ElementTree as ET
 
 from ingest.readers.base import IngestError, _check_unpacked_size, _docx_level, clean_text, decode_text
@@ -157,17 +158,27 @@ def docx_blocks(doc) -> list[Block]:
             out.append(("page", None, 0))
             out.append(("h" if level else "p", item.text, level))
         elif isinstance(item, Table):
-            rows = []
-            for r in item.rows:
-                cells, seen = [], set()
-                for c in r.cells:  # a merged cell appears once per grid column it spans: keep it once
-                    key = id(c._tc)
-                    cells.append("" if key in seen else c.text)
-                    seen.add(key)
-                rows.append(cells)
+            rows = [_docx_row(r) for r in item.rows]
             out.append(("page", None, 0))
             out.append(("table", rows, 0))
     return out
+
+
+def _docx_row(r) -> list[str]:
+    """One table row's cell texts, a merged cell once per grid column it spans (then empty). python-docx follows a
+    vertically merged cell up to the row above and fails (ValueError: no `tc` element at grid_offset) where that row
+    has no cell in the same column (it starts with ``gridBefore``); such a row is read from its own cells."""
+    try:
+        cells, seen = [], set()
+        for c in r.cells:  # a merged cell appears once per grid column it spans: keep it once
+            key = id(c._tc)
+            cells.append("" if key in seen else c.text)
+            seen.add(key)
+        return cells
+    except (ValueError, IndexError):
+        from docx.oxml.ns import qn
+
+        return ["".join(t.text or "" for t in tc.iter(qn("w:t"))) for tc in r._tr.tc_lst]
 
 
 def build(blocks, unit: str = "page") -> tuple[str, dict]:
@@ -243,6 +254,7 @@ def epub_text(name: str, data: bytes, max_unpacked: int) -> tuple[str, dict]:
         raise IngestError(name, f"is not a readable EPUB ({e.__class__.__name__}: {str(e)[:100]})") from e
     blocks: list[Block] = []
     for href in spine:
+        href = unquote(href.split("#", 1)[0])  # a URI: "chapter%201.xhtml" is the file "chapter 1.xhtml"
         path = posixpath.normpath(posixpath.join(base, href)) if base else href
         try:
             raw = z.read(path)
@@ -256,6 +268,19 @@ def epub_text(name: str, data: bytes, max_unpacked: int) -> tuple[str, dict]:
 
 
 # -- PPTX --------------------------------------------------------------------------------------------------------------
+def _pptx_shapes(shapes):
+    """Every shape of a slide, those inside groups (and groups inside groups) included: a diagram's boxes are often
+    grouped, and a group has no text frame of its own."""
+    for s in shapes:
+        if getattr(s, "shape_type", None) == _GROUP and hasattr(s, "shapes"):
+            yield from _pptx_shapes(s.shapes)
+        else:
+            yield s
+
+
+_GROUP = 6  # pptx.enum.shapes.MSO_SHAPE_TYPE.GROUP
+
+
 def pptx_text(name: str, data: bytes, max_unpacked: int) -> tuple[str, dict]:
     """Slides in order: the title (a heading), the other text frames top to bottom, tables, then the speaker
     notes ("Notes: …"); a page per slide."""
@@ -275,7 +300,7 @@ def pptx_text(name: str, data: bytes, max_unpacked: int) -> tuple[str, dict]:
         title = title_shape.text_frame.text.strip() if title_shape is not None and title_shape.has_text_frame else ""
         blocks.append(("h", title or f"Slide {i}", 2))
         title_id = title_shape.shape_id if title_shape is not None else None
-        shapes = sorted((s for s in slide.shapes if s.shape_id != title_id),
+        shapes = sorted((s for s in _pptx_shapes(slide.shapes) if s.shape_id != title_id),
                         key=lambda s: ((s.top or 0), (s.left or 0)))
         for s in shapes:
             if getattr(s, "has_table", False) and s.has_table:

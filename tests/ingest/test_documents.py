@@ -378,6 +378,74 @@ def test_pptx_slides_tables_and_notes():
                                                                                                 "Berth fees"]
 
 
+def test_text_inside_grouped_shapes_of_a_slide_is_read():
+    """A diagram's boxes are often grouped (and groups nested); a group has no text frame of its own, so reading only
+    the slide's top-level shapes lost their text and still reported the deck ingested."""
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    prs = Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[5])
+    slide.shapes.title.text = "Architecture"
+    outer = slide.shapes.add_group_shape()
+    outer.shapes.add_textbox(Inches(1), Inches(2), Inches(3), Inches(1)).text_frame.text = "Ingestion parses uploads"
+    inner = outer.shapes.add_group_shape()
+    inner.shapes.add_textbox(Inches(1), Inches(3), Inches(3), Inches(1)).text_frame.text = "The index stores vectors"
+    slide.shapes.add_textbox(Inches(1), Inches(5), Inches(3), Inches(1)).text_frame.text = "Ungrouped caption"
+    buf = io.BytesIO()
+    prs.save(buf)
+    doc = load_bytes("arch.pptx", buf.getvalue(), limits=Limits(sandbox=False))
+    for t in ("Ingestion parses uploads", "The index stores vectors", "Ungrouped caption"):
+        assert t in doc.text, doc.text
+
+
+def test_a_docx_table_merged_down_from_a_row_that_starts_later_keeps_the_document():
+    """python-docx follows a vertically merged cell to the row above and fails where that row has no cell in the
+    same column (it starts with ``gridBefore``): the whole document was refused as "not a readable DOCX file
+    (ValueError)", its prose with it. The row is read from its own cells."""
+    import docx
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    d = docx.Document()
+    d.add_paragraph("The harbour board met in March to set the berth fees.")
+    t = d.add_table(rows=2, cols=2)
+    t.cell(0, 1).text, t.cell(1, 0).text, t.cell(1, 1).text = "Sales", "Yachts", "42"
+    tr0 = t.rows[0]._tr
+    tr0.remove(tr0.tc_lst[0])  # the first row starts one grid column later ...
+    pr = tr0.get_or_add_trPr()
+    before = OxmlElement("w:gridBefore")
+    before.set(qn("w:val"), "1")
+    pr.insert(0, before)
+    tc = t.rows[1]._tr.tc_lst[0]  # ... and the cell below its gap says it continues a merge from above
+    tc.get_or_add_tcPr().append(OxmlElement("w:vMerge"))
+    d.add_paragraph("Fees rise by five percent from June.")
+    buf = io.BytesIO()
+    d.save(buf)
+    doc = load_bytes("fees.docx", buf.getvalue(), limits=Limits(sandbox=False))
+    assert "set the berth fees" in doc.text and "five percent from June" in doc.text
+    assert "| Sales |" in doc.text and "42" in doc.text
+
+
+def test_an_epub_chapter_whose_link_is_percent_encoded_is_read():
+    """EPUB links are URIs: "chapter%201.xhtml" is the file "chapter 1.xhtml" (and "ch.xhtml#start" the file
+    "ch.xhtml"); the chapter was skipped without a word."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("mimetype", "application/epub+zip")
+        z.writestr("META-INF/container.xml", '<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:'
+                   'tc:opendocument:xmlns:container"><rootfiles><rootfile full-path="OEBPS/content.opf" media-type='
+                   '"application/oebps-package+xml"/></rootfiles></container>')
+        z.writestr("OEBPS/content.opf", '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" '
+                   'version="3.0"><manifest><item id="c1" href="Text/chapter%201.xhtml" media-type="application/'
+                   'xhtml+xml"/><item id="c2" href="Text/ch2.xhtml#start" media-type="application/xhtml+xml"/>'
+                   '</manifest><spine><itemref idref="c1"/><itemref idref="c2"/></spine></package>')
+        z.writestr("OEBPS/Text/chapter 1.xhtml", "<html><body><p>The ship left port at dawn.</p></body></html>")
+        z.writestr("OEBPS/Text/ch2.xhtml", "<html><body><p>A storm broke the foremast.</p></body></html>")
+    doc = load_bytes("voyage.epub", buf.getvalue(), limits=Limits(sandbox=False))
+    assert "The ship left port at dawn." in doc.text and "A storm broke the foremast." in doc.text
+
+
 def test_xlsx_sheets_as_tables_and_csv_rows(make_ctx, write):
     doc = load_bytes("books.xlsx", _xlsx(), limits=Limits(sandbox=False))
     lay = Layout.from_json(doc.layout)
