@@ -352,7 +352,12 @@ def _xlsx(rows_per_sheet: int = 3) -> bytes:
     return buf.getvalue()
 
 
-def _epub() -> bytes:
+def _epub(chapters=(("ch1.xhtml", "ch1.xhtml", "<h1>The Voyage</h1><p>The ship left port at dawn.</p>"),
+                   ("ch2.xhtml", "ch2.xhtml", "<h1>The Storm</h1><p>A storm broke the foremast.</p>"))) -> bytes:
+    """An EPUB of ``chapters``: (the manifest's link, the file's name under OEBPS/, its body)."""
+    items = "".join(f'<item id="c{i}" href="{href}" media-type="application/xhtml+xml"/>'
+                    for i, (href, _, _) in enumerate(chapters))
+    spine = "".join(f'<itemref idref="c{i}"/>' for i in range(len(chapters)))
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         z.writestr("mimetype", "application/epub+zip")
@@ -360,11 +365,9 @@ def _epub() -> bytes:
                    'tc:opendocument:xmlns:container"><rootfiles><rootfile full-path="OEBPS/content.opf" media-type='
                    '"application/oebps-package+xml"/></rootfiles></container>')
         z.writestr("OEBPS/content.opf", '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" '
-                   'version="3.0"><manifest><item id="c1" href="ch1.xhtml" media-type="application/xhtml+xml"/>'
-                   '<item id="c2" href="ch2.xhtml" media-type="application/xhtml+xml"/></manifest><spine>'
-                   '<itemref idref="c1"/><itemref idref="c2"/></spine></package>')
-        z.writestr("OEBPS/ch1.xhtml", "<html><body><h1>The Voyage</h1><p>The ship left port at dawn.</p></body></html>")
-        z.writestr("OEBPS/ch2.xhtml", "<html><body><h1>The Storm</h1><p>A storm broke the foremast.</p></body></html>")
+                   f'version="3.0"><manifest>{items}</manifest><spine>{spine}</spine></package>')
+        for _, path, body in chapters:
+            z.writestr(f"OEBPS/{path}", f"<html><body>{body}</body></html>")
     return buf.getvalue()
 
 
@@ -430,19 +433,9 @@ def test_a_docx_table_merged_down_from_a_row_that_starts_later_keeps_the_documen
 def test_an_epub_chapter_whose_link_is_percent_encoded_is_read():
     """EPUB links are URIs: "chapter%201.xhtml" is the file "chapter 1.xhtml" (and "ch.xhtml#start" the file
     "ch.xhtml"); the chapter was skipped without a word."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("mimetype", "application/epub+zip")
-        z.writestr("META-INF/container.xml", '<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:'
-                   'tc:opendocument:xmlns:container"><rootfiles><rootfile full-path="OEBPS/content.opf" media-type='
-                   '"application/oebps-package+xml"/></rootfiles></container>')
-        z.writestr("OEBPS/content.opf", '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" '
-                   'version="3.0"><manifest><item id="c1" href="Text/chapter%201.xhtml" media-type="application/'
-                   'xhtml+xml"/><item id="c2" href="Text/ch2.xhtml#start" media-type="application/xhtml+xml"/>'
-                   '</manifest><spine><itemref idref="c1"/><itemref idref="c2"/></spine></package>')
-        z.writestr("OEBPS/Text/chapter 1.xhtml", "<html><body><p>The ship left port at dawn.</p></body></html>")
-        z.writestr("OEBPS/Text/ch2.xhtml", "<html><body><p>A storm broke the foremast.</p></body></html>")
-    doc = load_bytes("voyage.epub", buf.getvalue(), limits=Limits(sandbox=False))
+    data = _epub((("Text/chapter%201.xhtml", "Text/chapter 1.xhtml", "<p>The ship left port at dawn.</p>"),
+                  ("Text/ch2.xhtml#start", "Text/ch2.xhtml", "<p>A storm broke the foremast.</p>")))
+    doc = load_bytes("voyage.epub", data, limits=Limits(sandbox=False))
     assert "The ship left port at dawn." in doc.text and "A storm broke the foremast." in doc.text
 
 
