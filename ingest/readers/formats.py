@@ -113,21 +113,39 @@ def _bold_heading(paragraph) -> bool:
             and all(r.bold or (r.style is not None and r.style.font.bold) for r in runs))
 
 
+_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+
+
 def docx_body(doc):
     """The body's paragraphs and tables in document order, those inside block-level content controls (``w:sdt``)
     and custom XML included: python-docx's ``iter_inner_content`` skips both, and a document written from a Word
-    template can hold its whole body in content controls (a thesis read as its 760-word appendix of 16,455 words)."""
+    template can hold its whole body in content controls (a thesis read as its 760-word appendix of 16,455 words).
+    A text box's paragraphs follow the paragraph it is anchored in (a shape's text is in no paragraph's text)."""
     from docx.oxml.ns import qn
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
     body = doc.element.body
     p, tbl, sdt, content, custom = qn("w:p"), qn("w:tbl"), qn("w:sdt"), qn("w:sdtContent"), qn("w:customXml")
+    box = qn("w:txbxContent")
+
+    def boxes(par):
+        """The text boxes anchored in paragraph ``par`` (a shape's text: python-docx's paragraph text leaves it
+        out), each once: not the copy in a compatibility fallback (``mc:Fallback``, the same box drawn in VML), nor
+        one inside another box (read with it)."""
+        for b in par.iter(box):
+            a = b.getparent()
+            while a is not par and a.tag != box and a.tag != _MC_FALLBACK:
+                a = a.getparent()
+            if a is par:
+                yield b
 
     def walk(el):
         for child in el.iterchildren():
             if child.tag == p:
                 yield Paragraph(child, doc._body)
+                for b in boxes(child):
+                    yield from walk(b)
             elif child.tag == tbl:
                 yield Table(child, doc._body)
             elif child.tag == sdt:

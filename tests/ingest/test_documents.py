@@ -430,6 +430,31 @@ def test_a_docx_table_merged_down_from_a_row_that_starts_later_keeps_the_documen
     assert "| Sales |" in doc.text and "42" in doc.text
 
 
+def test_the_text_of_a_docx_text_box_is_read_once():
+    """A text box (a shape's text) is in no paragraph's text; Word writes it twice, as a drawing and as a VML
+    fallback for old readers: it is read once, after the paragraph it is anchored in."""
+    import docx
+    from docx.oxml import parse_xml
+
+    ns = ('xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+          'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+          'xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape" '
+          'xmlns:v="urn:schemas-microsoft-com:vml"')
+    text = '<w:txbxContent><w:p><w:r><w:t>The pier closes at dusk in winter.</w:t></w:r></w:p></w:txbxContent>'
+    run = parse_xml(f'<w:r {ns}><mc:AlternateContent><mc:Choice Requires="wps"><w:drawing><wps:wsp><wps:txbx>'
+                    f'{text}</wps:txbx></wps:wsp></w:drawing></mc:Choice><mc:Fallback><w:pict><v:shape><v:textbox>'
+                    f'{text}</v:textbox></v:shape></w:pict></mc:Fallback></mc:AlternateContent></w:r>')
+    d = docx.Document()
+    anchor = d.add_paragraph("The harbour opens at six.")
+    anchor._p.append(run)
+    d.add_paragraph("Boats leave every hour.")
+    buf = io.BytesIO()
+    d.save(buf)
+    doc = load_bytes("notice.docx", buf.getvalue(), limits=Limits(sandbox=False))
+    assert doc.text.count("The pier closes at dusk in winter.") == 1, doc.text
+    assert doc.text.index("opens at six") < doc.text.index("pier closes") < doc.text.index("every hour")
+
+
 def test_an_epub_chapter_whose_link_is_percent_encoded_is_read():
     """EPUB links are URIs: "chapter%201.xhtml" is the file "chapter 1.xhtml" (and "ch.xhtml#start" the file
     "ch.xhtml"); the chapter was skipped without a word."""
