@@ -747,7 +747,7 @@ def ingest_now(ctx, named: Iterable[tuple[str, bytes]], owner: str | None = None
             d = counts.get(job.doc_id) or {}
             n = tuple(d.get(f"n_l{lv}") or 0 for lv in range(live.n_levels)) if live is not None else ()
             report.results.append(FileResult(q.name, "updated" if job.doc_id in had else "ingested",
-                                             job.message or "", job.doc_id, n))
+                                             job.message or "", job.doc_id, n, float(d.get("seconds") or 0.0)))
         elif job.state == JobState.DUPLICATE:
             report.results.append(FileResult(q.name, "duplicate", job.message or "", job.doc_id))
         else:

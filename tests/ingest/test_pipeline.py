@@ -203,6 +203,7 @@ def test_pdf_docx_html_with_text(make_ctx, write):
                         "<p>Html paragraph here.</p></body></html>"),
     ])
     assert [r.status for r in report.results] == ["ingested"] * 3
+    assert all(r.seconds > 0 for r in report.results)  # each file's work, as the catalog keeps it (it read 0.0)
     texts = {p.payload["doc_id"]: p.payload["text"] for p in ctx.index.points(ctx.catalog.live_gen(), 0)}
     assert "Hello from a PDF" in texts["t.pdf"]
     assert "Docx paragraph one" in texts["t.docx"]
