@@ -153,21 +153,33 @@ def followup_features(question: str, history: Sequence[Turn]) -> list[float]:
     words = [w.lower() for w in _WORD_RE.findall(question)]
     content = [w for w in words if w not in _GENERIC and w not in REFERRING and not w[0].isdigit()]
     prev = previous_query(history)
-    before = {w.lower()[:5] for w in _WORD_RE.findall(prev)}
-    names = entities(question)
+    before = _prefixes(prev)
+    names, prev_names = entities(question), entities(prev)
     at = [i for i in (_word_index(words, n) for n in names) if i is not None]
-    kept = any(_word_index(words, n) is not None for n in entities(prev))
+    kept = any(_word_index(words, n) is not None for n in prev_names)
     pointing = [i for i, w in enumerate(words) if w in REFERRING and not _existential(words, i)]
-    new = [n for n in names if not all(w.lower()[:5] in before for w in _WORD_RE.findall(n))]
+    new = [n for n in names if not _prefixes(n) <= before]
     return [float(refers_back_rules(question, history)), float(bool(_ELLIPSIS_RE.search(question))),
             float(bool(pointing)), float(bool(pointing) and pointing[0] < EARLY_WORDS),
             float(any(w in _PERSONAL for w in words)), float(bool(pointing) and _antecedent_inside(question, words)),
             float(bool(_WHY_RE.search(question))), float(len(content)), float(len(content) <= 2), float(len(names)),
-            float(len(new)), (sum(1 for w in content if w[:5] in before) / len(content)) if content else 0.0,
+            float(len(new)), (sum(1 for w in content if _prefix(w) in before) / len(content)) if content else 0.0,
             float(any(w in _DEMONSTRATIVES and i + 1 < len(words) for i, w in enumerate(words))), float(kept),
             float(bool(pointing) and min(at, default=len(words)) > pointing[0]),
-            float(any(w in _OBJECT for w in words)), float(bool(entities(prev)) and not kept),
+            float(any(w in _OBJECT for w in words)), float(bool(prev_names) and not kept),
             float(any(w in _SUBJECT for w in words))]
+
+
+PREFIX_LETTERS = 5  # two words are one word when their first five letters are ("password", "passwords")
+
+
+def _prefix(word: str) -> str:
+    return word.lower()[:PREFIX_LETTERS]
+
+
+def _prefixes(text: str) -> set[str]:
+    """The :func:`_prefix` of every word of ``text``."""
+    return {_prefix(w) for w in _WORD_RE.findall(text)}
 
 
 def _word_index(words: Sequence[str], name: str) -> int | None:
@@ -214,14 +226,14 @@ def _own_topic(words: Sequence[str], history: Sequence[Turn]) -> bool:
     them (by its first five letters: "password" and "passwords") in the previous question or what it carried. A
     follow-up with a pronoun starts with it ("What was *its* net income?"), keeps a word of the turn before ("Who
     runs its operations in *Latin America*?") or says little else ("How old was he then?")."""
-    own = {w[:5] for w in words if w not in _GENERIC and w not in REFERRING and not w[0].isdigit()}
+    own = {_prefix(w) for w in words if w not in _GENERIC and w not in REFERRING and not w[0].isdigit()}
     if any(w in _PERSONAL for w in words):  # a person's pronoun may be another person: "Why does Mr. Knightley
         return False  # consider *him* beneath Harriet's deserts?" (as in _antecedent_inside)
     first = next(i for i, w in enumerate(words) if w in REFERRING)
     said_before = sum(1 for w in words[:first] if w not in _GENERIC and not w[0].isdigit())
     if len(own) < OWN_TOPIC_WORDS or said_before < 2:  # "What was *its* …": the pronoun comes before any topic
         return False
-    before = {w.lower()[:5] for w in _WORD_RE.findall(previous_query(history))}
+    before = _prefixes(previous_query(history))
     return not (own & before)
 
 
@@ -398,8 +410,8 @@ def clean_rewrite(output: str, question: str, history: Sequence[Turn]) -> str | 
     own = own_terms(question)
     if own:
         kept = {w.lower() for w in _WORD_RE.findall(text)}
-        stems = {w[:5] for w in kept}  # "customer" kept as "customers"
-        if sum(1 for w in own if w in kept or w[:5] in stems) < (2 * len(own)) / 3:
+        stems = {_prefix(w) for w in kept}  # "customer" kept as "customers"
+        if sum(1 for w in own if w in kept or _prefix(w) in stems) < (2 * len(own)) / 3:
             return None
     return text
 
