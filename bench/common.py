@@ -5,6 +5,7 @@ sets the offline flags before anything imports transformers.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -17,6 +18,15 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from app.evaluation.bench import *  # noqa: E402,F401,F403
 from ingest.jobs.queue import ingest_files  # noqa: E402
+
+
+def fit_rows_parser(description: str) -> argparse.ArgumentParser:
+    """The arguments of the scripts that read the rows of ``bench/fit_reader.py collect``: ``--train`` and ``--dev``,
+    each a comma-separated list of row files."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--train", required=True, help="row files fitted on (comma-separated)")
+    ap.add_argument("--dev", required=True, help="row files chosen on (comma-separated)")
+    return ap
 
 
 def chroma_library(data_dir: Path):

@@ -22,12 +22,11 @@ on train and dev.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
 
-import common as B  # noqa: F401  (project root on sys.path, offline flags)
+import common as B  # project root on sys.path, offline flags
 import numpy as np
 from fit_reader import load_sets, operating_point
 
@@ -78,9 +77,7 @@ def top1(rows: list[dict], score) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--train", required=True)
-    ap.add_argument("--dev", required=True)
+    ap = B.fit_rows_parser(__doc__.split("\n")[0])
     ap.add_argument("--wide", default="")
     ap.add_argument("--gbm", action="store_true")
     ap.add_argument("--out", required=True)

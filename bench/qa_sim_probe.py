@@ -24,13 +24,12 @@ Only the dev figures choose; the test split is not read.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import time
 from pathlib import Path
 
-import common as B  # noqa: F401  (project root on sys.path, offline flags)
+import common as B  # project root on sys.path, offline flags
 import numpy as np
 from fit_reader import TARGET_PRECISION, decisions, load_sets, operating_point
 from paraphrase_fit import grid
@@ -102,9 +101,7 @@ def report(name: str, model: tuple, sets: dict[str, list[dict]], features: list[
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--train", required=True)
-    ap.add_argument("--dev", required=True)
+    ap = B.fit_rows_parser(__doc__.split("\n\n")[0])
     ap.add_argument("--devpara", default="")
     ap.add_argument("--cache", default="/work/devdata/fit/e5_vectors.npz")
     ap.add_argument("--out", default="bench/results/qa_sim_probe.json")

