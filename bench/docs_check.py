@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import ast
 import fnmatch
+import functools
 import json
 import math
 import re
@@ -422,6 +423,23 @@ def _mgrag_problems(parser: argparse.ArgumentParser, args: list[str]) -> list[st
     return problems
 
 
+@functools.cache
+def _shared_parsers(bench: Path) -> dict[str, set[str]]:
+    """The functions of ``bench/common.py`` that add options to a parser, and the options each adds."""
+    common = bench / "common.py"
+    if not common.is_file():
+        return {}
+    out: dict[str, set[str]] = {}
+    for fn in ast.parse(common.read_text(encoding="utf-8")).body:
+        if isinstance(fn, ast.FunctionDef):
+            opts = {a.value for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                    and n.func.attr == "add_argument" for a in n.args
+                    if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-")}
+            if opts:
+                out[fn.name] = opts
+    return out
+
+
 def script_interface(path: Path) -> tuple[set[str], set[str], set[str], bool]:
     """(options, options that take no value, words a positional may be, whether it uses argparse), from source."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -441,6 +459,9 @@ def script_interface(path: Path) -> tuple[set[str], set[str], set[str], bool]:
                     words.update(e.value for e in kw["choices"].elts if isinstance(e, ast.Constant))
             elif node.func.attr == "add_parser" and lits:
                 words.add(lits[0])
+            elif node.func.attr in _shared_parsers(path.parent):  # B.fit_rows_parser(...): the options it adds
+                uses = True
+                flags.update(_shared_parsers(path.parent)[node.func.attr])
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("--"):
             flags.add(node.value) if not uses else None
     if not uses:  # sys.argv read by hand: every "--x" literal is an option without a value, every literal a word

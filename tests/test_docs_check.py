@@ -99,9 +99,12 @@ def test_known_commands_pass(root):
         ".venv/bin/mgrag users add NAME && make docs-check",
         ".venv/bin/python bench/store_bench.py ingest --parallel",
         ".venv/bin/python bench/router_eval.py --render-only --no-write",
+        "python bench/similarity_probe.py --train T.json --dev D.json --top-k 5",  # --train/--dev: bench/common.py
         "```",
     ]))
     assert D.run(root) == []
+    append(root / "README.md", "\n```bash\npython bench/similarity_probe.py --tran T.json\n```\n")
+    assert any("bench/similarity_probe.py: no option --tran" in p for p in D.run(root))  # still checked
 
 
 def test_a_stale_generated_section_and_settings_table_fail_and_fix(root):
