@@ -254,9 +254,18 @@ def _pdf_reader(name: str, data: bytes):
     return reader
 
 
+OLE_MAGIC = bytes.fromhex("d0cf11e0a1b11ae1")  # an OLE compound document: .doc/.xls/.ppt, or an encrypted OOXML file
+
+
 def _check_unpacked_size(name: str, data: bytes, max_unpacked: int, kind: str = "DOCX") -> None:
     """Refuse a zip container (DOCX, PPTX, XLSX, EPUB) whose members unpack to more than ``max_unpacked`` bytes,
     before parsing."""
+    if data.startswith(OLE_MAGIC):  # Office's encryption wraps the zip in an OLE compound file, as the old formats are
+        if "EncryptedPackage".encode("utf-16-le") in data:
+            raise IngestError(name, f"is a password-protected {kind} file; remove the password (save a copy without "
+                                    "it in the program that made it) and ingest it again")
+        raise IngestError(name, f"is an older binary Office file (an OLE compound document), not {kind}; save it "
+                                f"as .{kind.lower()} and ingest it again")
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             total = sum(i.file_size for i in z.infolist())

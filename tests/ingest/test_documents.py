@@ -522,6 +522,21 @@ def test_format_limits_refuse_by_name():
         load_bytes("book.epub", z.getvalue(), limits=Limits(sandbox=False))
 
 
+def test_a_password_protected_or_old_binary_office_file_is_named_as_such():
+    """Office's encryption and the 97-2003 formats are OLE compound documents, not zip containers: the error says
+    which, naming the file, instead of "not a zip container"."""
+    from pathlib import Path
+
+    locked = (Path(__file__).resolve().parents[1] / "fixtures" / "office" / "password_protected.xlsx").read_bytes()
+    with pytest.raises(IngestError, match=r"budget\.xlsx.*password-protected XLSX file; remove the password"):
+        load_bytes("budget.xlsx", locked, limits=Limits(sandbox=False))
+    with pytest.raises(IngestError, match=r"budget\.docx.*password-protected DOCX"):
+        load_bytes("budget.docx", locked, limits=Limits(sandbox=False))
+    old = bytes.fromhex("d0cf11e0a1b11ae1") + b"\0" * 504 + "WordDocument".encode("utf-16-le")
+    with pytest.raises(IngestError, match=r"memo\.docx.*older binary Office file.*save it as \.docx"):
+        load_bytes("memo.docx", old, limits=Limits(sandbox=False))
+
+
 def test_the_viewer_shows_a_table_passage_as_a_table_with_the_quoted_row_marked():
     from services.viewer import View, marked_text
 
