@@ -168,7 +168,28 @@ def _outside(obj: dict, bboxes) -> bool:
 
 
 def _in_order(items: list[dict]) -> list[dict]:
-    return sorted(items, key=lambda it: (it["top"], it.get("x0", 0)))
+    """A page's items in reading order: top to bottom; on a page read in column regions
+    (:func:`ingest.readers.pdfium_page.column_regions`) region by region, an item without one (a ruled table) in the
+    region whose box holds its top-left corner, else before the first region below it."""
+    regions: dict[int, list[float]] = {}
+    for it in items:
+        if "region" in it:
+            box = regions.setdefault(it["region"], [it["x0"], it["top"], it["x1"], it["bottom"]])
+            box[:] = [min(box[0], it["x0"]), min(box[1], it["top"]), max(box[2], it["x1"]), max(box[3], it["bottom"])]
+    if not regions:
+        return sorted(items, key=lambda it: (it["top"], it.get("x0", 0)))
+
+    def rank(it: dict) -> float:
+        if "region" in it:
+            return float(it["region"])
+        x, top = it.get("x0", 0.0), it["top"]
+        inside = [r for r, (x0, t, x1, b) in regions.items() if x0 - 1 <= x <= x1 and t - 1 <= top <= b]
+        if inside:
+            return float(min(inside))
+        below = [r for r, (_, t, _, _) in regions.items() if t >= top]
+        return min(below) - 0.5 if below else max(regions) + 0.5
+
+    return sorted(items, key=lambda it: (rank(it), it["top"], it.get("x0", 0)))
 
 
 _LIGATURES = ("fi", "fl", "ff", "ffi", "ffl")

@@ -248,9 +248,103 @@ def _line_item(ln: list[dict]) -> dict:
 
 def read_lines(page, textpage, chars: list[dict] | None = None) -> list[dict]:
     """The page's text lines as :func:`ingest.readers.pdf._line_items` gives them (see the module doc);
-    ``chars``: only these of its characters (:func:`_marked`)."""
+    ``chars``: only these of its characters (:func:`_marked`). On a page set in two columns of text
+    (:func:`column_regions`) each line is one column's, marked with its ``region``, the regions' reading order."""
     marked = _marked(page_chars(page, textpage)) if chars is None else chars
-    return [it for it in map(_line_item, _lines(marked)) if it["text"]]
+    lines = _lines(marked)
+    regions = column_regions(lines, float(page.get_width()))
+    if regions is None:
+        return [it for it in map(_line_item, lines) if it["text"]]
+    return [{**it, "region": r} for r, part in enumerate(regions) for it in map(_line_item, _lines(part))
+            if it["text"]]
+
+
+COLUMN_ZONE = (0.3, 0.7)  # where the gutter between two columns of text may lie, as shares of the page's width
+COLUMN_MIN_LINES = 6  # the lines the gutter splits in two: at least this many, and more than the lines across it
+COLUMN_WORDS = 4  # each column's parts of those lines: a median of at least this many words, and
+COLUMN_LETTERS = 0.6  # this share of letters among their characters (running text, not a table's label and figures)
+COLUMN_FILL = 0.6  # their median width: at least this share of their column's
+COLUMN_EDGE = 3.0  # points: parts starting within this of each other start at one edge, and
+COLUMN_ALIGNED = 0.5  # at least this share of each column's parts start at one edge (a column of text, left-aligned)
+COLUMN_RUNS = 0.8  # this share of the split lines lie in runs of COLUMN_MIN_LINES lines or more with none across
+
+
+def column_regions(lines: list[list[dict]], width: float) -> list[list[dict]] | None:
+    """A page set in two columns of text, read column by column: its characters in regions, in reading order, or
+    None for a page that is not.
+
+    Lines are found by their top across the whole page (:func:`_lines`), so side-by-side columns come out as one
+    line holding a line of each, and paragraphs interleave line by line. The gutter is the x (in the middle of the
+    page, :data:`COLUMN_ZONE`) where the lines with words on both sides and none across it outnumber the lines with a
+    word across it the most (the middle of the widest such stretch); it counts
+    when enough lines are split there (:data:`COLUMN_MIN_LINES`, and more than lines across it) and both sides of them
+    read as running text (:data:`COLUMN_WORDS`, :data:`COLUMN_LETTERS`; a table's label and figure columns do
+    not), fill their column (:data:`COLUMN_FILL`), start at its edge (:data:`COLUMN_ALIGNED`) and come in runs of
+    lines (:data:`COLUMN_RUNS`): a page of tables, bullets beside charts or an exhibit list is read as before. A line
+    across the gutter (a title, an abstract, a caption set full width) is a region of its own; each run of lines
+    between two such is read as its left column, then its right.
+    """
+    import numpy as np
+
+    n, w = len(lines), int(width) + 1
+    if n < COLUMN_MIN_LINES or w < 20:
+        return None
+    words = [[(min(c["x0"] for c in wd), max(c["x1"] for c in wd)) for wd in _words(ln)] for ln in lines]
+    covered = np.zeros((n, w), dtype=bool)
+    left, right = np.full(n, np.inf), np.full(n, -np.inf)
+    for i, spans in enumerate(words):
+        for a, b in spans:
+            covered[i, max(int(np.ceil(a)), 0):max(min(int(b) + 1, w), 0)] = True
+        left[i], right[i] = min(a for a, _ in spans), max(b for _, b in spans)
+    xs = np.arange(w)
+    split = ~covered & (left[:, None] < xs[None, :]) & (right[:, None] > xs[None, :])
+    lo, hi = int(COLUMN_ZONE[0] * width), int(COLUMN_ZONE[1] * width)
+    margin = split[:, lo:hi + 1].sum(axis=0) - covered[:, lo:hi + 1].sum(axis=0)  # lines split less lines across
+    best = int(margin.max()) if margin.size else 0
+    at = np.flatnonzero(margin == best)
+    runs = np.split(at, np.flatnonzero(np.diff(at) > 1) + 1)
+    run = max(runs, key=len)  # the widest stretch of the gutter: its middle
+    x = lo + int(run[len(run) // 2])
+    if best <= 0 or split[:, x].sum() < COLUMN_MIN_LINES:
+        return None
+    across = covered[:, x]
+    runs_of = np.cumsum(across)  # lines between two lines across the gutter share a number
+    run_len = np.bincount(runs_of[~across])
+    at_split = np.flatnonzero(split[:, x])
+    if np.mean(run_len[runs_of[at_split]] >= COLUMN_MIN_LINES) < COLUMN_RUNS:
+        return None  # columns come in runs of lines, not a line here and there between lines across (a table)
+    sides = [[], []]
+    for i in at_split:
+        for side in (0, 1):
+            spans = [(a, b) for a, b in words[i] if (b <= x if side == 0 else a >= x)]
+            text = "".join(c["text"] for c in lines[i] if (c["x1"] <= x if side == 0 else c["x0"] >= x))
+            sides[side].append((len(spans), sum(ch.isalpha() for ch in text) / max(len(text), 1), spans[0][0],
+                                spans[-1][1]))
+    for parts in sides:
+        k, letters, x0, x1 = (np.array(v) for v in zip(*parts))
+        extent = float(x1.max() - x0.min()) or 1.0
+        starts = np.round(x0 / COLUMN_EDGE)
+        if np.median(k) < COLUMN_WORDS or letters.mean() < COLUMN_LETTERS \
+                or np.median(x1 - x0) < COLUMN_FILL * extent \
+                or np.bincount(starts.astype(int) - int(starts.min())).max() < COLUMN_ALIGNED * len(starts):
+            return None
+    regions: list[list[dict]] = []
+    block: list[list[dict]] = []
+
+    def close() -> None:
+        if block:
+            regions.extend(r for r in ([c for ln in block for c in ln if c["x1"] <= x],
+                                       [c for ln in block for c in ln if c["x1"] > x]) if r)
+            block.clear()
+
+    for i, ln in enumerate(lines):
+        if covered[i, x]:
+            close()
+            regions.append(ln)
+        else:
+            block.append(ln)
+    close()
+    return regions
 
 
 def _centre_in(c: dict, box) -> bool:

@@ -146,3 +146,43 @@ def test_a_rotated_note_in_the_margin_is_not_spliced_into_the_lines(reader):
                      limits=Limits(sandbox=False, pdf_reader=reader))
     said = [ln.strip() for ln in doc.text.splitlines() if ln.strip()]
     assert said == lines or " ".join(said) == " ".join(lines), said
+
+
+LEFT = ("The river rises in the northern hills and flows south for ninety miles before it meets the sea at the old "
+        "port town. Its valley was farmed for grain until the mills closed in the last century and the farms turned "
+        "to sheep and orchards.")
+RIGHT = ("The railway reached the valley in the spring of the year the bridge was finished. It carried wool to the "
+         "coast and brought coal inland, and the station still stands beside the market square where it was built.")
+
+
+def _columns(left: str, right: str, title: str = "A Short History of the Valley") -> bytes:
+    """One page: a title across it, then two columns of text 10-point lines apart (as papers and reports set
+    them), each column's lines drawn at the same heights as the other's."""
+    import textwrap
+
+    ops = [f"BT /F2 14 Tf 72 720 Td ({title}) Tj ET"]
+    for x, text in ((72, left), (320, right)):
+        for i, line in enumerate(textwrap.wrap(text, 42)):
+            ops.append(f"BT /F1 10 Tf {x} {690 - 12 * i} Td ({line}) Tj ET")
+    return make_pdf([[]], footer=None, extra={0: "\n".join(ops)})
+
+
+def test_a_page_in_two_columns_is_read_column_by_column():
+    """A line of each column at one height was read as one line, so the two columns' sentences interleaved line
+    by line (a 1977 journal page, an ingest sweep): the page is read title, left column, right column."""
+    text = load_bytes("valley.pdf", _columns(LEFT, RIGHT), limits=Limits(sandbox=False)).text
+    flat = " ".join(text.split())
+    assert flat.startswith("A Short History of the Valley")
+    assert LEFT in flat and RIGHT in flat, text
+    assert flat.index(LEFT) < flat.index(RIGHT)
+
+
+def test_a_table_of_labels_and_figures_is_not_taken_for_two_columns():
+    """Lines with a wide gap in the middle that are a table's rows (a label, then figures) stay rows."""
+    rows = [(f"Revenue from segment {name}", f"{4000 + 17 * i:,}  {3900 + 13 * i:,}") for i, name in
+            enumerate(("North", "South", "East", "West", "Central", "Online", "Wholesale", "Licensing"))]
+    ops = [f"BT /F1 10 Tf 72 {690 - 14 * i} Td ({label}) Tj ET BT /F1 10 Tf 400 {690 - 14 * i} Td ({figs}) Tj ET"
+           for i, (label, figs) in enumerate(rows)]
+    text = load_bytes("segments.pdf", make_pdf([[]], footer=None, extra={0: "\n".join(ops)}),
+                      limits=Limits(sandbox=False)).text
+    assert "Revenue from segment North 4,000 3,900" in " ".join(text.split()), text
