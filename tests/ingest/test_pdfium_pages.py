@@ -186,3 +186,16 @@ def test_a_table_of_labels_and_figures_is_not_taken_for_two_columns():
     text = load_bytes("segments.pdf", make_pdf([[]], footer=None, extra={0: "\n".join(ops)}),
                       limits=Limits(sandbox=False)).text
     assert "Revenue from segment North 4,000 3,900" in " ".join(text.split()), text
+
+
+def test_a_word_broken_at_a_line_s_end_is_joined_and_a_compound_keeps_its_hyphen():
+    """Typesetting breaks a long word with a hyphen at a line's end ("ef-" / "ficient"): kept, the word was not the
+    word a search or a quote looks for. Joined when the two parts make a word (the shipped embedder's vocabulary, or
+    one the page prints unbroken); a compound broken at its own hyphen ("open-" / "domain") keeps it."""
+    lines = ["Dense retrieval finds passages ef-", "ficiently with a dual encoder trained for open-",
+             "domain question answering over a large cor-", "pus of Wikipedia articles, where the em-",
+             "beddings are built once. Those embeddings are then indexed for search."]
+    text = load_bytes("dpr.pdf", make_pdf([lines], footer=None), limits=Limits(sandbox=False)).text
+    flat = " ".join(text.split())
+    assert "passages efficiently with" in flat, text
+    assert "open-domain question" in flat and "large corpus of" in flat and "the embeddings are" in flat
