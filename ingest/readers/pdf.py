@@ -342,7 +342,7 @@ def read_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine:
             fast = page_words.document() if reader != "pdfplumber" else None
             got = _read_fast(fast, i, tables=reader == "auto") if fast is not None else None
             if got is not None:
-                pages.append(got)
+                pages.append(_with_form_values(got, pypdf_doc, i))
                 progress((i + 1, n))
                 continue
             page = pdf.pages[i]
@@ -350,7 +350,7 @@ def read_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine:
                 got = read_page(page, ocr_engine)
                 if any("\x00" in c.get("text", "") for c in page.chars):  # ligatures the font maps to nothing
                     got = mend_ligatures(got, page_words(i))
-                pages.append(got)
+                pages.append(_with_form_values(got, pypdf_doc, i))
             except (ValueError, KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:
                 pages.append({"width": 0.0, "ocr": False, "items": [], "error": f"{e.__class__.__name__}"})
             finally:
@@ -358,6 +358,58 @@ def read_pages(name: str, data: bytes, first: int, last: int | None, ocr_engine:
             progress((i + 1, n))  # the parent's progress (and proof of life) page by page
     page_words.close()
     return n, pages, outline
+
+
+def _with_form_values(got: dict, pypdf_doc, i: int) -> dict:
+    """A page's data with the values filled into its form fields as lines where the fields sit (:func:`form_values`):
+    a filled form's answers are in its widgets, not in the page's text, and were lost (only the labels were read)."""
+    try:
+        values = form_values(pypdf_doc.pages[i])
+    except Exception:  # pragma: no cover - a damaged annotation: the page's text stands as read
+        return got
+    if not values:
+        return got
+    lines = [it for it in got["items"] if it["kind"] == "line"]
+    for v in values:  # a field's box is taller than its label's line: read on the line its middle is on
+        mid = (v["top"] + v["bottom"]) / 2
+        on = [ln for ln in lines if ln["top"] <= mid <= ln["bottom"]]
+        if on:
+            ln = min(on, key=lambda ln: abs(ln["x1"] - v["x0"]))
+            v["top"], v["bottom"] = ln["top"], ln["bottom"]
+            if "region" in ln:
+                v["region"] = ln["region"]
+    return {**got, "items": _in_order(got["items"] + values)}
+
+
+def form_values(page) -> list[dict]:
+    """The filled fields of one pypdf page as line items at their place: a text or choice field's value, "[x]" for a
+    ticked box (its label is the page's own text beside it); empty fields and unticked boxes give nothing. Their
+    font size is left 0, so a value is never taken for a heading."""
+    height = float(page.mediabox.top)
+    out = []
+    for ref in page.get("/Annots") or []:
+        a = ref.get_object()
+        if a.get("/Subtype") != "/Widget" or a.get("/Rect") is None:
+            continue
+        parent = a.get("/Parent")
+        parent = parent.get_object() if parent is not None else {}
+        kind = a.get("/FT") or parent.get("/FT")
+        value = a.get("/V", parent.get("/V"))
+        if kind == "/Btn":
+            state = a.get("/AS", value)
+            text = "[x]" if state is not None and str(state) not in ("/Off", "") else ""
+        elif kind in ("/Tx", "/Ch") and value is not None:
+            text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        else:
+            continue
+        text = " ".join(text.split())
+        if not text:
+            continue
+        rect = [float(v) for v in a["/Rect"]]
+        (x0, x1), (y0, y1) = sorted(rect[0::2]), sorted(rect[1::2])
+        out.append({"kind": "line", "text": text, "top": height - y1, "bottom": height - y0, "x0": x0, "x1": x1,
+                    "size": 0.0, "bold": False})
+    return out
 
 
 # -- in the parent: all pages ---------------------------------------------------------------------------------------
