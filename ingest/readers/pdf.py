@@ -365,7 +365,7 @@ def _with_form_values(got: dict, pypdf_doc, i: int) -> dict:
     a filled form's answers are in its widgets, not in the page's text, and were lost (only the labels were read)."""
     try:
         values = form_values(pypdf_doc.pages[i])
-    except Exception:  # pragma: no cover - a damaged annotation: the page's text stands as read
+    except Exception:  # a damaged annotation, or one past pypdf's limits (a 10-Q of the filings set): the page as read
         return got
     if not values:
         return got
