@@ -66,19 +66,28 @@ def cell_line(c: Cell) -> str:
     return f"{c.row}{col}: {fmt_value(c)}"
 
 
-def _number_text(x: float) -> str:
-    return f"{x:,.0f}" if abs(x - round(x)) < 1e-9 else f"{x:,.2f}"
+def decimals(value: str) -> int:
+    """The decimal places a printed figure gives ("1,304.9" 1, "(9,819)" 0, "12.50%" 2).
+
+    >>> decimals("1,304.9"), decimals("(9,819)"), decimals("12.50%")
+    (1, 0, 2)
+    """
+    m = re.search(r"\d[\d,]*\.(\d+)", value)
+    return len(m.group(1)) if m else 0
 
 
 def change_line(a: Cell, b: Cell) -> str:
-    """Both figures of one row and the difference between them ("… 81,797 vs 82,959: 1,162 lower (−1.4%)")."""
+    """Both figures of one row and the difference between them, given to the places its figures are printed with
+    (1,578 and 1,304.9 differ by 273.1, not 273.10; 81,797 and 82,959 by 1,162): "… 81,797 vs 82,959: 1,162 lower
+    (−1.4%)"."""
     x, y = a.number, b.number
     diff = x - y
     pct = f" ({diff / abs(y):+.1%})" if y else ""
     word = "higher" if diff > 0 else "lower" if diff < 0 else "unchanged"
     unit = f" {a.unit}" if a.unit else ""
+    places = max(decimals(a.value), decimals(b.value))
     return (f"{a.row}: {a.value.strip()} ({a.column}) vs {b.value.strip()} ({b.column}): "
-            f"{_number_text(abs(diff))}{unit} {word}{pct}")
+            f"{abs(diff):,.{places}f}{unit} {word}{pct}")
 
 
 def candidates(q: Question, sources: Sequence, doc_text: Callable[[object], str | None] | None = None,

@@ -180,3 +180,18 @@ def test_round_bullets_inside_one_line_start_items_of_their_own():
     assert "• Higher full-price sales, net of discounts; and" in pieces
     dash = "Revenue was $5 - 6 million in total, * before tax."  # a dash or an asterisk inside a line: no item
     assert [dash[s:e] for s, e in split_sentences(dash)] == [dash]
+
+
+def test_a_change_is_given_to_the_places_its_figures_are_printed_with():
+    """1,578 and 1,304.9 differ by 273.1, not "273.10" (which no reader looking for 273.1 finds); whole figures
+    give a whole difference."""
+    from app.candidates import change_line
+    from app.cells import Cell
+
+    def cell(value: str, year: str) -> Cell:
+        return Cell(0, 0, 10, "Total cash", year, value)
+
+    assert change_line(cell("1578", "2019"), cell("1304.9", "2018")) == \
+        "Total cash: 1578 (2019) vs 1304.9 (2018): 273.1 higher (+20.9%)"
+    assert change_line(cell("81,797", "2023"), cell("82,959", "2022")).endswith(": 1,162 lower (-1.4%)")
+    assert change_line(cell("0.4", "2019"), cell("0.3", "2018")).endswith(": 0.1 higher (+33.3%)")
