@@ -56,12 +56,14 @@ def _table_markdown(table, words_above: list[dict], label_right: float) -> tuple
     column is a header line (each phrase given to the columns it spans), a line within the label column is a row of
     the table; anything else ends the table."""
     raw = table.extract()
-    cols: list = []  # x-extent of each raw column, from the cells that have one
+    # x-extent of each raw column: its narrowest cell's (a cell merged across columns, a header's or a group
+    # line's, spans more than its own: taken for the column, it gave both years of "2022  2023" to the first)
+    cols: list = []
     for row in table.rows:
         for j, c in enumerate(row.cells):
             while len(cols) <= j:
                 cols.append(None)
-            if c is not None and cols[j] is None:
+            if c is not None and (cols[j] is None or c[2] - c[0] < cols[j][1] - cols[j][0]):
                 cols[j] = (c[0], c[2])
     keep: list[int] = []
     rows = tidy(raw, keep)

@@ -232,3 +232,23 @@ def test_the_answers_filled_into_a_pdf_form_are_read_where_the_fields_sit():
     assert flat.index("Jane Q. Roe") < flat.index("Policy number:")
     assert "[x] I agree to the terms of service" in flat, text
     assert flat.count("[x]") == 1
+
+
+def test_a_year_above_a_ruled_table_heads_its_own_column_when_a_group_line_spans_both():
+    """A statement whose column headers are printed above its ruled body, and whose first ruled row is a group label
+    with one cell across both figure columns ("Net sales:"): that merged cell was taken for the first figure column's
+    extent, so the year above the second column headed the first one too ("… March 31, 2022 2023")."""
+    ops = ["0.5 w", "72 560 200 18 re S", "272 560 200 18 re S"]  # a group line: label, one cell over both columns
+    ops += ["BT /F1 10 Tf 76 565 Td (Net sales:) Tj ET"]
+    for i, (label, a, b) in enumerate((("Online stores", "51,129", "51,096"), ("AWS", "18,441", "21,354"))):
+        y = 560 - 18 * (i + 1)
+        ops += [f"72 {y} 200 18 re S", f"272 {y} 100 18 re S", f"372 {y} 100 18 re S",
+                f"BT /F1 10 Tf 76 {y + 5} Td ({label}) Tj ET", f"BT /F1 10 Tf 300 {y + 5} Td ({a}) Tj ET",
+                f"BT /F1 10 Tf 400 {y + 5} Td ({b}) Tj ET"]
+    ops += ["BT /F1 10 Tf 300 598 Td (Three Months Ended March 31,) Tj ET",
+            "BT /F1 10 Tf 305 584 Td (2022) Tj ET", "BT /F1 10 Tf 405 584 Td (2023) Tj ET"]
+    data = make_pdf([["Net sales by segment (in millions):"]], footer=None, extra={0: "\n".join(ops)})
+    text = load_bytes("amzn.pdf", data, limits=Limits(sandbox=False)).text
+    assert "2022 2023" not in text, text
+    assert "March 31, 2022 |" in text and "March 31, 2023 |" in text, text
+    assert "| AWS | 18,441 | 21,354 |" in text, text
