@@ -14,6 +14,7 @@ the scorer, not a new branch in this module.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -143,7 +144,7 @@ def hedge_of(ranked: Sequence[Candidate]) -> list[Candidate]:
     different words (a looked-up row's source is not one of the passages the reply lists)."""
     out: list[Candidate] = []
     keys: list[str] = []
-    for c in (c for c in ranked if not c.looked_up):
+    for c in (c for c in ranked if not c.looked_up and says_something(c.line)):
         if len(out) == HEDGE_LINES:
             break
         key = answer_key(c.line)
@@ -168,6 +169,8 @@ def _more(ranked: Sequence[Candidate], best: Candidate) -> list[Candidate]:
     for c in ranked[1:]:
         if c.score < MORE_SHARE * best.score:
             break
+        if not says_something(c.line):
+            continue
         t = " ".join(c.text.lower().split())
         if said_already(t, said) or any(overlaps(c, o) for o in [best, *out]):
             continue
@@ -176,6 +179,19 @@ def _more(ranked: Sequence[Candidate], best: Candidate) -> list[Candidate]:
         if len(out) == MORE_QUOTES:
             break
     return out
+
+
+_WORDLIKE = re.compile(r"[^\W\d_]{3}")
+
+
+def says_something(line: str) -> bool:
+    """Does a line hold a word (three letters together)? A bare row of a table whose labels were not read
+    ("32.6 - - - 56.5 39.2") tells a reader nothing as a further quote or an unsure reply's closest line.
+
+    >>> says_something("32.6 - - - 56.5 39.2 - 40.2"), says_something("AWS, 2023: 21,354"), says_something("Umsatz: 5")
+    (False, True, True)
+    """
+    return bool(_WORDLIKE.search(line))
 
 
 def change_pair(c: Cell, cells: Sequence[Cell], years: Sequence[int] = ()) -> tuple[Cell, Cell] | None:

@@ -76,3 +76,21 @@ def test_further_quotes_and_an_unsure_reply_s_lines_never_quote_the_same_words_t
     elsewhere = cand("sentence", 0, 30, "Logs go to stderr by default.", 0.30, source=2)
     assert _more([best, before, elsewhere], best) == [elsewhere]
     assert hedge_of([best, before, elsewhere]) == [best, elsewhere]
+
+
+def test_a_bare_row_of_figures_is_neither_a_further_quote_nor_an_unsure_reply_s_line():
+    """A results table read without its labels gives lines of figures only ("32.6 - - - 56.5 39.2"); quoted under
+    an answer about the hardware used (a newcomer run, the DPR paper), they told the reader nothing."""
+    from app.candidates import Candidate
+    from app.reader import _more, hedge_of
+
+    def cand(start, text, score, source=1):
+        c = Candidate("sentence", source, "d", start, start + len(text), text)
+        c.score = score
+        return c
+
+    best = cand(0, "All experiments were done on eight 32GB GPUs.", 0.5)
+    bare = cand(100, "32.6 - - - 56.5 39.2 - 40.2 46.8 -", 0.45)
+    other = cand(200, "Training took three days on one server.", 0.3, source=2)
+    assert _more([best, bare, other], best) == [other]
+    assert hedge_of([best, bare, other]) == [best, other]
