@@ -181,11 +181,12 @@ def _more(ranked: Sequence[Candidate], best: Candidate) -> list[Candidate]:
     return out
 
 
-_WORDLIKE = re.compile(r"[^\W\d_]{3}")
+WORD_LETTERS = 3  # letters together that make a word, as app.cells reads a row's label ("AWS" is one, "32.6" none)
+_WORDLIKE = re.compile(r"[^\W\d_]{%d}" % WORD_LETTERS)
 
 
 def says_something(line: str) -> bool:
-    """Does a line hold a word (three letters together)? A bare row of a table whose labels were not read
+    """Does a line hold a word (:data:`WORD_LETTERS` letters together)? A bare row of a table whose labels were not read
     ("32.6 - - - 56.5 39.2") tells a reader nothing as a further quote or an unsure reply's closest line.
 
     >>> says_something("32.6 - - - 56.5 39.2 - 40.2"), says_something("AWS, 2023: 21,354"), says_something("Umsatz: 5")

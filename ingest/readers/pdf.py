@@ -453,7 +453,7 @@ def _blocks(page: dict, body: float, keep) -> list[tuple[str, str, int]]:
     para: list[str] = []
     prev = None
 
-    printed = {w.lower() for it in lines for w in _RIGHT_PART.findall(it["text"].lower())}  # the page's words
+    printed = {w for it in lines for w in _RIGHT_PART.findall(it["text"].lower())}  # the page's words, lower-case
 
     def flush():
         if para:
