@@ -133,6 +133,8 @@ def _table_cells(text: str, base: int, source: int, doc_text: str | None = None)
         # the row's label: its first cell of words, past a measure's code ("| 7.02A | Average unit cost … |")
         label = next((c for c in cells if c and not is_number(c) and re.search(r"[A-Za-z]{3}", c)),
                      next((c for c in cells if c and not is_number(c)), ""))
+        if not label and cells[0]:  # a row of figures keyed by its first ("| 2012 | 37379 | 4347 |": a year's row)
+            label = cells[0]
         values = [(j, c) for j, c in enumerate(cells) if c and is_number(c) and j > 0]
         full = doc_text if doc_text is not None else text
         at = base + s if doc_text is not None else s

@@ -6,12 +6,14 @@ cover states ("For the quarterly period ended July 1, 2023", "Fiscal Year 2016")
 scale ("FY2023", "USD", "Millions"), which a sheet's headers repeat. A question that names something
 (:attr:`app.question.Question.entities`) is sent to the documents whose profile holds that name, and among several,
 to those whose cover period is the question's date or year; a name that no document (or every document) holds says
-nothing and is passed over. A follow-up keeps the names of the question it continues; a question that stands alone
-does not inherit the last one's. The caller searches only the chosen documents and says which and why; without a
-name, the question goes to every document it may search.
+nothing and is passed over. Without a name that routes, a year asked routes away from the documents of other years
+(not from one with no year of its own). A follow-up keeps the names of the question it continues; a question that
+stands alone does not inherit the last one's. The caller searches only the chosen documents and says which and why;
+without a name, the question goes to every document it may search.
 
 The one refusal made here is a fact: the question names something only documents outside the search's scope are
-about, and no document inside it says ("What did Apple earn?" with only Microsoft's filings ticked).
+about, and no document inside it says ("What did Apple earn?" with only Microsoft's filings ticked). An abbreviation
+a document inside spells out is said ("CEO": "our Chief Executive Officer").
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ _NAME_NOISE = frozenset(
     "part item financial statements information unaudited consolidated condensed subsidiaries notes management "
     "national office department agency federal".split())
 _COVER_PERIOD = re.compile(r"\b(?:period|quarter|year)\s+ended\s+([A-Z][a-z]+\.?\s+\d{1,2},?\s+(?:19|20)\d\d)", re.I)
+_WORD = re.compile(r"[a-z0-9][a-z0-9&'’.-]*[a-z0-9]|[a-z0-9]")
 _COVER_NAME = re.compile(r"\b(?:[A-Z][a-z]+|[A-Z0-9]*\d[A-Z0-9]*(?:-[A-Z0-9]+)*|[A-Z]{2,}(?:-\w+)*)\b")
 
 
@@ -45,7 +48,7 @@ class Profile:
 
 def _tok(text: str) -> list[str]:
     lx = lexicon()
-    return [t for t in re.findall(r"[a-z0-9][a-z0-9&'’.-]*[a-z0-9]|[a-z0-9]", text.lower())
+    return [t for t in _WORD.findall(text.lower())
             if t not in _NAME_NOISE and t not in lx["currency_codes"] and t not in lx["scale_words"]]
 
 
@@ -121,10 +124,11 @@ def route(question: str | Question, profiles: Sequence[Profile]) -> Route:
         chosen = hit if chosen is None else (chosen & hit or chosen | hit)
         said.append(n)
     if chosen is None:
-        # no name routes (every report is the same agency's): a year asked routes to the reports of that year
+        # no name routes (every report is the same agency's): a year asked routes away from the reports of other
+        # years; it says nothing against a document with no year of its own (a workbook of many years' receipts)
         if years and not dates:
-            dated = sorted(p.doc_id for p in profiles if p.years and p.years <= set(years))
-            if dated and len(dated) < len(profiles):
+            dated = sorted(p.doc_id for p in profiles if not p.years or p.years <= set(years))
+            if any(p.years and p.years <= set(years) for p in profiles) and len(dated) < len(profiles):
                 said_here = all(str(y) in q.text for y in years)
                 return Route(dated, ("the question asks about " if said_here else "the question before asked about ")
                              + ", ".join(str(y) for y in years))
@@ -239,6 +243,38 @@ def route_for(ctx, q: Question, doc_ids: Sequence[str] | None = None, visible_to
 
 
 def _says(name: str, text: str) -> bool:
-    words = [w.lower() for w in re.findall(r"[A-Za-z0-9]+", name)]
+    """Does ``text`` say ``name``: each of its words, an abbreviation in capitals also when spelled out
+    (:func:`_spelled_out`: "EPA" in "the U.S. Environmental Protection Agency", "CEO" in "our Chief Executive Officer")?
+
+    >>> _says("EPA Administrator", "the Administrator of the U.S. Environmental Protection Agency")
+    True
+    >>> _says("NVIDIA", "Apple's sales"), _says("IBM", "in both markets")
+    (False, False)
+    """
     low = text.lower()
-    return bool(words) and all(re.search(rf"\b{re.escape(w)}\b", low) for w in words)
+    words = re.findall(r"[A-Za-z0-9]+", name)
+    return bool(words) and all(re.search(rf"\b{re.escape(w.lower())}\b", low) or _spelled_out(w, text)
+                               for w in words)
+
+
+_LINK = r"[\s-]+(?:(?:of|and|for|the|on|per|in|to|&)\s+)*"  # between the words of a spelled-out abbreviation
+SPELLED_REPEATS = 2  # a spelling-out in small letters is one only when the text repeats it (not "in both markets")
+
+
+def _spelled_out(word: str, text: str) -> bool:
+    """Is ``word``, an abbreviation in capitals (3-6 letters), spelled out in ``text``: words that begin with its
+    letters in order, small words between them allowed, either capitalised or the same words repeated
+    (:data:`SPELLED_REPEATS`: "earnings per share" said again and again in an earnings call)?
+
+    >>> _spelled_out("CEO", "our Chief Executive Officer"), _spelled_out("IBM", "in both markets; in both markets")
+    (True, False)
+    >>> _spelled_out("EPS", "earnings per share rose; diluted earnings per share were $1.61")
+    True
+    """
+    if not (3 <= len(word) <= 6 and word.isalpha() and word.isupper()):
+        return False
+    if re.search(r"\b" + _LINK.join(f"{c}[a-z]+" for c in word) + r"\b", text):
+        return True
+    said = Counter(m.group(0).lower() for m in re.finditer(
+        r"\b" + _LINK.join(f"{c}[a-z]{{2,}}" for c in word.lower()) + r"\b", text, re.I))
+    return bool(said) and max(said.values()) >= SPELLED_REPEATS

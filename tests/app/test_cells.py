@@ -195,3 +195,12 @@ def test_a_change_is_given_to_the_places_its_figures_are_printed_with():
         "Total cash: 1578 (2019) vs 1304.9 (2018): 273.1 higher (+20.9%)"
     assert change_line(cell("81,797", "2023"), cell("82,959", "2022")).endswith(": 1,162 lower (-1.4%)")
     assert change_line(cell("0.4", "2019"), cell("0.3", "2018")).endswith(": 0.1 higher (+33.3%)")
+
+
+def test_a_row_of_figures_is_keyed_by_its_first_cell():
+    """A time series ("| Year | Fossil Fuels | Renewables |" and a row a year) has no word in its rows: each figure's
+    row is its first cell, the year, so that "… from renewables in 2012?" finds 2012's figure."""
+    text = ("| Year | Fossil Fuels | Renewables |\n|---|---|---|\n| 2011 | 37556 | 11795 |\n| 2012 | 37379 | 14949 |\n")
+    cells = _cells(text)
+    assert cells[("2012", "Renewables")] == "14949" and cells[("2011", "Fossil Fuels")] == "37556"
+    assert ("", "Renewables") not in cells
