@@ -424,8 +424,14 @@ def _body_size(pages: list[dict]) -> float:
     return sizes.most_common(1)[0][0] if sizes else 0.0
 
 
+_NUMBERED_HEAD = re.compile(r"(?:\d+\.)+\d+\.?\s+[A-Z]")  # "6.2 Results", "4.1 Wikipedia Data Pre-processing"
+NUMBERED_HEAD_WORDS = 8  # a numbered section's title is short; a longer line is a sentence or an item
+_LEADER = re.compile(r"\.{4}|…|(?:\. ){3}")  # a contents line's dots out to its page number: not the section itself
+
+
 def _heading_level(it: dict, body: float) -> int:
-    """1 or 2 for a heading line (larger than the body, or bold and short without a sentence end), else 0."""
+    """1 or 2 for a heading line (larger than the body; bold and short without a sentence end; or a numbered
+    subsection's title in the body's font, "6.2 Results", which a paper prints in a weight no flag reports), else 0."""
     text = it["text"].strip()
     words = text.split()
     if not body or not it["size"] or len(words) > 14 or not re.search(r"[A-Za-z]", text):
@@ -434,7 +440,9 @@ def _heading_level(it: dict, body: float) -> int:
         return 0
     if it["size"] >= body * 1.25:
         return 1
-    if it["bold"] and it["size"] >= body * 0.95 and not is_number(words[-1]):
+    if it["size"] >= body * 0.95 and not is_number(words[-1]) and not _tableish(it) and (
+            it["bold"] or (_NUMBERED_HEAD.match(text) and len(words) <= NUMBERED_HEAD_WORDS
+                           and not text.endswith((":", "?", "!")) and not _LEADER.search(text))):
         return 2
     return 0
 

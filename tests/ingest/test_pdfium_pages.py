@@ -252,3 +252,20 @@ def test_a_year_above_a_ruled_table_heads_its_own_column_when_a_group_line_spans
     assert "2022 2023" not in text, text
     assert "March 31, 2022 |" in text and "March 31, 2023 |" in text, text
     assert "| AWS | 18,441 | 21,354 |" in text, text
+
+
+def test_a_numbered_subsection_title_in_the_body_s_font_heads_its_section():
+    """A paper prints "6.2 Results" in its body's size, in a weight no font flag reports: it was joined to the
+    sentence after it ("6.2 Results Table 4 summarizes …", newcomer run r20), so its section's passage did not
+    begin with its title. A line numbered as a subsection, short and without a sentence's end, is a heading; a
+    sentence that starts with a figure is not."""
+    lines = ["The retriever is trained on question and passage pairs drawn from",
+             "the training sets of five datasets", "6.2 Results",
+             "Table 4 summarizes our final end-to-end QA results, measured by exact",
+             "match with the reference answer.", "2.5 Million passages were left out of the index because",
+             "they were too short to hold an answer."]
+    text = load_bytes("paper.pdf", make_pdf([lines], footer=None), limits=Limits(sandbox=False)).text
+    lines = [ln.strip("# ") for ln in text.splitlines() if ln.strip()]
+    assert "6.2 Results" in lines, text
+    assert any(ln.startswith("Table 4 summarizes") for ln in lines), text
+    assert any(ln.startswith("2.5 Million passages were left out of the index because they were") for ln in lines)
