@@ -21,7 +21,7 @@ from ingest.readers.base import IngestError, _check_unpacked_size, _docx_level, 
 from ingest.readers.layout import Layout
 from ingest.readers.ocr import OcrUnavailable, image_pages, ocr_lines
 from ingest.readers.sandbox import progress
-from ingest.text.tables import TABLE_WORDS, is_number, markdown_tables, tidy
+from ingest.text.tables import TABLE_WORDS, is_number, looks_like_header, markdown_tables, tidy
 
 # Imported where they are used, on purpose (heavy, optional or not needed by every caller): docx, bs4, pptx, openpyxl
 
@@ -79,17 +79,26 @@ def _header_and_rows(rows: list[list[str]]) -> tuple[str, list[str], list[list[s
     ('Sales (USD)', ['Region', '2023', '2022'], [['West', '5', '4']])
     >>> _header_and_rows([["", "June 30, 2019", "June 30, 2018"], ["", "$'000", "$'000"], ["Net profit", "9", "6"]])
     ('', ['', "June 30, 2019 $'000", "June 30, 2018 $'000"], [['Net profit', '9', '6']])
+    >>> _header_and_rows([["3. By segment", "", ""], ["3.1 Operating", "", ""], ["CHF m", "", "H1 2023"],
+    ...                   ["", "Sales", "Profit"], ["Zone NA", "12553", "2713"]])
+    ('3. By segment 3.1 Operating', ['CHF m', 'H1 2023 Sales', 'H1 2023 Profit'], [['Zone NA', '12553', '2713']])
     """
     rows = tidy(rows)
     if not rows:
         return "", [], []
     titles = []
-    while len(rows) > 2 and sum(1 for c in rows[0] if c.strip()) == 1 and \
-            sum(1 for c in rows[1] if c.strip()) >= 2:
-        titles.append(next(c for c in rows[0] if c.strip()).strip())
-        rows = rows[1:]
+    filled = [sum(1 for c in r if c.strip()) for r in rows]
+    first = next((i for i, k in enumerate(filled) if k >= 2), len(rows))
+    if first < len(rows) - 1:  # the title lines above a table's first row of two cells or more, all of them
+        titles = [next(c for c in r if c.strip()).strip() for r in rows[:first]]
+        rows = rows[first:]
     header, body = rows[0], rows[1:]
     while len(body) > 1 and _stacked_header(header, body[0]) and not _stacked_header(body[0], body[1]):
+        over = [j for j in range(1, len(header)) if header[j].strip()]
+        under = [j for j in range(1, len(body[0])) if body[0][j].strip()]
+        if len(over) == 1 and len(under) >= 2:  # one label over the columns below it (a merged cell's band, read
+            band = header[over[0]].strip()  # in one of its columns): "January–June 2023" heads them all
+            header = [header[0]] + [band if j in under else "" for j in range(1, len(header))]
         header = [" ".join(x for x in (h.strip(), b.strip()) if x) for h, b in zip(header, body[0])]
         body = body[1:]
     return " ".join(titles), header, body
@@ -416,10 +425,43 @@ def xlsx_text(name: str, data: bytes, max_unpacked: int, max_rows: int) -> tuple
                 grow.tables(nonempty[0], nonempty[1:])
             blocks.append(("page", "", 0))
             blocks.append(("h", ws.title, 1))
-            blocks.append(("table", rows, 0))
+            blocks += [("table", part, 0) for part in sheet_tables(rows)]
     finally:
         wb.close()
     return build(blocks, unit="sheet")
+
+
+def sheet_tables(rows: list[list[str]]) -> list[list[list[str]]]:
+    """A sheet's rows as the tables it holds: a run of rows after an empty row starts a table of its own when its first
+    row of two cells or more, past its title lines, is a header (:func:`looks_like_header`: a second half-year's
+    "In millions of CHF | January–June 2022" stacked under the first's); else it continues the table above (an empty
+    row between a statement's sections, "Total assets | 900" after it).
+
+    >>> sheet_tables([["Zone", "2023"], ["NA", "5"], [], ["H1 2022", ""], [], ["Zone", "2022"], ["NA", "4"], [],
+    ...               ["Total", "9"]])
+    [[['Zone', '2023'], ['NA', '5']], [['H1 2022', ''], ['Zone', '2022'], ['NA', '4'], ['Total', '9']]]
+    """
+    runs: list[list[list[str]]] = [[]]
+    for r in rows:
+        if any(c.strip() for c in r):
+            runs[-1].append(r)
+        elif runs[-1]:
+            runs.append([])
+    parts: list[list[list[str]]] = []
+    titles: list[list[str]] = []  # runs of one-cell lines: the title of the table below them
+    for run in (r for r in runs if r):
+        first = next((r for r in run if sum(1 for c in r if c.strip()) >= 2), None)
+        if first is None:
+            titles += run
+        elif not parts or looks_like_header(first):
+            parts.append(titles + run)
+            titles = []
+        else:
+            parts[-1] += titles + run
+            titles = []
+    if titles:
+        parts.append(titles) if not parts else parts[-1].extend(titles)
+    return parts
 
 
 def _cell(v) -> str:

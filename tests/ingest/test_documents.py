@@ -464,6 +464,34 @@ def test_an_epub_chapter_whose_link_is_percent_encoded_is_read():
     assert "The ship left port at dawn." in doc.text and "A storm broke the foremast." in doc.text
 
 
+def test_a_sheet_of_two_stacked_tables_under_title_lines_is_read_as_two_tables_with_their_own_headers():
+    """A results workbook (Nestlé's half-year segments, Unstructured's example-docs): three title lines, a band label
+    ("January–June 2023") over the columns' names, the segments; an empty row; the same for 2022. The first title line
+    was made the header of every group of rows ("| 3. Analyses by segment |") and 2022's figures were read under
+    2023's columns. Now: the title lines said once above, each table its own header, the band over every column."""
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Segments"
+    for year, na, eur in (("2023", 12553, 9467), ("2022", 12138, 9283)):
+        ws.append(["3. Analyses by segment"])
+        ws.append(["Revenue and results"])
+        ws.append([])
+        ws.append(["In millions of CHF", None, f"January–June {year}"])
+        ws.append([None, "Sales", "Trading operating profit"])
+        ws.append(["Zone NA", na, na // 5])
+        ws.append(["Zone EUR", eur, eur // 6])
+        ws.append([])
+    buf = io.BytesIO()
+    wb.save(buf)
+    text = load_bytes("segments.xlsx", buf.getvalue(), limits=Limits(sandbox=False)).text
+    assert "| 3. Analyses by segment |" not in text and "3. Analyses by segment Revenue and results" in text, text
+    head = "| In millions of CHF | January–June {y} Sales | January–June {y} Trading operating profit |"
+    assert text.index(head.format(y=2023)) < text.index("| Zone NA | 12553 |") < text.index(head.format(y=2022)) \
+        < text.index("| Zone NA | 12138 |"), text
+
+
 def test_xlsx_sheets_as_tables_and_csv_rows(make_ctx, write):
     doc = load_bytes("books.xlsx", _xlsx(), limits=Limits(sandbox=False))
     lay = Layout.from_json(doc.layout)
