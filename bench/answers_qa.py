@@ -195,7 +195,9 @@ ROWS = (("the reader of 3cd4e12 (baseline)", "answers_qa_baseline"),
         ("the same, the fitted follow-up reading, one conversation per kind (stop 60)", "answers_qa_fuconv"),
         ("reader alone, the answer shown as the window that holds it (stop 61)", "answers_qa_shown"),
         ("reader alone, a change given to the places of its figures (stop 62)", "answers_qa_places"),
-        ("the same, the corpus's PDFs re-read: two columns, line-end hyphens (stop 62)", "answers_qa_s62"))
+        ("the same, the corpus's PDFs re-read: two columns, line-end hyphens (stop 62)", "answers_qa_s62"),
+        ("abbreviations spelled out, undated documents kept, year-keyed rows (stop 63)", "answers_qa_names"),
+        ("the same, numbered headings and a workbook's tables re-read (stop 63)", "answers_qa_s63"))
 
 
 def _pct(n: int, d: int) -> str:
