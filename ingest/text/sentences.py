@@ -143,7 +143,21 @@ def _wrapped_across(text: str, gap: int, after: int, end: int) -> bool:
         return False
     last_line = before[before.rfind("\n") + 1:]
     return last_line[-1] not in ".!?:;|\"”’)" and not last_line.lstrip().startswith("|") \
-        and not _LIST_OR_HEADING_RE.match(text, after)
+        and not _LIST_OR_HEADING_RE.match(text, after) and not _standalone_term(text, after, end)
+
+
+STANDALONE_WORDS = 3  # a line of at most this many words between blank lines is a term or a title, not a wrapped line
+
+
+def _standalone_term(text: str, at: int, end: int) -> bool:
+    """Is the line at ``at`` a paragraph of its own of a few words without a sentence mark, a blank line after it: a
+    setting's name in a reference ("Default: not set" / "listen_port" / "Which port to listen on."), which a wrapped
+    line (one that fills the width, or ends its paragraph with a mark) is not?"""
+    stop = text.find("\n", at, end)
+    line = text[at:stop if stop != -1 else end].strip()
+    if not line or len(line.split()) > STANDALONE_WORDS or line[-1] in ".!?:;,\"”’)":
+        return False
+    return stop == -1 or _BLANK_LINE_RE.match(text, stop) is not None
 
 
 def _closes_line_marker(text: str, dot: int) -> bool:

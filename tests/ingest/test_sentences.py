@@ -110,3 +110,17 @@ def test_a_short_passage_of_wrapped_pdf_lines_keeps_its_sentences_whole():
     items = "Bring:\n- a torch\n- two ropes\n- the map of the northern coast\n- water for a day\n"
     spans = split_sentences(items, min_lines=PASSAGE_MIN_LINES)
     assert [items[s:e] for s, e in spans][-2:] == ["- the map of the northern coast", "- water for a day"]
+
+
+def test_a_setting_s_name_between_blank_lines_is_a_sentence_of_its_own():
+    """A configuration reference (PgBouncer's, read from HTML) prints each setting as its name, its description and
+    "Default: …", each a paragraph: a paragraph without a sentence mark followed by one starting in lower case was
+    taken for a line wrapped across a blank line, so "Default: 6432" and the next setting's name "unix_socket_dir"
+    were one sentence. A line of a few words between blank lines is a sentence of its own; a wrapped line is not."""
+    text = ("Which port to listen on. Applies to both TCP and Unix sockets.\n\nDefault: 6432\n\nunix_socket_dir\n\n"
+            "Specifies the location for Unix sockets.")
+    spans = [text[s:e] for s, e in split_sentences(text)]
+    assert "Default: 6432" in spans and "unix_socket_dir" in spans, spans
+    wrapped = ("The pilot of a Piper PA-31T crossed the initial\n\napproach fix and descended to 2,300 feet, per the "
+               "procedure.")
+    assert [wrapped[s:e] for s, e in split_sentences(wrapped, min_lines=3)] == [wrapped]
