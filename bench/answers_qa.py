@@ -197,7 +197,8 @@ ROWS = (("the reader of 3cd4e12 (baseline)", "answers_qa_baseline"),
         ("reader alone, a change given to the places of its figures (stop 62)", "answers_qa_places"),
         ("the same, the corpus's PDFs re-read: two columns, line-end hyphens (stop 62)", "answers_qa_s62"),
         ("abbreviations spelled out, undated documents kept, year-keyed rows (stop 63)", "answers_qa_names"),
-        ("the same, numbered headings and a workbook's tables re-read (stop 63)", "answers_qa_s63"))
+        ("the same, numbered headings and a workbook's tables re-read (stop 63)", "answers_qa_s63"),
+        ("the same, a setting's name a sentence of its own, 20 documents re-read (stop 63)", "answers_qa_s63s"))
 
 
 def _pct(n: int, d: int) -> str:
