@@ -66,6 +66,14 @@ _FY_RE = re.compile(r"\b(?:fy|fiscal(?:\s+year)?)\s*'?((?:19|20)?\d\d)\b", re.I)
 _QUARTER_RE = re.compile(r"\b(?:q([1-4])|([1-4])q|(first|second|third|fourth)[- ]quarter)\b", re.I)
 _SPAN_RE = re.compile(r"\b(three|six|nine|twelve)[- ]months?\b", re.I)
 _FULL_YEAR_RE = re.compile(r"\b(?:full|whole|entire)[- ](?:fiscal[- ])?year\b", re.I)
+# a half of a year named with its year ("the first half of 2023", "second half of fiscal 2022", "H1 2023", "2023's
+# first half"): a period like "January–June 2023", not two content words ("the second half of the sentence" is not)
+_YEAR_WORDS = r"(?:(?:fiscal|financial|calendar)\s+)?(?:year\s+)?(?:FY\s?)?(?:19|20)\d\d"
+_HALF_RE = re.compile(rf"\b(?:(?P<a>first|second|1st|2nd)\s+half(?:[- ]year)?"
+                      rf"(?=\s+(?:of\s+)?(?:the\s+)?{_YEAR_WORDS}\b)"
+                      rf"|\b(?:19|20)\d\d(?:['’]s)?\s+(?P<b>first|second|1st|2nd)\s+half\b"
+                      rf"|\b[Hh](?P<c>[12])(?=\s+{_YEAR_WORDS}\b)|\b(?P<d>[12])H(?=\s*'?\d{{2,4}}\b))", re.I)
+_HALF_MONTHS = {"first": (1, 6), "1st": (1, 6), "1": (1, 6), "second": (7, 12), "2nd": (7, 12), "2": (7, 12)}
 _YEAR_BACK = re.compile(r"\b(?:a|one|the)\s+year\s+(?:before|earlier|ago|prior)\b|\byear\s+before\b|"
                         r"\b(?:prior|previous|preceding|last)[- ](?:fiscal[- ])?year(?:'s)?\b|\byear[- ]ago\b|"
                         r"\byear[- ]earlier\b|\bprior[- ]year\b", re.I)
@@ -193,6 +201,8 @@ def read_period(question: str) -> Period:
         shift_y = -1
     undated = DATE_RE.sub(" ", question)
     months = {i + 1 for i, m in enumerate(MONTH_NAMES) for _ in re.finditer(rf"\b{m.capitalize()}\b", undated)}
+    for m in _HALF_RE.finditer(question):  # "the first half of 2023": as "January–June 2023" reads
+        months.update(_HALF_MONTHS[next(g for g in m.groups() if g).lower()])
     return Period(tuple(sorted(years)), tuple(sorted(quarters)), tuple(dates), span, shift_y, shift_q,
                   tuple(sorted(months)))
 
@@ -258,7 +268,7 @@ def content_words(text: str) -> list[str]:
     lx = lexicon()
     skip = function_words() | lx["period_words"] | frozenset(MONTH_NAMES) | lx["scale_words"] | set(lx["number_words"])
     out = []
-    for w in (m.group().lower().strip("'’.") for m in WORD.finditer(DATE_RE.sub(" ", text))):
+    for w in (m.group().lower().strip("'’.") for m in WORD.finditer(_HALF_RE.sub(" ", DATE_RE.sub(" ", text)))):
         w = re.sub(r"['’]s$", "", w)
         if not w or w in skip or re.fullmatch(r"[\d,.%]+", w) or (len(w) == 1 and w.isalpha()) \
                 or _PERIOD_TOKEN.match(w) or w in lx["currency_codes"]:

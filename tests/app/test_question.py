@@ -109,3 +109,26 @@ def test_key_terms_leave_out_names_periods_and_function_words():
     assert q.period.years == (2021,)
     assert set(q.terms) == {"people", "employ"}
     assert q.focus == ("people",)
+
+
+@pytest.mark.parametrize("question, months", [
+    ("What were sales in the first half of 2023?", (1, 6)),
+    ("What were sales in H1 2023?", (1, 6)),
+    ("What were sales in the second half of fiscal 2022?", (7, 12)),
+    ("What was 2023's first half revenue?", (1, 6)),
+])
+def test_a_half_of_a_year_is_a_period_not_two_content_words(question, months):
+    """"And in the first half of 2023?" after "… Zone EUR's sales in January–June 2022?" was read as asking about
+    "first" and "half" (its own two terms, so the question before's "sales" and its kind were dropped) and abstained
+    over the row it asked for (newcomer run r21). A half named with its year is a period, as "January–June" is."""
+    q = read_question(question)
+    assert q.period.months == months and "half" not in q.terms and "first" not in q.terms
+    before = [{"role": "user", "content": "What were Zone EUR's sales in January–June 2022?"},
+              {"role": "assistant", "content": "Zone EUR, January–June 2022 Sales (a): 9283"}]
+    f = read_question("And in the first half of 2023?", before)
+    assert f.period.years == (2023,) and f.period.months == (1, 6) and "sales" in f.terms and f.kind == "amount"
+
+
+def test_a_half_that_is_no_period_stays_a_word():
+    q = read_question("What share of puns fall in the second half of the sentence?")
+    assert q.period.months == () and "half" in q.terms
