@@ -420,6 +420,7 @@ def xlsx_text(name: str, data: bytes, max_unpacked: int, max_rows: int) -> tuple
                     raise _too_many_rows(name, n, max_rows)
                 rows.append(["" if v is None else _cell(v) for v in r])
                 grow.row(rows[-1])
+            _spread_merged(rows, _merged_across(data, getattr(ws, "_worksheet_path", "")))
             nonempty = [r for r in rows if any(c.strip() for c in r)]
             if nonempty:
                 grow.tables(nonempty[0], nonempty[1:])
@@ -429,6 +430,48 @@ def xlsx_text(name: str, data: bytes, max_unpacked: int, max_rows: int) -> tuple
     finally:
         wb.close()
     return build(blocks, unit="sheet")
+
+
+_MERGE_REF = re.compile(rb'<(?:\w+:)?mergeCell\s+ref="([A-Z]{1,3})(\d+):([A-Z]{1,3})(\d+)"')
+
+
+def _merged_across(data: bytes, path: str) -> list[tuple[int, int, int]]:
+    """``(row, first column, last column)``, 0-based, of a sheet's cells merged across columns of one row (read from
+    the sheet's XML: a read-only workbook does not give them). Nothing when the part cannot be read."""
+    from openpyxl.utils import column_index_from_string
+
+    if not path:
+        return []
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            xml = z.read(path)
+    except (KeyError, zipfile.BadZipFile, OSError):
+        return []
+    out = []
+    for m in _MERGE_REF.finditer(xml):
+        c1, r1, c2, r2 = m.group(1).decode(), int(m.group(2)), m.group(3).decode(), int(m.group(4))
+        if r1 == r2 and c1 != c2:
+            out.append((r1 - 1, column_index_from_string(c1) - 1, column_index_from_string(c2) - 1))
+    return out
+
+
+def _spread_merged(rows: list[list[str]], merged: list[tuple[int, int, int]]) -> None:
+    """A label merged across columns ("2023" over its Sales and Profit columns) is written in each of them, so the
+    header under it reads "2023 Sales", "2023 Profit"; not a row's only text (a title merged across the table stays
+    one cell, the table's title) nor a figure."""
+    for r, c1, c2 in merged:
+        if r >= len(rows) or c1 >= len(rows[r]):
+            continue
+        row = rows[r]
+        v = row[c1].strip()
+        if not v or (is_number(v) and not re.fullmatch(r"(?:19|20)\d\d", v)):
+            continue
+        if sum(1 for c in row if c.strip()) < 2:
+            continue
+        row.extend([""] * (c2 + 1 - len(row)))
+        for j in range(c1 + 1, c2 + 1):
+            if not row[j].strip():
+                row[j] = row[c1]
 
 
 def sheet_tables(rows: list[list[str]]) -> list[list[list[str]]]:

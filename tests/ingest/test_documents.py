@@ -492,6 +492,29 @@ def test_a_sheet_of_two_stacked_tables_under_title_lines_is_read_as_two_tables_w
         < text.index("| Zone NA | 12138 |"), text
 
 
+def test_a_year_merged_over_its_columns_heads_each_of_them_and_a_merged_title_stays_a_title():
+    """A workbook's header merges "2023" over its Sales and Profit columns: a read-only workbook gives the label in
+    the first column only, so the second read "Profit" with no year and a 2023 question could read 2022's profit.
+    The merge ranges are read from the sheet's XML; a title merged across the table stays its title."""
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Results"
+    ws.append(["Segment results (USD m)"])
+    ws.merge_cells("A1:E1")
+    ws.append(["Region", "2023", None, "2022", None])
+    ws.merge_cells("B2:C2")
+    ws.merge_cells("D2:E2")
+    ws.append([None, "Sales", "Profit", "Sales", "Profit"])
+    ws.append(["West", 100, 20, 90, 15])
+    buf = io.BytesIO()
+    wb.save(buf)
+    text = load_bytes("results.xlsx", buf.getvalue(), limits=Limits(sandbox=False)).text
+    assert "Segment results (USD m)\n\n| Region | 2023 Sales | 2023 Profit | 2022 Sales | 2022 Profit |" in text, text
+    assert "| West | 100 | 20 | 90 | 15 |" in text
+
+
 def test_xlsx_sheets_as_tables_and_csv_rows(make_ctx, write):
     doc = load_bytes("books.xlsx", _xlsx(), limits=Limits(sandbox=False))
     lay = Layout.from_json(doc.layout)
