@@ -268,7 +268,7 @@ def content_words(text: str) -> list[str]:
     lx = lexicon()
     skip = function_words() | lx["period_words"] | frozenset(MONTH_NAMES) | lx["scale_words"] | set(lx["number_words"])
     out = []
-    for w in (m.group().lower().strip("'’.") for m in WORD.finditer(_HALF_RE.sub(" ", DATE_RE.sub(" ", text)))):
+    for w in (m.group().lower().strip("'’.") for m in WORD.finditer(DATE_RE.sub(" ", text))):
         w = re.sub(r"['’]s$", "", w)
         if not w or w in skip or re.fullmatch(r"[\d,.%]+", w) or (len(w) == 1 and w.isalpha()) \
                 or _PERIOD_TOKEN.match(w) or w in lx["currency_codes"]:
@@ -285,7 +285,8 @@ def read_question(text: str, history: Sequence[dict] = (), rewriter: Callable | 
     query, how = rewrite(q, history, rewriter) if history else (q, "none")
     names = _names(q)
     name_words = {w.lower() for n in names for w in WORD.findall(n)}
-    terms = [w for w in content_words(q) if w not in name_words]
+    # a half of a year is the question's period, not two of its terms (a candidate's words are read as they are)
+    terms = [w for w in content_words(_HALF_RE.sub(" ", q)) if w not in name_words]
     focus: list[str] = []
     m = _ASKED.match(q) or _ASKED_THE.match(q)
     if m:
