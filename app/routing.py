@@ -259,22 +259,27 @@ def _says(name: str, text: str) -> bool:
 
 _LINK = r"[\s-]+(?:(?:of|and|for|the|on|per|in|to|&)\s+)*"  # between the words of a spelled-out abbreviation
 SPELLED_REPEATS = 2  # a spelling-out in small letters is one only when the text repeats it (not "in both markets")
+ABBREVIATION_LETTERS = (3, 6)  # an abbreviation read as spelled out: "CEO" to "NASDAQ" (two letters spell anything)
+SPELLED_WORD_LETTERS = 3  # each word of a spelling-out in small letters ("per" in "earnings per share"; not "in")
 
 
 def _spelled_out(word: str, text: str) -> bool:
-    """Is ``word``, an abbreviation in capitals (3-6 letters), spelled out in ``text``: words that begin with its
-    letters in order, small words between them allowed, either capitalised or the same words repeated
-    (:data:`SPELLED_REPEATS`: "earnings per share" said again and again in an earnings call)?
+    """Is ``word``, an abbreviation in capitals (:data:`ABBREVIATION_LETTERS`), spelled out in ``text``: words that
+    begin with its letters in order, small words between them allowed, either capitalised or the same words repeated
+    (:data:`SPELLED_REPEATS`: "earnings per share" said again and again in an earnings call). Stricter than
+    :func:`app.features.acronym_in`, which a scorer feature reads softly: here a match lifts a hard refusal.
 
     >>> _spelled_out("CEO", "our Chief Executive Officer"), _spelled_out("IBM", "in both markets; in both markets")
     (True, False)
     >>> _spelled_out("EPS", "earnings per share rose; diluted earnings per share were $1.61")
     True
     """
-    if not (3 <= len(word) <= 6 and word.isalpha() and word.isupper()):
+    low, high = ABBREVIATION_LETTERS
+    if not (low <= len(word) <= high and word.isalpha() and word.isupper()):
         return False
     if re.search(r"\b" + _LINK.join(f"{c}[a-z]+" for c in word) + r"\b", text):
         return True
+    rest = SPELLED_WORD_LETTERS - 1
     said = Counter(m.group(0).lower() for m in re.finditer(
-        r"\b" + _LINK.join(f"{c}[a-z]{{2,}}" for c in word.lower()) + r"\b", text, re.I))
+        r"\b" + _LINK.join(f"{c}[a-z]{{{rest},}}" for c in word.lower()) + r"\b", text, re.I))
     return bool(said) and max(said.values()) >= SPELLED_REPEATS

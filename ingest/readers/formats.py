@@ -411,6 +411,7 @@ def xlsx_text(name: str, data: bytes, max_unpacked: int, max_rows: int) -> tuple
     blocks: list = []
     n = 0
     grow = _Expansion(name, len(data))
+    parts = zipfile.ZipFile(io.BytesIO(data))  # the sheets' XML, for their merged cells (read once per workbook)
     try:
         for ws in wb.worksheets:
             rows = []
@@ -420,7 +421,7 @@ def xlsx_text(name: str, data: bytes, max_unpacked: int, max_rows: int) -> tuple
                     raise _too_many_rows(name, n, max_rows)
                 rows.append(["" if v is None else _cell(v) for v in r])
                 grow.row(rows[-1])
-            _spread_merged(rows, _merged_across(data, getattr(ws, "_worksheet_path", "")))
+            _spread_merged(rows, _merged_across(parts, getattr(ws, "_worksheet_path", "")))
             nonempty = [r for r in rows if any(c.strip() for c in r)]
             if nonempty:
                 grow.tables(nonempty[0], nonempty[1:])
@@ -429,22 +430,23 @@ def xlsx_text(name: str, data: bytes, max_unpacked: int, max_rows: int) -> tuple
             blocks += [("table", part, 0) for part in sheet_tables(rows)]
     finally:
         wb.close()
+        parts.close()
     return build(blocks, unit="sheet")
 
 
 _MERGE_REF = re.compile(rb'<(?:\w+:)?mergeCell\s+ref="([A-Z]{1,3})(\d+):([A-Z]{1,3})(\d+)"')
 
 
-def _merged_across(data: bytes, path: str) -> list[tuple[int, int, int]]:
+def _merged_across(parts: zipfile.ZipFile, path: str) -> list[tuple[int, int, int]]:
     """``(row, first column, last column)``, 0-based, of a sheet's cells merged across columns of one row (read from
-    the sheet's XML: a read-only workbook does not give them). Nothing when the part cannot be read."""
+    the sheet's XML in the workbook's ``parts``: a read-only workbook does not give them). Nothing when the part
+    cannot be read."""
     from openpyxl.utils import column_index_from_string
 
     if not path:
         return []
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as z:
-            xml = z.read(path)
+        xml = parts.read(path)
     except (KeyError, zipfile.BadZipFile, OSError):
         return []
     out = []
