@@ -111,3 +111,62 @@ def test_an_abbreviation_the_searched_document_spells_out_is_not_refused(questio
 
     r = route_for(_ctx(CALLS), read_question(question), ["harbour.md"])
     assert r.doc_ids != [], r.why
+
+
+@pytest.mark.parametrize("question, scope, spelled", [
+    ("Who is the CEO?", ["harbour.md"], "(Chief Executive Officer)"),
+    ("What EPS outlook did they give?", ["harbour.md"], "(earnings per share)"),
+    ("Who is the CEO, and what EPS did they report?", ["harbour.md"], "(Chief Executive Officer; earnings per share)"),
+])
+def test_an_abbreviation_is_searched_with_the_words_the_searched_documents_spell_it_out_in(question, scope, spelled):
+    """A transcript that says "our Chief Executive Officer" never says "CEO": the search query gets its words."""
+    from app.question import read_question
+    from app.routing import spelled_query
+
+    assert spelled_query(_ctx(CALLS), read_question(question), scope) == f"{question} {spelled}"
+
+
+@pytest.mark.parametrize("question, scope", [
+    ("Who is the CEO?", ["northwind.md"]),  # said, never spelled out
+    ("What did Harbour sell?", ["harbour.md"]),  # no abbreviation asked
+    ("What was the IBM deal?", None),  # no document spells it out
+])
+def test_the_query_is_unchanged_where_nothing_spells_the_abbreviation_out(question, scope):
+    from app.question import read_question
+    from app.routing import spelled_query
+
+    q = read_question(question)
+    assert spelled_query(_ctx(CALLS), q, scope) == q.query
+
+
+def test_two_letters_or_a_spelling_said_once_in_small_words_is_no_spelling_out():
+    from app.routing import spelling
+
+    assert spelling("US", "United States") is None  # two letters spell anything
+    assert spelling("IBM", "in both markets") is None  # small words said once
+    assert spelling("CEO", "Chief Economic Officer; Chief Executive Officer; the Chief Executive Officer") == \
+        "Chief Executive Officer"  # the commonest spelling
+
+
+def test_the_search_gets_the_spelled_out_query_and_the_reader_the_question_as_asked(monkeypatch):
+    """app.evidence.gather searches with the documents' spelling of an abbreviation; the question read for the
+    reader's features is the one asked (the scorer was fitted on it)."""
+    from types import SimpleNamespace
+
+    import app.evidence as E
+    from app.question import read_question
+    from retrieval.search import Retrieval
+
+    searched = []
+
+    def fake_retrieve(ctx, query, **kw):
+        searched.append((query, kw.get("doc_ids")))
+        return Retrieval(query, [], [], "hybrid", {})
+
+    monkeypatch.setattr(E, "retrieve", fake_retrieve)
+    ctx = _ctx(CALLS)
+    ctx.settings = SimpleNamespace(route_by_name=True, retriever="hybrid", table_lookup=False)
+    q = read_question("Who is the CEO?")
+    events = list(E.gather(ctx, q, E.AskOptions(doc_ids=["harbour.md"])))
+    assert searched == [("Who is the CEO? (Chief Executive Officer)", ["harbour.md"])]
+    assert events[-1][0] == "gathered" and q.query == "Who is the CEO?"
