@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from app.context import AppContext
 from app.lookup import rows_for
 from app.question import Question
-from app.routing import route_for, spelled_query
+from app.routing import route_for
 from app.synth import make_synthesizer
 from ingest.readers.layout import Layout, heading_path, page_span
 from retrieval.search import Retrieval, Source, no_retrieval_context, retrieve
@@ -64,10 +64,7 @@ def gather(ctx: AppContext, q: Question, opts: AskOptions = AskOptions(), *, rou
     elif opts.no_retrieval_doc is not None:
         retrieval = no_retrieval(ctx, q.text, opts.no_retrieval_doc)
     else:
-        # an abbreviation the searched documents spell out is searched with their words ("CEO": "Chief Executive
-        # Officer"); the reader's features still read the question as asked
-        query = spelled_query(ctx, q, doc_ids, opts.visible_to)
-        retrieval = retrieve(ctx, query, k=opts.k, budget_words=opts.budget_words, weights=opts.weights,
+        retrieval = retrieve(ctx, q.query, k=opts.k, budget_words=opts.budget_words, weights=opts.weights,
                              retriever=retriever, doc_ids=doc_ids, visible_to=opts.visible_to)
     extra = looked_up(ctx, q, retrieval.sources) if s.table_lookup and retrieval.sources and \
         opts.no_retrieval_doc is None else []

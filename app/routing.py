@@ -174,7 +174,6 @@ class Profiles:
         self._by_hash: dict[str, Profile] = {}
         self._keys: dict[str, set[int]] = {}
         self._shared: tuple[frozenset, set[int]] = (frozenset(), set())
-        self._spellings: dict[tuple[str, str], str | None] = {}
 
     def recurring(self, rows: Sequence[dict]) -> Callable[[str], bool]:
         """A test of a sentence: does it recur word for word in :data:`RECUR_DOCS` or more of ``rows``' documents
@@ -192,17 +191,6 @@ class Profiles:
             self._shared = (hashes, {k for k, n in counts.items() if n >= self.RECUR_DOCS})
         shared = self._shared[1]
         return lambda text: hash(" ".join(text.lower().split())) in shared
-
-    def spelling(self, doc_hash: str, word: str) -> str | None:
-        """How one document version spells out the abbreviation ``word`` (:func:`spelling`), read once."""
-        key = (doc_hash, word)
-        if key not in self._spellings:
-            try:
-                text = self.text_of(doc_hash) or ""
-            except Exception:  # a document whose text is gone spells nothing out
-                text = ""
-            self._spellings[key] = spelling(word, text)
-        return self._spellings[key]
 
     def one(self, doc_hash: str, doc_id: str = "", name: str = "") -> Profile | None:
         """The profile of one document version (None when its text is gone)."""
@@ -228,60 +216,30 @@ class Profiles:
 MAX_SCOPE_READ = 50  # documents of a scope read to check that none says a name (a larger scope is not refused)
 
 
-def _scope(ctx, doc_ids: Sequence[str] | None, visible_to: str | None) -> tuple[list[dict], list[dict]] | None:
-    """(the catalog rows ``visible_to`` may search, those of them within ``doc_ids``), or None with no live index."""
-    cat = ctx.catalog
-    live = cat.live_gen()
-    if live is None:
-        return None
-    visible = [r for r in cat.documents(live) if r["n_l0"] is not None
-               and (visible_to is None or r["owner"] is None or r["owner"] == visible_to)]
-    allowed = set(doc_ids) if doc_ids else None
-    return visible, [r for r in visible if allowed is None or r["doc_id"] in allowed]
-
-
 def route_for(ctx, q: Question, doc_ids: Sequence[str] | None = None, visible_to: str | None = None) -> Route:
     """:func:`route` over the documents ``visible_to`` may search (within ``doc_ids`` when given); a follow-up's
     names are those it inherited (:func:`app.question.read_question`). When the question names something that only
     documents outside ``doc_ids`` are about and no document inside says, the route is empty with the reason."""
     if not q.entities and not q.period.years:
         return Route(None)
-    scope = _scope(ctx, doc_ids, visible_to)
-    if scope is None:
-        return Route(None)
-    visible, rows = scope
     cat = ctx.catalog
+    live = cat.live_gen()
+    if live is None:
+        return Route(None)
+    visible = [r for r in cat.documents(live) if r["n_l0"] is not None
+               and (visible_to is None or r["owner"] is None or r["owner"] == visible_to)]
+    allowed = set(doc_ids) if doc_ids else None
+    rows = [r for r in visible if allowed is None or r["doc_id"] in allowed]
     labels = cat.labels(visible_to, [r["doc_id"] for r in visible]) if visible else {}
-    if doc_ids and q.entities:
+    if allowed is not None and q.entities:
         named = route(q, ctx.profiles.of(visible, labels)).doc_ids
-        if named and not set(named) & set(doc_ids):  # only documents outside the scope are about what it names
+        if named and not set(named) & allowed:  # only documents outside the scope are about what it names
             texts = [ctx.store.text(r["hash"]) or "" for r in rows[:MAX_SCOPE_READ]]
             unsaid = [n for n in q.entities if not any(_says(n, t) for t in texts)]
             if unsaid and len(rows) <= MAX_SCOPE_READ:
                 return Route([], f"the question names {unsaid[0]}, which only documents outside this search are "
                                  f"about ({', '.join(named[:3])})")
     return route(q, ctx.profiles.of(rows, labels))
-
-
-def spelled_query(ctx, q: Question, doc_ids: Sequence[str] | None = None, visible_to: str | None = None) -> str:
-    """The search query of ``q`` with the words that spell out each abbreviation it names, as the searched
-    documents spell it (the commonest spelling among the first :data:`MAX_SCOPE_READ` of them): "Who is the CEO?"
-    searches "Who is the CEO? (Chief Executive Officer)". A transcript that says "our Chief Executive Officer" never
-    says "CEO", and neither the keyword index nor MiniLM's vectors match the two. The query is unchanged when the
-    question names no abbreviation or no searched document spells it out."""
-    words = list(dict.fromkeys(w for e in q.entities for w in e.split() if is_abbreviation(w)))
-    if not words:
-        return q.query
-    scope = _scope(ctx, doc_ids, visible_to)
-    if scope is None:
-        return q.query
-    rows = scope[1][:MAX_SCOPE_READ]
-    forms = []
-    for w in words:
-        got = Counter(f for f in (ctx.profiles.spelling(r["hash"], w) for r in rows) if f)
-        if got:
-            forms.append(got.most_common(1)[0][0])
-    return f"{q.query} ({'; '.join(forms)})" if forms else q.query
 
 
 def _says(name: str, text: str) -> bool:
@@ -306,43 +264,22 @@ SPELLED_WORD_LETTERS = 3  # each word of a spelling-out in small letters ("per" 
 
 
 def _spelled_out(word: str, text: str) -> bool:
-    """Is ``word``, an abbreviation in capitals (:data:`ABBREVIATION_LETTERS`), spelled out in ``text``
-    (:func:`spelling`)? Stricter than :func:`app.features.acronym_in`, which a scorer feature reads softly: here a
-    match lifts a hard refusal.
+    """Is ``word``, an abbreviation in capitals (:data:`ABBREVIATION_LETTERS`), spelled out in ``text``: words that
+    begin with its letters in order, small words between them allowed, either capitalised or the same words repeated
+    (:data:`SPELLED_REPEATS`: "earnings per share" said again and again in an earnings call). Stricter than
+    :func:`app.features.acronym_in`, which a scorer feature reads softly: here a match lifts a hard refusal.
 
     >>> _spelled_out("CEO", "our Chief Executive Officer"), _spelled_out("IBM", "in both markets; in both markets")
     (True, False)
     >>> _spelled_out("EPS", "earnings per share rose; diluted earnings per share were $1.61")
     True
     """
-    return spelling(word, text) is not None
-
-
-def is_abbreviation(word: str) -> bool:
-    """A word in capitals of :data:`ABBREVIATION_LETTERS` letters ("CEO", "EPS", "NASDAQ"; not "Q3", "US")."""
     low, high = ABBREVIATION_LETTERS
-    return low <= len(word) <= high and word.isalpha() and word.isupper()
-
-
-def spelling(word: str, text: str) -> str | None:
-    """The words that spell out ``word`` in ``text`` most often, or None: words that begin with its letters in
-    order, small words between them allowed, either capitalised ("Chief Executive Officer") or the same words
-    repeated (:data:`SPELLED_REPEATS`: "earnings per share" said again and again in an earnings call).
-
-    >>> spelling("CEO", "our Chief Executive Officer, Jane Doe"), spelling("IBM", "in both markets; in both markets")
-    ('Chief Executive Officer', None)
-    >>> spelling("EPS", "Earnings per share rose; diluted earnings per share were $1.61")
-    'earnings per share'
-    """
-    if not is_abbreviation(word):
-        return None
-    caps = Counter(m.group(0) for m in re.finditer(r"\b" + _LINK.join(f"{c}[a-z]+" for c in word) + r"\b", text))
-    if caps:
-        return caps.most_common(1)[0][0]
+    if not (low <= len(word) <= high and word.isalpha() and word.isupper()):
+        return False
+    if re.search(r"\b" + _LINK.join(f"{c}[a-z]+" for c in word) + r"\b", text):
+        return True
     rest = SPELLED_WORD_LETTERS - 1
     said = Counter(m.group(0).lower() for m in re.finditer(
         r"\b" + _LINK.join(f"{c}[a-z]{{{rest},}}" for c in word.lower()) + r"\b", text, re.I))
-    if not said:
-        return None
-    words, n = said.most_common(1)[0]
-    return words if n >= SPELLED_REPEATS else None
+    return bool(said) and max(said.values()) >= SPELLED_REPEATS
