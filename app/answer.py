@@ -18,8 +18,9 @@ from dataclasses import asdict, dataclass, field
 
 from app import grounding as G
 from app.context import AppContext
-from app.evidence import AskOptions, gather, reading_of
+from app.evidence import AskOptions, gather, quoted_rows, reading_of
 from app.question import read_question
+from app.summary import summarize, summary_reply
 from app.synth import SynthesisError, make_synthesizer
 from app.synth.extractive import lines as extractive_lines
 from ingest.readers.layout import Layout, heading_path, page_span, source_place
@@ -214,8 +215,12 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
         else:
             routed, retrieval, extra = event[1]
     t_found = time.perf_counter()
-    reading, widened = None, None
-    if retrieval.sources and (kind == "extractive" or (grounded and s.reader_check)) and no_retrieval_doc is None:
+    reading, widened, digest = None, None, None
+    if q.kind == "summary" and retrieval.sources and no_retrieval_doc is None:  # the document as a whole
+        digest = summarize(ctx, retrieval)
+        retrieval = digest.retrieval if digest is not None else retrieval
+    if retrieval.sources and (kind == "extractive" or (grounded and s.reader_check)) and no_retrieval_doc is None \
+            and digest is None:
         reading, routed, widened, retrieval, extra = _read(ctx, q, opts, routed, retrieval, extra)
         if widened is not None:
             yield "status", f"not in {', '.join(widened.doc_ids[:3])}: searched all that the question may search"
@@ -251,6 +256,11 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
         gmeta["reader_check"] = reading.why
         if reading.hedge:  # unsure, not silent: the likeliest lines, marked as such (app.reader.HEDGE_FLOOR)
             gmeta["hedge"] = [{"line": c.line, "source": c.source} for c in reading.hedge]
+    elif digest is not None and kind == "extractive":
+        yield "status", f"summarising {digest.doc_id} from its most central sentences"
+        t_first = time.perf_counter()
+        pieces.append(summary_reply(digest, retrieval.sources))
+        yield "token", pieces[-1]
     elif kind == "extractive" and reading is not None:
         yield "status", f"{len(retrieval.sources)} sources; quoting the answer"
         for piece in extractive_lines(reading, getattr(synth, "max_sentences", 3)):
@@ -264,7 +274,7 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
     t2 = time.perf_counter()
     draft = "".join(pieces).strip()
     sources = [Citation.of(x) for x in retrieval.sources]
-    if grounder is not None and not error:
+    if grounder is not None and not error and not (digest is not None and kind == "extractive"):  # quotes as read
         yield "status", "checking the answer against the sources"
         text, cited, abstained = _grounded_reply(grounder, draft, len(read), style, kind, sources, gmeta)
         _support_pages(ctx, [sources[n - 1] for n in cited])
@@ -334,32 +344,6 @@ def _generate(synth, question: str, read: list, history: list, backend: str, pie
 
 
 UNSAID_DRAFT = "I cannot find an answer in the documents."
-
-
-def quoted_rows(reading, sources: list, extra: Sequence) -> object:
-    """The looked-up table rows the reply quotes (its answer, support and further quotes) appended to ``sources``
-    and numbered after them in the order quoted, and ``reading`` with its candidates renumbered to match: a row is
-    numbered after the retrieved passages when it is looked up, but only the quoted ones become sources, so the
-    third row looked up may be the first one cited (a follow-up that cited row 2 of 3 looked up raised IndexError)."""
-    by_rank = {src.rank: src for _, src in extra}
-    renumber: dict[int, int] = {}
-    for c in [reading.best, *reading.support, *reading.more]:
-        if c is not None and c.looked_up and c.source in by_rank and c.source not in renumber:
-            renumber[c.source] = len(sources) + 1
-            src = by_rank[c.source]
-            try:
-                src = dataclasses.replace(src, rank=renumber[c.source])
-            except TypeError:  # not a dataclass (a test's stand-in)
-                src.rank = renumber[c.source]
-            sources.append(src)
-    if not renumber:
-        return reading
-
-    def moved(c):
-        return dataclasses.replace(c, source=renumber[c.source]) if c is not None and c.source in renumber else c
-
-    return dataclasses.replace(reading, best=moved(reading.best), support=[moved(c) for c in reading.support],
-                               more=[moved(c) for c in reading.more])
 
 
 def _load_synth(ctx: AppContext, backend: str):

@@ -4,6 +4,7 @@ reader's decision on them (:mod:`app.reader`) — one path for :func:`app.answer
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Iterator, Sequence
@@ -154,3 +155,29 @@ def no_retrieval(ctx: AppContext, question: str, doc_ref: str) -> Retrieval:
     text = no_retrieval_context(ctx.store.text(row["hash"]), ctx.settings.no_retrieval_words)
     src = Source(1, doc_id, "", 0, len(text), text, 1.0, -1, 0, len(text), text)
     return Retrieval(question, [src], [], "none", {})
+
+
+def quoted_rows(reading, sources: list, extra: Sequence) -> object:
+    """The looked-up table rows the reply quotes (its answer, support and further quotes) appended to ``sources``
+    and numbered after them in the order quoted, and ``reading`` with its candidates renumbered to match: a row is
+    numbered after the retrieved passages when it is looked up, but only the quoted ones become sources, so the
+    third row looked up may be the first one cited (a follow-up that cited row 2 of 3 looked up raised IndexError)."""
+    by_rank = {src.rank: src for _, src in extra}
+    renumber: dict[int, int] = {}
+    for c in [reading.best, *reading.support, *reading.more]:
+        if c is not None and c.looked_up and c.source in by_rank and c.source not in renumber:
+            renumber[c.source] = len(sources) + 1
+            src = by_rank[c.source]
+            try:
+                src = dataclasses.replace(src, rank=renumber[c.source])
+            except TypeError:  # not a dataclass (a test's stand-in)
+                src.rank = renumber[c.source]
+            sources.append(src)
+    if not renumber:
+        return reading
+
+    def moved(c):
+        return dataclasses.replace(c, source=renumber[c.source]) if c is not None and c.source in renumber else c
+
+    return dataclasses.replace(reading, best=moved(reading.best), support=[moved(c) for c in reading.support],
+                               more=[moved(c) for c in reading.more])

@@ -82,8 +82,8 @@ def test_the_rows_a_reply_quotes_become_sources_numbered_in_the_order_quoted():
     them as n+1 and n+2 (a newcomer's follow-up over a 10-Q raised IndexError at the citation before)."""
     from dataclasses import replace
 
-    from app.answer import quoted_rows
     from app.candidates import Candidate
+    from app.evidence import quoted_rows
     from app.reader import Reading
 
     narrative = _source(FILING, 0, len(FILING) - len(STATEMENT))

@@ -1,0 +1,83 @@
+"""A question about a document as a whole ("Summarize the report.") is answered with the document's most central
+sentences, quoted and cited in its order, from the document the search found first (app/summary.py); a section
+named by number and every other question go to the reader as before."""
+import re
+
+import numpy as np
+import pytest
+
+from app.answer import AskOptions, answer
+from app.question import kind_of
+from app.summary import mmr, statements
+from ingest.jobs.queue import ingest_files
+
+HARBOUR = ("# Harbour survey\n\n"
+           "The harbour authority dredged the main channel to a depth of twelve metres during the spring. "
+           "Dredging removed forty thousand cubic metres of silt from the channel and the inner basin.\n\n"
+           "The fishing fleet landed more cod than in any year since the quay was rebuilt. Prices for cod at the "
+           "harbour market rose by a fifth over the season.\n\n"
+           "Storm damage to the western breakwater was repaired in October with granite blocks from the quarry. "
+           "The breakwater now shelters the whole of the inner basin from the winter swell.\n\n"
+           "The ferry to the island ran twice a day through the summer and carried more passengers than ever. "
+           "Passengers praised the new waiting room on the quay and its view of the harbour.\n")
+ORCHARD = ("# Orchard notes\n\nThe orchard has forty apple trees and six pear trees in four long rows. Pruning "
+           "happens in February before the sap rises in the old trees. The oldest tree was planted in 1911 by the "
+           "first owner of the farm, Thomas Greaves.\n")
+
+
+@pytest.mark.parametrize("question", ["Summarize the report.", "Can you summarise this document?",
+                                      "What is this call about?", "So what's the paper about?",
+                                      "What are the key points?", "Give me a brief overview", "tl;dr"])
+def test_a_question_about_the_whole_document_is_a_summary(question):
+    assert kind_of(question) == "summary"
+
+
+@pytest.mark.parametrize("question", ["Summarize section 6.2", "What does chapter 3 say?", "What is the lawsuit about?",
+                                      "What was the summary compensation of the CEO?", "How many trees are there?"])
+def test_a_section_by_number_or_a_question_of_a_fact_is_not(question):
+    assert kind_of(question) != "summary"
+
+
+def test_mmr_passes_over_a_near_copy_of_what_it_chose():
+    V = np.array([[1, 0, 0], [0.95, 0.31, 0], [0.8, 0, 0.6]], dtype=np.float32)
+    V /= np.linalg.norm(V, axis=1, keepdims=True)
+    centre = V.mean(axis=0) / np.linalg.norm(V.mean(axis=0))
+    assert mmr(V, centre, 2, lam=0.7) == [0, 2]
+    assert mmr(V, centre, 2, lam=1.0) == [0, 1]  # by relevance alone the near copy comes second
+
+
+def test_a_summary_quotes_statements_not_headings_tables_questions_or_safe_harbour_lines():
+    text = ("Quarterly results\n\n| Revenue | 2023 | 2024 |\n\nDid demand hold up through the quarter as expected?\n\n"
+            "This call contains forward-looking statements that involve risks and uncertainties.\n\n"
+            "Revenue grew twelve percent on strong demand for the new product line.")
+    assert statements(text) == ["Revenue grew twelve percent on strong demand for the new product line."]
+
+
+@pytest.fixture
+def ctx(make_ctx, write):
+    c = make_ctx(theta=40)
+    ingest_files(c, [write("harbour.md", HARBOUR), write("orchard.md", ORCHARD)])
+    return c
+
+
+def test_a_summary_question_gets_the_documents_own_sentences_cited_in_its_order(ctx):
+    ans = answer(ctx, "Summarize the harbour survey.", AskOptions(backend="extractive", doc_ids=["harbour.md"]))
+    assert not ans.abstained and ans.text.startswith("harbour.md")
+    quotes = re.findall(r"“(.+?)” \[(\d+)\]", ans.text)
+    assert len(quotes) >= 2
+    flat = " ".join(HARBOUR.split())
+    assert all(q in flat for q, _ in quotes)  # word for word from the document
+    assert [flat.index(q) for q, _ in quotes] == sorted(flat.index(q) for q, _ in quotes)  # in its order
+    assert {c.doc_id for c in ans.citations} == {"harbour.md"}
+    for q, n in quotes:  # each quote's citation is the passage that holds it
+        assert " ".join(q.split()) in " ".join(ans.sources[int(n) - 1].parent_text.split())
+
+
+def test_a_summary_is_of_the_document_the_search_finds_first(ctx):
+    ans = answer(ctx, "What are the key points of the orchard notes?", AskOptions(backend="extractive"))
+    assert not ans.abstained and {c.doc_id for c in ans.citations} == {"orchard.md"}
+
+
+def test_a_question_of_a_fact_still_goes_to_the_reader(ctx):
+    ans = answer(ctx, "When does pruning happen?", AskOptions(backend="extractive", doc_ids=["orchard.md"]))
+    assert "most central sentences" not in ans.text
