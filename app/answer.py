@@ -217,7 +217,7 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
     t_found = time.perf_counter()
     reading, widened, digest = None, None, None
     if q.kind == "summary" and retrieval.sources and no_retrieval_doc is None:  # the document as a whole
-        digest = summarize(ctx, retrieval)
+        digest = summarize(ctx, retrieval, q.text)
         retrieval = digest.retrieval if digest is not None else retrieval
     if retrieval.sources and (kind == "extractive" or (grounded and s.reader_check)) and no_retrieval_doc is None \
             and digest is None:

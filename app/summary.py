@@ -15,7 +15,10 @@ centroid quotes the quarter's results (BENCHMARKS "What a whole document says").
 
 Which document: the one of the search's first passage, so the question's words, the documents ticked and the
 route by name decide, as for any question ("Summarize the Nike filing" over several). A section named by number
-("Summarize section 6.2") is not a summary of the whole: ``kind_of`` leaves it to the reader.
+("Summarize section 6.2", "What does chapter 3 say?") is summarised from its own passages: those whose heading path,
+or first line, is that section's heading ("6.2 Results", "CHAPTER III. …"); when no passage is, the reader answers
+as for any question. A question about something within a section ("What does section 3 say about costs?") is not a
+summary (``kind_of``).
 """
 from __future__ import annotations
 
@@ -41,6 +44,82 @@ MAX_PASSAGES_READ = 600  # a longer document's passages are read at even steps f
 SENTENCE_MIN_WORDS = 8  # shorter lines are headings, labels and table cells, not statements
 
 
+_SECTION = re.compile(r"\b(section|chapter|appendix)\s+(\d+(?:\.\d+)*|[ivxlc]+|[a-z])\b", re.I)
+
+
+def section_asked(question: str) -> tuple[str, str] | None:
+    """(``section`` | ``chapter`` | ``appendix``, its number) of the part of a document ``question`` names, or None.
+
+    >>> section_asked("Summarize section 6.2"), section_asked("What does Chapter IV say?"), section_asked("Sum it up")
+    (('section', '6.2'), ('chapter', 'iv'), None)
+    """
+    m = _SECTION.search(question)
+    return (m.group(1).lower(), m.group(2).lower()) if m else None
+
+
+def in_section(payload: dict, ref: tuple[str, str]) -> bool:
+    """Is a passage (its payload: ``headings``, ``text``) inside the section ``ref``: a heading of its path, or its
+    first line, is that section's heading ("6.2 Results", "Section 6.2: Results", "CHAPTER IV. BOSTON"; section 6's
+    "6 Experiments" holds 6.2; "6.2" is not section 6's heading, nor "1.2 Data" section 1's)?
+
+    >>> in_section({"headings": ["6 Experiments", "6.2 Results"], "text": "We report …"}, ("section", "6"))
+    True
+    >>> in_section({"headings": ["1.2 Data"], "text": "x"}, ("section", "1"))
+    False
+    >>> in_section({"text": "CHAPTER IV. Home\\nThey came back."}, ("chapter", "iv"))
+    True
+    """
+    word, num = ref
+    head = re.compile(rf"^[\s#|*]*(?:{word}\s+)?{re.escape(num)}(?:[.):]?\s|[.):]?$)", re.I)
+    first = (payload.get("text") or "").lstrip().split("\n", 1)[0]
+    return any(head.match(h) for h in [*(payload.get("headings") or []), first])
+
+
+_NUMBERED_HEAD = re.compile(r"^[ \t#*|]*(?:(?i:section|chapter|appendix)\s+)?(\d+(?:\.\d+)*|[IVXLC]+|[A-Z])"
+                            r"(?:[.):]?[ \t]+[A-Z][^\n]{0,80}|[.):]?[ \t]*)$", re.M)
+_END_HEAD = re.compile(r"^[ \t#*|]*(references|bibliography|acknowledge?ments?|appendix|appendices)\b[^\n]{0,40}$",
+                       re.I | re.M)
+HEAD_WORDS = 10  # a heading line has at most this many words and no final full stop
+
+
+def section_span(text: str, ref: tuple[str, str]) -> tuple[int, int] | None:
+    """The character span of the section ``ref`` in ``text``: from its heading line ("6.2 Results", "CHAPTER IV.
+    …") to the next heading line of the same or a higher level ("7 Related Work" ends 6.2 and 6; "6.3" ends 6.2;
+    "6.2.1" does not), or to the references; None when no line is its heading.
+
+    >>> t = "6 QA\\n6.1 Setup\\nWe train.\\n6.2 Results\\nIt works.\\n6.2.1 Detail\\nMore.\\n7 Related Work\\nOthers."
+    >>> a, b = section_span(t, ("section", "6.2")); t[a:b].split("\\n")
+    ['6.2 Results', 'It works.', '6.2.1 Detail', 'More.', '']
+    >>> t = "CHAPTER III.\\nThey rode.\\nCHAPTER IV. THE CAMP.\\nThey slept.\\nCHAPTER V.\\nThey woke."
+    >>> a, b = section_span(t, ("chapter", "iv")); t[a:b]
+    'CHAPTER IV. THE CAMP.\\nThey slept.\\n'
+    """
+    word, num = ref
+    own = re.compile(rf"^[ \t#*|]*(?:{word}\s+)?{re.escape(num)}(?:[.):]?[ \t]+\S[^\n]{{0,80}}|[.):]?)[ \t]*$",
+                     re.I | re.M)
+    start = next((m for m in own.finditer(text) if _heading_like(m.group(0))), None)
+    if start is None:
+        return None
+    depth = num.count(".") + 1
+    end = len(text)
+    for m in _NUMBERED_HEAD.finditer(text, start.end()):
+        other = m.group(1).lower()
+        if (_heading_like(m.group(0)) and other != num and not other.startswith(num + ".")
+                and other.count(".") + 1 <= depth and (other[0].isdigit() == num[0].isdigit())):
+            end = m.start()
+            break
+    refs = _END_HEAD.search(text, start.end(), end)
+    return start.start(), refs.start() if refs else end
+
+
+def _heading_like(line: str) -> bool:
+    """A line of at most :data:`HEAD_WORDS` words that does not end a sentence (a title in capitals may: "CHAPTER
+    IV. THE CAMP.")."""
+    bare = line.strip(" \t#*|")
+    words = bare.split()
+    return 0 < len(words) <= HEAD_WORDS and (not bare.endswith(".") or bare.upper() == bare or len(words) <= 2)
+
+
 @dataclass
 class Digest:
     """A summary: the ``retrieval`` whose sources are the chosen passages (document order) and the ``lines`` quoted,
@@ -49,22 +128,34 @@ class Digest:
     retrieval: Retrieval
     lines: list[str]
     doc_id: str
+    section: tuple[str, str] | None = None
 
 
-def summarize(ctx, retrieval: Retrieval) -> Digest | None:
-    """The summary of the document of ``retrieval``'s first source (see the module doc), or None when its passages
-    cannot be read (an index without vectors, a document gone)."""
+def summarize(ctx, retrieval: Retrieval, question: str = "") -> Digest | None:
+    """The summary of the document of ``retrieval``'s first source, or of the section ``question`` names (see the
+    module doc); None when its passages cannot be read (an index without vectors, a document gone) or no passage is
+    in the section named."""
     if not retrieval.sources:
         return None
     top = retrieval.sources[0]
     try:
         points = passages(ctx, top.doc_id)
+        ref = section_asked(question)
+        within = None
+        if ref is not None:
+            text = (ctx.store.text(top.doc_hash) if top.doc_hash else "") or ""
+            span = section_span(text, ref)
+            if span is not None:
+                within = " ".join(text[span[0]:span[1]].split())
+                points = [p for p in points if p.payload["start"] < span[1] and p.payload["end"] > span[0]]
+            else:
+                points = [p for p in points if in_section(p.payload, ref)]
     except Exception:  # a summary only replaces an abstention: a failure here leaves the usual answer
         log.exception("reading %s's passages for a summary failed", top.doc_id)
         return None
     sources: list[Source] = []
     lines = []
-    for p, sentence in central(points, ctx.embedder):
+    for p, sentence in central(points, ctx.embedder, within=within):
         pl = p.payload
         src = Source(len(sources) + 1, pl.get("doc_id", top.doc_id), str(p.id), pl["start"], pl["end"], pl["text"],
                      float(p.score), 0, pl["start"], pl["end"], pl["text"]).with_payload(pl, pl)
@@ -73,7 +164,7 @@ def summarize(ctx, retrieval: Retrieval) -> Digest | None:
         lines.append(f"“{sentence}” [{src.rank}]")
     if not lines:
         return None
-    return Digest(replace(retrieval, sources=sources), lines, top.doc_id)
+    return Digest(replace(retrieval, sources=sources), lines, top.doc_id, ref)
 
 
 def passages(ctx, doc_id: str) -> list:
@@ -89,17 +180,19 @@ def passages(ctx, doc_id: str) -> list:
     return sorted((p for p in points if p.vector is not None), key=lambda p: p.payload.get("start", 0))
 
 
-def central(points: Sequence, embedder, k: int = SUMMARY_PASSAGES, lam: float = MMR_LAMBDA) -> list[tuple]:
+def central(points: Sequence, embedder, k: int = SUMMARY_PASSAGES, lam: float = MMR_LAMBDA,
+            within: str | None = None) -> list[tuple]:
     """``(passage, sentence)`` for the ``k`` passages :func:`mmr` chooses around the passages' mean vector, each with
-    its statement nearest that mean (:func:`central_sentence`), in the document's order; a passage without a
-    statement is left out. Each passage's ``score`` is set to its cosine with the mean."""
+    its statement nearest that mean (:func:`central_sentence`; only one ``within`` a section's text, spaces
+    collapsed, when given), in the document's order; a passage without one is left out. Each passage's ``score`` is
+    set to its cosine with the mean."""
     if not points:
         return []
     V = _unit(np.asarray([p.vector for p in points], dtype=np.float32))
     centre = _unit(V.mean(axis=0, keepdims=True))[0]
     out = []
     for j in sorted(mmr(V, centre, k, lam)):
-        sentence = central_sentence(embedder, points[j].payload["text"], centre)
+        sentence = central_sentence(embedder, points[j].payload["text"], centre, within)
         if sentence:
             points[j].score = float(V[j] @ centre)
             out.append((points[j], sentence))
@@ -125,10 +218,10 @@ def mmr(V: np.ndarray, centre: np.ndarray, k: int, lam: float = MMR_LAMBDA) -> l
     return chosen
 
 
-def central_sentence(embedder, text: str, centre: np.ndarray) -> str | None:
+def central_sentence(embedder, text: str, centre: np.ndarray, within: str | None = None) -> str | None:
     """The statement of ``text`` nearest ``centre``: a sentence of :data:`SENTENCE_MIN_WORDS` words or more in
     small letters, not a table row nor a question nor boilerplate (the lexicon's safe-harbour phrases)."""
-    sents = statements(text)
+    sents = [x for x in statements(text) if within is None or x in within]
     if not sents:
         return None
     S = _unit(np.asarray(embedder.embed_passages(sents), dtype=np.float32))
@@ -160,4 +253,5 @@ def _unit(M: np.ndarray) -> np.ndarray:
 def summary_reply(digest: Digest, sources: Sequence) -> str:
     """The reply's first line names what is summarised; the quoted lines follow."""
     name = next((getattr(s, "name", "") for s in sources if getattr(s, "name", "")), "") or digest.doc_id
-    return f"{name}, in its own most central sentences:\n\n" + "\n\n".join(digest.lines)
+    part = f"{digest.section[0].capitalize()} {digest.section[1]} of {name}" if digest.section else name
+    return f"{part}, in its own most central sentences:\n\n" + "\n\n".join(digest.lines)
