@@ -335,6 +335,8 @@ def _continue(own: Question, prev: Question, history: Sequence[dict]) -> Questio
     when it names only a part of a year ("And for the first nine months?", "What about the second quarter?")."""
     terms = own.terms if len(own.terms) >= 2 else tuple(dict.fromkeys([*own.terms, *prev.terms]))
     kind = own.kind if own.kind != "other" or len(own.terms) >= 2 else prev.kind
+    if kind == "summary" and own.kind != "summary":  # "And margins?" after "Summarize the call.": a question of its own
+        kind = "other"
     p = own.period
     if p.relative:
         said = [int(y) for y in YEAR_RE.findall(_last_answer(history))][-1:] if not prev.period.years else []

@@ -366,6 +366,11 @@ class Catalog:
             out.setdefault(level, []).append(cid)
         return out
 
+    def chunk_spans(self, gen: int, doc_id: str, level: int) -> list[tuple[str, int, int]]:
+        """``(id, start, end)`` of a document's chunks of one level in ``gen``, in the document's order."""
+        return self.db.execute('SELECT id, start, "end" FROM chunks WHERE gen=? AND doc_id=? AND level=? '
+                               "ORDER BY start", (gen, doc_id, level)).fetchall()
+
     def docs_of_chunks(self, gen: int, ids: Iterable[str]) -> dict[str, str]:
         """``{chunk id: doc id}`` for chunks of ``gen``."""
         ids = list(ids)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from app.answer import AskOptions, answer
-from app.question import kind_of
-from app.summary import mmr, section_asked, statements
+from app.question import kind_of, read_question
+from app.summary import central, mmr, section_asked, section_span, statements
 from ingest.jobs.queue import ingest_files
 
 HARBOUR = ("# Harbour survey\n\n"
@@ -38,9 +38,13 @@ def test_a_section_named_by_number_is_summarised_on_its_own(question):
     assert kind_of(question) == "summary" and section_asked(question) is not None
 
 
-@pytest.mark.parametrize("question", ["What does section 3 say about costs?", "What is in section 2 on pruning?",
-                                      "What is the lawsuit about?", "What was the summary compensation of the CEO?",
-                                      "How many trees are there?"])
+@pytest.mark.parametrize("question", [
+    "What does section 3 say about costs?", "What is in section 2 on pruning?", "What is the lawsuit about?",
+    "What was the summary compensation of the CEO?", "How many trees are there?", "Summarize the risk factors",
+    "Give me an overview of revenue by segment", "Summarize Apple's revenue in 2023",
+    "Recap the CEO's comments on margins",
+    "What were the key takeaways on guidance?", "What is the report about revenue?",
+    "What does Section 16 of the Exchange Act require?", "What is the summary of changes in equity?"])
 def test_a_question_about_something_in_a_section_or_of_a_fact_is_not_a_summary(question):
     assert kind_of(question) != "summary"
 
@@ -87,7 +91,66 @@ def test_a_summary_is_of_the_document_the_search_finds_first(ctx):
 
 def test_a_question_of_a_fact_still_goes_to_the_reader(ctx):
     ans = answer(ctx, "When does pruning happen?", AskOptions(backend="extractive", doc_ids=["orchard.md"]))
-    assert "most central sentences" not in ans.text
+    assert "most central sentences" not in ans.text and "February" in ans.text
+
+
+def test_a_follow_up_after_a_summary_is_a_question_of_its_own():
+    history = [{"role": "user", "content": "Summarize the call."}, {"role": "assistant", "content": "…"}]
+    for q in ("And margins?", "And in Europe?", "What did they say about margins?"):
+        assert read_question(q, history).kind != "summary"
+
+
+class _Point:
+    def __init__(self, i, vector, text):
+        self.id, self.vector, self.score = str(i), np.asarray(vector, dtype=np.float32), 0.0
+        self.payload = {"start": i * 100, "end": i * 100 + 99, "text": text, "doc_id": "d"}
+
+
+class _Embedder:
+    """Each sentence's vector is given by the first word of the sentence."""
+
+    VECTORS = {"Central": [1.0, 0.0], "Aside": [0.0, 1.0], "Middling": [0.6, 0.8]}
+
+    def embed_passages(self, texts):
+        return np.asarray([self.VECTORS[t.split()[0]] for t in texts], dtype=np.float32)
+
+
+def test_the_passages_and_sentences_nearest_the_documents_mean_are_quoted_in_its_order():
+    long = " words to make a statement long enough here."
+    points = [_Point(0, [0.0, 1.0], "Aside from the main topic" + long),            # far from the mean
+              _Point(1, [1.0, 0.1], "Central one" + long + " Aside one" + long),    # near: its central sentence
+              _Point(2, [1.0, 0.0], "Middling two" + long + " Central two" + long),
+              _Point(3, [1.0, 0.2], "| a | table | row | only |"),                 # near, but no statement
+              _Point(4, [0.9, 0.3], "Central four" + long)]
+    got = central(points, _Embedder(), k=3, lam=1.0)
+    assert [p.id for p, _ in got] == ["1", "2", "4"]  # the table passage gives way to the next nearest
+    assert all(s.startswith("Central") for _, s in got)
+
+
+def test_a_failure_while_summarising_leaves_the_readers_answer(ctx, monkeypatch):
+    import app.summary as S
+
+    def broken(*a, **k):
+        raise RuntimeError("embedder down")
+
+    monkeypatch.setattr(S, "central_sentence", broken)
+    ans = answer(ctx, "Summarize the orchard notes.", AskOptions(backend="extractive", doc_ids=["orchard.md"]))
+    assert "most central sentences" not in ans.text and ans.error is None
+
+
+@pytest.mark.parametrize("text, ref", [
+    ("Contents\n3 Results ..... 5\n4 Discussion 9\n", ("section", "3")),   # a contents line is no heading
+    ("Intro\n3\nA page number alone.\n", ("section", "3")),                   # nor a page number
+])
+def test_no_heading_line_no_section_span(text, ref):
+    assert section_span(text, ref) is None
+
+
+def test_a_list_a_date_or_a_year_inside_a_section_does_not_end_it():
+    text = ("3 Results\nWe found three things.\n1. The first item\n12 March 2024\n2023 Revenue grew\nStill 3.\n"
+            "4 Discussion\nLater.")
+    a, b = section_span(text, ("section", "3"))
+    assert text[a:b].endswith("Still 3.\n")
 
 
 REPORT = ("# Field report\n\n## 1 Introduction\n\nThe survey covered the coastal marshes of the northern estuary in "
