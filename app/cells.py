@@ -106,6 +106,69 @@ _FIELD_PART = re.compile(r"(\d[\d,.]*\s*[A-Za-z]*)\s*\(([^()]+)\)")
 _FIELD_PARTS = re.compile(r"\s*\d[\d,.]*\s*[A-Za-z]*\s*\([^()]+\)(?:\s*,\s*\d[\d,.]*\s*[A-Za-z]*\s*\([^()]+\))+\s*")
 
 
+MAX_BODY_HEAD_ROWS = 3  # header rows a PDF table's reading may leave in its body, at most (a band, a sub-band, years)
+
+
+def _body_heads(text: str, lines: Sequence[tuple[int, int, int]]) -> tuple[dict[int, list[str]], set[int]]:
+    """The column names of the tables whose header row is empty and whose first rows are their header (a PDF table
+    read with its labels in the body: "| | | Three months ended September 30, | | | |" over "| | Note | 2024 | 2023 |
+    2024 | 2023 |"), by the start of each of their data rows, and the starts of those header rows (not data: a row of
+    years is no row of figures, a band label no group). A header row holds words or years and no other figure."""
+    names_of: dict[int, list[str]] = {}
+    head_rows: set[int] = set()
+    for i, (_, _, kind) in enumerate(lines):
+        if kind != 2 or i == 0 or lines[i - 1][2] != 1 or any(split_cells(text[lines[i - 1][0]:lines[i - 1][1]])):
+            continue
+        stack, j = [], i + 1
+        while j < len(lines) and len(stack) < MAX_BODY_HEAD_ROWS and lines[j][2] == 0 \
+                and lines[j][0] == lines[j - 1][1] + 1 and _header_like(split_cells(text[lines[j][0]:lines[j][1]])):
+            stack.append(split_cells(text[lines[j][0]:lines[j][1]]))
+            j += 1
+        if not stack or j >= len(lines) or lines[j][2] != 0 or lines[j][0] != lines[j - 1][1] + 1:
+            continue  # no header in the body, or no row of figures under it
+        names = stacked_names(stack)
+        head_rows.update(lines[k][0] for k in range(i + 1, j))
+        while j < len(lines) and lines[j][2] == 0 and lines[j][0] == lines[j - 1][1] + 1:
+            names_of[lines[j][0]] = names
+            j += 1
+    return names_of, head_rows
+
+
+def _header_like(cells: Sequence[str]) -> bool:
+    return any(c for c in cells[1:]) and all(not c or not is_number(c) or _YEAR_RE.fullmatch(c) for c in cells)
+
+
+def stacked_names(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Column names from header rows stacked top to bottom; a label of an upper row heads the columns under it up
+    to the next label of its row, and no further than its group of the bottom row: a group ends where the bottom
+    row's names begin again ("2024 2023 2024 2023" is two groups), so "Three months ended" over the first pair
+    never names the second (whose own label a PDF's reading may have lost).
+
+    >>> stacked_names([["", "", "Three months ended", "", "", ""], ["", "Note", "2024", "2023", "2024", "2023"]])
+    ['', 'Note', 'Three months ended 2024', 'Three months ended 2023', '2024', '2023']
+    """
+    n = max(len(r) for r in rows)
+    bottom = list(rows[-1]) + [""] * (n - len(rows[-1]))
+    group, seen, g = [0] * n, set(), 0
+    for c in range(n):
+        if bottom[c] and bottom[c] in seen:
+            g, seen = g + 1, set()
+        seen.add(bottom[c])
+        group[c] = g
+    parts: list[list[str]] = [[] for _ in range(n)]
+    for r in rows[:-1]:
+        r = list(r) + [""] * (n - len(r))
+        for c in range(n):
+            if not r[c]:
+                continue
+            parts[c].append(r[c])
+            for d in range(c + 1, n):
+                if r[d] or group[d] != group[c]:
+                    break
+                parts[d].append(r[c])
+    return [" ".join([*parts[c], bottom[c]]).strip() for c in range(n)]
+
+
 def _table_cells(text: str, base: int, source: int, doc_text: str | None = None) -> list[Cell]:
     """The cells of every Markdown table in ``text`` (a passage starting at document offset ``base``)."""
     out: list[Cell] = []
@@ -114,9 +177,11 @@ def _table_cells(text: str, base: int, source: int, doc_text: str | None = None)
     heads_above: dict[int, list[str]] = {}  # … and the columns its period lines give, when its header is empty
     block: int | None = None
     block_end = 0
-    for s, e, _ in table_lines(text):
+    lines = table_lines(text)
+    body_names, body_head_rows = _body_heads(text, lines)
+    for s, e, _ in lines:
         line = text[s:e]
-        if is_separator(line):
+        if is_separator(line) or s in body_head_rows:
             continue
         head = header_of(text, s)
         if head is None or split_cells(line) == head:
@@ -163,6 +228,8 @@ def _table_cells(text: str, base: int, source: int, doc_text: str | None = None)
         above = heads_above[block] if len(heads_above[block]) == len(cells) - 1 else []
         for j, v in values:
             col = head[j] if j < len(head) else ""
+            if not col.strip() and s in body_names:  # its header read into the table's first rows
+                col = body_names[s][j] if j < len(body_names[s]) else ""
             if not col.strip() and above:  # an empty header row under the period lines of a statement
                 col = above[j - 1]
             out.append(Cell(source, base + s, base + e, row, col, v, title, unit, quote))

@@ -198,7 +198,9 @@ ROWS = (("the reader of 3cd4e12 (baseline)", "answers_qa_baseline"),
         ("the same, the corpus's PDFs re-read: two columns, line-end hyphens (stop 62)", "answers_qa_s62"),
         ("abbreviations spelled out, undated documents kept, year-keyed rows (stop 63)", "answers_qa_names"),
         ("the same, numbered headings and a workbook's tables re-read (stop 63)", "answers_qa_s63"),
-        ("the same, a setting's name a sentence of its own, 20 documents re-read (stop 63)", "answers_qa_s63s"))
+        ("the same, a setting's name a sentence of its own, 20 documents re-read (stop 63)", "answers_qa_s63s"),
+        ("an abbreviation searched as the documents spell it out (stop 64; reverted)", "answers_qa_s64sp"),
+        ("a PDF table's header read from its first rows (stop 64)", "answers_qa_s64h"))
 
 
 def _pct(n: int, d: int) -> str:

@@ -204,3 +204,28 @@ def test_a_row_of_figures_is_keyed_by_its_first_cell():
     cells = _cells(text)
     assert cells[("2012", "Renewables")] == "14949" and cells[("2011", "Fossil Fuels")] == "37556"
     assert ("", "Renewables") not in cells
+
+
+SPOTIFY_LIKE = ("Condensed Consolidated Statement of Operations\n\n"
+                "| | | | | | |\n|---|---|---|---|---|---|\n"
+                "| | | Three months ended September 30, | | | |\n"
+                "| | Note | 2024 | 2023 | 2024 | 2023 |\n"
+                "| Revenue | 20 | 3,988 | 3,357 | 11,431 | 9,576 |\n"
+                "| Cost of revenue | | 2,748 | 2,472 | 8,075 | 7,159 |\n")
+
+
+def test_a_pdf_tables_header_read_into_its_first_rows_names_its_columns():
+    """A PDF table whose header row came out empty and whose labels are its first rows (a band "Three months ended
+    September 30," over "Note 2024 2023 2024 2023"; the band of the last two columns lost in the reading)."""
+    cells = _cells(SPOTIFY_LIKE)
+    assert cells[("Revenue", "Three months ended September 30, 2024")] == "3,988"
+    assert cells[("Revenue", "Three months ended September 30, 2023")] == "3,357"
+    assert cells[("Revenue", "2024")] == "11,431"  # the band stops where the years begin again
+    assert cells[("Revenue", "Note")] == "20"
+    rows = {r for r, _ in cells}
+    assert not any("Three months" in r or r.startswith("Note") for r in rows)  # header rows are not rows of figures
+
+
+def test_a_table_whose_first_row_holds_figures_keeps_its_rows():
+    text = "| | | |\n|---|---|---|\n| Revenue | 3,988 | 3,357 |\n| Cost | 2,748 | 2,472 |\n"
+    assert {r for r, _ in _cells(text)} == {"Revenue", "Cost"}
