@@ -122,6 +122,19 @@ def write(tmp_path):
     return w
 
 
+@pytest.fixture
+def indexed(make_ctx, write):
+    """indexed({name: text, …}, theta=40) -> an AppContext with those documents ingested (the fake embedder)."""
+    from ingest.jobs.queue import ingest_files
+
+    def make(docs: dict, theta: int = 40):
+        c = make_ctx(theta=theta)
+        ingest_files(c, [write(name, text) for name, text in docs.items()])
+        return c
+
+    return make
+
+
 def pytest_collection_modifyitems(config, items):
     if os.environ.get("MGRAG_SKIP_INTEGRATION") == "1":
         skip = pytest.mark.skip(reason="MGRAG_SKIP_INTEGRATION=1")

@@ -31,10 +31,8 @@ class Scripted:
 
 
 @pytest.fixture
-def ctx(make_ctx, write):
-    c = make_ctx(theta=40)
-    ingest_files(c, [write("keeper.md", KEEPER), write("orchard.md", ORCHARD)])
-    return c
+def ctx(indexed):
+    return indexed({"keeper.md": KEEPER, "orchard.md": ORCHARD})
 
 
 def test_unanswerable_question_abstains_before_generating_and_cites_nothing(ctx):

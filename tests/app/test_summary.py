@@ -9,7 +9,6 @@ import pytest
 from app.answer import AskOptions, answer
 from app.question import kind_of, read_question
 from app.summary import central, mmr, section_asked, section_span, statements
-from ingest.jobs.queue import ingest_files
 
 HARBOUR = ("# Harbour survey\n\n"
            "The harbour authority dredged the main channel to a depth of twelve metres during the spring. "
@@ -65,10 +64,8 @@ def test_a_summary_quotes_statements_not_headings_tables_questions_or_safe_harbo
 
 
 @pytest.fixture
-def ctx(make_ctx, write):
-    c = make_ctx(theta=40)
-    ingest_files(c, [write("harbour.md", HARBOUR), write("orchard.md", ORCHARD)])
-    return c
+def ctx(indexed):
+    return indexed({"harbour.md": HARBOUR, "orchard.md": ORCHARD})
 
 
 def test_a_summary_question_gets_the_documents_own_sentences_cited_in_its_order(ctx):
@@ -162,10 +159,8 @@ REPORT = ("# Field report\n\n## 1 Introduction\n\nThe survey covered the coastal
 
 
 @pytest.fixture
-def report_ctx(make_ctx, write):
-    c = make_ctx(theta=40)
-    ingest_files(c, [write("report.md", REPORT)])
-    return c
+def report_ctx(indexed):
+    return indexed({"report.md": REPORT})
 
 
 def test_a_section_named_by_number_is_summarised_from_its_own_passages(report_ctx):
