@@ -186,13 +186,10 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
         synthesizer=None) -> Iterator[tuple[str, object]]:
     """Answer ``question`` as ``opts`` says (a follow-up when ``history`` holds the conversation's earlier turns;
     ``synthesizer``: one already loaded instead of ``opts.backend``'s); see the module doc for the events."""
-    backend, retriever, no_retrieval_doc = opts.backend, opts.retriever, opts.no_retrieval_doc
-    grounded, style, rewrite_mode = opts.grounded, opts.style, opts.rewrite_mode
-    synth_budget_words = opts.synth_budget_words
     s = ctx.settings
-    backend = backend or s.synth_backend
-    grounded = s.grounding if grounded is None else grounded
-    style = style or s.answer_style
+    backend, retriever, no_retrieval_doc = opts.backend or s.synth_backend, opts.retriever, opts.no_retrieval_doc
+    grounded = s.grounding if opts.grounded is None else opts.grounded
+    style, rewrite_mode, synth_budget_words = opts.style or s.answer_style, opts.rewrite_mode, opts.synth_budget_words
     history = list(history or [])
     synth, error = (synthesizer, None) if synthesizer is not None else _load_synth(ctx, backend)
     if (retriever or s.retriever) != "bm25" or grounded:
@@ -215,15 +212,9 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
         else:
             routed, retrieval, extra = event[1]
     t_found = time.perf_counter()
-    reading, widened, digest = None, None, None
-    if q.kind == "summary" and retrieval.sources and no_retrieval_doc is None:  # the document as a whole
-        digest = summarize(ctx, retrieval, q.text)
-        retrieval = digest.retrieval if digest is not None else retrieval
-    if retrieval.sources and (kind == "extractive" or (grounded and s.reader_check)) and no_retrieval_doc is None \
-            and digest is None:
-        reading, routed, widened, retrieval, extra = _read(ctx, q, opts, routed, retrieval, extra)
-        if widened is not None:
-            yield "status", f"not in {', '.join(widened.doc_ids[:3])}: searched all that the question may search"
+    digest, reading, routed, widened, retrieval, extra = _decide(ctx, q, opts, kind, grounded, routed, retrieval, extra)
+    if widened is not None:
+        yield "status", f"not in {', '.join(widened.doc_ids[:3])}: searched all that the question may search"
     t1 = time.perf_counter()
     yield "sources", retrieval
     if synth_budget_words is None and backend == "offline":
@@ -291,6 +282,21 @@ def ask(ctx: AppContext, question: str, opts: AskOptions = AskOptions(), *, hist
                "total_s": t3 - t0}
     yield "done", Answer(question, text, backend, retrieval.retriever, cites, sources, retrieval.weights, timings,
                          error, retrieval.router, query, how, abstained, draft, gmeta)
+
+
+def _decide(ctx: AppContext, q, opts: AskOptions, kind: str, grounded: bool, routed, retrieval, extra):
+    """What answers: a summary of the document (:mod:`app.summary`) for a question about it as a whole, else the
+    reader's decision when the extractive backend answers or grounding asks for it (:func:`_read`). ``(digest or
+    None, reading or None, route, the route given way or None, retrieval, looked-up rows)``."""
+    if not retrieval.sources or opts.no_retrieval_doc is not None:
+        return None, None, routed, None, retrieval, extra
+    if q.kind == "summary":  # the document as a whole
+        digest = summarize(ctx, retrieval, q.text)
+        if digest is not None:
+            return digest, None, routed, None, digest.retrieval, extra
+    if kind == "extractive" or (grounded and ctx.settings.reader_check):
+        return None, *_read(ctx, q, opts, routed, retrieval, extra)
+    return None, None, routed, None, retrieval, extra
 
 
 def _read(ctx: AppContext, q, opts: AskOptions, routed, retrieval, extra):
