@@ -6,7 +6,7 @@ product abstained on the first thing most people ask of a file they upload. Such
 document instead, by a standard extractive method: the document's passages nearest its own mean vector (the centroid
 of its passages' vectors, which the index already holds; Radev et al., 2004), and from each passage the sentence
 nearest that mean. A novelty term (maximal marginal relevance, Carbonell and Goldstein, 1998) is there and off
-(:data:`MMR_LAMBDA`): on the documents that carry their own summary it lowered the overlap with it
+(:data:`MMR_LAMBDA`): on the documents that carry their own summary it did not raise the overlap with it
 (``bench/summary_bench.py``). The sentences are quoted in the document's order, each cited (the citation marks the
 sentence); the passages are the reply's sources, so a generating backend summarises from them instead. The
 document's first lines (the lead, the classic baseline) did as well there, on papers whose introductions restate
@@ -29,8 +29,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from app.grounding import answerable_text
 from app.question import MONTH_NAMES, lexicon
+from ingest.embed import normalise
 from ingest.text.sentences import split_sentences
+from ingest.text.tables import is_table_line
 from retrieval.search import Retrieval, Source
 
 log = logging.getLogger(__name__)
@@ -38,12 +41,12 @@ log = logging.getLogger(__name__)
 SUMMARY_PASSAGES = 3  # passages quoted, one sentence each: a summary a reader takes in at a glance
 # relevance against novelty in maximal marginal relevance (1: relevance alone). Chosen on bench/summary_bench.py, the
 # corpus's 7 documents that carry their own abstract, executive summary or synopsis (the only reference summaries
-# here; no held-out split): ROUGE-1 F1 0.166 at 1.0 against 0.143 at 0.7, the weight most implementations use
+# here; no held-out split): ROUGE-1 F1 0.166 at 1.0 against 0.164 at 0.7, the weight most implementations use (0.142
+# with the first version's sentence filter); no gain from novelty, so relevance alone
 MMR_LAMBDA = 1.0
 MAX_PASSAGES_READ = 600  # a longer document's (or section's) passages are read at even steps (a 900-page book)
 SENTENCE_MIN_WORDS = 8  # shorter lines are headings, labels and table cells, not statements
 PARENT_LEVEL = 0  # the index level of the parent passages (ingest: parents, θ/2 and θ/4 children)
-TABLE_ROW_BARS = 2  # a line with this many "|" is a table row, not a statement
 HEAD_WORDS = 10  # a heading line has at most this many words
 HEAD_TITLE_CHARS = 80  # … and at most this many characters after its number
 SHORT_HEAD_WORDS = 2  # a heading this short may end with a full stop ("CHAPTER IV.")
@@ -222,8 +225,8 @@ def central(points: Sequence, embedder, k: int = SUMMARY_PASSAGES, lam: float = 
     passage's ``score`` is set to its cosine with the mean."""
     if not points:
         return []
-    V = _unit(np.asarray([p.vector for p in points], dtype=np.float32))
-    centre = _unit(V.mean(axis=0, keepdims=True))[0]
+    V = normalise(np.asarray([p.vector for p in points], dtype=np.float32))
+    centre = normalise(V.mean(axis=0, keepdims=True))[0]
     out = []
     for j in mmr(V, centre, len(points), lam):
         sentence = central_sentence(embedder, points[j].payload["text"], centre, within)
@@ -239,7 +242,7 @@ def mmr(V: np.ndarray, centre: np.ndarray, k: int, lam: float = MMR_LAMBDA) -> l
     """The rows of ``V`` (unit vectors) chosen one by one for ``lam`` × their cosine with ``centre`` less
     (1 − ``lam``) × their highest cosine with a row already chosen (``lam`` 1: by cosine alone).
 
-    >>> V = _unit(np.array([[1, 0, 0], [0.95, 0.31, 0], [0.8, 0, 0.6]], dtype=np.float32))
+    >>> V = normalise(np.array([[1, 0, 0], [0.95, 0.31, 0], [0.8, 0, 0.6]], dtype=np.float32))
     >>> centre = np.array([0.971, 0.11, 0.212], dtype=np.float32)  # their mean; cosines 0.971, 0.957, 0.904
     >>> mmr(V, centre, 2, 0.7), mmr(V, centre, 2, 1.0)  # with novelty the near copy of the first is passed over
     ([0, 2], [0, 1])
@@ -264,13 +267,15 @@ def central_sentence(embedder, text: str, centre: np.ndarray, within: str | None
     sents = [x for x in statements(text) if within is None or x in within]
     if not sents:
         return None
-    S = _unit(np.asarray(embedder.embed_passages(sents), dtype=np.float32))
+    S = normalise(np.asarray(embedder.embed_passages(sents), dtype=np.float32))
     return sents[int(np.argmax(S @ centre))]
 
 
 def statements(text: str) -> list[str]:
-    """The sentences of ``text`` a summary may quote: :data:`SENTENCE_MIN_WORDS` words or more in small letters, not
-    a table row, a question nor boilerplate (the lexicon's safe-harbour phrases), spaces collapsed.
+    """The sentences of ``text`` a summary may quote, spaces collapsed: those the reader may quote
+    (:func:`app.grounding.answerable_text`: not a heading, a title line, garbled layout or an order to an AI) of
+    :data:`SENTENCE_MIN_WORDS` words or more, not a table row, a question nor boilerplate (the lexicon's
+    safe-harbour phrases).
 
     >>> statements("Results | 2023 | 2024\\nRevenue grew 12% on strong demand for the new product line. Why?")
     ['Revenue grew 12% on strong demand for the new product line.']
@@ -279,7 +284,8 @@ def statements(text: str) -> list[str]:
     out = []
     for s, e in split_sentences(text):
         line = " ".join(text[s:e].split())
-        if (len(line.split()) >= SENTENCE_MIN_WORDS and re.search(r"[a-z]", line) and line.count("|") < TABLE_ROW_BARS
+        # what the reader may quote (app.grounding: no heading or title line, no garbled layout, no order to an AI)
+        if (len(line.split()) >= SENTENCE_MIN_WORDS and not is_table_line(text[s:e]) and answerable_text(text, s, e)
                 and not line.endswith("?") and not any(ph in line.lower() for ph in boiler)):
             out.append(line)
     return out
@@ -293,13 +299,6 @@ def sentence_span(text: str, sentence: str) -> tuple[int, int]:
     """
     m = re.search(r"\s+".join(re.escape(w) for w in sentence.split()), text)
     return (m.start(), m.end()) if m else (0, len(text))
-
-
-def _unit(M: np.ndarray) -> np.ndarray:
-    """``M``'s rows scaled to length 1 (a zero row stays zero)."""
-    n = np.linalg.norm(M, axis=1, keepdims=True)
-    n[n == 0] = 1.0
-    return M / n
 
 
 def summary_reply(digest: Digest, sources: Sequence) -> str:

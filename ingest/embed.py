@@ -44,7 +44,8 @@ def prefixes_for(model_name: str) -> tuple[str, str]:
     return ("", "")
 
 
-def _normalise(v: np.ndarray) -> np.ndarray:
+def normalise(v: np.ndarray) -> np.ndarray:
+    """``v``'s rows (its last axis) scaled to length 1; a zero row stays zero."""
     n = np.linalg.norm(v, axis=-1, keepdims=True)
     return v / np.where(n == 0, 1.0, n)
 
@@ -80,7 +81,7 @@ class HashingEmbedder:
         return v
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return _normalise(np.stack([self._one(t) for t in texts])) if texts else np.zeros((0, self.dim), np.float32)
+        return normalise(np.stack([self._one(t) for t in texts])) if texts else np.zeros((0, self.dim), np.float32)
 
     embed_queries = embed_passages
 
@@ -175,7 +176,7 @@ class SentenceTransformerEmbedder:
             self._in_slices(weight, on_fraction, run)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         np.add.at(out, np.asarray(owner, dtype=np.int64), vecs * np.asarray(weight, dtype=np.float32)[:, None])
-        return _normalise(out)
+        return normalise(out)
 
     def _in_slices(self, weight: Sequence[int], on_fraction, run) -> None:
         """``run(indices)`` over the items longest first (by ``weight``, their word pieces), two batches at a time,
@@ -307,7 +308,7 @@ class SentenceTransformerEmbedder:
                 if inside.any():
                     v = h[inside | special].mean(axis=0)
                     out[t_i][k] += float(inside.sum()) * v / max(float(np.linalg.norm(v)), 1e-12)
-        return [_normalise(v) for v in out]
+        return [normalise(v) for v in out]
 
 
 def load_embedder(name: str, *, query_prefix: str | None = None, passage_prefix: str | None = None,
